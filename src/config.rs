@@ -1,0 +1,372 @@
+//! The configuration: one TOML file (`data/trawl.toml`), one section per concern.
+//!
+//! Every key has a default (the `Default` impls below, mirrored and documented in
+//! `data/trawl.toml` and `docs/config.md`); a missing file section or key takes it.
+//! Unknown keys are errors, so a typo never silently falls back to a default.
+//! Stage flags override the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Settings every stage shares.
+    pub crawl: CrawlConfig,
+    /// URL normalization and filtering.
+    pub urls: UrlConfig,
+    /// The `inject` stage.
+    pub inject: InjectConfig,
+    /// The `generate` stage.
+    pub generate: GenerateConfig,
+    /// The `fetch` stage.
+    pub fetch: FetchConfig,
+    /// The `parse` stage.
+    pub parse: ParseConfig,
+    /// The `updatedb` stage.
+    pub updatedb: UpdateDbConfig,
+    /// The `linkdb` stage.
+    pub linkdb: LinkDbConfig,
+    /// The `pagerank` stage.
+    pub pagerank: PageRankConfig,
+}
+
+/// `[crawl]`: settings every stage shares.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// Default crawl directory (`--crawl-dir` overrides).
+    pub dir: PathBuf,
+    /// Number of host partitions of the crawldb and of segment datasets.
+    pub partitions: usize,
+    /// Worker threads for rayon kernels (0 = one per core).
+    pub threads: usize,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            dir: PathBuf::from("crawl"),
+            partitions: 8,
+            threads: 0,
+        }
+    }
+}
+
+/// `[urls]`: normalization and filters applied by inject, parse and updatedb.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UrlConfig {
+    /// Schemes accepted.
+    pub schemes: Vec<String>,
+    /// URLs longer than this (bytes, after normalization) are rejected.
+    pub max_length: usize,
+    /// Optional rule file in Nutch's regex-urlfilter format (`+regex` / `-regex`, first match wins).
+    pub filter_file: Option<PathBuf>,
+    /// Query parameters removed as session ids (case-insensitive).
+    pub session_params: Vec<String>,
+    /// Sort query parameters by name.
+    pub sort_query: bool,
+    /// Scope: `any`, `host` (only the seeds' hosts) or `domain` (the seeds' registrable domains).
+    pub scope: String,
+    /// Maximum depth (links from a seed) of URLs added to the crawldb; 0 = unlimited.
+    pub max_depth: i32,
+}
+
+impl Default for UrlConfig {
+    fn default() -> Self {
+        UrlConfig {
+            schemes: vec!["http".into(), "https".into()],
+            max_length: 2048,
+            filter_file: None,
+            session_params: vec![
+                "jsessionid".into(),
+                "phpsessid".into(),
+                "sid".into(),
+                "aspsessionid".into(),
+            ],
+            sort_query: false,
+            scope: "any".into(),
+            max_depth: 0,
+        }
+    }
+}
+
+/// `[inject]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InjectConfig {
+    /// Score of an injected URL without a `score=` key.
+    pub score: f64,
+    /// Fetch interval (seconds) of an injected URL without a `fetch_interval=` key.
+    pub fetch_interval: i64,
+}
+
+impl Default for InjectConfig {
+    fn default() -> Self {
+        InjectConfig {
+            score: 1.0,
+            fetch_interval: 30 * 86400,
+        }
+    }
+}
+
+/// `[generate]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// Maximum URLs in a fetch list (`--top-n`).
+    pub top_n: usize,
+    /// Maximum URLs per host (or per domain, see `count_mode`) in one fetch list; 0 = no cap.
+    pub max_per_host: usize,
+    /// What `max_per_host` counts: `host` or `domain` (registrable domain).
+    pub count_mode: String,
+    /// URLs scoring below this are not generated.
+    pub min_score: f64,
+    /// Seconds after which a fetch list that never reached updatedb no longer locks its URLs.
+    pub gen_delay: i64,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            top_n: 50_000,
+            max_per_host: 100,
+            count_mode: "host".into(),
+            min_score: f64::NEG_INFINITY,
+            gen_delay: 7 * 86400,
+        }
+    }
+}
+
+/// `[fetch]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchConfig {
+    /// The User-Agent header.
+    pub user_agent: String,
+    /// The product token matched against robots.txt `User-agent:` lines.
+    pub robots_agent: String,
+    /// Obey robots.txt.
+    pub respect_robots: bool,
+    /// Maximum requests in flight over all hosts.
+    pub max_connections: usize,
+    /// Requests in flight per host queue.
+    pub per_host_connections: usize,
+    /// Seconds between two requests to one host (robots.txt Crawl-delay raises it).
+    pub delay: f64,
+    /// A Crawl-delay above this (seconds) skips the host for this round.
+    pub max_crawl_delay: f64,
+    /// Connect timeout (seconds).
+    pub connect_timeout: f64,
+    /// Timeout (seconds) between two reads of a response.
+    pub read_timeout: f64,
+    /// Deadline (seconds) for a whole request, body included.
+    pub total_timeout: f64,
+    /// Maximum content bytes kept per page (after decompression); longer bodies are truncated.
+    pub max_content_bytes: usize,
+    /// Stop after this many seconds (0 = no limit); unfetched URLs stay due.
+    pub time_limit: f64,
+    /// Host patterns mapped to a socket address, like curl's `--connect-to`:
+    /// `"*.web.test" = "127.0.0.1:8080"` connects every matching host to that address.
+    pub resolve: BTreeMap<String, String>,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        FetchConfig {
+            user_agent: format!("trawl/{} (batch crawler)", env!("CARGO_PKG_VERSION")),
+            robots_agent: "trawl".into(),
+            respect_robots: true,
+            max_connections: 256,
+            per_host_connections: 1,
+            delay: 1.0,
+            max_crawl_delay: 30.0,
+            connect_timeout: 10.0,
+            read_timeout: 20.0,
+            total_timeout: 60.0,
+            max_content_bytes: 2 * 1024 * 1024,
+            time_limit: 0.0,
+            resolve: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[parse]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParseConfig {
+    /// Maximum outlinks kept per page.
+    pub max_outlinks: usize,
+    /// Anchor texts are cut to this many characters.
+    pub max_anchor_length: usize,
+    /// Keep `rel=nofollow` links out of the crawldb.
+    pub ignore_nofollow_links: bool,
+    /// Pages larger than this (bytes) are not parsed (`parse_failed`, reason `too_large`).
+    pub max_page_bytes: usize,
+}
+
+impl Default for ParseConfig {
+    fn default() -> Self {
+        ParseConfig {
+            max_outlinks: 1000,
+            max_anchor_length: 100,
+            ignore_nofollow_links: true,
+            max_page_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[updatedb]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpdateDbConfig {
+    /// Add URLs discovered as outlinks (`--no-additions` turns it off).
+    pub additions_allowed: bool,
+    /// Seconds before a `fetch_retry` URL is due again.
+    pub retry_interval: i64,
+    /// Retries before a URL becomes `db_gone`.
+    pub max_retries: i32,
+    /// Default re-fetch interval (seconds) of new URLs.
+    pub default_interval: i64,
+    /// Maximum re-fetch interval (seconds).
+    pub max_interval: i64,
+    /// Fetch schedule: `default` (fixed) or `adaptive`.
+    pub schedule: String,
+    /// Drop `db_gone` URLs from the crawldb.
+    pub purge_gone: bool,
+}
+
+impl Default for UpdateDbConfig {
+    fn default() -> Self {
+        UpdateDbConfig {
+            additions_allowed: true,
+            retry_interval: 86400,
+            max_retries: 3,
+            default_interval: 30 * 86400,
+            max_interval: 90 * 86400,
+            schedule: "default".into(),
+            purge_gone: false,
+        }
+    }
+}
+
+/// `[linkdb]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkDbConfig {
+    /// Drop links between pages of the same host.
+    pub ignore_internal: bool,
+    /// Drop links between different hosts.
+    pub ignore_external: bool,
+    /// Anchor texts are cut to this many characters.
+    pub max_anchor_length: usize,
+    /// Inlinks kept per target URL.
+    pub max_inlinks: usize,
+}
+
+impl Default for LinkDbConfig {
+    fn default() -> Self {
+        LinkDbConfig {
+            ignore_internal: true,
+            ignore_external: false,
+            max_anchor_length: 100,
+            max_inlinks: 10_000,
+        }
+    }
+}
+
+/// `[pagerank]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PageRankConfig {
+    /// Damping factor.
+    pub damping: f64,
+    /// Stop when the L1 change of an iteration is below this.
+    pub tolerance: f64,
+    /// Stop after this many iterations.
+    pub max_iterations: usize,
+    /// Graph source: `crawl` (every segment's outlinks, all links) or `linkdb`.
+    pub source: String,
+    /// Copy scores into the crawldb's `score` column.
+    pub update_crawldb: bool,
+}
+
+impl Default for PageRankConfig {
+    fn default() -> Self {
+        PageRankConfig {
+            damping: 0.85,
+            tolerance: 1e-9,
+            max_iterations: 100,
+            source: "crawl".into(),
+            update_crawldb: true,
+        }
+    }
+}
+
+impl Config {
+    /// Loads `path`, or the defaults when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> Result<Config> {
+        let Some(path) = path else {
+            return Ok(Config::default());
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: format!("cannot read: {e}; pass an existing file with --config"),
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses TOML text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config> {
+        let cfg: Config = toml::from_str(text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
+    /// Checks value ranges, naming the key at fault.
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        let bad = |key: &str, why: &str| {
+            Err(Error::Config {
+                path: path.to_path_buf(),
+                message: format!("{key}: {why}"),
+            })
+        };
+        if self.crawl.partitions == 0 || self.crawl.partitions > 4096 {
+            return bad("crawl.partitions", "must be between 1 and 4096");
+        }
+        if !matches!(self.urls.scope.as_str(), "any" | "host" | "domain") {
+            return bad("urls.scope", "must be \"any\", \"host\" or \"domain\"");
+        }
+        if !matches!(self.generate.count_mode.as_str(), "host" | "domain") {
+            return bad("generate.count_mode", "must be \"host\" or \"domain\"");
+        }
+        if !matches!(self.updatedb.schedule.as_str(), "default" | "adaptive") {
+            return bad("updatedb.schedule", "must be \"default\" or \"adaptive\"");
+        }
+        if !(0.0..1.0).contains(&self.pagerank.damping) {
+            return bad("pagerank.damping", "must be in [0, 1)");
+        }
+        if !matches!(self.pagerank.source.as_str(), "crawl" | "linkdb") {
+            return bad("pagerank.source", "must be \"crawl\" or \"linkdb\"");
+        }
+        if self.fetch.max_connections == 0 || self.fetch.per_host_connections == 0 {
+            return bad(
+                "fetch.max_connections / fetch.per_host_connections",
+                "must be at least 1",
+            );
+        }
+        if self.fetch.delay < 0.0 {
+            return bad("fetch.delay", "must not be negative");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,413 @@
+//! The crawl directory (Nutch's layout, Parquet instead of SequenceFiles):
+//!
+//! ```text
+//! <crawl-dir>/
+//!   crawldb/current/part-NNNNN.parquet   one row per URL, partitioned by host, sorted by URL
+//!   crawldb/current/_meta.json           partitions and segments already merged
+//!   crawldb/old/                          the previous version
+//!   crawldb/.lock                         held while a stage rewrites the crawldb
+//!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
+//!     _meta.json, crawl_generate/, crawl_fetch/, content/, parse_text/, parse_data/, crawl_parse/
+//!   linkdb/current/                       inlinks per target URL
+//!   pagerank/                             url, score, in_degree, out_degree
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+use crate::storage::{self, SUCCESS_MARKER, StagedDataset};
+
+/// A crawl directory.
+#[derive(Debug, Clone)]
+pub struct CrawlDir {
+    root: PathBuf,
+}
+
+/// The names of a segment's datasets, in the order the stages write them.
+pub const SEGMENT_DATASETS: [&str; 6] = [
+    "crawl_generate",
+    "crawl_fetch",
+    "content",
+    "parse_text",
+    "parse_data",
+    "crawl_parse",
+];
+
+impl CrawlDir {
+    /// A crawl directory at `root` (not checked; see [`CrawlDir::open_existing`]).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        CrawlDir { root: root.into() }
+    }
+
+    /// Opens a crawl directory that must already hold a crawldb.
+    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Self> {
+        let dir = CrawlDir::new(root);
+        if !dir.root.is_dir() {
+            return Err(Error::crawl_dir(
+                &dir.root,
+                "no such crawl directory; run `inject` first to create it, or pass the right --crawl-dir",
+            ));
+        }
+        dir.recover_crawldb()?;
+        if !storage::dataset_complete(&dir.crawldb_current()) {
+            return Err(Error::crawl_dir(
+                &dir.root,
+                "not a crawl directory (no crawldb/current with a _SUCCESS marker); run `inject` first, or pass the right --crawl-dir",
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// The root path.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `crawldb/`.
+    pub fn crawldb(&self) -> PathBuf {
+        self.root.join("crawldb")
+    }
+
+    /// `crawldb/current/`.
+    pub fn crawldb_current(&self) -> PathBuf {
+        self.crawldb().join("current")
+    }
+
+    /// `crawldb/old/`.
+    pub fn crawldb_old(&self) -> PathBuf {
+        self.crawldb().join("old")
+    }
+
+    /// `crawldb/.lock`.
+    pub fn crawldb_lock(&self) -> PathBuf {
+        self.crawldb().join(".lock")
+    }
+
+    /// `segments/`.
+    pub fn segments_dir(&self) -> PathBuf {
+        self.root.join("segments")
+    }
+
+    /// `linkdb/`.
+    pub fn linkdb(&self) -> PathBuf {
+        self.root.join("linkdb")
+    }
+
+    /// `linkdb/current/`.
+    pub fn linkdb_current(&self) -> PathBuf {
+        self.linkdb().join("current")
+    }
+
+    /// `pagerank/`.
+    pub fn pagerank(&self) -> PathBuf {
+        self.root.join("pagerank")
+    }
+
+    /// Reads the crawldb's `_meta.json`.
+    pub fn crawldb_meta(&self) -> Result<CrawlDbMeta> {
+        storage::read_json(&self.crawldb_current().join(CRAWLDB_META))
+    }
+
+    /// Finishes an install of the crawldb that a killed stage left half done.
+    pub fn recover_crawldb(&self) -> Result<()> {
+        recover_versioned(&self.crawldb())
+    }
+
+    /// All complete segments, oldest first.
+    pub fn segments(&self) -> Result<Vec<Segment>> {
+        let dir = self.segments_dir();
+        if !dir.is_dir() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for entry in fs::read_dir(&dir).at(&dir)? {
+            let entry = entry.at(&dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.len() == 14 && name.bytes().all(|b| b.is_ascii_digit()) {
+                out.push(Segment::new(entry.path()));
+            }
+        }
+        out.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(out)
+    }
+
+    /// Opens a segment given as a path or as a name under `segments/`.
+    pub fn segment(&self, arg: &Path) -> Result<Segment> {
+        let path = if arg.is_dir() {
+            arg.to_path_buf()
+        } else {
+            self.segments_dir().join(arg)
+        };
+        if !path.join(SEGMENT_META).is_file() {
+            return Err(Error::crawl_dir(
+                &path,
+                "not a segment (no _meta.json); list segments with `ls <crawl-dir>/segments` or pass the path `generate` printed",
+            ));
+        }
+        Ok(Segment::new(path))
+    }
+
+    /// The newest segment, if any.
+    pub fn latest_segment(&self) -> Result<Option<Segment>> {
+        Ok(self.segments()?.pop())
+    }
+}
+
+/// The crawldb's `_meta.json`, stored inside each version so it changes atomically with it.
+pub const CRAWLDB_META: &str = "_meta.json";
+/// A segment's `_meta.json`.
+pub const SEGMENT_META: &str = "_meta.json";
+
+/// Facts stored with each crawldb version.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CrawlDbMeta {
+    /// Number of host partitions (part files).
+    pub partitions: usize,
+    /// Segments whose fetch and parse results are merged into this version.
+    #[serde(default)]
+    pub applied_segments: Vec<String>,
+    /// Seed hosts (for scope filters); filled by inject.
+    #[serde(default)]
+    pub seed_hosts: Vec<String>,
+    /// The time the version was written (ms UTC).
+    #[serde(default)]
+    pub written_time: i64,
+    /// The stage that wrote it.
+    #[serde(default)]
+    pub written_by: String,
+}
+
+/// Facts about a segment, written by generate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SegmentMeta {
+    /// The segment's name (UTC yyyyMMddHHmmss).
+    pub name: String,
+    /// When generate created it (ms UTC).
+    pub generated_time: i64,
+    /// Number of host partitions of its datasets.
+    pub partitions: usize,
+    /// URLs in the fetch list.
+    pub urls: u64,
+}
+
+/// One segment directory.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    path: PathBuf,
+    name: String,
+}
+
+impl Segment {
+    /// A segment at `path`.
+    pub fn new(path: PathBuf) -> Self {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Segment { path, name }
+    }
+
+    /// The segment's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Path of one of its datasets (`crawl_fetch`, ...).
+    pub fn dataset(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Whether one of its datasets is complete.
+    pub fn has(&self, name: &str) -> bool {
+        storage::dataset_complete(&self.dataset(name))
+    }
+
+    /// Reads `_meta.json`.
+    pub fn meta(&self) -> Result<SegmentMeta> {
+        storage::read_json(&self.path.join(SEGMENT_META))
+    }
+
+    /// Fails with a helpful message unless `dataset` is complete; `stage` is the
+    /// stage that writes it.
+    pub fn require(&self, dataset: &str, stage: &str) -> Result<PathBuf> {
+        if self.has(dataset) {
+            Ok(self.dataset(dataset))
+        } else {
+            Err(Error::crawl_dir(
+                &self.path,
+                format!(
+                    "segment has no complete {dataset}/: run `{stage}` on it first (segment {})",
+                    self.name
+                ),
+            ))
+        }
+    }
+}
+
+/// A new segment name for `now_ms` that does not collide with existing ones.
+pub fn new_segment_name(dir: &CrawlDir, now_ms: i64) -> String {
+    let mut t = now_ms / 1000;
+    loop {
+        let name = chrono::DateTime::from_timestamp(t, 0)
+            .map(|d| d.format("%Y%m%d%H%M%S").to_string())
+            .unwrap_or_else(|| format!("{t:014}"));
+        if !dir.segments_dir().join(&name).exists() {
+            return name;
+        }
+        t += 1;
+    }
+}
+
+/// Installs a staged new version of a versioned dataset (`crawldb`, `linkdb`):
+/// `current` becomes `old` (replacing the previous `old`) and the staged
+/// directory becomes `current`. A kill at any point is repaired by
+/// [`recover_versioned`]: either the new or the previous version ends up current.
+pub fn install_version(base: &Path, staged: StagedDataset) -> Result<()> {
+    let current = base.join("current");
+    let old = base.join("old");
+    if staged.dest() != current {
+        return Err(Error::crawl_dir(
+            staged.dest(),
+            "internal: staged dataset is not the current version",
+        ));
+    }
+    if current.exists() {
+        if old.exists() {
+            fs::remove_dir_all(&old).at(&old)?;
+        }
+        fs::rename(&current, &old).at(&current)?;
+    }
+    staged.commit()?;
+    Ok(())
+}
+
+/// Repairs an install interrupted between its two renames.
+pub fn recover_versioned(base: &Path) -> Result<()> {
+    let current = base.join("current");
+    if current.exists() || !base.is_dir() {
+        return Ok(());
+    }
+    // A complete staged version (with its _SUCCESS) wins over old.
+    for entry in fs::read_dir(base).at(base)? {
+        let entry = entry.at(base)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("current.tmp-") && entry.path().join(SUCCESS_MARKER).is_file() {
+            tracing::warn!(
+                "finishing an interrupted install: {} -> current",
+                entry.path().display()
+            );
+            fs::rename(entry.path(), &current).at(&current)?;
+            return Ok(());
+        }
+    }
+    let old = base.join("old");
+    if storage::dataset_complete(&old) {
+        tracing::warn!(
+            "restoring {} as current after an interrupted install",
+            old.display()
+        );
+        fs::rename(&old, &current).at(&current)?;
+    }
+    Ok(())
+}
+
+/// An exclusive lock on a dataset, held while a stage rewrites it; released on drop.
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+}
+
+impl Lock {
+    /// Takes the lock at `path` for `stage`. A lock held by a live process is an
+    /// error that says who holds it; a lock left by a dead process on this host is
+    /// reported and taken over.
+    pub fn acquire(path: &Path, stage: &str) -> Result<Lock> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).at(parent)?;
+        }
+        let host = hostname();
+        let body = format!(
+            "pid={}\nhost={}\nstage={}\nsince={}\n",
+            std::process::id(),
+            host,
+            stage,
+            chrono::Utc::now().to_rfc3339()
+        );
+        for _ in 0..2 {
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    f.write_all(body.as_bytes()).at(path)?;
+                    return Ok(Lock {
+                        path: path.to_path_buf(),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held = fs::read_to_string(path).unwrap_or_default();
+                    let field = |k: &str| {
+                        held.lines()
+                            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                            .unwrap_or("?")
+                            .to_string()
+                    };
+                    let (pid, lhost, lstage, since) =
+                        (field("pid"), field("host"), field("stage"), field("since"));
+                    let alive = pid
+                        .parse::<u32>()
+                        .map(|p| Path::new(&format!("/proc/{p}")).exists())
+                        .unwrap_or(false);
+                    if lhost == host && !alive {
+                        tracing::warn!(
+                            "stale lock {}: {lstage} (pid {pid}, since {since}) died without releasing it; taking it over",
+                            path.display()
+                        );
+                        fs::remove_file(path).at(path)?;
+                        continue;
+                    }
+                    let how = if lhost == host {
+                        format!("wait for {lstage} (pid {pid}, running since {since}) to finish")
+                    } else {
+                        format!(
+                            "held by {lstage} (pid {pid}) on host {lhost} since {since}; if no such process runs there, delete {} and rerun",
+                            path.display()
+                        )
+                    };
+                    return Err(Error::Locked {
+                        path: path.to_path_buf(),
+                        message: how,
+                    });
+                }
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+        Err(Error::Locked {
+            path: path.to_path_buf(),
+            message: "could not take the lock; delete the file if no trawl stage is running".into(),
+        })
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}

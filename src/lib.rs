@@ -1,0 +1,19 @@
+//! trawl: a batch web crawler in the tradition of Apache Nutch.
+//!
+//! A crawl advances in rounds of discrete stages (inject, generate, fetch, parse,
+//! updatedb, linkdb, pagerank) that read and write partitioned Parquet datasets in
+//! a crawl directory ([`layout`]). This crate is the library behind the stage
+//! binaries in `stages/`; each stage's job lives in one module here.
+
+pub mod cli;
+pub mod config;
+pub mod datum;
+pub mod error;
+pub mod layout;
+pub mod records;
+pub mod storage;
+pub mod urls;
+
+pub use config::Config;
+pub use datum::{CrawlDatum, DbStatus, FetchStatus};
+pub use error::{Error, Result};

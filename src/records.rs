@@ -1,0 +1,508 @@
+//! Row types of the segment datasets, the linkdb and the pagerank table, with their
+//! Arrow schemas. Like [`crate::datum::CrawlDatum`], these are public schemas,
+//! documented column by column in `docs/schemas.md`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+
+use crate::datum::{FetchStatus, Millis, string_map_type, timestamp_type};
+use crate::storage::Record;
+
+fn cached(cell: &'static OnceLock<SchemaRef>, fields: impl FnOnce() -> Vec<Field>) -> SchemaRef {
+    cell.get_or_init(|| Arc::new(Schema::new(fields()))).clone()
+}
+
+/// One row of `crawl_fetch`: the outcome of fetching one URL of the fetch list.
+/// Every URL of `crawl_generate` has exactly one row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchRecord {
+    /// The URL as it was in the fetch list.
+    pub url: String,
+    /// Its host.
+    pub host: String,
+    /// Nutch's fetch status.
+    pub status: FetchStatus,
+    /// The protocol reason (`ok`, `robots_denied`, `http_404`, `timeout`, ...).
+    pub reason: String,
+    /// When the fetch finished (ms UTC).
+    pub fetch_time: Millis,
+    /// The HTTP status, when a response arrived.
+    pub http_status: Option<i32>,
+    /// The Content-Type header.
+    pub content_type: Option<String>,
+    /// Bytes of content kept (after decompression, capped).
+    pub content_length: Option<i64>,
+    /// Location of a redirect, resolved to an absolute URL.
+    pub redirect_target: Option<String>,
+    /// The ETag header, for conditional re-fetch.
+    pub etag: Option<String>,
+    /// The Last-Modified header, for conditional re-fetch.
+    pub last_modified: Option<String>,
+    /// Time from request to the end of the body (ms).
+    pub response_time_ms: Option<i64>,
+    /// Score from the fetch list (carried for parse's scoring).
+    pub score: f64,
+    /// Depth from the fetch list.
+    pub depth: i32,
+}
+
+impl Record for FetchRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("host", DataType::Utf8, false),
+                Field::new("status", DataType::Utf8, false),
+                Field::new("reason", DataType::Utf8, false),
+                Field::new("fetch_time", timestamp_type(), false),
+                Field::new("http_status", DataType::Int32, true),
+                Field::new("content_type", DataType::Utf8, true),
+                Field::new("content_length", DataType::Int64, true),
+                Field::new("redirect_target", DataType::Utf8, true),
+                Field::new("etag", DataType::Utf8, true),
+                Field::new("last_modified", DataType::Utf8, true),
+                Field::new("response_time_ms", DataType::Int64, true),
+                Field::new("score", DataType::Float64, false),
+                Field::new("depth", DataType::Int32, false),
+            ]
+        })
+    }
+}
+
+/// One HTTP header of a response (headers may repeat, so a list, not a map).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Header name, lowercase.
+    pub name: String,
+    /// Header value (lossily decoded as UTF-8).
+    pub value: String,
+}
+
+/// One row of `content`: the raw response of a successful fetch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentRecord {
+    /// The URL fetched.
+    pub url: String,
+    /// Its host.
+    pub host: String,
+    /// When the fetch finished (ms UTC).
+    pub fetch_time: Millis,
+    /// The HTTP status.
+    pub http_status: i32,
+    /// The Content-Type header.
+    pub content_type: Option<String>,
+    /// The response headers, in order.
+    pub headers: Vec<Header>,
+    /// The body, decompressed, at most `fetch.max_content_bytes`.
+    #[serde(with = "serde_bytes_compat")]
+    pub content: Vec<u8>,
+    /// Whether the body was cut at the cap.
+    pub truncated: bool,
+    /// The peer's IP address.
+    pub ip_address: Option<String>,
+    /// Score from the fetch list (parse shares it among outlinks).
+    pub score: f64,
+    /// Depth from the fetch list.
+    pub depth: i32,
+}
+
+mod serde_bytes_compat {
+    //! Serializes `Vec<u8>` as bytes (Arrow `Binary`) rather than a list of u8.
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = a.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_byte_buf(V)
+    }
+}
+
+fn header_list_type() -> DataType {
+    let item = Field::new(
+        "element",
+        DataType::Struct(Fields::from(vec![
+            Field::new("name", DataType::Utf8, false),
+            Field::new("value", DataType::Utf8, false),
+        ])),
+        false,
+    );
+    DataType::List(Arc::new(item))
+}
+
+impl Record for ContentRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("host", DataType::Utf8, false),
+                Field::new("fetch_time", timestamp_type(), false),
+                Field::new("http_status", DataType::Int32, false),
+                Field::new("content_type", DataType::Utf8, true),
+                Field::new("headers", header_list_type(), false),
+                Field::new("content", DataType::Binary, false),
+                Field::new("truncated", DataType::Boolean, false),
+                Field::new("ip_address", DataType::Utf8, true),
+                Field::new("score", DataType::Float64, false),
+                Field::new("depth", DataType::Int32, false),
+            ]
+        })
+    }
+}
+
+/// One row of `parse_text`: the text of a parsed page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParseTextRecord {
+    /// The page URL.
+    pub url: String,
+    /// Visible text, whitespace collapsed.
+    pub text: String,
+    /// The main content (boilerplate removed), when extracted.
+    pub main_text: Option<String>,
+}
+
+impl Record for ParseTextRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("text", DataType::Utf8, false),
+                Field::new("main_text", DataType::Utf8, true),
+            ]
+        })
+    }
+}
+
+/// One outlink of a page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outlink {
+    /// The target, resolved and normalized.
+    pub url: String,
+    /// Anchor text (or image alt), whitespace collapsed, capped.
+    pub anchor: String,
+    /// Whether the link carried `rel=nofollow`.
+    pub nofollow: bool,
+}
+
+fn outlink_list_type() -> DataType {
+    let item = Field::new(
+        "element",
+        DataType::Struct(Fields::from(vec![
+            Field::new("url", DataType::Utf8, false),
+            Field::new("anchor", DataType::Utf8, false),
+            Field::new("nofollow", DataType::Boolean, false),
+        ])),
+        false,
+    );
+    DataType::List(Arc::new(item))
+}
+
+/// One row of `parse_data`: what parse learned about a page besides its text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParseDataRecord {
+    /// The page URL.
+    pub url: String,
+    /// `parse_success` or `parse_failed`.
+    pub status: String,
+    /// Why parsing failed or what was special (`ok`, `not_html`, `too_large`, ...).
+    pub reason: String,
+    /// The `<title>`.
+    pub title: Option<String>,
+    /// The content type parsed.
+    pub content_type: Option<String>,
+    /// The charset used to decode the page.
+    pub charset: Option<String>,
+    /// How the charset was chosen (`bom`, `http_header`, `meta`, `detected`, `default`).
+    pub charset_source: Option<String>,
+    /// The `lang` attribute of `<html>`.
+    pub lang: Option<String>,
+    /// `link[rel=canonical]`, resolved.
+    pub canonical: Option<String>,
+    /// Meta robots / X-Robots-Tag `noindex`.
+    pub noindex: bool,
+    /// Meta robots / X-Robots-Tag `nofollow` (the page's outlinks were not followed).
+    pub nofollow: bool,
+    /// Meta robots / X-Robots-Tag `noarchive`.
+    pub noarchive: bool,
+    /// The page's outlinks, in document order, deduplicated.
+    pub outlinks: Vec<Outlink>,
+    /// blake3 of the normalized text (hex).
+    pub signature: Option<String>,
+    /// 64-bit SimHash of the text's word shingles.
+    pub simhash: Option<u64>,
+    /// Other metadata (`description`, `keywords`, headings, ...).
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Record for ParseDataRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("status", DataType::Utf8, false),
+                Field::new("reason", DataType::Utf8, false),
+                Field::new("title", DataType::Utf8, true),
+                Field::new("content_type", DataType::Utf8, true),
+                Field::new("charset", DataType::Utf8, true),
+                Field::new("charset_source", DataType::Utf8, true),
+                Field::new("lang", DataType::Utf8, true),
+                Field::new("canonical", DataType::Utf8, true),
+                Field::new("noindex", DataType::Boolean, false),
+                Field::new("nofollow", DataType::Boolean, false),
+                Field::new("noarchive", DataType::Boolean, false),
+                Field::new("outlinks", outlink_list_type(), false),
+                Field::new("signature", DataType::Utf8, true),
+                Field::new("simhash", DataType::UInt64, true),
+                Field::new("metadata", string_map_type(), false),
+            ]
+        })
+    }
+}
+
+/// One row of `crawl_parse`: what parse tells updatedb. Partitioned by the host of
+/// `url` (like the crawldb), so updatedb merges it part by part.
+///
+/// `kind` is `signature` (one per parsed page: `url` is the page, `signature` set)
+/// or `link` (one per outlink: `url` is the target, `from_url` the page, `score`
+/// the share of the page's score it passes on, `depth` the target's depth).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrawlParseRecord {
+    /// The URL the row is about.
+    pub url: String,
+    /// Its host.
+    pub host: String,
+    /// `signature` or `link`.
+    pub kind: String,
+    /// For `link`: the page the link is on.
+    pub from_url: Option<String>,
+    /// For `link`: the anchor text.
+    pub anchor: Option<String>,
+    /// For `link`: the score contribution.
+    pub score: f64,
+    /// For `link`: depth of the target (the page's depth + 1).
+    pub depth: i32,
+    /// For `signature`: the content signature.
+    pub signature: Option<String>,
+}
+
+impl Record for CrawlParseRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("host", DataType::Utf8, false),
+                Field::new("kind", DataType::Utf8, false),
+                Field::new("from_url", DataType::Utf8, true),
+                Field::new("anchor", DataType::Utf8, true),
+                Field::new("score", DataType::Float64, false),
+                Field::new("depth", DataType::Int32, false),
+                Field::new("signature", DataType::Utf8, true),
+            ]
+        })
+    }
+}
+
+/// One row of the linkdb: one inlink of a target URL. Partitioned by the target's
+/// host, sorted by (`url`, `from_url`); a (target, source) pair appears once.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InlinkRecord {
+    /// The target URL.
+    pub url: String,
+    /// The page linking to it.
+    pub from_url: String,
+    /// The anchor text (capped at `linkdb.max_anchor_length`).
+    pub anchor: String,
+    /// The segment the link was first seen in.
+    pub segment: String,
+}
+
+impl Record for InlinkRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("from_url", DataType::Utf8, false),
+                Field::new("anchor", DataType::Utf8, false),
+                Field::new("segment", DataType::Utf8, false),
+            ]
+        })
+    }
+}
+
+/// One row of `pagerank/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageRankRecord {
+    /// The page.
+    pub url: String,
+    /// Its PageRank (scores sum to 1).
+    pub score: f64,
+    /// Distinct pages linking to it.
+    pub in_degree: i64,
+    /// Distinct pages it links to.
+    pub out_degree: i64,
+}
+
+impl Record for PageRankRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("score", DataType::Float64, false),
+                Field::new("in_degree", DataType::Int64, false),
+                Field::new("out_degree", DataType::Int64, false),
+            ]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datum::{CrawlDatum, DbStatus};
+    use crate::storage::{PartWriter, from_batch, read_part_all, to_batch};
+
+    fn roundtrip<R: Record + PartialEq + std::fmt::Debug + Clone>(rows: Vec<R>) {
+        let batch = to_batch(&rows).unwrap();
+        assert_eq!(batch.schema(), R::schema());
+        assert_eq!(from_batch::<R>(&batch).unwrap(), rows);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("part-00000.parquet");
+        let mut w = PartWriter::<R>::create(&p).unwrap();
+        for r in rows.clone() {
+            w.push(r).unwrap();
+        }
+        assert_eq!(w.finish().unwrap(), rows.len() as u64);
+        assert_eq!(read_part_all::<R>(&p).unwrap(), rows);
+    }
+
+    #[test]
+    fn every_record_type_roundtrips_through_parquet() {
+        let mut d = CrawlDatum::unfetched(
+            "http://a.test/".into(),
+            "a.test".into(),
+            1_700_000_000_000,
+            86400,
+        );
+        d.metadata.insert("k".into(), "v".into());
+        let mut d2 = d.clone();
+        d2.status = DbStatus::DbRedirPerm;
+        d2.redirect_target = Some("http://b.test/".into());
+        d2.signature = Some("ab".into());
+        roundtrip(vec![d, d2]);
+        roundtrip(vec![FetchRecord {
+            url: "http://a.test/".into(),
+            host: "a.test".into(),
+            status: FetchStatus::FetchRedirTemp,
+            reason: "http_302".into(),
+            fetch_time: 5,
+            http_status: Some(302),
+            content_type: None,
+            content_length: None,
+            redirect_target: Some("http://a.test/x".into()),
+            etag: None,
+            last_modified: None,
+            response_time_ms: Some(3),
+            score: 1.0,
+            depth: 0,
+        }]);
+        roundtrip(vec![ContentRecord {
+            url: "http://a.test/".into(),
+            host: "a.test".into(),
+            fetch_time: 5,
+            http_status: 200,
+            content_type: Some("text/html".into()),
+            headers: vec![Header {
+                name: "a".into(),
+                value: "b".into(),
+            }],
+            content: vec![0, 1, 2, 255],
+            truncated: false,
+            ip_address: Some("127.0.0.1".into()),
+            score: 0.5,
+            depth: 1,
+        }]);
+        roundtrip(vec![ParseTextRecord {
+            url: "u".into(),
+            text: "t".into(),
+            main_text: None,
+        }]);
+        roundtrip(vec![ParseDataRecord {
+            url: "u".into(),
+            status: "parse_success".into(),
+            reason: "ok".into(),
+            title: Some("T".into()),
+            content_type: None,
+            charset: None,
+            charset_source: None,
+            lang: None,
+            canonical: None,
+            noindex: false,
+            nofollow: true,
+            noarchive: false,
+            outlinks: vec![Outlink {
+                url: "v".into(),
+                anchor: "a".into(),
+                nofollow: false,
+            }],
+            signature: None,
+            simhash: Some(u64::MAX),
+            metadata: BTreeMap::new(),
+        }]);
+        roundtrip(vec![CrawlParseRecord {
+            url: "u".into(),
+            host: "h".into(),
+            kind: "link".into(),
+            from_url: Some("f".into()),
+            anchor: Some("a".into()),
+            score: 0.1,
+            depth: 2,
+            signature: None,
+        }]);
+        roundtrip(vec![InlinkRecord {
+            url: "u".into(),
+            from_url: "f".into(),
+            anchor: "a".into(),
+            segment: "s".into(),
+        }]);
+        roundtrip(vec![PageRankRecord {
+            url: "u".into(),
+            score: 0.5,
+            in_degree: 1,
+            out_degree: 2,
+        }]);
+    }
+}
