@@ -370,3 +370,52 @@ impl Config {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// data/trawl.toml documents every key with its default: it must parse, and apart
+    /// from the test web's resolve mapping it must equal the built-in defaults.
+    #[test]
+    fn shipped_config_documents_the_defaults() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data/trawl.toml"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut cfg = Config::parse(&text, path).unwrap();
+        assert_eq!(
+            cfg.fetch.resolve.get("*.web.test").map(String::as_str),
+            Some("127.0.0.1:18080")
+        );
+        cfg.fetch.resolve.clear();
+        let shipped = toml::to_string(&cfg).unwrap();
+        let defaults = toml::to_string(&Config::default()).unwrap();
+        assert_eq!(shipped, defaults);
+        // Every key of the defaults appears (uncommented or commented) in the file.
+        let table: toml::Table = toml::from_str(&defaults).unwrap();
+        for (section, keys) in &table {
+            let keys = keys.as_table().unwrap();
+            assert!(
+                text.contains(&format!("[{section}]")),
+                "section [{section}] missing"
+            );
+            for key in keys.keys() {
+                let documented = text.contains(&format!("{key} ="))
+                    || text.contains(&format!("[{section}.{key}]"));
+                assert!(documented, "key {section}.{key} not documented");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let p = Path::new("t.toml");
+        let e = Config::parse("[fetch]\ndelai = 2\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("delai"), "{e}");
+        let e = Config::parse("[urls]\nscope = \"planet\"\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("urls.scope"), "{e}");
+    }
+}

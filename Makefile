@@ -1,0 +1,64 @@
+# trawl: build, crawl, test, benchmark. `make help` lists the targets.
+#
+# Everything crawls only the project's own local test web on loopback.
+
+CARGO     ?= cargo
+CONFIG    ?= data/trawl.toml
+CRAWL_DIR ?= crawl
+ROUNDS    ?= 3
+BIN       := target/release
+VENV      := .venv
+PYTHON    := $(VENV)/bin/python
+
+# Stage binaries read these (clap flags override them).
+STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
+
+.PHONY: help build round demo web test test-rust test-queries bench lint clean
+
+help:
+	@echo "make build   - build every stage binary (release)"
+	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
+	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank) on CRAWL_DIR=$(CRAWL_DIR)"
+	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
+	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
+	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph), printing figures"
+	@echo "make lint    - cargo fmt --check and clippy -D warnings"
+	@echo "make clean   - remove build output, crawls and the Python virtualenv"
+
+build:
+	$(CARGO) build --release --bins
+
+round: build
+	$(STAGE_ENV) scripts/round.sh
+
+demo: build
+	$(STAGE_ENV) scripts/demo.sh
+
+web: build
+	$(BIN)/testweb serve --addr 127.0.0.1:18080
+
+# The Python virtualenv with DuckDB (and warcio), used by the query tests.
+$(PYTHON):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb
+
+test: test-rust test-queries
+
+test-rust:
+	$(CARGO) test --release
+
+test-queries: build $(PYTHON)
+	$(STAGE_ENV) scripts/demo.sh
+	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
+
+bench: build
+	scripts/bench.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV) bench-out
+	@if [ -f $(CRAWL_DIR)/.trawl-demo ]; then rm -rf $(CRAWL_DIR); fi

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make demo: start the local test web on loopback, inject its seeds, run ROUNDS rounds,
+# print what was crawled (readdb stats, the ten top pages by PageRank), stop the web.
+#
+# DEMO_DIR (default: crawl) is wiped first, but only if an earlier demo made it.
+set -euo pipefail
+BIN=${BIN:-target/release}
+DIR=${DEMO_DIR:-${TRAWL_CRAWL_DIR:-crawl}}
+ROUNDS=${ROUNDS:-3}
+CONFIG=${TRAWL_CONFIG:-data/trawl.toml}
+ADDR=${DEMO_ADDR:-127.0.0.1:18080}
+WEB_FLAGS=${WEB_FLAGS:---seed 42 --hosts 20 --pages 40}
+export TRAWL_CRAWL_DIR="$DIR" TRAWL_CONFIG="$CONFIG"
+
+if [ -e "$DIR" ] && [ ! -f "$DIR/.trawl-demo" ]; then
+  echo "demo: $DIR exists and was not made by make demo; move it away or set DEMO_DIR" >&2
+  exit 1
+fi
+rm -rf "$DIR"
+mkdir -p "$DIR"
+touch "$DIR/.trawl-demo"
+start=$(date +%s)
+
+"$BIN/testweb" serve --addr "$ADDR" $WEB_FLAGS --log "$DIR/testweb.log" --addr-file "$DIR/testweb.addr" &
+web=$!
+trap 'kill $web 2>/dev/null; wait $web 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$DIR/testweb.addr" ] && break; sleep 0.1; done
+[ -s "$DIR/testweb.addr" ] || { echo "demo: the test web did not start on $ADDR" >&2; exit 1; }
+echo "demo: test web serving at $(cat "$DIR/testweb.addr") ($WEB_FLAGS)"
+
+"$BIN/testweb" seeds $WEB_FLAGS --out "$DIR/seeds.txt"
+"$BIN/inject" "$DIR/seeds.txt"
+for r in $(seq "$ROUNDS"); do
+  echo "demo: round $r of $ROUNDS"
+  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh
+done
+
+echo
+echo "== crawldb statistics (readdb --stats)"
+"$BIN/readdb" --stats
+echo
+echo "== the ten top pages by PageRank (readdb --top 10)"
+"$BIN/readdb" --top 10
+echo
+echo "demo: $ROUNDS rounds in $(( $(date +%s) - start )) s; crawl in $DIR/ (query it with DuckDB, see README)"
