@@ -506,3 +506,90 @@ mod tests {
         }]);
     }
 }
+
+#[cfg(test)]
+mod schema_doc_tests {
+    use super::*;
+    use crate::datum::CrawlDatum;
+
+    /// The documented type name of an Arrow type.
+    fn type_name(t: &DataType) -> String {
+        match t {
+            DataType::Utf8 => "string".into(),
+            DataType::Int32 => "int32".into(),
+            DataType::Int64 => "int64".into(),
+            DataType::UInt64 => "uint64".into(),
+            DataType::Float64 => "float64".into(),
+            DataType::Boolean => "bool".into(),
+            DataType::Binary => "binary".into(),
+            DataType::Timestamp(_, _) => "timestamp[ms, UTC]".into(),
+            DataType::Map(_, _) => "map<string, string>".into(),
+            DataType::List(f) => format!("list<{}>", type_name(f.data_type())),
+            DataType::Struct(fs) => format!(
+                "struct<{}>",
+                fs.iter()
+                    .map(|f| format!("{}: {}", f.name(), type_name(f.data_type())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// Parses the `| column | type | meaning |` table under `## <dataset>`.
+    fn documented(doc: &str, dataset: &str) -> Vec<(String, String)> {
+        let start = doc
+            .find(&format!("\n## {dataset}\n"))
+            .unwrap_or_else(|| panic!("docs/schemas.md has no section ## {dataset}"));
+        let rest = &doc[start + 4 + dataset.len()..];
+        let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+        section
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| column"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split(" | ").collect();
+                (
+                    cells[0].trim_start_matches("| ").to_string(),
+                    cells[1].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn code(schema: &SchemaRef) -> Vec<(String, String)> {
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let mut t = type_name(f.data_type());
+                if f.is_nullable() {
+                    t.push_str(", nullable");
+                }
+                (f.name().clone(), t)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn documented_schemas_match_the_code() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schemas.md"))
+            .unwrap();
+        let datasets: Vec<(&str, SchemaRef)> = vec![
+            ("crawldb", CrawlDatum::schema()),
+            ("crawl_fetch", FetchRecord::schema()),
+            ("content", ContentRecord::schema()),
+            ("parse_text", ParseTextRecord::schema()),
+            ("parse_data", ParseDataRecord::schema()),
+            ("crawl_parse", CrawlParseRecord::schema()),
+            ("linkdb", InlinkRecord::schema()),
+            ("pagerank", PageRankRecord::schema()),
+        ];
+        for (name, schema) in datasets {
+            assert_eq!(
+                documented(&doc, name),
+                code(&schema),
+                "docs/schemas.md section {name}"
+            );
+        }
+    }
+}
