@@ -57,6 +57,10 @@ struct SpecArgs {
     /// Most random links per regular page.
     #[arg(long, default_value_t = 10)]
     max_links: usize,
+    /// Add the hostile hosts (slow, endless, failing, looping, oversized responses,
+    /// robots.txt variants) and their home pages to the seeds.
+    #[arg(long)]
+    hostile: bool,
 }
 
 impl SpecArgs {
@@ -68,6 +72,7 @@ impl SpecArgs {
             seed_count: self.seed_count,
             min_links: self.min_links,
             max_links: self.max_links,
+            hostile: self.hostile,
         }
     }
 }

@@ -11,7 +11,7 @@ use url::Url;
 
 use super::html::{PageBuilder, Piece};
 use super::links::href_for;
-use super::model::{HTML_TYPE, Host, Kind, Resource, Web, not_found_body, redirect_body};
+use super::model::{Behavior, HTML_TYPE, Host, Kind, Resource, Web, not_found_body, redirect_body};
 use super::rng::{Rng, Zipf};
 use super::robots::Robots;
 use super::spec::WebSpec;
@@ -38,12 +38,17 @@ pub fn generate(spec: &WebSpec) -> Result<Web> {
         ));
     }
     let policy = UrlPolicy::new(&UrlConfig::default(), &[])?;
-    let hosts = (0..spec.hosts)
+    let mut hosts = (0..spec.hosts)
         .map(|i| HostGen::new(spec, i, &policy).build())
         .collect::<Result<Vec<_>>>()?;
-    let seeds = (0..spec.seed_count.min(spec.hosts))
+    let mut seeds: Vec<String> = (0..spec.seed_count.min(spec.hosts))
         .map(|i| format!("http://{}/", WebSpec::host_name(i)))
         .collect();
+    if spec.hostile {
+        let extra = super::hostile::hostile_hosts(&policy)?;
+        seeds.extend(extra.iter().map(|h| format!("http://{}/", h.name)));
+        hosts.extend(extra);
+    }
     Ok(Web {
         spec: spec.clone(),
         hosts,
@@ -224,6 +229,9 @@ impl<'a> HostGen<'a> {
                     duplicate_of: None,
                     nofollow: false,
                     noindex: false,
+                    behavior: Behavior::Normal,
+                    headers: Vec::new(),
+                    note: None,
                 },
             );
         }
@@ -244,6 +252,9 @@ impl<'a> HostGen<'a> {
                     duplicate_of: None,
                     nofollow: false,
                     noindex: false,
+                    behavior: Behavior::Normal,
+                    headers: Vec::new(),
+                    note: None,
                 },
             );
         }
@@ -305,6 +316,9 @@ impl<'a> HostGen<'a> {
             duplicate_of,
             nofollow: draft.nofollow,
             noindex: draft.noindex,
+            behavior: Behavior::Normal,
+            headers: Vec::new(),
+            note: None,
         })
     }
 

@@ -8,6 +8,7 @@
 //! and logs every request as a JSON line.
 
 pub mod generate;
+pub mod hostile;
 pub mod html;
 pub mod links;
 pub mod log;

@@ -32,6 +32,42 @@ pub enum Kind {
     Redirect,
     /// A linked URL that does not exist (404).
     Missing,
+    /// A resource of the hostile hosts (`--hostile`): see its `behavior` and `note`.
+    Hostile,
+}
+
+/// How the server delivers a response beyond its status, headers and body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Behavior {
+    /// Everything at once.
+    #[default]
+    Normal,
+    /// Waits `ms` milliseconds before sending the response head.
+    Delay {
+        /// The delay.
+        ms: u64,
+    },
+    /// Sends the head (with `Content-Length`) at once, then the body in `chunks`
+    /// pieces, `interval_ms` apart.
+    SlowBody {
+        /// Number of body pieces.
+        chunks: u32,
+        /// Pause between pieces.
+        interval_ms: u64,
+    },
+    /// Sends the head (no `Content-Length`, chunked) and then a few bytes every
+    /// `interval_ms`, forever: the response never completes.
+    Endless {
+        /// Pause between pieces.
+        interval_ms: u64,
+    },
+    /// Closes the connection without any response.
+    Reset,
+    /// Serves `Last-Modified` and `ETag`, and answers 304 (no body) to a request whose
+    /// `If-None-Match` equals the ETag or whose `If-Modified-Since` is not earlier than
+    /// `Last-Modified`.
+    Conditional,
 }
 
 /// One URL of the web and exactly what the server answers for it.
@@ -64,6 +100,12 @@ pub struct Resource {
     pub nofollow: bool,
     /// The page carries `<meta name="robots" content="noindex">`.
     pub noindex: bool,
+    /// How the response is delivered.
+    pub behavior: Behavior,
+    /// Extra response headers (`Retry-After`, `Content-Encoding`, `ETag`, ...).
+    pub headers: Vec<(String, String)>,
+    /// What this resource tests, for hostile resources.
+    pub note: Option<String>,
 }
 
 /// One host of the web.

@@ -15,13 +15,29 @@ pub struct RobotsGroup {
     pub disallow: Vec<String>,
     /// `Allow` path prefixes.
     pub allow: Vec<String>,
+    /// `Crawl-delay` in seconds, if the group sets one.
+    #[serde(default)]
+    pub crawl_delay: Option<u32>,
 }
 
-/// A host's robots.txt: absent (404) or a list of groups.
+/// A host's robots.txt: absent (404), failing (500), or a list of groups.
+///
+/// Rules are path patterns as in RFC 9309: a prefix, where `*` matches any run of
+/// characters and a final `$` anchors the end; the longest matching pattern wins and
+/// `Allow` wins a tie.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Robots {
     /// The groups; `None` when the host has no robots.txt (served as 404).
     pub groups: Option<Vec<RobotsGroup>>,
+    /// robots.txt answers 500: per RFC 9309 the whole host counts as disallowed.
+    #[serde(default)]
+    pub unavailable: bool,
+    /// Bytes of `#` comment lines appended after the groups (an oversized robots.txt).
+    #[serde(default)]
+    pub padding_bytes: usize,
+    /// `/robots.txt` answers 301 to this path, which serves the groups.
+    #[serde(default)]
+    pub moved_to: Option<String>,
 }
 
 impl Robots {
@@ -36,6 +52,7 @@ impl Robots {
             agents: agents.iter().map(|s| s.to_string()).collect(),
             disallow: disallow.iter().map(|s| s.to_string()).collect(),
             allow: Vec::new(),
+            crawl_delay: None,
         };
         let groups = match i % 4 {
             0 => Some(vec![g(&["*"], &["/private/"])]),
@@ -46,11 +63,32 @@ impl Robots {
             2 => None,
             _ => Some(vec![g(&["otherbot"], &["/"]), g(&["*"], &[""])]),
         };
-        Robots { groups }
+        Robots {
+            groups,
+            unavailable: false,
+            padding_bytes: 0,
+            moved_to: None,
+        }
     }
 
-    /// The robots.txt body, or `None` when the host has none.
+    /// The HTTP status of `/robots.txt`: 500, 200, or 404 when there is none.
+    pub fn status(&self) -> u16 {
+        if self.unavailable {
+            500
+        } else if self.moved_to.is_some() {
+            301
+        } else if self.groups.is_some() {
+            200
+        } else {
+            404
+        }
+    }
+
+    /// The robots.txt body (at `moved_to` when set), or `None` when the host has none.
     pub fn text(&self) -> Option<String> {
+        if self.unavailable {
+            return None;
+        }
         let groups = self.groups.as_ref()?;
         let mut out = String::from("# robots.txt of a trawl test host\n");
         for (n, g) in groups.iter().enumerate() {
@@ -66,6 +104,13 @@ impl Robots {
             for p in &g.disallow {
                 out.push_str(&format!("Disallow: {p}\n"));
             }
+            if let Some(d) = g.crawl_delay {
+                out.push_str(&format!("Crawl-delay: {d}\n"));
+            }
+        }
+        let line = "# padding to make this robots.txt larger than crawlers must read\n";
+        while out.len() < self.padding_bytes {
+            out.push_str(line);
         }
         Some(out)
     }
@@ -82,13 +127,16 @@ impl Robots {
 
     /// Whether `agent` may fetch `path` (longest matching prefix wins; Allow wins ties).
     pub fn allowed(&self, agent: &str, path: &str) -> bool {
+        if self.unavailable {
+            return false;
+        }
         let Some(g) = self.group_for(agent) else {
             return true;
         };
         let longest = |rules: &[String]| {
             rules
                 .iter()
-                .filter(|p| !p.is_empty() && path.starts_with(p.as_str()))
+                .filter(|p| !p.is_empty() && pattern_matches(p, path))
                 .map(|p| p.len())
                 .max()
         };
@@ -99,8 +147,11 @@ impl Robots {
         }
     }
 
-    /// The Disallow prefixes in effect for `agent`.
+    /// The Disallow patterns in effect for `agent` (`/` when robots.txt fails).
     pub fn disallowed_prefixes(&self, agent: &str) -> Vec<String> {
+        if self.unavailable {
+            return vec!["/".to_string()];
+        }
         self.group_for(agent)
             .map(|g| {
                 g.disallow
@@ -111,6 +162,35 @@ impl Robots {
             })
             .unwrap_or_default()
     }
+}
+
+/// Whether a robots.txt path pattern matches `path` (`*` wildcard, final `$` anchor).
+pub fn pattern_matches(pattern: &str, path: &str) -> bool {
+    let (body, anchored) = match pattern.strip_suffix('$') {
+        Some(b) => (b, true),
+        None => (pattern, false),
+    };
+    let pieces: Vec<&str> = body.split('*').collect();
+    let Some((first, rest)) = pieces.split_first() else {
+        return true;
+    };
+    let Some(mut tail) = path.strip_prefix(first) else {
+        return false;
+    };
+    if rest.is_empty() {
+        return !anchored || tail.is_empty();
+    }
+    let last = rest.len() - 1;
+    for (n, piece) in rest.iter().enumerate() {
+        if n == last && anchored {
+            return tail.ends_with(piece);
+        }
+        match tail.find(piece) {
+            Some(at) => tail = &tail[at + piece.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -136,6 +216,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn wildcards_and_anchors() {
+        assert!(pattern_matches("/*.cgi$", "/a/script.cgi"));
+        assert!(!pattern_matches("/*.cgi$", "/script.cgi.html"));
+        assert!(pattern_matches("/tmp", "/tmp/x.html"));
+        assert!(pattern_matches("/a*b*c", "/axxbyyczz"));
+        assert!(!pattern_matches("/a*b*c", "/axxcyyb"));
+        assert!(pattern_matches("/x$", "/x"));
+        assert!(!pattern_matches("/x$", "/xy"));
     }
 
     #[test]

@@ -15,10 +15,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::time::Duration;
+
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue, LOCATION};
+use futures::StreamExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{
+    CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
+    LOCATION,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -26,8 +33,11 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
-use super::model::{HTML_TYPE, TEXT_TYPE, Web, not_found_body};
+use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
 use crate::error::{Error, Result};
+
+/// The response body type: a whole body, or a stream for slow and endless ones.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// One pre-rendered response.
 #[derive(Debug, Clone)]
@@ -35,6 +45,8 @@ struct Prepared {
     status: StatusCode,
     content_type: HeaderValue,
     location: Option<HeaderValue>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    behavior: Behavior,
     body: Bytes,
 }
 
@@ -45,6 +57,10 @@ pub struct Site {
     not_found: Prepared,
 }
 
+fn bad(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Net(format!("cannot prepare {what}: {e}"))
+}
+
 fn prepared(
     status: u16,
     content_type: &'static str,
@@ -52,13 +68,15 @@ fn prepared(
     body: Vec<u8>,
 ) -> Result<Prepared> {
     Ok(Prepared {
-        status: StatusCode::from_u16(status)
-            .map_err(|e| Error::Net(format!("status {status}: {e}")))?,
+        // Status 0 (reset) has no HTTP status; it is never sent.
+        status: StatusCode::from_u16(status.max(200)).map_err(|e| bad("status", e))?,
         content_type: HeaderValue::from_static(content_type),
         location: location
             .map(HeaderValue::from_str)
             .transpose()
-            .map_err(|e| Error::Net(format!("bad Location header: {e}")))?,
+            .map_err(|e| bad("Location", e))?,
+        headers: Vec::new(),
+        behavior: Behavior::Normal,
         body: Bytes::from(body),
     })
 }
@@ -70,21 +88,40 @@ impl Site {
         for h in &web.hosts {
             let mut routes = HashMap::new();
             for r in h.resources.values() {
-                routes.insert(
-                    r.path.clone(),
-                    prepared(
-                        r.status,
-                        r.content_type,
-                        r.location.as_deref(),
-                        r.body.clone(),
-                    )?,
-                );
+                let mut p = prepared(
+                    r.status,
+                    r.content_type,
+                    r.location.as_deref(),
+                    r.body.clone(),
+                )?;
+                p.behavior = r.behavior;
+                for (k, v) in &r.headers {
+                    p.headers.push((
+                        HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(k, e))?,
+                        HeaderValue::from_str(v).map_err(|e| bad(k, e))?,
+                    ));
+                }
+                routes.insert(r.path.clone(), p);
             }
-            if let Some(text) = h.robots.text() {
+            if h.robots.unavailable {
                 routes.insert(
                     "/robots.txt".to_string(),
-                    prepared(200, TEXT_TYPE, None, text.into_bytes())?,
+                    prepared(500, TEXT_TYPE, None, b"robots.txt is failing\n".to_vec())?,
                 );
+            } else if let Some(text) = h.robots.text() {
+                let body = prepared(200, TEXT_TYPE, None, text.into_bytes())?;
+                match &h.robots.moved_to {
+                    Some(to) => {
+                        routes.insert(to.clone(), body);
+                        routes.insert(
+                            "/robots.txt".to_string(),
+                            prepared(301, HTML_TYPE, Some(to), redirect_body(301))?,
+                        );
+                    }
+                    None => {
+                        routes.insert("/robots.txt".to_string(), body);
+                    }
+                }
             }
             hosts.insert(h.name.to_ascii_lowercase(), routes);
         }
@@ -101,8 +138,9 @@ impl Site {
             .unwrap_or(&self.not_found)
     }
 
-    /// Answers one request; returns the response and the log line describing it.
-    fn respond<B>(&self, req: &Request<B>) -> (Response<Full<Bytes>>, LogLine) {
+    /// Answers one request: the response (an error closes the connection without a
+    /// response) and the log line describing it.
+    async fn respond<B>(&self, req: &Request<B>) -> (std::io::Result<Response<Body>>, LogLine) {
         let host = req
             .headers()
             .get(HOST)
@@ -112,44 +150,152 @@ impl Site {
         let host = strip_port(host).to_ascii_lowercase();
         let path = req.uri().path().to_string();
         let method = req.method().clone();
-        let (resp, bytes) = if method == Method::GET || method == Method::HEAD {
-            let p = self.lookup(&host, &path);
-            let mut b = Response::builder()
-                .status(p.status)
-                .header(CONTENT_TYPE, p.content_type.clone())
-                .header(CONTENT_LENGTH, p.body.len());
-            if let Some(l) = &p.location {
-                b = b.header(LOCATION, l.clone());
-            }
-            let body = if method == Method::HEAD {
-                Bytes::new()
-            } else {
-                p.body.clone()
-            };
-            let n = body.len() as u64;
-            (b.body(Full::new(body)), n)
-        } else {
-            let r = Response::builder()
-                .status(StatusCode::METHOD_NOT_ALLOWED)
-                .header("allow", "GET, HEAD")
-                .header(CONTENT_LENGTH, 0)
-                .body(Full::new(Bytes::new()));
-            (r, 0)
-        };
-        let resp = resp.unwrap_or_else(|_| {
-            let mut r = Response::new(Full::new(Bytes::new()));
-            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            r
-        });
-        let line = LogLine {
-            time_ms: now_ms(),
+        let mut line = LogLine {
+            time_ms: 0,
             method: method.to_string(),
             host,
             path,
-            status: resp.status().as_u16(),
-            bytes,
+            status: 0,
+            bytes: 0,
         };
-        (resp, line)
+        if method != Method::GET && method != Method::HEAD {
+            let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+            r.headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, HEAD"));
+            line.time_ms = now_ms();
+            line.status = 405;
+            return (Ok(r), line);
+        }
+        let p = self.lookup(&line.host, &line.path);
+        let head_only = method == Method::HEAD;
+        let mut b = Response::builder()
+            .status(p.status)
+            .header(CONTENT_TYPE, p.content_type.clone());
+        if let Some(l) = &p.location {
+            b = b.header(LOCATION, l.clone());
+        }
+        for (k, v) in &p.headers {
+            b = b.header(k, v.clone());
+        }
+        let body: Body = match p.behavior {
+            Behavior::Reset => {
+                line.time_ms = now_ms();
+                return (Err(std::io::Error::other("reset by design")), line);
+            }
+            Behavior::Conditional if not_modified(req, p) => {
+                b = b.status(StatusCode::NOT_MODIFIED);
+                Full::new(Bytes::new()).boxed_unsync()
+            }
+            Behavior::Endless { interval_ms } => {
+                if head_only {
+                    Full::new(Bytes::new()).boxed_unsync()
+                } else {
+                    endless(interval_ms)
+                }
+            }
+            Behavior::Delay { ms } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                whole(&p.body, head_only)
+            }
+            Behavior::SlowBody {
+                chunks,
+                interval_ms,
+            } => {
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                if head_only {
+                    Full::new(Bytes::new()).boxed_unsync()
+                } else {
+                    slow(p.body.clone(), chunks, interval_ms)
+                }
+            }
+            _ => {
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                whole(&p.body, head_only)
+            }
+        };
+        let resp = b.body(body).unwrap_or_else(|_| {
+            let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        });
+        line.time_ms = now_ms();
+        line.status = resp.status().as_u16();
+        line.bytes =
+            if head_only || line.status == 304 || matches!(p.behavior, Behavior::Endless { .. }) {
+                0
+            } else {
+                p.body.len() as u64
+            };
+        (Ok(resp), line)
+    }
+}
+
+fn whole(body: &Bytes, head_only: bool) -> Body {
+    let b = if head_only {
+        Bytes::new()
+    } else {
+        body.clone()
+    };
+    Full::new(b).boxed_unsync()
+}
+
+/// The body in `chunks` pieces, `interval_ms` apart (the first piece at once).
+fn slow(body: Bytes, chunks: u32, interval_ms: u64) -> Body {
+    let n = (chunks.max(1) as usize).min(body.len().max(1));
+    let size = body.len().div_ceil(n).max(1);
+    let pieces: Vec<Bytes> = (0..body.len())
+        .step_by(size)
+        .map(|i| body.slice(i..(i + size).min(body.len())))
+        .collect();
+    let stream =
+        futures::stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+            Ok::<_, Infallible>(Frame::data(piece))
+        });
+    StreamBody::new(stream).boxed_unsync()
+}
+
+/// A body that never ends: 16 bytes every `interval_ms`.
+fn endless(interval_ms: u64) -> Body {
+    let stream = futures::stream::unfold(0u64, move |n| async move {
+        if n > 0 {
+            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+        }
+        let data = if n == 0 {
+            Bytes::from_static(b"<!DOCTYPE html>\n<html><body>\n")
+        } else {
+            Bytes::from_static(b"<p>tick tick</p>")
+        };
+        Some((Ok::<_, Infallible>(Frame::data(data)), n + 1))
+    });
+    StreamBody::new(stream).boxed_unsync()
+}
+
+/// Whether a conditional request matches the resource's ETag / Last-Modified.
+fn not_modified<B>(req: &Request<B>, p: &Prepared) -> bool {
+    let header = |name: &str| p.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let (etag, lm) = (header("etag"), header("last-modified"));
+    if let (Some(inm), Some(etag)) = (req.headers().get(IF_NONE_MATCH), etag) {
+        return inm.as_bytes().split(|&c| c == b',').any(|t| {
+            let t = t.trim_ascii();
+            t == b"*" || t == etag.as_bytes() || t.strip_prefix(b"W/") == Some(etag.as_bytes())
+        });
+    }
+    let date = |v: &HeaderValue| {
+        v.to_str()
+            .ok()
+            .and_then(|s| chrono::DateTime::parse_from_rfc2822(s).ok())
+    };
+    match (
+        req.headers().get(IF_MODIFIED_SINCE).and_then(date),
+        lm.and_then(date),
+    ) {
+        (Some(since), Some(lm)) => since >= lm,
+        _ => false,
     }
 }
 
@@ -220,12 +366,17 @@ pub async fn serve(
                 let count = count.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req: Request<Incoming>| {
-                        let (resp, line) = site.respond(&req);
-                        count.fetch_add(1, Ordering::Relaxed);
-                        if let Some(log) = &log {
-                            log.record(&line);
+                        let site = site.clone();
+                        let log = log.clone();
+                        let count = count.clone();
+                        async move {
+                            let (resp, line) = site.respond(&req).await;
+                            count.fetch_add(1, Ordering::Relaxed);
+                            if let Some(log) = &log {
+                                log.record(&line);
+                            }
+                            resp
                         }
-                        async move { Ok::<_, Infallible>(resp) }
                     });
                     let conn = http1::Builder::new()
                         .keep_alive(true)

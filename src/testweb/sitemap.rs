@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{Kind, Web};
+use super::model::{Behavior, Kind, Web};
 use super::robots::{CRAWLER_AGENT, RobotsGroup};
 use super::spec::WebSpec;
 use crate::error::Result;
@@ -44,15 +44,27 @@ pub struct UrlEntry {
     pub noindex: bool,
     /// Number of distinct pages of the web whose outlinks contain this URL.
     pub in_degree: u64,
+    /// How the response is delivered (delays, endless body, reset, conditional).
+    #[serde(default)]
+    pub behavior: Behavior,
+    /// Extra response headers (`Retry-After`, `Content-Encoding`, `ETag`, ...).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// What a hostile resource tests.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// Everything known about one host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostEntry {
-    /// Status of `/robots.txt`: 200, or 404 when the host has none.
+    /// Status of `/robots.txt`: 200, 404 when the host has none, 500 when it fails.
     pub robots_status: u16,
-    /// The robots.txt body, if any.
+    /// The robots.txt body, if any (served at `robots_moved_to` when that is set).
     pub robots_txt: Option<String>,
+    /// `/robots.txt` answers 301 to this path, which serves `robots_txt`.
+    #[serde(default)]
+    pub robots_moved_to: Option<String>,
     /// Its groups.
     pub robots_groups: Vec<RobotsGroup>,
     /// Disallow prefixes in effect for agent `trawl`.
@@ -102,6 +114,9 @@ impl Web {
                         nofollow: r.nofollow,
                         noindex: r.noindex,
                         in_degree: in_degree.get(r.url.as_str()).copied().unwrap_or(0),
+                        behavior: r.behavior,
+                        headers: r.headers.iter().cloned().collect(),
+                        note: r.note.clone(),
                     },
                 );
             }
@@ -109,8 +124,9 @@ impl Web {
             hosts.insert(
                 h.name.clone(),
                 HostEntry {
-                    robots_status: if text.is_some() { 200 } else { 404 },
+                    robots_status: h.robots.status(),
                     robots_txt: text,
+                    robots_moved_to: h.robots.moved_to.clone(),
                     robots_groups: h.robots.groups.clone().unwrap_or_default(),
                     disallowed_for_trawl: h.robots.disallowed_prefixes(CRAWLER_AGENT),
                 },

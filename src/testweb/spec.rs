@@ -19,6 +19,9 @@ pub struct WebSpec {
     pub min_links: usize,
     /// Most random links on a regular page.
     pub max_links: usize,
+    /// Add the hostile hosts (slow, endless, failing, looping, oversized responses and
+    /// robots.txt variants; see `testweb::hostile`), and their home pages to the seeds.
+    pub hostile: bool,
 }
 
 impl Default for WebSpec {
@@ -30,6 +33,7 @@ impl Default for WebSpec {
             seed_count: 2,
             min_links: 4,
             max_links: 10,
+            hostile: false,
         }
     }
 }
