@@ -28,11 +28,16 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path) -> Server {
+        Server::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Server {
         let addr_file = dir.join("addr");
         let log = dir.join("requests.jsonl");
         let child = Command::new(BIN)
             .arg("serve")
             .args(GEN)
+            .args(extra)
             .arg("--addr-file")
             .arg(&addr_file)
             .arg("--log")
@@ -103,6 +108,7 @@ fn sitemap_via_binary(dir: &Path, name: &str, gen_args: &[&str]) -> (SiteMap, Ve
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .no_gzip()
         .no_proxy()
         .build()
         .unwrap()
@@ -331,4 +337,109 @@ fn refuses_non_loopback_addresses() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+}
+
+#[test]
+fn hostile_hosts_behave_as_the_site_map_says() {
+    use trawl::testweb::model::Behavior;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<&str> = GEN.to_vec();
+    args.push("--hostile");
+    let (map, _) = sitemap_via_binary(dir.path(), "map.json", &args);
+    let server = Server::start_with(dir.path(), &["--hostile"]);
+    let addr = server.addr.clone();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client();
+        // Everything delivered normally matches status, headers and body exactly.
+        for (url, e) in map
+            .urls
+            .iter()
+            .filter(|(_, e)| e.behavior == Behavior::Normal)
+        {
+            let resp = get(&c, &addr, url).await;
+            assert_eq!(resp.status().as_u16(), e.status, "{url}");
+            for (k, v) in &e.headers {
+                assert_eq!(resp.headers()[k.as_str()].to_str().unwrap(), v, "{url} {k}");
+            }
+            let body = resp.bytes().await.unwrap();
+            assert_eq!(
+                blake3::hash(&body).to_hex().to_string(),
+                e.body_blake3,
+                "{url}"
+            );
+        }
+        let h = |p: &str| format!("http://hostile.web.test{p}");
+        // The gzip bomb really is one.
+        let resp = get(&c, &addr, &h("/bomb.html")).await;
+        let compressed = resp.bytes().await.unwrap();
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut out)
+            .unwrap();
+        assert_eq!(out.len(), trawl::testweb::hostile::BOMB_BYTES);
+        assert!(compressed.len() * 100 < out.len());
+        // Reset: no response at all.
+        let u = Url::parse(&h("/reset")).unwrap();
+        let err = c
+            .get(format!("http://{addr}{}", u.path()))
+            .header(HOST, "hostile.web.test")
+            .send()
+            .await;
+        assert!(err.is_err());
+        // Conditional requests.
+        let cond = format!("http://{addr}/cond.html");
+        let r = c
+            .get(&cond)
+            .header(HOST, "hostile.web.test")
+            .header("if-none-match", trawl::testweb::hostile::ETAG)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 304);
+        let r = c
+            .get(&cond)
+            .header(HOST, "hostile.web.test")
+            .header("if-modified-since", "Mon, 02 Jan 2023 03:04:05 GMT")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 304);
+        let r = c
+            .get(&cond)
+            .header(HOST, "hostile.web.test")
+            .header("if-modified-since", "Sun, 01 Jan 2023 00:00:00 GMT")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        // Endless body: the head and some bytes come, the end never does.
+        let mut r = get(&c, &addr, &h("/endless.html")).await;
+        assert_eq!(r.status().as_u16(), 200);
+        let first = r.chunk().await.unwrap().unwrap();
+        assert!(!first.is_empty());
+        let more = tokio::time::timeout(Duration::from_millis(700), async {
+            let mut n = 0;
+            while let Ok(Some(_)) = r.chunk().await {
+                n += 1;
+            }
+            n
+        })
+        .await;
+        assert!(more.is_err(), "the endless body ended");
+        // Delay before the head: nothing within 1 s.
+        let slow =
+            tokio::time::timeout(Duration::from_secs(1), get(&c, &addr, &h("/slow.html"))).await;
+        assert!(slow.is_err());
+        // robots.txt variants.
+        for (host, e) in &map.hosts {
+            let r = get(&c, &addr, &format!("http://{host}/robots.txt")).await;
+            assert_eq!(r.status().as_u16(), e.robots_status, "{host}");
+            if let Some(to) = &e.robots_moved_to {
+                assert_eq!(r.headers()[LOCATION].to_str().unwrap(), to);
+                let r = get(&c, &addr, &format!("http://{host}{to}")).await;
+                assert_eq!(&r.text().await.unwrap(), e.robots_txt.as_ref().unwrap());
+            }
+        }
+    });
+    server.stop();
 }

@@ -379,3 +379,68 @@ fn robots_host(
         resources: b.resources,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testweb::{Kind, WebSpec, generate};
+
+    fn map() -> crate::testweb::SiteMap {
+        generate(&WebSpec {
+            hosts: 2,
+            pages_per_host: 5,
+            hostile: true,
+            ..WebSpec::default()
+        })
+        .unwrap()
+        .site_map()
+    }
+
+    #[test]
+    fn robots_verdicts_match_texting_robots() {
+        let m = map();
+        for (host, h) in &m.hosts {
+            let Some(text) = &h.robots_txt else { continue };
+            let r = texting_robots::Robot::new("trawl", text.as_bytes()).unwrap();
+            for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
+                assert_eq!(r.allowed(url), !e.disallowed, "{url}");
+            }
+        }
+        let h = "http://hostile.web.test";
+        assert!(m.urls[&format!("{h}/script.cgi")].disallowed);
+        assert!(!m.urls[&format!("{h}/script.cgi.html")].disallowed);
+        assert!(m.urls[&format!("{h}/tmp/secret.html")].disallowed);
+        assert!(!m.urls[&format!("{h}/tmp/ok.html")].disallowed);
+        assert!(m.urls["http://robots500.web.test/"].disallowed);
+        assert_eq!(m.hosts["robots500.web.test"].robots_status, 500);
+        assert_eq!(m.hosts["robotsmoved.web.test"].robots_status, 301);
+        assert!(
+            m.hosts["robotsbig.web.test"]
+                .robots_txt
+                .as_ref()
+                .unwrap()
+                .len()
+                > 500 * 1024
+        );
+        assert_eq!(
+            m.hosts["hostile.web.test"].robots_groups[1].crawl_delay,
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn hostile_seeds_and_reachability() {
+        let m = map();
+        assert!(m.seeds.contains(&"http://hostile.web.test/".to_string()));
+        assert_eq!(m.seeds.len(), 2 + 4);
+        let r = m.reachable(&m.seeds, None);
+        let h = |p: &str| format!("http://hostile.web.test{p}");
+        assert_eq!(r[&h("/chain1")], 1);
+        assert_eq!(r[&h("/chain5")], 5);
+        assert_eq!(r[&h("/final.html")], 2); // also linked from /slow-body.html
+        assert_eq!(r[&h("/loop-b")], 2);
+        // robots500: the seed is known but nothing behind it.
+        assert!(!r.contains_key("http://robots500.web.test/p1.html"));
+        assert!(r.contains_key("http://robotsbig.web.test/p1.html"));
+        assert!(m.urls.values().filter(|e| e.kind == Kind::Hostile).count() > 20);
+    }
+}
