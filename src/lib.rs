@@ -12,6 +12,7 @@ pub mod error;
 pub mod layout;
 pub mod records;
 pub mod storage;
+pub mod testweb;
 pub mod urls;
 
 pub use config::Config;

@@ -1,0 +1,618 @@
+//! The deterministic generator: [`WebSpec`] -> [`Web`].
+//!
+//! Every host gets the same kinds of resources (home, regular pages, private and
+//! other-agent pages, a hidden page, a copy, two redirects, two missing pages); which
+//! pages link where, the text and the link spellings come from per-host and per-page
+//! PRNG streams, so the output depends on the spec alone.
+
+use std::collections::{BTreeMap, HashSet};
+
+use url::Url;
+
+use super::html::{PageBuilder, Piece};
+use super::links::href_for;
+use super::model::{Behavior, HTML_TYPE, Host, Kind, Resource, Web, not_found_body, redirect_body};
+use super::rng::{Rng, Zipf};
+use super::robots::Robots;
+use super::spec::WebSpec;
+use super::vocab::{phrase, text_zipf, words};
+use crate::config::UrlConfig;
+use crate::error::{Error, Result};
+use crate::urls::UrlPolicy;
+
+/// Generates the web described by `spec`.
+pub fn generate(spec: &WebSpec) -> Result<Web> {
+    if spec.hosts == 0 || spec.pages_per_host == 0 {
+        return Err(Error::input(
+            "testweb spec",
+            "hosts and pages per host must both be at least 1",
+        ));
+    }
+    if spec.min_links > spec.max_links {
+        return Err(Error::input(
+            "testweb spec",
+            format!(
+                "min_links ({}) is above max_links ({})",
+                spec.min_links, spec.max_links
+            ),
+        ));
+    }
+    let policy = UrlPolicy::new(&UrlConfig::default(), &[])?;
+    let mut hosts = (0..spec.hosts)
+        .map(|i| HostGen::new(spec, i, &policy).build())
+        .collect::<Result<Vec<_>>>()?;
+    let mut seeds: Vec<String> = (0..spec.seed_count.min(spec.hosts))
+        .map(|i| format!("http://{}/", WebSpec::host_name(i)))
+        .collect();
+    if spec.hostile {
+        let extra = super::hostile::hostile_hosts(&policy)?;
+        seeds.extend(extra.iter().map(|h| format!("http://{}/", h.name)));
+        hosts.extend(extra);
+    }
+    Ok(Web {
+        spec: spec.clone(),
+        hosts,
+        seeds,
+    })
+}
+
+/// The path of regular page `j` (0 is the home page).
+fn page_path(j: usize) -> String {
+    if j == 0 {
+        "/".to_string()
+    } else {
+        format!("/p{j}.html")
+    }
+}
+
+fn parse(url: &str) -> Result<Url> {
+    Url::parse(url).map_err(|e| Error::Url {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// A page's HTML before it becomes a resource.
+struct Draft {
+    body: Vec<u8>,
+    hrefs: Vec<String>,
+    base_href: Option<String>,
+    title: String,
+    nofollow: bool,
+    noindex: bool,
+}
+
+struct HostGen<'a> {
+    spec: &'a WebSpec,
+    i: usize,
+    name: String,
+    policy: &'a UrlPolicy,
+    zipf: Zipf,
+    text: Zipf,
+}
+
+impl<'a> HostGen<'a> {
+    fn new(spec: &'a WebSpec, i: usize, policy: &'a UrlPolicy) -> Self {
+        HostGen {
+            spec,
+            i,
+            name: WebSpec::host_name(i),
+            policy,
+            zipf: Zipf::new(spec.pages_per_host, 1.1),
+            text: text_zipf(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.name)
+    }
+
+    fn build(&self) -> Result<Host> {
+        let p = self.spec.pages_per_host;
+        let h = self.spec.hosts;
+        let mut rng = Rng::derive(self.spec.seed, "host", self.i as u64);
+        let copy_src = rng.below(p);
+        let old_target = rng.below(p);
+        let moved_target = rng.below(p);
+        let nofollow_page = (self.i.is_multiple_of(3) && p >= 3).then(|| p - 1);
+        let noindex_page = (self.i % 3 == 1 && p >= 3).then(|| p - 1);
+
+        let copy_path = format!("/copy{copy_src}.html");
+        let old_path = format!("/old{old_target}");
+        let moved_path = format!("/moved{moved_target}");
+        let specials: Vec<(String, &str)> = vec![
+            (copy_path.clone(), "a copy"),
+            (old_path.clone(), "the old address"),
+            (moved_path.clone(), "moved page"),
+            ("/missing1.html".into(), "a lost page"),
+            ("/missing2.html".into(), "gone"),
+            ("/private/s1.html".into(), "members area"),
+            ("/other/o1.html".into(), "other corner"),
+        ];
+        // Which regular page carries which special link (never the nofollow page, and
+        // the copy's source never links to its copy, which would be a self link there).
+        let mut placed: Vec<Vec<(String, String)>> = vec![Vec::new(); p];
+        let mut on_private: Vec<(String, String)> = Vec::new();
+        for (path, anchor) in &specials {
+            let banned =
+                |j: usize| Some(j) == nofollow_page || (*path == copy_path && j == copy_src);
+            let start = rng.below(p);
+            match (0..p).map(|k| (start + k) % p).find(|&j| !banned(j)) {
+                Some(j) => placed[j].push((path.clone(), anchor.to_string())),
+                None => on_private.push((path.clone(), anchor.to_string())),
+            }
+        }
+
+        let mut resources = BTreeMap::new();
+        let mut drafts = Vec::with_capacity(p);
+        for (j, extra) in placed.iter().enumerate() {
+            let path = page_path(j);
+            let doc = parse(&self.url(&path))?;
+            let base_href = match j % 7 {
+                3 if h > 1 => Some(format!("http://{}/", WebSpec::host_name((self.i + 1) % h))),
+                5 => Some(format!("http://{}/other/", self.name)),
+                _ => None,
+            };
+            let draft = self.regular_page(
+                j,
+                &doc,
+                base_href,
+                extra,
+                Some(j) == nofollow_page,
+                Some(j) == noindex_page,
+            )?;
+            let kind = if j == 0 { Kind::Home } else { Kind::Page };
+            resources.insert(path.clone(), self.page_resource(&doc, kind, &draft, None)?);
+            drafts.push(draft);
+        }
+        // The copy: the same bytes under another URL.
+        let copy_doc = parse(&self.url(&copy_path))?;
+        let original = self.url(&page_path(copy_src));
+        resources.insert(
+            copy_path.clone(),
+            self.page_resource(&copy_doc, Kind::Copy, &drafts[copy_src], Some(original))?,
+        );
+        // Private, other-agent and hidden pages.
+        for k in 1..=2 {
+            let path = format!("/private/s{k}.html");
+            let doc = parse(&self.url(&path))?;
+            let mut links = vec![
+                (self.url("/"), "home".to_string()),
+                (
+                    self.url(&page_path(rng.below(p))),
+                    "back to the pages".to_string(),
+                ),
+                (self.url("/hidden1.html"), "the hidden page".to_string()),
+            ];
+            if k == 1 {
+                links.push((self.url("/private/s2.html"), "more private".to_string()));
+                links.extend(on_private.iter().map(|(pa, a)| (self.url(pa), a.clone())));
+            }
+            let draft = self.small_page(&doc, &format!("Private {k} of {}", self.name), &links)?;
+            resources.insert(path, self.page_resource(&doc, Kind::Private, &draft, None)?);
+        }
+        for (path, kind, title) in [
+            ("/other/o1.html", Kind::Other, "Other corner"),
+            ("/hidden1.html", Kind::Hidden, "Hidden page"),
+        ] {
+            let doc = parse(&self.url(path))?;
+            let links = vec![
+                (self.url("/"), "home".to_string()),
+                (self.url(&page_path(rng.below(p))), "a page".to_string()),
+            ];
+            let draft = self.small_page(&doc, &format!("{title} of {}", self.name), &links)?;
+            resources.insert(
+                path.to_string(),
+                self.page_resource(&doc, kind, &draft, None)?,
+            );
+        }
+        // Redirects: absolute Location for 301, root-relative for 302.
+        for (path, status, location) in [
+            (old_path, 301u16, self.url(&page_path(old_target))),
+            (moved_path, 302u16, page_path(moved_target)),
+        ] {
+            let doc = parse(&self.url(&path))?;
+            let target = self.normalize(&doc, &location)?;
+            resources.insert(
+                path.clone(),
+                Resource {
+                    url: doc.to_string(),
+                    path,
+                    kind: Kind::Redirect,
+                    status,
+                    content_type: HTML_TYPE,
+                    body: redirect_body(status),
+                    location: Some(location),
+                    redirect: Some(target),
+                    outlinks: Vec::new(),
+                    title: None,
+                    duplicate_of: None,
+                    nofollow: false,
+                    noindex: false,
+                    behavior: Behavior::Normal,
+                    headers: Vec::new(),
+                    note: None,
+                },
+            );
+        }
+        for path in ["/missing1.html", "/missing2.html"] {
+            resources.insert(
+                path.to_string(),
+                Resource {
+                    url: self.url(path),
+                    path: path.to_string(),
+                    kind: Kind::Missing,
+                    status: 404,
+                    content_type: HTML_TYPE,
+                    body: not_found_body(),
+                    location: None,
+                    redirect: None,
+                    outlinks: Vec::new(),
+                    title: None,
+                    duplicate_of: None,
+                    nofollow: false,
+                    noindex: false,
+                    behavior: Behavior::Normal,
+                    headers: Vec::new(),
+                    note: None,
+                },
+            );
+        }
+        Ok(Host {
+            name: self.name.clone(),
+            robots: Robots::for_host(self.i),
+            resources,
+        })
+    }
+
+    /// Resolves `href` against `base` and normalizes it with the default URL policy.
+    fn normalize(&self, base: &Url, href: &str) -> Result<String> {
+        self.policy
+            .check_relative(base, href)
+            .map(|u| u.to_string())
+            .map_err(|e| Error::Url {
+                url: href.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Turns a draft into a 200 resource at `doc`, resolving its links as a parser would.
+    fn page_resource(
+        &self,
+        doc: &Url,
+        kind: Kind,
+        draft: &Draft,
+        duplicate_of: Option<String>,
+    ) -> Result<Resource> {
+        let base = match &draft.base_href {
+            Some(b) => doc.join(b).map_err(|e| Error::Url {
+                url: b.clone(),
+                reason: e.to_string(),
+            })?,
+            None => doc.clone(),
+        };
+        let mut seen = HashSet::new();
+        let mut outlinks = Vec::new();
+        for href in &draft.hrefs {
+            // Links the default policy rejects (mailto:) are not outlinks.
+            if let Ok(u) = self.policy.check_relative(&base, href) {
+                let s = u.to_string();
+                if seen.insert(s.clone()) {
+                    outlinks.push(s);
+                }
+            }
+        }
+        Ok(Resource {
+            url: doc.to_string(),
+            path: doc.path().to_string(),
+            kind,
+            status: 200,
+            content_type: HTML_TYPE,
+            body: draft.body.clone(),
+            location: None,
+            redirect: None,
+            outlinks,
+            title: Some(draft.title.clone()),
+            duplicate_of,
+            nofollow: draft.nofollow,
+            noindex: draft.noindex,
+            behavior: Behavior::Normal,
+            headers: Vec::new(),
+            note: None,
+        })
+    }
+
+    /// A short page with a title, a paragraph and a list of links.
+    fn small_page(&self, doc: &Url, title: &str, links: &[(String, String)]) -> Result<Draft> {
+        let mut rng = Rng::derive(self.spec.seed, &format!("small-{}", self.i), 0);
+        for b in doc.path().bytes() {
+            rng = Rng::derive(rng.next_u64(), "path", u64::from(b));
+        }
+        let mut page = PageBuilder::new(title, None, None);
+        page.heading(title);
+        let n = rng.range(15, 40);
+        page.paragraph(&[Piece::Text(words(&mut rng, &self.text, n).join(" "))]);
+        let mut list = Vec::new();
+        for (target, anchor) in links {
+            let t = parse(target)?;
+            list.push((href_for(&mut rng, doc, &t), anchor.clone()));
+        }
+        page.link_list("Links", &list);
+        let (body, hrefs) = page.finish();
+        Ok(Draft {
+            body,
+            hrefs,
+            base_href: None,
+            title: title.to_string(),
+            nofollow: false,
+            noindex: false,
+        })
+    }
+
+    /// Regular page `j`: navigation, paragraphs with inline links, a link list.
+    fn regular_page(
+        &self,
+        j: usize,
+        doc: &Url,
+        base_href: Option<String>,
+        extra: &[(String, String)],
+        nofollow: bool,
+        noindex: bool,
+    ) -> Result<Draft> {
+        let p = self.spec.pages_per_host;
+        let h = self.spec.hosts;
+        let mut rng = Rng::derive(self.spec.seed, &format!("page-{}", self.i), j as u64);
+        let base = match &base_href {
+            Some(b) => parse(b)?,
+            None => doc.clone(),
+        };
+        let self_url = doc.to_string();
+        let href = |rng: &mut Rng, target: &str| -> Result<String> {
+            Ok(href_for(rng, &base, &parse(target)?))
+        };
+        let title = if j == 0 {
+            format!(
+                "{} | home of {}",
+                phrase(&mut rng, &self.text, 3),
+                self.name
+            )
+        } else {
+            format!(
+                "{} | {} page {j}",
+                phrase(&mut rng, &self.text, 3),
+                self.name
+            )
+        };
+        let meta = match (nofollow, noindex) {
+            (true, true) => Some("noindex,nofollow"),
+            (true, false) => Some("nofollow"),
+            (false, true) => Some("noindex"),
+            _ => None,
+        };
+        let mut page = PageBuilder::new(&title, meta, base_href.as_deref());
+
+        // Navigation: home and the first pages (the hubs of the host).
+        let mut nav = Vec::new();
+        for k in 0..p.min(4) {
+            if k != j {
+                let anchor = if k == 0 {
+                    "Home".to_string()
+                } else {
+                    format!("Page {k}")
+                };
+                nav.push((href(&mut rng, &self.url(&page_path(k)))?, anchor));
+            }
+        }
+        page.nav(&nav);
+        page.heading(&title);
+
+        // Random targets, Zipf-skewed so that low-numbered pages become hubs.
+        let n_links = rng.range(self.spec.min_links, self.spec.max_links);
+        let mut targets = Vec::new();
+        for _ in 0..n_links {
+            let host = if h > 1 && rng.chance(0.25) {
+                let other = rng.below(h - 1);
+                WebSpec::host_name(if other >= self.i { other + 1 } else { other })
+            } else {
+                self.name.clone()
+            };
+            let target = format!("http://{host}{}", page_path(self.zipf.sample(&mut rng)));
+            if target == self_url {
+                continue;
+            }
+            let anchor = match rng.below(4) {
+                0 => {
+                    let n = rng.range(1, 3);
+                    phrase(&mut rng, &self.text, n)
+                }
+                1 => format!("read about {}", words(&mut rng, &self.text, 1).join("")),
+                2 => "more".to_string(),
+                _ => phrase(&mut rng, &self.text, 2),
+            };
+            targets.push((target, anchor));
+        }
+        let n_inline = rng.below(targets.len() + 1);
+        let mut inline = targets.drain(..n_inline).collect::<Vec<_>>().into_iter();
+
+        let n_par = rng.range(2, 4);
+        for _ in 0..n_par {
+            let n_words = rng.range(25, 60);
+            let mut pieces = Vec::new();
+            let mut text = Vec::new();
+            for w in words(&mut rng, &self.text, n_words) {
+                text.push(w);
+                if rng.chance(0.06)
+                    && let Some((target, anchor)) = inline.next()
+                {
+                    pieces.push(Piece::Text(text.join(" ")));
+                    text.clear();
+                    pieces.push(Piece::Link {
+                        href: href(&mut rng, &target)?,
+                        anchor,
+                    });
+                }
+            }
+            pieces.push(Piece::Text(format!("{}.", text.join(" "))));
+            page.paragraph(&pieces);
+        }
+
+        let mut list = Vec::new();
+        for (target, anchor) in inline.chain(targets) {
+            list.push((href(&mut rng, &target)?, anchor));
+        }
+        for (path, anchor) in extra {
+            list.push((href(&mut rng, &self.url(path))?, anchor.clone()));
+        }
+        if j + 1 < p {
+            list.push((
+                href(&mut rng, &self.url(&page_path(j + 1)))?,
+                "next".to_string(),
+            ));
+        }
+        if j == 0 && h > 1 {
+            let next = format!("http://{}/", WebSpec::host_name((self.i + 1) % h));
+            list.push((href(&mut rng, &next)?, "a neighbour site".to_string()));
+        }
+        if j % 5 == 2 {
+            list.push((
+                format!("mailto:webmaster@{}", self.name),
+                "write to us".to_string(),
+            ));
+        }
+        page.link_list("See also", &list);
+        let (body, hrefs) = page.finish();
+        Ok(Draft {
+            body,
+            hrefs,
+            base_href,
+            title,
+            nofollow,
+            noindex,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn web() -> Web {
+        generate(&WebSpec::default()).unwrap()
+    }
+
+    #[test]
+    fn same_spec_same_web_other_seed_other_web() {
+        let a = web();
+        let b = web();
+        let bodies = |w: &Web| w.resources().map(|r| r.body.clone()).collect::<Vec<_>>();
+        assert_eq!(bodies(&a), bodies(&b));
+        let c = generate(&WebSpec {
+            seed: 2,
+            ..WebSpec::default()
+        })
+        .unwrap();
+        assert_ne!(bodies(&a), bodies(&c));
+    }
+
+    #[test]
+    fn every_kind_exists_on_every_host() {
+        let w = web();
+        assert_eq!(w.hosts.len(), 5);
+        for h in &w.hosts {
+            for kind in [
+                Kind::Home,
+                Kind::Page,
+                Kind::Private,
+                Kind::Other,
+                Kind::Hidden,
+                Kind::Copy,
+                Kind::Redirect,
+                Kind::Missing,
+            ] {
+                assert!(
+                    h.resources.values().any(|r| r.kind == kind),
+                    "{} {kind:?}",
+                    h.name
+                );
+            }
+            let pages = h
+                .resources
+                .values()
+                .filter(|r| matches!(r.kind, Kind::Home | Kind::Page));
+            assert_eq!(pages.count(), 20);
+        }
+        assert_eq!(
+            w.seeds,
+            vec!["http://site0.web.test/", "http://site1.web.test/"]
+        );
+    }
+
+    #[test]
+    fn outlinks_point_inside_the_web_and_never_to_self() {
+        let w = web();
+        for r in w.resources() {
+            assert!(!r.outlinks.contains(&r.url), "{} links to itself", r.url);
+            for o in &r.outlinks {
+                assert!(w.resource(o).is_some(), "{} links to unknown {o}", r.url);
+            }
+            let mut sorted = r.outlinks.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                r.outlinks.len(),
+                "duplicate outlinks on {}",
+                r.url
+            );
+        }
+    }
+
+    #[test]
+    fn copies_repeat_their_original_byte_for_byte() {
+        let w = web();
+        let copies: Vec<_> = w.resources().filter(|r| r.kind == Kind::Copy).collect();
+        assert_eq!(copies.len(), 5);
+        for c in copies {
+            let orig = w.resource(c.duplicate_of.as_deref().unwrap()).unwrap();
+            assert_eq!(orig.body, c.body);
+            assert_eq!(orig.outlinks, c.outlinks);
+        }
+    }
+
+    #[test]
+    fn redirects_resolve_to_pages() {
+        let w = web();
+        for r in w.resources().filter(|r| r.kind == Kind::Redirect) {
+            let t = w.resource(r.redirect.as_deref().unwrap()).unwrap();
+            assert_eq!(t.status, 200);
+            assert!(matches!(r.status, 301 | 302));
+        }
+    }
+
+    #[test]
+    fn tiny_webs_work_and_bad_specs_fail() {
+        let w = generate(&WebSpec {
+            hosts: 1,
+            pages_per_host: 1,
+            ..WebSpec::default()
+        })
+        .unwrap();
+        assert_eq!(w.seeds.len(), 1);
+        assert!(w.resources().any(|r| r.kind == Kind::Copy));
+        assert!(
+            generate(&WebSpec {
+                hosts: 0,
+                ..WebSpec::default()
+            })
+            .is_err()
+        );
+        assert!(
+            generate(&WebSpec {
+                min_links: 9,
+                max_links: 2,
+                ..WebSpec::default()
+            })
+            .is_err()
+        );
+    }
+}

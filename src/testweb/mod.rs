@@ -1,0 +1,29 @@
+//! The local test web: a deterministic synthetic web on loopback that everything
+//! trawl crawls in tests, demos and benchmarks.
+//!
+//! [`WebSpec`] -> [`generate`] -> [`Web`] (hosts `site{i}.web.test`, pages, links,
+//! robots.txt, redirects, copies, 404s); [`Web::site_map`] gives the exact truth
+//! tests compare against ([`SiteMap`], with [`SiteMap::reachable`]); [`server`]
+//! serves the web over HTTP/1.1 on a loopback address, routing on the `Host` header,
+//! and logs every request as a JSON line.
+
+pub mod generate;
+pub mod hostile;
+pub mod html;
+pub mod links;
+pub mod log;
+pub mod model;
+pub mod rng;
+pub mod robots;
+pub mod server;
+pub mod sitemap;
+pub mod spec;
+pub mod vocab;
+
+pub use generate::generate;
+pub use log::{LogLine, RequestLog, read_log};
+pub use model::{Host, Kind, Resource, Web};
+pub use robots::{CRAWLER_AGENT, Robots, RobotsGroup};
+pub use server::{RunningServer, Site, serve};
+pub use sitemap::{HostEntry, SiteMap, UrlEntry};
+pub use spec::WebSpec;

@@ -1,0 +1,487 @@
+//! The HTTP server of the test web: HTTP/1.1 with keep-alive on a loopback address,
+//! routing on the `Host` header (port stripped, case-insensitive).
+//!
+//! Every response is rendered once, up front ([`Site`]); answering a request is a
+//! hash lookup and a cheap `Bytes` clone, so the server is never the bottleneck of a
+//! fetch benchmark. Unknown hosts and paths answer 404; methods other than GET and
+//! HEAD answer 405.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{
+    CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH,
+    LOCATION,
+};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
+use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
+use crate::error::{Error, Result};
+
+/// The response body type: a whole body, or a stream for slow and endless ones.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// One pre-rendered response.
+#[derive(Debug, Clone)]
+struct Prepared {
+    status: StatusCode,
+    content_type: HeaderValue,
+    location: Option<HeaderValue>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    behavior: Behavior,
+    body: Bytes,
+}
+
+/// Every response of a web, ready to serve.
+#[derive(Debug)]
+pub struct Site {
+    hosts: HashMap<String, HashMap<String, Prepared>>,
+    not_found: Prepared,
+}
+
+fn bad(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Net(format!("cannot prepare {what}: {e}"))
+}
+
+fn prepared(
+    status: u16,
+    content_type: &'static str,
+    location: Option<&str>,
+    body: Vec<u8>,
+) -> Result<Prepared> {
+    Ok(Prepared {
+        // Status 0 (reset) has no HTTP status; it is never sent.
+        status: StatusCode::from_u16(status.max(200)).map_err(|e| bad("status", e))?,
+        content_type: HeaderValue::from_static(content_type),
+        location: location
+            .map(HeaderValue::from_str)
+            .transpose()
+            .map_err(|e| bad("Location", e))?,
+        headers: Vec::new(),
+        behavior: Behavior::Normal,
+        body: Bytes::from(body),
+    })
+}
+
+impl Site {
+    /// Renders every response of `web`.
+    pub fn new(web: &Web) -> Result<Site> {
+        let mut hosts = HashMap::new();
+        for h in &web.hosts {
+            let mut routes = HashMap::new();
+            for r in h.resources.values() {
+                let mut p = prepared(
+                    r.status,
+                    r.content_type,
+                    r.location.as_deref(),
+                    r.body.clone(),
+                )?;
+                p.behavior = r.behavior;
+                for (k, v) in &r.headers {
+                    p.headers.push((
+                        HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(k, e))?,
+                        HeaderValue::from_str(v).map_err(|e| bad(k, e))?,
+                    ));
+                }
+                routes.insert(r.path.clone(), p);
+            }
+            if h.robots.unavailable {
+                routes.insert(
+                    "/robots.txt".to_string(),
+                    prepared(500, TEXT_TYPE, None, b"robots.txt is failing\n".to_vec())?,
+                );
+            } else if let Some(text) = h.robots.text() {
+                let body = prepared(200, TEXT_TYPE, None, text.into_bytes())?;
+                match &h.robots.moved_to {
+                    Some(to) => {
+                        routes.insert(to.clone(), body);
+                        routes.insert(
+                            "/robots.txt".to_string(),
+                            prepared(301, HTML_TYPE, Some(to), redirect_body(301))?,
+                        );
+                    }
+                    None => {
+                        routes.insert("/robots.txt".to_string(), body);
+                    }
+                }
+            }
+            hosts.insert(h.name.to_ascii_lowercase(), routes);
+        }
+        Ok(Site {
+            hosts,
+            not_found: prepared(404, HTML_TYPE, None, not_found_body())?,
+        })
+    }
+
+    fn lookup(&self, host: &str, path: &str) -> &Prepared {
+        self.hosts
+            .get(host)
+            .and_then(|routes| routes.get(path))
+            .unwrap_or(&self.not_found)
+    }
+
+    /// Answers one request: the response (an error closes the connection without a
+    /// response) and the log line describing it.
+    async fn respond<B>(&self, req: &Request<B>) -> (std::io::Result<Response<Body>>, LogLine) {
+        let host = req
+            .headers()
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().host())
+            .unwrap_or("");
+        let host = strip_port(host).to_ascii_lowercase();
+        let path = req.uri().path().to_string();
+        let method = req.method().clone();
+        let mut line = LogLine {
+            time_ms: 0,
+            method: method.to_string(),
+            host,
+            path,
+            status: 0,
+            bytes: 0,
+        };
+        if method != Method::GET && method != Method::HEAD {
+            let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+            r.headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, HEAD"));
+            line.time_ms = now_ms();
+            line.status = 405;
+            return (Ok(r), line);
+        }
+        let p = self.lookup(&line.host, &line.path);
+        let head_only = method == Method::HEAD;
+        let mut b = Response::builder()
+            .status(p.status)
+            .header(CONTENT_TYPE, p.content_type.clone());
+        if let Some(l) = &p.location {
+            b = b.header(LOCATION, l.clone());
+        }
+        for (k, v) in &p.headers {
+            b = b.header(k, v.clone());
+        }
+        let body: Body = match p.behavior {
+            Behavior::Reset => {
+                line.time_ms = now_ms();
+                return (Err(std::io::Error::other("reset by design")), line);
+            }
+            Behavior::Conditional if not_modified(req, p) => {
+                b = b.status(StatusCode::NOT_MODIFIED);
+                Full::new(Bytes::new()).boxed_unsync()
+            }
+            Behavior::Endless { interval_ms } => {
+                if head_only {
+                    Full::new(Bytes::new()).boxed_unsync()
+                } else {
+                    endless(interval_ms)
+                }
+            }
+            Behavior::Delay { ms } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                whole(&p.body, head_only)
+            }
+            Behavior::SlowBody {
+                chunks,
+                interval_ms,
+            } => {
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                if head_only {
+                    Full::new(Bytes::new()).boxed_unsync()
+                } else {
+                    slow(p.body.clone(), chunks, interval_ms)
+                }
+            }
+            _ => {
+                b = b.header(CONTENT_LENGTH, p.body.len());
+                whole(&p.body, head_only)
+            }
+        };
+        let resp = b.body(body).unwrap_or_else(|_| {
+            let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        });
+        line.time_ms = now_ms();
+        line.status = resp.status().as_u16();
+        line.bytes =
+            if head_only || line.status == 304 || matches!(p.behavior, Behavior::Endless { .. }) {
+                0
+            } else {
+                p.body.len() as u64
+            };
+        (Ok(resp), line)
+    }
+}
+
+fn whole(body: &Bytes, head_only: bool) -> Body {
+    let b = if head_only {
+        Bytes::new()
+    } else {
+        body.clone()
+    };
+    Full::new(b).boxed_unsync()
+}
+
+/// The body in `chunks` pieces, `interval_ms` apart (the first piece at once).
+fn slow(body: Bytes, chunks: u32, interval_ms: u64) -> Body {
+    let n = (chunks.max(1) as usize).min(body.len().max(1));
+    let size = body.len().div_ceil(n).max(1);
+    let pieces: Vec<Bytes> = (0..body.len())
+        .step_by(size)
+        .map(|i| body.slice(i..(i + size).min(body.len())))
+        .collect();
+    let stream =
+        futures::stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+            Ok::<_, Infallible>(Frame::data(piece))
+        });
+    StreamBody::new(stream).boxed_unsync()
+}
+
+/// A body that never ends: 16 bytes every `interval_ms`.
+fn endless(interval_ms: u64) -> Body {
+    let stream = futures::stream::unfold(0u64, move |n| async move {
+        if n > 0 {
+            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+        }
+        let data = if n == 0 {
+            Bytes::from_static(b"<!DOCTYPE html>\n<html><body>\n")
+        } else {
+            Bytes::from_static(b"<p>tick tick</p>")
+        };
+        Some((Ok::<_, Infallible>(Frame::data(data)), n + 1))
+    });
+    StreamBody::new(stream).boxed_unsync()
+}
+
+/// Whether a conditional request matches the resource's ETag / Last-Modified.
+fn not_modified<B>(req: &Request<B>, p: &Prepared) -> bool {
+    let header = |name: &str| p.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let (etag, lm) = (header("etag"), header("last-modified"));
+    if let (Some(inm), Some(etag)) = (req.headers().get(IF_NONE_MATCH), etag) {
+        return inm.as_bytes().split(|&c| c == b',').any(|t| {
+            let t = t.trim_ascii();
+            t == b"*" || t == etag.as_bytes() || t.strip_prefix(b"W/") == Some(etag.as_bytes())
+        });
+    }
+    let date = |v: &HeaderValue| {
+        v.to_str()
+            .ok()
+            .and_then(|s| chrono::DateTime::parse_from_rfc2822(s).ok())
+    };
+    match (
+        req.headers().get(IF_MODIFIED_SINCE).and_then(date),
+        lm.and_then(date),
+    ) {
+        (Some(since), Some(lm)) => since >= lm,
+        _ => false,
+    }
+}
+
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host
+            .split_once(']')
+            .map(|(h, _)| &host[..h.len() + 1])
+            .unwrap_or(host);
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Refuses any address that is not loopback: the test web never listens elsewhere.
+pub fn check_loopback(addr: &SocketAddr) -> Result<()> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(Error::input(
+            addr.to_string(),
+            "the test web only listens on loopback addresses (127.0.0.0/8 or ::1)",
+        ))
+    }
+}
+
+/// Serves `site` on `listener` until `shutdown` completes, then flushes the log.
+/// Returns the number of requests answered.
+pub async fn serve(
+    listener: TcpListener,
+    site: Arc<Site>,
+    log: Option<Arc<RequestLog>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<u64> {
+    let count = Arc::new(AtomicU64::new(0));
+    let flusher = log.clone().map(|log| {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(FLUSH_INTERVAL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = log.flush() {
+                    tracing::warn!("{e}");
+                }
+            }
+        })
+    });
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("accept: {e}");
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let site = site.clone();
+                let log = log.clone();
+                let count = count.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let site = site.clone();
+                        let log = log.clone();
+                        let count = count.clone();
+                        async move {
+                            let (resp, line) = site.respond(&req).await;
+                            count.fetch_add(1, Ordering::Relaxed);
+                            if let Some(log) = &log {
+                                log.record(&line);
+                            }
+                            resp
+                        }
+                    });
+                    let conn = http1::Builder::new()
+                        .keep_alive(true)
+                        .serve_connection(TokioIo::new(stream), service);
+                    if let Err(e) = conn.await {
+                        tracing::debug!("connection: {e}");
+                    }
+                });
+            }
+        }
+    }
+    if let Some(f) = flusher {
+        f.abort();
+    }
+    if let Some(log) = &log {
+        log.flush()?;
+    }
+    Ok(count.load(Ordering::Relaxed))
+}
+
+/// A test web server running on its own thread and runtime, for in-process tests.
+/// Stopping it (or dropping it) flushes the request log.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<u64>>>,
+}
+
+impl RunningServer {
+    /// Binds `addr` (loopback only; port 0 picks one), and serves `web` from a
+    /// background thread, logging requests to `log` if given.
+    pub fn start(web: &Web, addr: SocketAddr, log: Option<&Path>) -> Result<RunningServer> {
+        check_loopback(&addr)?;
+        let site = Arc::new(Site::new(web)?);
+        let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
+        let listener = rt
+            .block_on(TcpListener::bind(addr))
+            .map_err(|e| Error::Net(format!("cannot bind {addr}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::Net(format!("bound address: {e}")))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = std::thread::spawn(move || {
+            rt.block_on(serve(listener, site, log, async {
+                let _ = rx.await;
+            }))
+        });
+        Ok(RunningServer {
+            addr,
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops serving, flushes the log, and returns the number of requests answered.
+    pub fn stop(mut self) -> Result<u64> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<u64> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| Error::Net("test web server thread panicked".into()))?,
+            None => Ok(0),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_ports() {
+        assert_eq!(strip_port("site1.web.test:8080"), "site1.web.test");
+        assert_eq!(strip_port("site1.web.test"), "site1.web.test");
+        assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+
+    #[test]
+    fn refuses_non_loopback() {
+        assert!(check_loopback(&"0.0.0.0:0".parse().unwrap()).is_err());
+        assert!(check_loopback(&"10.1.2.3:80".parse().unwrap()).is_err());
+        assert!(check_loopback(&"127.0.0.1:0".parse().unwrap()).is_ok());
+        assert!(check_loopback(&"[::1]:0".parse().unwrap()).is_ok());
+    }
+}

@@ -1,0 +1,46 @@
+//! The generator's parameters.
+
+use serde::{Deserialize, Serialize};
+
+/// What web to generate. The same spec always yields the same web, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSpec {
+    /// PRNG seed.
+    pub seed: u64,
+    /// Number of hosts, named `site0.web.test`, `site1.web.test`, ...
+    pub hosts: usize,
+    /// Regular pages per host: the home page `/` plus `/p1.html` .. `/p{pages-1}.html`
+    /// (at least 1). Special resources (private pages, copies, redirects, 404s) come on top.
+    pub pages_per_host: usize,
+    /// Number of seeds: the home pages of the first `seed_count` hosts.
+    pub seed_count: usize,
+    /// Fewest random links on a regular page (on top of navigation and chain links).
+    pub min_links: usize,
+    /// Most random links on a regular page.
+    pub max_links: usize,
+    /// Add the hostile hosts (slow, endless, failing, looping, oversized responses and
+    /// robots.txt variants; see `testweb::hostile`), and their home pages to the seeds.
+    pub hostile: bool,
+}
+
+impl Default for WebSpec {
+    fn default() -> Self {
+        WebSpec {
+            seed: 1,
+            hosts: 5,
+            pages_per_host: 20,
+            seed_count: 2,
+            min_links: 4,
+            max_links: 10,
+            hostile: false,
+        }
+    }
+}
+
+impl WebSpec {
+    /// The name of host `i`.
+    pub fn host_name(i: usize) -> String {
+        format!("site{i}.web.test")
+    }
+}

@@ -1,0 +1,189 @@
+//! `testweb`: generate, describe and serve the local synthetic test web.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use trawl::cli;
+use trawl::testweb::server::check_loopback;
+use trawl::testweb::{RequestLog, Site, WebSpec, generate, serve};
+
+/// Generate, describe and serve the local test web.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Generate, describe and serve the local synthetic test web",
+    long_about = "The test web is a deterministic synthetic web of hosts site{i}.web.test \
+(pages, links, robots.txt, redirects, copies, 404s) served on loopback. The same \
+generator flags always give the same web. `serve` routes on the Host header, so a \
+crawler reaches every host through one address (fetch.resolve); `sitemap` writes the \
+exact description tests compare against; `seeds` writes the seed list for inject."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Serve the web until SIGTERM/SIGINT.
+    Serve(ServeArgs),
+    /// Write the site map JSON.
+    Sitemap(OutArgs),
+    /// Write the seed URLs, one per line.
+    Seeds(OutArgs),
+}
+
+/// The generator parameters.
+#[derive(Debug, Args)]
+struct SpecArgs {
+    /// PRNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of hosts (site0.web.test, site1.web.test, ...).
+    #[arg(long, default_value_t = 5)]
+    hosts: usize,
+    /// Regular pages per host (home page included).
+    #[arg(long, default_value_t = 20)]
+    pages: usize,
+    /// Number of seeds (home pages of the first hosts).
+    #[arg(long = "seed-count", default_value_t = 2)]
+    seed_count: usize,
+    /// Fewest random links per regular page.
+    #[arg(long, default_value_t = 4)]
+    min_links: usize,
+    /// Most random links per regular page.
+    #[arg(long, default_value_t = 10)]
+    max_links: usize,
+    /// Add the hostile hosts (slow, endless, failing, looping, oversized responses,
+    /// robots.txt variants) and their home pages to the seeds.
+    #[arg(long)]
+    hostile: bool,
+}
+
+impl SpecArgs {
+    fn spec(&self) -> WebSpec {
+        WebSpec {
+            seed: self.seed,
+            hosts: self.hosts,
+            pages_per_host: self.pages,
+            seed_count: self.seed_count,
+            min_links: self.min_links,
+            max_links: self.max_links,
+            hostile: self.hostile,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on (loopback only; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    addr: SocketAddr,
+    /// Log every request as a JSON line to this file.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Write the bound ip:port here (atomically) once connections are accepted.
+    #[arg(long)]
+    addr_file: Option<PathBuf>,
+    #[command(flatten)]
+    spec: SpecArgs,
+}
+
+#[derive(Debug, Args)]
+struct OutArgs {
+    /// Output file.
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    spec: SpecArgs,
+}
+
+fn main() -> Result<()> {
+    cli::init_logging();
+    let started = Instant::now();
+    match Cli::parse().cmd {
+        Cmd::Serve(a) => run_serve(a, started),
+        Cmd::Sitemap(a) => {
+            let web = generate(&a.spec.spec())?;
+            let map = web.site_map();
+            map.save(&a.out)?;
+            cli::summary(
+                "testweb sitemap",
+                started,
+                &format!(
+                    "{} hosts, {} urls -> {}",
+                    map.hosts.len(),
+                    map.urls.len(),
+                    a.out.display()
+                ),
+            );
+            Ok(())
+        }
+        Cmd::Seeds(a) => {
+            let web = generate(&a.spec.spec())?;
+            let mut text = web.seeds.join("\n");
+            text.push('\n');
+            trawl::storage::write_atomic(&a.out, text.as_bytes())?;
+            cli::summary(
+                "testweb seeds",
+                started,
+                &format!("{} seeds -> {}", web.seeds.len(), a.out.display()),
+            );
+            Ok(())
+        }
+    }
+}
+
+fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
+    check_loopback(&a.addr)?;
+    let web = generate(&a.spec.spec())?;
+    let site = Arc::new(Site::new(&web)?);
+    let log = a
+        .log
+        .as_deref()
+        .map(RequestLog::create)
+        .transpose()?
+        .map(Arc::new);
+    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    let served = rt.block_on(async {
+        let stop = shutdown_signal()?;
+        let listener = tokio::net::TcpListener::bind(a.addr)
+            .await
+            .with_context(|| format!("cannot bind {}", a.addr))?;
+        let bound = listener.local_addr()?;
+        if !bound.ip().is_loopback() {
+            bail!("bound {bound}, which is not loopback");
+        }
+        if let Some(f) = &a.addr_file {
+            trawl::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
+        }
+        println!("{bound}");
+        tracing::info!(
+            "serving {} hosts ({} resources) on {bound}",
+            web.hosts.len(),
+            web.resources().count()
+        );
+        let n = serve(listener, site, log, stop).await?;
+        Ok::<_, anyhow::Error>(n)
+    })?;
+    cli::summary("testweb serve", started, &format!("{served} requests"));
+    rt.shutdown_background();
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT. The handlers are installed when this is called
+/// (before the address is announced), so an early signal is never lost.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
