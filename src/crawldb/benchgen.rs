@@ -18,7 +18,7 @@ use crate::records::{CrawlParseRecord, FetchRecord};
 use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// Fills the fetch or parse rows of one partition.
-type FillPart = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync;
+type FillPart<'a> = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync + 'a;
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
 
     let name = crate::layout::new_segment_name(&dir, now);
     let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
-    let write = |dataset: &str, f: &FillPart| -> Result<()> {
+    let write = |dataset: &str, f: &FillPart<'_>| -> Result<()> {
         let path = seg.path().join(dataset);
         std::fs::create_dir_all(&path).map_err(|e| crate::error::Error::io(&path, e))?;
         (0..n)
