@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod crawldb;
 pub mod datum;
 pub mod error;
 pub mod layout;

@@ -1,0 +1,89 @@
+//! The crawldb lifecycle: `inject`, `generate`, `updatedb`, `readdb`.
+//!
+//! The crawldb (`crawldb/current/`) holds one row per URL, partitioned by host with
+//! [`partition_for_host`](crate::storage::partition_for_host) and sorted by URL within
+//! each part. Every writer takes the crawldb lock, repairs an interrupted install,
+//! writes a complete new version beside the current one (partitions in parallel) and
+//! installs it with [`layout::install_version`]; see [`write_version`].
+
+pub mod benchgen;
+pub mod generate;
+pub mod inject;
+pub mod readdb;
+pub mod schedule;
+pub mod scoring;
+pub mod state;
+pub mod stream;
+pub mod updatedb;
+
+use rayon::prelude::*;
+
+use crate::datum::{CrawlDatum, now_millis};
+use crate::error::Result;
+use crate::layout::{self, CRAWLDB_META, CrawlDbMeta, CrawlDir, Lock};
+use crate::storage::{self, PartWriter, StagedDataset};
+
+/// Test-only hook: when set to a number of seconds, every crawldb writer sleeps that
+/// long after the new version is fully written and before it is installed, so tests
+/// can kill a stage at its most delicate moment. Never set it in production.
+pub const TEST_PAUSE_ENV: &str = "TRAWL_TEST_PAUSE_BEFORE_INSTALL";
+
+/// Takes the crawldb lock for `stage` and repairs an install a killed stage left half
+/// done. The crawldb directory is created if needed.
+pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
+    let lock = Lock::acquire(&dir.crawldb_lock(), stage)?;
+    dir.recover_crawldb()?;
+    Ok(lock)
+}
+
+/// Path of part `i` of the current crawldb.
+pub fn current_part(dir: &CrawlDir, i: usize) -> std::path::PathBuf {
+    dir.crawldb_current().join(storage::part_name(i))
+}
+
+/// Writes a new crawldb version of `meta.partitions` parts, part `i` produced by
+/// `f(i, writer)` (run in parallel), stores `meta` inside it and installs it
+/// (current -> old, new -> current). The caller must hold the crawldb [`lock`].
+/// Returns what `f` returned for each part, in part order.
+pub fn write_version<T, F>(
+    dir: &CrawlDir,
+    meta: &mut CrawlDbMeta,
+    stage: &str,
+    f: F,
+) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(usize, &mut PartWriter<CrawlDatum>) -> Result<T> + Sync,
+{
+    let staged = StagedDataset::new(&dir.crawldb_current())?;
+    let pb = crate::cli::progress_bar(meta.partitions as u64, stage);
+    let out = (0..meta.partitions)
+        .into_par_iter()
+        .map(|i| {
+            let mut w = PartWriter::<CrawlDatum>::create(&staged.part_path(i))?;
+            let t = f(i, &mut w)?;
+            w.finish()?;
+            pb.inc(1);
+            Ok(t)
+        })
+        .collect::<Result<Vec<T>>>()?;
+    pb.finish_and_clear();
+    meta.written_time = now_millis();
+    meta.written_by = stage.to_string();
+    storage::write_json(&staged.path().join(CRAWLDB_META), meta)?;
+    test_pause();
+    layout::install_version(&dir.crawldb(), staged)?;
+    Ok(out)
+}
+
+/// Sleeps for [`TEST_PAUSE_ENV`] seconds when that variable is set (test-only).
+fn test_pause() {
+    if let Some(secs) = std::env::var(TEST_PAUSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+    {
+        tracing::warn!("{TEST_PAUSE_ENV} set: pausing {secs}s before install (test-only)");
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    }
+}

@@ -1,0 +1,273 @@
+//! The crawldb state machine (Nutch's CrawlDbReducer) as a pure function: given what
+//! the crawldb knew about a URL and what one segment says about it, the new row.
+
+use crate::config::UpdateDbConfig;
+use crate::crawldb::schedule::{self, Schedule};
+use crate::crawldb::scoring;
+use crate::datum::{CrawlDatum, DbStatus, FetchStatus, Millis};
+use crate::records::FetchRecord;
+
+/// Fetch reason that means "never tried: the fetcher ran out of time".
+pub const REASON_TIME_LIMIT: &str = "time_limit";
+
+/// One way a URL is reached in a segment: an outlink or a redirect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inlink {
+    /// Score contribution (OPIC share; for a redirect, the source's score).
+    pub score: f64,
+    /// Depth of the URL through this inlink.
+    pub depth: i32,
+    /// Whether this is a redirect (no score is added to a known target).
+    pub redirect: bool,
+}
+
+/// What one segment says about one URL.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Observed<'a> {
+    /// Its `crawl_fetch` rows (normally at most one; applied in order).
+    pub fetches: &'a [FetchRecord],
+    /// The parse signature of the fetched content.
+    pub signature: Option<&'a str>,
+    /// Its link and redirect rows.
+    pub inlinks: &'a [Inlink],
+}
+
+/// Everything the state machine needs besides the rows.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The time of this updatedb (ms).
+    pub now: Millis,
+    /// `[updatedb]`.
+    pub cfg: UpdateDbConfig,
+    /// The schedule named by `updatedb.schedule`.
+    pub schedule: Schedule,
+    /// Whether new URLs may be added (`--no-additions` clears it).
+    pub additions: bool,
+    /// `urls.max_depth` (0 = unlimited).
+    pub max_depth: i32,
+}
+
+impl Ctx {
+    /// A context from the config.
+    pub fn new(cfg: &UpdateDbConfig, max_depth: i32, now: Millis) -> Self {
+        Ctx {
+            now,
+            cfg: cfg.clone(),
+            schedule: Schedule::from_name(&cfg.schedule),
+            additions: cfg.additions_allowed,
+            max_depth,
+        }
+    }
+}
+
+/// The new row of one URL. `old` is its crawldb row (if known), `seen` what the
+/// segment says about it, and `admissible` whether a
+/// new URL passes the URL policy (asked only for new, unfetched URLs).
+/// Returns `None` when the URL is not (or no longer) in the crawldb.
+pub fn reduce(
+    url: &str,
+    host: &str,
+    old: Option<CrawlDatum>,
+    seen: Observed<'_>,
+    ctx: &Ctx,
+    admissible: impl FnOnce() -> bool,
+) -> Option<CrawlDatum> {
+    let Observed {
+        fetches,
+        signature,
+        inlinks,
+    } = seen;
+    let mut datum = match (old, fetches.first()) {
+        (Some(d), _) => {
+            let mut d = d;
+            let shares = inlinks.iter().filter(|l| !l.redirect).map(|l| l.score);
+            d.score = scoring::known_url_score(d.score, shares);
+            d
+        }
+        // Fetched but unknown to the crawldb (purged since generate): rebuild from the fetch list.
+        (None, Some(f)) => {
+            let mut d = CrawlDatum::unfetched(
+                f.url.clone(),
+                f.host.clone(),
+                ctx.now,
+                ctx.cfg.default_interval,
+            );
+            d.score = f.score;
+            d.depth = f.depth;
+            d
+        }
+        (None, None) => return new_url(url, host, inlinks, ctx, admissible),
+    };
+    for (i, f) in fetches.iter().enumerate() {
+        let sig = if i + 1 == fetches.len() {
+            signature
+        } else {
+            None
+        };
+        apply_fetch(&mut datum, f, sig, ctx);
+    }
+    if ctx.cfg.purge_gone && datum.status == DbStatus::DbGone {
+        return None;
+    }
+    Some(datum)
+}
+
+/// A URL first seen in this segment through `inlinks`.
+fn new_url(
+    url: &str,
+    host: &str,
+    inlinks: &[Inlink],
+    ctx: &Ctx,
+    admissible: impl FnOnce() -> bool,
+) -> Option<CrawlDatum> {
+    let first = inlinks.first()?;
+    if !ctx.additions {
+        return None;
+    }
+    let depth = inlinks.iter().map(|l| l.depth).min().unwrap_or(first.depth);
+    if ctx.max_depth > 0 && depth > ctx.max_depth {
+        return None;
+    }
+    if !admissible() {
+        return None;
+    }
+    let mut d = CrawlDatum::unfetched(
+        url.to_string(),
+        host.to_string(),
+        ctx.now,
+        ctx.cfg.default_interval,
+    );
+    d.depth = depth;
+    d.score = scoring::new_url_score(inlinks.iter().map(|l| l.score));
+    Some(d)
+}
+
+/// Applies one fetch outcome to `d`.
+pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>, ctx: &Ctx) {
+    let cfg = &ctx.cfg;
+    if f.status == FetchStatus::FetchRetry && f.reason == REASON_TIME_LIMIT {
+        // Never tried: unchanged, due now.
+        d.fetch_time = d.fetch_time.min(ctx.now);
+        return;
+    }
+    let fetched = f.fetch_time;
+    match f.status {
+        FetchStatus::FetchSuccess | FetchStatus::FetchNotmodified => {
+            let prev = d.status;
+            record_response(d, f);
+            let changed = if f.status == FetchStatus::FetchNotmodified {
+                d.status = DbStatus::DbNotmodified;
+                Some(false)
+            } else {
+                match signature {
+                    Some(sig)
+                        if d.signature.as_deref() == Some(sig)
+                            && matches!(prev, DbStatus::DbFetched | DbStatus::DbNotmodified) =>
+                    {
+                        d.status = DbStatus::DbNotmodified;
+                        Some(false)
+                    }
+                    Some(sig) => {
+                        d.status = DbStatus::DbFetched;
+                        d.signature = Some(sig.to_string());
+                        d.modified_time = Some(fetched);
+                        Some(true)
+                    }
+                    None => {
+                        d.status = DbStatus::DbFetched;
+                        if d.modified_time.is_none() {
+                            d.modified_time = Some(fetched);
+                        }
+                        None
+                    }
+                }
+            };
+            if d.modified_time.is_none() {
+                d.modified_time = Some(fetched);
+            }
+            d.redirect_target = None;
+            let modified = d
+                .metadata
+                .get("last_modified")
+                .and_then(|s| schedule::parse_http_date(s));
+            schedule::reschedule(
+                d,
+                ctx.schedule,
+                fetched,
+                changed,
+                modified,
+                cfg.default_interval,
+                cfg.max_interval,
+            );
+        }
+        FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm => {
+            record_response(d, f);
+            d.status = if f.status == FetchStatus::FetchRedirTemp {
+                DbStatus::DbRedirTemp
+            } else {
+                DbStatus::DbRedirPerm
+            };
+            d.redirect_target = f.redirect_target.clone();
+            schedule::reschedule(
+                d,
+                Schedule::Default,
+                fetched,
+                None,
+                None,
+                cfg.default_interval,
+                cfg.max_interval,
+            );
+        }
+        FetchStatus::FetchRetry => {
+            d.retries += 1;
+            d.reason = Some(f.reason.clone());
+            d.http_status = f.http_status.or(d.http_status);
+            if d.retries >= cfg.max_retries.max(1) {
+                make_gone(d, fetched, cfg);
+            } else {
+                d.fetch_time = fetched + cfg.retry_interval * 1000;
+            }
+        }
+        FetchStatus::FetchGone => {
+            record_response(d, f);
+            make_gone(d, fetched, cfg);
+        }
+    }
+}
+
+/// What every answered fetch records.
+fn record_response(d: &mut CrawlDatum, f: &FetchRecord) {
+    d.fetched_time = Some(f.fetch_time);
+    d.http_status = f.http_status;
+    if f.content_type.is_some() {
+        d.content_type = f.content_type.clone();
+    }
+    d.reason = Some(f.reason.clone());
+    d.retries = 0;
+    for (key, v) in [("etag", &f.etag), ("last_modified", &f.last_modified)] {
+        match v {
+            Some(v) => {
+                d.metadata.insert(key.to_string(), v.clone());
+            }
+            None => {
+                d.metadata.remove(key);
+            }
+        }
+    }
+}
+
+/// `db_gone`, re-checked rarely: interval x 1.5, capped at 0.9 x max_interval.
+fn make_gone(d: &mut CrawlDatum, fetched: Millis, cfg: &UpdateDbConfig) {
+    d.status = DbStatus::DbGone;
+    let base = if d.fetch_interval > 0 {
+        d.fetch_interval
+    } else {
+        cfg.default_interval
+    };
+    let cap = (cfg.max_interval as f64 * 0.9) as i64;
+    d.fetch_interval = ((base as f64 * 1.5) as i64).min(cap).max(1);
+    d.fetch_time = fetched + d.fetch_interval * 1000;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! Streaming readers: a crawldb part as a sorted stream of rows, and the rows of one
+//! host partition of a segment dataset.
+
+use std::path::{Path, PathBuf};
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::datum::CrawlDatum;
+use crate::error::{Error, Result};
+use crate::storage::{self, Record, partition_for_host};
+
+type Batches = Box<dyn Iterator<Item = Result<Vec<CrawlDatum>>> + Send>;
+
+/// A crawldb part read batch by batch, with one row of look-ahead. Checks that URLs
+/// are strictly increasing (sorted, one row per URL).
+pub struct DatumStream {
+    path: PathBuf,
+    batches: Option<Batches>,
+    buf: std::vec::IntoIter<CrawlDatum>,
+    head: Option<CrawlDatum>,
+    last_url: Option<String>,
+}
+
+impl DatumStream {
+    /// Opens `path`; a missing file is an empty stream (a crawldb being created).
+    pub fn open(path: &Path) -> Result<Self> {
+        let batches: Option<Batches> = if path.is_file() {
+            Some(open_batches(path)?)
+        } else {
+            None
+        };
+        let mut s = DatumStream {
+            path: path.to_path_buf(),
+            batches,
+            buf: Vec::new().into_iter(),
+            head: None,
+            last_url: None,
+        };
+        s.advance()?;
+        Ok(s)
+    }
+
+    /// An empty stream.
+    pub fn empty() -> Self {
+        DatumStream {
+            path: PathBuf::new(),
+            batches: None,
+            buf: Vec::new().into_iter(),
+            head: None,
+            last_url: None,
+        }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        loop {
+            if let Some(d) = self.buf.next() {
+                if let Some(last) = &self.last_url
+                    && d.url.as_str() <= last.as_str()
+                {
+                    return Err(Error::crawl_dir(
+                        &self.path,
+                        format!(
+                            "crawldb part is not sorted by url or holds {} twice; restore crawldb/old or re-create the crawldb",
+                            d.url
+                        ),
+                    ));
+                }
+                self.last_url = Some(d.url.clone());
+                self.head = Some(d);
+                return Ok(());
+            }
+            match self.batches.as_mut().and_then(|b| b.next()) {
+                Some(rows) => self.buf = rows?.into_iter(),
+                None => {
+                    self.head = None;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The URL of the next row, if any.
+    pub fn peek_url(&self) -> Option<&str> {
+        self.head.as_ref().map(|d| d.url.as_str())
+    }
+
+    /// Takes the next row.
+    pub fn next_row(&mut self) -> Result<Option<CrawlDatum>> {
+        let d = self.head.take();
+        if d.is_some() {
+            self.advance()?;
+        }
+        Ok(d)
+    }
+}
+
+/// Opens a crawldb part as an owned iterator of decoded batches.
+fn open_batches(path: &Path) -> Result<Batches> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::parquet(path, e))?
+        .with_batch_size(storage::ROW_GROUP_ROWS)
+        .build()
+        .map_err(|e| Error::parquet(path, e))?;
+    let p = path.to_path_buf();
+    Ok(Box::new(reader.map(move |b| {
+        b.map_err(|e| Error::arrow(p.display().to_string(), e))
+            .and_then(|b| storage::from_batch::<CrawlDatum>(&b))
+    })))
+}
+
+/// Reads the rows of host partition `part` (of `parts`) of a segment dataset whose
+/// own partition count is `dataset_parts`: the matching part file when the counts
+/// agree, else every part filtered by host. A missing part file is empty.
+pub fn read_partition<R: Record>(
+    dataset: &Path,
+    part: usize,
+    parts: usize,
+    dataset_parts: usize,
+    host_of: impl Fn(&R) -> &str,
+) -> Result<Vec<R>> {
+    if dataset_parts == parts {
+        let p = dataset.join(storage::part_name(part));
+        if !p.is_file() {
+            return Ok(Vec::new());
+        }
+        return storage::read_part_all::<R>(&p);
+    }
+    let mut out = Vec::new();
+    for p in storage::part_files(dataset)? {
+        for rows in storage::read_part::<R>(&p)? {
+            out.extend(
+                rows?
+                    .into_iter()
+                    .filter(|r| partition_for_host(host_of(r), parts) == part),
+            );
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,92 @@
+//! `bench`: measures wall time and peak RSS of updatedb and generate on a crawl
+//! directory prepared by `benchgen`.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Measure updatedb and generate (wall time, peak RSS)",
+    long_about = "Runs each measured stage in a fresh child process (so peak RSS, read from \
+/proc/self/status VmHWM, is that stage's alone) on a crawl directory written by `benchgen`, and \
+prints one line per stage: stage, rows, seconds, peak MiB. updatedb applies the benchgen segment; \
+generate then selects --top-n URLs with at most --max-per-host per host."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Run only this stage in this process (used by the parent; `updatedb` or `generate`).
+    #[arg(long, value_name = "STAGE")]
+    stage: Option<String>,
+    /// generate: URLs in the fetch list.
+    #[arg(long, default_value_t = 1_000_000)]
+    top_n: usize,
+    /// generate: cap per host.
+    #[arg(long, default_value_t = 100)]
+    max_per_host: usize,
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let (cfg, dir) = args.common.setup()?;
+    match args.stage.as_deref() {
+        Some("updatedb") => {
+            let t = Instant::now();
+            let r = trawl::crawldb::updatedb::run(&dir, &cfg, &Default::default())?;
+            println!(
+                "updatedb\t{} rows ({} fetched, {} added)\t{:.2}s\t{:.0} MiB",
+                r.rows,
+                r.fetched,
+                r.added,
+                t.elapsed().as_secs_f64(),
+                peak_rss_mib()
+            );
+        }
+        Some("generate") => {
+            let t = Instant::now();
+            let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
+            opts.top_n = args.top_n;
+            opts.max_per_host = args.max_per_host;
+            let r = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
+            println!(
+                "generate\t{} selected of {} scanned\t{:.2}s\t{:.0} MiB",
+                r.urls.iter().sum::<u64>(),
+                r.scanned,
+                t.elapsed().as_secs_f64(),
+                peak_rss_mib()
+            );
+        }
+        Some(other) => anyhow::bail!("--stage {other}: expected updatedb or generate"),
+        None => {
+            let exe = std::env::current_exe().context("locating the bench binary")?;
+            for stage in ["updatedb", "generate"] {
+                let mut c = Command::new(&exe);
+                c.arg("--crawl-dir").arg(&dir).arg("--stage").arg(stage);
+                c.arg("--top-n").arg(args.top_n.to_string());
+                c.arg("--max-per-host").arg(args.max_per_host.to_string());
+                if let Some(cfgp) = &args.common.config {
+                    c.arg("--config").arg(cfgp);
+                }
+                let st = c
+                    .status()
+                    .with_context(|| format!("running bench --stage {stage}"))?;
+                anyhow::ensure!(st.success(), "bench --stage {stage} failed");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,71 @@
+//! `generate`: selects due URLs into a new segment (fetch list).
+
+use std::time::Instant;
+
+use clap::Parser;
+
+/// Exit code when no URL is due (the crawl loop stops).
+const EXIT_NOTHING_DUE: i32 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Generate fetch lists (segments) of due URLs",
+    long_about = "Selects the URLs due for fetching (fetch_time <= now, not db_duplicate, score >= \
+generate.min_score, not held by a pending fetch list), at most --max-per-host per host (or per \
+registrable domain with generate.count_mode = \"domain\"), the --top-n best by score, and writes \
+them to a new segment. Prints each new segment's path on stdout, one per line. Exits with code 2 \
+(and writes no segment) when no URL is due."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// URLs per fetch list [default: generate.top_n].
+    #[arg(long, value_name = "N")]
+    top_n: Option<usize>,
+    /// Maximum URLs per host or domain in one fetch list; 0 = no cap [default: generate.max_per_host].
+    #[arg(long, value_name = "N")]
+    max_per_host: Option<usize>,
+    /// Cut this many fetch lists of --top-n URLs at once.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    max_segments: usize,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let (cfg, dir) = args.common.setup()?;
+    let started = Instant::now();
+    let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
+    if let Some(n) = args.top_n {
+        opts.top_n = n;
+    }
+    if let Some(m) = args.max_per_host {
+        opts.max_per_host = m;
+    }
+    opts.segments = args.max_segments.max(1);
+    let report = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
+    for s in &report.segments {
+        println!("{}", s.display());
+    }
+    let urls: Vec<String> = report.urls.iter().map(u64::to_string).collect();
+    trawl::cli::summary(
+        "generate",
+        started,
+        &format!(
+            "{} segment(s) with {} urls, {} due, {} held by pending fetch lists, {} scanned",
+            report.segments.len(),
+            if urls.is_empty() {
+                "0".into()
+            } else {
+                urls.join("+")
+            },
+            report.due,
+            report.pending,
+            report.scanned
+        ),
+    );
+    if report.segments.is_empty() {
+        eprintln!("generate: no URLs due: nothing to generate (exit code {EXIT_NOTHING_DUE})");
+        std::process::exit(EXIT_NOTHING_DUE);
+    }
+    Ok(())
+}
