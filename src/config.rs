@@ -375,6 +375,25 @@ impl Config {
         if self.fetch.delay < 0.0 {
             return bad("fetch.delay", "must not be negative");
         }
+        let f = &self.fetch;
+        for (key, v) in [
+            ("fetch.connect_timeout", f.connect_timeout),
+            ("fetch.read_timeout", f.read_timeout),
+            ("fetch.total_timeout", f.total_timeout),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return bad(key, "must be a positive number of seconds");
+            }
+        }
+        for (key, v) in [
+            ("fetch.max_crawl_delay", f.max_crawl_delay),
+            ("fetch.max_retry_after", f.max_retry_after),
+            ("fetch.time_limit", f.time_limit),
+        ] {
+            if v < 0.0 || v.is_nan() {
+                return bad(key, "must not be negative");
+            }
+        }
         Ok(())
     }
 }

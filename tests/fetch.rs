@@ -81,6 +81,9 @@ fn respond(host: &str, path: &str, req: &Request<hyper::body::Incoming>) -> Resp
         ("b.test", "/robots.txt") => full(200, "User-agent: *\nCrawl-delay: 0.6\n"),
         ("c.test", "/robots.txt") => full(200, "User-agent: *\nCrawl-delay: 100\n"),
         ("e.test", "/robots.txt") => full(503, "busy"),
+        ("j.test", "/robots.txt") => with(full(301, ""), "location", "/real-robots.txt"),
+        ("j.test", "/real-robots.txt") => full(200, "User-agent: trawl\nDisallow: /no\n"),
+        ("i.test", "/busy") => with(full(503, "later"), "retry-after", "1"),
         (_, "/robots.txt") => full(404, "none"),
         ("a.test", "/redir301") => with(full(301, ""), "location", "/page1#frag"),
         ("a.test", "/redir302") => with(full(302, ""), "location", "http://b.test/x"),
@@ -291,6 +294,10 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
         ("http://f.test/3", None),
         ("http://f.test/4", None),
         ("http://g.test/1", None),
+        ("http://i.test/busy", None),
+        ("http://i.test/after", None),
+        ("http://j.test/no", None),
+        ("http://j.test/yes", None),
     ];
     let seg = make_segment(root, "20260101000000", &urls);
     let config = write_config(root, addr, "delay = 0.2\nmax_content_bytes = 50000");
@@ -344,6 +351,11 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     expect("http://f.test/4", FetchRetry, "host_failing");
     // Nothing listens on g.test's port: robots.txt is unavailable, so no page request.
     expect("http://g.test/1", FetchRetry, "robots_unavailable");
+
+    expect("http://i.test/busy", FetchRetry, "http_503");
+    expect("http://i.test/after", FetchSuccess, "ok");
+    expect("http://j.test/no", FetchGone, "robots_denied");
+    expect("http://j.test/yes", FetchSuccess, "ok");
 
     // Content: one row per 2xx, bodies decompressed and capped.
     let content: HashMap<String, ContentRecord> =
@@ -405,6 +417,13 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     assert_eq!(robots_a, 1, "robots.txt fetched once per origin");
     assert_gaps(&log.for_host("a.test"), Duration::from_millis(200));
     assert_gaps(&log.for_host("b.test"), Duration::from_millis(600));
+    // Retry-After: 1 (under fetch.max_retry_after) made the host wait, then go on.
+    assert_gaps(&log.for_host("i.test"), Duration::from_millis(200));
+    let i = log.for_host("i.test");
+    let busy = i.iter().position(|h| h.path == "/busy").unwrap();
+    let gap = i[busy + 1].start.duration_since(i[busy].end);
+    assert!(gap >= Duration::from_millis(990), "Retry-After ignored: {gap:?}");
+    assert!(!hits.iter().any(|h| h.host == "j.test" && h.path == "/no"));
 
     // robots/ records the sitemap, the Crawl-delay and unavailability.
     let robots =
