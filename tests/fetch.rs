@@ -422,7 +422,10 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     let i = log.for_host("i.test");
     let busy = i.iter().position(|h| h.path == "/busy").unwrap();
     let gap = i[busy + 1].start.duration_since(i[busy].end);
-    assert!(gap >= Duration::from_millis(990), "Retry-After ignored: {gap:?}");
+    assert!(
+        gap >= Duration::from_millis(990),
+        "Retry-After ignored: {gap:?}"
+    );
     assert!(!hits.iter().any(|h| h.host == "j.test" && h.path == "/no"));
 
     // robots/ records the sitemap, the Crawl-delay and unavailability.

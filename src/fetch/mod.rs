@@ -7,6 +7,7 @@
 //! `crawl_fetch`: a segment with `crawl_fetch/` is completely fetched; leftovers of
 //! a run killed earlier are removed by the next run.
 
+pub mod bench;
 pub mod client;
 pub mod outcome;
 pub mod page;
