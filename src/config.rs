@@ -175,6 +175,12 @@ pub struct FetchConfig {
     /// Host patterns mapped to a socket address, like curl's `--connect-to`:
     /// `"*.web.test" = "127.0.0.1:8080"` connects every matching host to that address.
     pub resolve: BTreeMap<String, String>,
+    /// Consecutive failures (network errors, 5xx, 429) after which a host's remaining
+    /// URLs are skipped this round (fetch_retry, reason `host_failing`); 0 = never.
+    pub max_host_exceptions: usize,
+    /// Longest Retry-After (seconds) a host queue waits for after a 429/503; a longer
+    /// one skips the host's remaining URLs (fetch_retry, reason `retry_after`).
+    pub max_retry_after: f64,
 }
 
 impl Default for FetchConfig {
@@ -193,6 +199,8 @@ impl Default for FetchConfig {
             max_content_bytes: 2 * 1024 * 1024,
             time_limit: 0.0,
             resolve: BTreeMap::new(),
+            max_host_exceptions: 5,
+            max_retry_after: 30.0,
         }
     }
 }
@@ -366,6 +374,25 @@ impl Config {
         }
         if self.fetch.delay < 0.0 {
             return bad("fetch.delay", "must not be negative");
+        }
+        let f = &self.fetch;
+        for (key, v) in [
+            ("fetch.connect_timeout", f.connect_timeout),
+            ("fetch.read_timeout", f.read_timeout),
+            ("fetch.total_timeout", f.total_timeout),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return bad(key, "must be a positive number of seconds");
+            }
+        }
+        for (key, v) in [
+            ("fetch.max_crawl_delay", f.max_crawl_delay),
+            ("fetch.max_retry_after", f.max_retry_after),
+            ("fetch.time_limit", f.time_limit),
+        ] {
+            if v < 0.0 || v.is_nan() {
+                return bad(key, "must not be negative");
+            }
         }
         Ok(())
     }

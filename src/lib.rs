@@ -10,6 +10,7 @@ pub mod config;
 pub mod crawldb;
 pub mod datum;
 pub mod error;
+pub mod fetch;
 pub mod layout;
 pub mod records;
 pub mod storage;

@@ -1,0 +1,261 @@
+//! The `fetch` stage: reads a segment's `crawl_generate`, fetches every URL
+//! politely (robots.txt, per-host delay, Crawl-delay, Retry-After), and writes
+//! `crawl_fetch` (exactly one row per fetch-list URL), `content` (2xx bodies) and
+//! `robots` (what each origin's robots.txt said), all partitioned by host.
+//!
+//! Datasets are staged and committed in the order `robots`, `content`,
+//! `crawl_fetch`: a segment with `crawl_fetch/` is completely fetched; leftovers of
+//! a run killed earlier are removed by the next run.
+
+pub mod bench;
+pub mod client;
+pub mod outcome;
+pub mod page;
+pub mod progress;
+pub mod queues;
+pub mod resolve;
+pub mod robots;
+pub mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::datum::CrawlDatum;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::{CrawlDir, Segment};
+use crate::storage::{self, PartWriter, StagedDataset};
+use crate::urls::UrlPolicy;
+
+use page::FetchItem;
+use queues::{HostQueue, Progress, Shared};
+use robots::RobotsRecord;
+pub use writer::WriteStats;
+
+/// Name of the segment-level dataset of robots.txt outcomes.
+pub const ROBOTS_DATASET: &str = "robots";
+
+/// What a fetch run did.
+#[derive(Debug, Clone)]
+pub struct FetchSummary {
+    /// The segment fetched.
+    pub segment: PathBuf,
+    /// URLs in the fetch list.
+    pub urls: u64,
+    /// Hosts in the fetch list.
+    pub hosts: usize,
+    /// Rows and counts written.
+    pub stats: WriteStats,
+    /// Origins whose robots.txt was consulted.
+    pub robots: usize,
+}
+
+impl FetchSummary {
+    /// The fields of the one-line summary: counts per status and per reason.
+    pub fn line(&self) -> String {
+        let join = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        format!(
+            "segment {}: {} urls, {} hosts, {} pages, {:.1} MB; status: {}; reasons: {}",
+            self.segment.display(),
+            self.urls,
+            self.hosts,
+            self.stats.pages,
+            self.stats.bytes as f64 / 1e6,
+            join(&self.stats.by_status),
+            join(&self.stats.by_reason)
+        )
+    }
+}
+
+/// Picks the segment: the one given, else the newest with `crawl_generate` and no `crawl_fetch`.
+pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
+    let seg = match arg {
+        Some(a) => dir.segment(a)?,
+        None => dir
+            .segments()?
+            .into_iter()
+            .rev()
+            .find(|s| s.has("crawl_generate") && !s.dataset("crawl_fetch").exists())
+            .ok_or_else(|| {
+                Error::crawl_dir(
+                    dir.segments_dir(),
+                    "no segment waiting to be fetched (all have crawl_fetch/ or none has crawl_generate/); run `generate` first",
+                )
+            })?,
+    };
+    if seg.dataset("crawl_fetch").exists() {
+        return Err(Error::crawl_dir(
+            seg.path(),
+            format!(
+                "segment {} is already fetched (crawl_fetch/ exists); to fetch it again delete {}, {} and {} first",
+                seg.name(),
+                seg.dataset("crawl_fetch").display(),
+                seg.dataset("content").display(),
+                seg.dataset(ROBOTS_DATASET).display()
+            ),
+        ));
+    }
+    seg.require("crawl_generate", "generate")?;
+    Ok(seg)
+}
+
+/// One host and its URLs, in fetch-list order.
+type HostList = (String, Vec<FetchItem>);
+
+/// Reads the fetch list into per-host queues (hosts in first-seen order).
+fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
+    let mut hosts: Vec<HostList> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut n = 0u64;
+    for part in storage::part_files(&seg.dataset("crawl_generate"))? {
+        for rows in storage::read_part::<CrawlDatum>(&part)? {
+            for d in rows? {
+                let item = FetchItem::from_datum(d);
+                n += 1;
+                let i = *index.entry(item.host.clone()).or_insert_with(|| {
+                    hosts.push((item.host.clone(), Vec::new()));
+                    hosts.len() - 1
+                });
+                hosts[i].1.push(item);
+            }
+        }
+    }
+    Ok((hosts, n))
+}
+
+/// Removes datasets a run killed between commits left behind (crawl_fetch absent).
+fn remove_partial_outputs(seg: &Segment) -> Result<()> {
+    for name in ["content", ROBOTS_DATASET] {
+        let p = seg.dataset(name);
+        if p.exists() {
+            tracing::warn!(
+                "removing {} left by an interrupted fetch (no crawl_fetch/)",
+                p.display()
+            );
+            std::fs::remove_dir_all(&p).at(&p)?;
+        }
+    }
+    Ok(())
+}
+
+/// Fetches a segment of the crawl directory `crawl_dir` (the newest unfetched one
+/// when `segment` is `None`).
+pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<FetchSummary> {
+    if !crawl_dir.is_dir() {
+        return Err(Error::crawl_dir(
+            crawl_dir,
+            "no such crawl directory; pass the right --crawl-dir",
+        ));
+    }
+    let dir = CrawlDir::new(crawl_dir);
+    let seg = select_segment(&dir, segment)?;
+    let meta = seg.meta()?;
+    remove_partial_outputs(&seg)?;
+    let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
+    let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
+    let http = client::Http::new(&cfg.fetch)?;
+    let (hosts, urls) = read_fetch_list(&seg)?;
+    tracing::info!(
+        "fetching segment {}: {urls} urls on {} hosts",
+        seg.name(),
+        hosts.len()
+    );
+    let partitions = meta.partitions.max(1);
+    let writer = writer::SegmentWriter::start(seg.path(), partitions)?;
+    let progress = Arc::new(Progress::default());
+    let n_hosts = hosts.len();
+
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if cfg.crawl.threads > 0 {
+        rt.worker_threads(cfg.crawl.threads);
+    }
+    let rt = rt
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
+    let time_limit = cfg.fetch.time_limit;
+    let robots_log = rt.block_on(async {
+        let deadline = (time_limit > 0.0)
+            .then(|| tokio::time::Instant::now() + Duration::from_secs_f64(time_limit));
+        let shared = Arc::new(Shared {
+            http,
+            policy,
+            cfg: cfg.fetch.clone(),
+            tx: writer.tx.clone(),
+            permits: Arc::new(tokio::sync::Semaphore::new(cfg.fetch.max_connections)),
+            deadline,
+            progress: progress.clone(),
+            robots_log: Mutex::new(Vec::new()),
+            aborted: AtomicBool::new(false),
+        });
+        let reporter = progress::spawn_reporter(progress.clone(), urls);
+        progress.active_hosts.store(n_hosts, Ordering::Relaxed);
+        let mut tasks = Vec::new();
+        for (host, items) in hosts {
+            let q = Arc::new(HostQueue::new(host, items.into(), &cfg.fetch));
+            tasks.extend(queues::spawn_host(shared.clone(), q));
+        }
+        for t in tasks {
+            if let Err(e) = t.await {
+                tracing::error!("a host worker failed: {e}");
+                shared.aborted.store(true, Ordering::Relaxed);
+            }
+        }
+        reporter.finish().await;
+        let log = shared
+            .robots_log
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        (log, shared.aborted.load(Ordering::Relaxed))
+    });
+    drop(rt);
+    let (robots_log, aborted) = robots_log;
+    let written = writer.finish()?;
+    if aborted || written.stats.rows != urls {
+        return Err(Error::crawl_dir(
+            seg.path(),
+            format!(
+                "fetch produced {} crawl_fetch rows for {urls} fetch-list URLs; nothing was committed, rerun fetch",
+                written.stats.rows
+            ),
+        ));
+    }
+    let robots = robots_log.len();
+    write_robots(&seg, robots_log, partitions)?;
+    written.content.commit()?;
+    written.crawl_fetch.commit()?;
+    Ok(FetchSummary {
+        segment: seg.path().to_path_buf(),
+        urls,
+        hosts: n_hosts,
+        stats: written.stats,
+        robots,
+    })
+}
+
+/// Writes and commits the segment's `robots/` dataset (partitioned by host).
+fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -> Result<()> {
+    rows.sort_by(|a, b| a.origin.cmp(&b.origin));
+    let staged = StagedDataset::new(&seg.dataset(ROBOTS_DATASET))?;
+    let mut parts: Vec<PartWriter<RobotsRecord>> = (0..partitions)
+        .map(|i| PartWriter::create(&staged.part_path(i)))
+        .collect::<Result<_>>()?;
+    for r in rows {
+        let p = storage::partition_for_host(&r.host, partitions);
+        parts[p].push(r)?;
+    }
+    for p in parts {
+        p.finish()?;
+    }
+    staged.commit()?;
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Fetching one URL and turning the response (or failure) into its crawl_fetch
+//! row, its content row and a signal for the host queue.
+
+use reqwest::header::{HeaderName, IF_MODIFIED_SINCE, IF_NONE_MATCH};
+
+use crate::datum::{CrawlDatum, FetchStatus, now_millis};
+use crate::fetch::client::Http;
+use crate::fetch::outcome::{
+    HostSignal, classify_error, classify_http, host_signal_for_status, parse_retry_after,
+    redirect_status,
+};
+use crate::fetch::writer::Output;
+use crate::records::{ContentRecord, FetchRecord, Header};
+use crate::urls::UrlPolicy;
+
+/// One URL of the fetch list, with what fetch needs of its datum.
+#[derive(Debug, Clone)]
+pub struct FetchItem {
+    /// The URL as in the fetch list.
+    pub url: String,
+    /// Its host (the queue key).
+    pub host: String,
+    /// Score, copied to the outputs.
+    pub score: f64,
+    /// Depth, copied to the outputs.
+    pub depth: i32,
+    /// `etag` metadata, sent as If-None-Match.
+    pub etag: Option<String>,
+    /// `last_modified` metadata, sent as If-Modified-Since.
+    pub last_modified: Option<String>,
+}
+
+impl FetchItem {
+    /// The item of a fetch-list datum.
+    pub fn from_datum(d: CrawlDatum) -> FetchItem {
+        let host = if d.host.is_empty() {
+            crate::urls::host_of(&d.url)
+        } else {
+            d.host.to_ascii_lowercase()
+        };
+        FetchItem {
+            etag: d.metadata.get("etag").cloned().filter(|s| !s.is_empty()),
+            last_modified: d
+                .metadata
+                .get("last_modified")
+                .cloned()
+                .filter(|s| !s.is_empty()),
+            url: d.url,
+            host,
+            score: d.score,
+            depth: d.depth,
+        }
+    }
+
+    /// A crawl_fetch row for this URL with no response (not attempted, denied, failed).
+    pub fn record(&self, status: FetchStatus, reason: &str) -> FetchRecord {
+        FetchRecord {
+            url: self.url.clone(),
+            host: self.host.clone(),
+            status,
+            reason: reason.to_string(),
+            fetch_time: now_millis(),
+            http_status: None,
+            content_type: None,
+            content_length: None,
+            redirect_target: None,
+            etag: None,
+            last_modified: None,
+            response_time_ms: None,
+            score: self.score,
+            depth: self.depth,
+        }
+    }
+
+    /// The output for a URL that got no response.
+    pub fn without_response(&self, status: FetchStatus, reason: &str) -> Output {
+        Output {
+            record: self.record(status, reason),
+            content: None,
+        }
+    }
+}
+
+/// Fetches `url` (the parsed `item.url`) and maps the result.
+pub async fn fetch_page(
+    http: &Http,
+    policy: &UrlPolicy,
+    item: &FetchItem,
+    url: &url::Url,
+    cap: usize,
+) -> (Output, HostSignal) {
+    let mut headers: Vec<(HeaderName, String)> = Vec::new();
+    if let Some(e) = &item.etag {
+        headers.push((IF_NONE_MATCH, e.clone()));
+    }
+    if let Some(lm) = &item.last_modified {
+        headers.push((IF_MODIFIED_SINCE, lm.clone()));
+    }
+    let resp = match http.get(url, &headers, cap).await {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = classify_error(e.as_ref());
+            tracing::debug!("{}: {reason}: {e}", item.url);
+            let signal = if reason == "dns_failure" {
+                HostSignal::DnsFailure
+            } else {
+                HostSignal::Failure
+            };
+            return (
+                item.without_response(FetchStatus::FetchRetry, reason),
+                signal,
+            );
+        }
+    };
+    let now = now_millis();
+    let code = resp.status;
+    let mut rec = item.record(FetchStatus::FetchRetry, "");
+    rec.fetch_time = now;
+    rec.http_status = Some(i32::from(code));
+    rec.content_type = resp.header("content-type").map(str::to_string);
+    rec.etag = resp.header("etag").map(str::to_string);
+    rec.last_modified = resp.header("last-modified").map(str::to_string);
+    rec.response_time_ms = Some(resp.elapsed.as_millis() as i64);
+    let (status, reason) = match classify_http(code) {
+        Some(sr) => sr,
+        None => {
+            let target = resp
+                .header("location")
+                .and_then(|loc| url.join(loc.trim()).ok());
+            match target {
+                None => (FetchStatus::FetchGone, "bad_redirect".to_string()),
+                Some(t) => match policy.check_url(t) {
+                    Ok(n) => {
+                        rec.redirect_target = Some(n.to_string());
+                        (redirect_status(code), format!("http_{code}"))
+                    }
+                    Err(rej) => {
+                        tracing::debug!("{}: redirect target rejected: {rej}", item.url);
+                        (redirect_status(code), "redirect_filtered".to_string())
+                    }
+                },
+            }
+        }
+    };
+    rec.status = status;
+    rec.reason = reason;
+    if status == FetchStatus::FetchNotmodified {
+        // Keep the validators known so the next round can ask again.
+        rec.etag = rec.etag.or_else(|| item.etag.clone());
+        rec.last_modified = rec.last_modified.or_else(|| item.last_modified.clone());
+    }
+    let retry_after = if matches!(code, 429 | 503) {
+        resp.header("retry-after")
+            .and_then(|v| parse_retry_after(v, now))
+    } else {
+        None
+    };
+    let signal = if status == FetchStatus::FetchSuccess {
+        HostSignal::Continue
+    } else {
+        host_signal_for_status(code, retry_after)
+    };
+    let content = if status == FetchStatus::FetchSuccess {
+        if resp.truncated {
+            rec.reason = "truncated".to_string();
+        }
+        rec.content_length = Some(resp.body.len() as i64);
+        Some(ContentRecord {
+            url: item.url.clone(),
+            host: item.host.clone(),
+            fetch_time: now,
+            http_status: i32::from(code),
+            content_type: rec.content_type.clone(),
+            headers: resp
+                .headers
+                .iter()
+                .map(|(n, v)| Header {
+                    name: n.as_str().to_string(),
+                    value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                })
+                .collect(),
+            content: resp.body,
+            truncated: resp.truncated,
+            ip_address: resp.remote_addr.map(|a| a.ip().to_string()),
+            score: item.score,
+            depth: item.depth,
+        })
+    } else {
+        None
+    };
+    (
+        Output {
+            record: rec,
+            content,
+        },
+        signal,
+    )
+}

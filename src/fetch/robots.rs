@@ -1,0 +1,425 @@
+//! robots.txt (RFC 9309): fetched once per origin per run, parsed with
+//! `texting_robots` (longest match, `*` and `$`, the `fetch.robots_agent` token),
+//! and recorded in the segment's `robots/` dataset.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+use texting_robots::Robot;
+
+use crate::datum::{Millis, timestamp_type};
+use crate::fetch::outcome::classify_error;
+use crate::storage::Record;
+
+/// At most this many bytes of a robots.txt are parsed (Google's limit).
+pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
+/// At most this many redirects are followed for a robots.txt.
+pub const MAX_ROBOTS_REDIRECTS: usize = 5;
+
+/// What trawl may do on one origin.
+#[derive(Debug)]
+pub enum Robots {
+    /// No usable robots.txt (4xx, too many redirects): everything is allowed.
+    AllowAll,
+    /// Parsed rules.
+    Rules(Box<Robot>),
+    /// robots.txt could not be fetched (5xx, 429, network failure): nothing may be
+    /// fetched this round.
+    Unavailable,
+}
+
+impl Robots {
+    /// Parses a robots.txt body (only its first [`MAX_ROBOTS_BYTES`] bytes) for `agent`.
+    /// A body the parser rejects allows everything (like a missing file).
+    pub fn parse(agent: &str, body: &[u8]) -> Robots {
+        let body = user_agent_first_token(&body[..body.len().min(MAX_ROBOTS_BYTES)]);
+        match Robot::new(agent, &body) {
+            Ok(r) => Robots::Rules(Box::new(r)),
+            Err(e) => {
+                tracing::warn!("unparsable robots.txt treated as allow-all: {e}");
+                Robots::AllowAll
+            }
+        }
+    }
+
+    /// Whether `url` may be fetched (false for everything when unavailable).
+    pub fn allowed(&self, url: &str) -> bool {
+        match self {
+            Robots::AllowAll => true,
+            Robots::Rules(r) => r.allowed(url),
+            Robots::Unavailable => false,
+        }
+    }
+
+    /// The Crawl-delay for our agent in seconds, if any.
+    pub fn crawl_delay_secs(&self) -> Option<f64> {
+        match self {
+            // texting_robots keeps an f32; go through its shortest decimal form so
+            // that "0.6" is 0.6 and not 0.6000000238.
+            Robots::Rules(r) => r
+                .delay
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .and_then(|d| d.to_string().parse::<f64>().ok()),
+            _ => None,
+        }
+    }
+
+    /// The Crawl-delay for our agent, if any.
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        self.crawl_delay_secs()
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    }
+
+    /// The Sitemap: URLs listed.
+    pub fn sitemaps(&self) -> Vec<String> {
+        match self {
+            Robots::Rules(r) => r.sitemaps.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The outcome word stored in the `robots/` dataset.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Robots::AllowAll => "allow_all",
+            Robots::Rules(_) => "parsed",
+            Robots::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Cuts the value of every `User-agent:` line at its first whitespace, as Google's
+/// parser does (RFC 9309's product token has no spaces): `User-agent: FOO BAR`
+/// is a group for `foo`, where texting_robots would look for `foo bar`.
+fn user_agent_first_token(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    for line in body.split_inclusive(|&b| b == b'\n') {
+        let trimmed = line.trim_ascii_start();
+        let is_ua = trimmed.len() > 10 && trimmed[..10].eq_ignore_ascii_case(b"user-agent");
+        let colon = trimmed.iter().position(|&b| b == b':');
+        match (is_ua, colon) {
+            (true, Some(c)) if trimmed[10..c].iter().all(u8::is_ascii_whitespace) => {
+                let value = trimmed[c + 1..].trim_ascii_start();
+                let end = value
+                    .iter()
+                    .position(|b| b.is_ascii_whitespace() || *b == b'#')
+                    .unwrap_or(value.len());
+                out.extend_from_slice(&trimmed[..=c]);
+                out.push(b' ');
+                out.extend_from_slice(&value[..end]);
+                out.push(b'\n');
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
+/// One row of a segment's `robots/` dataset: what fetch learned from one origin's robots.txt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RobotsRecord {
+    /// The origin (`https://example.com:8443`).
+    pub origin: String,
+    /// The host (partition key of the fetch list).
+    pub host: String,
+    /// `parsed`, `allow_all` or `unavailable`.
+    pub outcome: String,
+    /// Why: `ok`, `http_404`, `too_many_redirects`, `http_503`, `timeout`, ...
+    pub reason: String,
+    /// The HTTP status of the last response, if one arrived.
+    pub http_status: Option<i32>,
+    /// The Crawl-delay for `fetch.robots_agent`, in seconds.
+    pub crawl_delay: Option<f64>,
+    /// The Sitemap: URLs listed.
+    pub sitemaps: Vec<String>,
+    /// Bytes of robots.txt received (before the 500 KiB parse cap).
+    pub bytes: i64,
+    /// When it was fetched (ms UTC).
+    pub fetch_time: Millis,
+}
+
+impl Record for RobotsRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        S.get_or_init(|| {
+            Arc::new(Schema::new(vec![
+                Field::new("origin", DataType::Utf8, false),
+                Field::new("host", DataType::Utf8, false),
+                Field::new("outcome", DataType::Utf8, false),
+                Field::new("reason", DataType::Utf8, false),
+                Field::new("http_status", DataType::Int32, true),
+                Field::new("crawl_delay", DataType::Float64, true),
+                Field::new(
+                    "sitemaps",
+                    DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
+                    false,
+                ),
+                Field::new("bytes", DataType::Int64, false),
+                Field::new("fetch_time", timestamp_type(), false),
+            ]))
+        })
+        .clone()
+    }
+}
+
+/// The origin (`scheme://host[:port]`) of a URL.
+pub fn origin_of(url: &url::Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+/// Fetches and parses the robots.txt of `origin`, following up to
+/// [`MAX_ROBOTS_REDIRECTS`] redirects; never fails (failures map to a [`Robots`]).
+pub async fn fetch_robots(
+    http: &crate::fetch::client::Http,
+    origin: &str,
+    host: &str,
+    agent: &str,
+) -> (Robots, RobotsRecord) {
+    let started = Instant::now();
+    let mut url = match url::Url::parse(origin).and_then(|o| o.join("/robots.txt")) {
+        Ok(u) => u,
+        Err(_) => return finish(origin, host, Robots::AllowAll, "invalid_origin", None, 0),
+    };
+    let mut last_status = None;
+    for _ in 0..=MAX_ROBOTS_REDIRECTS {
+        let resp = match http.get(&url, &[], MAX_ROBOTS_BYTES).await {
+            Ok(r) => r,
+            Err(e) => {
+                let reason = classify_error(e.as_ref());
+                tracing::debug!("robots.txt of {origin} unavailable: {reason} ({e})");
+                return finish(origin, host, Robots::Unavailable, reason, None, 0);
+            }
+        };
+        let code = resp.status;
+        last_status = Some(i32::from(code));
+        match code {
+            200..=299 => {
+                let robots = Robots::parse(agent, &resp.body);
+                let n = resp.body.len() as i64;
+                tracing::debug!(
+                    "robots.txt of {origin}: {} bytes in {:?}",
+                    n,
+                    started.elapsed()
+                );
+                return finish(origin, host, robots, "ok", last_status, n);
+            }
+            300..=399 => {
+                let next = resp.header("location").and_then(|loc| url.join(loc).ok());
+                match next {
+                    Some(n) => url = n,
+                    None => {
+                        return finish(
+                            origin,
+                            host,
+                            Robots::AllowAll,
+                            "bad_redirect",
+                            last_status,
+                            0,
+                        );
+                    }
+                }
+            }
+            429 => {
+                return finish(
+                    origin,
+                    host,
+                    Robots::Unavailable,
+                    "http_429",
+                    last_status,
+                    0,
+                );
+            }
+            400..=499 => {
+                let reason = format!("http_{code}");
+                return finish(origin, host, Robots::AllowAll, &reason, last_status, 0);
+            }
+            _ => {
+                let reason = format!("http_{code}");
+                return finish(origin, host, Robots::Unavailable, &reason, last_status, 0);
+            }
+        }
+    }
+    // RFC 9309 2.3.1.2: after five redirects the file may be taken as unavailable
+    // in the 4xx sense (no rules).
+    finish(
+        origin,
+        host,
+        Robots::AllowAll,
+        "too_many_redirects",
+        last_status,
+        0,
+    )
+}
+
+fn finish(
+    origin: &str,
+    host: &str,
+    robots: Robots,
+    reason: &str,
+    http_status: Option<i32>,
+    bytes: i64,
+) -> (Robots, RobotsRecord) {
+    let rec = RobotsRecord {
+        origin: origin.to_string(),
+        host: host.to_string(),
+        outcome: robots.kind().to_string(),
+        reason: reason.to_string(),
+        http_status,
+        crawl_delay: robots.crawl_delay_secs(),
+        sitemaps: robots.sitemaps(),
+        bytes,
+        fetch_time: crate::datum::now_millis(),
+    };
+    (robots, rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn corpora() -> Option<PathBuf> {
+        let candidates = [
+            std::env::var_os("TRAWL_CORPORA").map(PathBuf::from),
+            Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora")),
+            Some(PathBuf::from("/work/shared/corpora")),
+        ];
+        let found = candidates.into_iter().flatten().find(|p| p.is_dir());
+        if found.is_none() {
+            eprintln!(
+                "skipping: corpus not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora"
+            );
+        }
+        found
+    }
+
+    #[test]
+    fn rules_crawl_delay_and_sitemaps() {
+        let txt = b"User-agent: *\nDisallow: /private/\nAllow: /private/ok$\nCrawl-delay: 2.5\nSitemap: http://a.test/sitemap.xml\n";
+        let r = Robots::parse("trawl", txt);
+        assert!(r.allowed("http://a.test/index.html"));
+        assert!(!r.allowed("http://a.test/private/x"));
+        assert!(r.allowed("http://a.test/private/ok"));
+        assert!(!r.allowed("http://a.test/private/ok2"));
+        assert_eq!(r.crawl_delay(), Some(Duration::from_secs_f64(2.5)));
+        assert_eq!(r.sitemaps(), vec!["http://a.test/sitemap.xml".to_string()]);
+        assert!(!Robots::Unavailable.allowed("http://a.test/"));
+        assert!(Robots::AllowAll.allowed("http://a.test/"));
+    }
+
+    #[test]
+    fn specific_agent_group_wins() {
+        let txt = b"User-agent: *\nDisallow: /\n\nUser-agent: trawl\nDisallow: /nope\n";
+        let r = Robots::parse("trawl", txt);
+        assert!(r.allowed("http://a.test/yes"));
+        assert!(!r.allowed("http://a.test/nope"));
+        let other = Robots::parse("otherbot", txt);
+        assert!(!other.allowed("http://a.test/yes"));
+    }
+
+    #[test]
+    fn user_agent_values_stop_at_the_first_space() {
+        let r = Robots::parse("foo", b"User-Agent: FOO BAR\nAllow: /x/\nDisallow: /\n");
+        assert!(!r.allowed("http://foo.bar/a/b"));
+        assert!(r.allowed("http://foo.bar/x/y"));
+    }
+
+    #[test]
+    fn normalized_urls_match_percent_encoded_rules() {
+        // URLs reach fetch percent-encoded by the url crate, so the RFC's
+        // "%-encode before matching" holds for the Encoding cases.
+        let url = url::Url::parse("http://foo.bar/foo/bar/\u{30c4}").unwrap();
+        let r = Robots::parse(
+            "FooBot",
+            "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%E3%83%84\n".as_bytes(),
+        );
+        assert!(r.allowed(url.as_str()));
+        let r = Robots::parse(
+            "FooBot",
+            "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/\u{30c4}\n".as_bytes(),
+        );
+        assert!(r.allowed(url.as_str()));
+    }
+
+    #[test]
+    fn only_the_first_500_kib_are_parsed() {
+        let mut txt = b"User-agent: *\nDisallow: /a\n".to_vec();
+        txt.extend(std::iter::repeat_n(b'#', MAX_ROBOTS_BYTES));
+        txt.extend(b"\nDisallow: /b\n");
+        let r = Robots::parse("trawl", &txt);
+        assert!(!r.allowed("http://a.test/a"));
+        assert!(r.allowed("http://a.test/b"), "rule past the cap is ignored");
+    }
+
+    #[derive(Deserialize)]
+    struct Case {
+        name: String,
+        robots_txt: Option<String>,
+        robots_file: Option<String>,
+        user_agent: String,
+        url: String,
+        allowed: bool,
+        #[serde(default)]
+        google_only: bool,
+    }
+
+    #[derive(Deserialize)]
+    struct Cases {
+        cases: Vec<Case>,
+    }
+
+    /// Runs every case; returns (passed, failures as (name, google_only)).
+    fn run_cases(dir: &std::path::Path, file: &str) -> (usize, Vec<(String, bool)>) {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let cases: Cases = serde_json::from_str(&text).unwrap();
+        let base = dir.join(file);
+        let base = base.parent().unwrap();
+        let mut passed = 0;
+        let mut failed = Vec::new();
+        for c in &cases.cases {
+            let body = match (&c.robots_txt, &c.robots_file) {
+                (Some(t), _) => t.as_bytes().to_vec(),
+                (None, Some(f)) => std::fs::read(base.join(f)).unwrap(),
+                (None, None) => Vec::new(),
+            };
+            let r = Robots::parse(&c.user_agent, &body);
+            if r.allowed(&c.url) == c.allowed {
+                passed += 1;
+            } else {
+                failed.push((c.name.clone(), c.google_only));
+            }
+        }
+        (passed, failed)
+    }
+
+    #[test]
+    fn google_robots_test_suite() {
+        let Some(dir) = corpora() else { return };
+        let dir = dir.join("robots");
+        let (passed, failed) = run_cases(&dir, "google_cases.json");
+        let total = passed + failed.len();
+        eprintln!("google_cases.json: {passed}/{total} pass; failing: {failed:?}");
+        assert_eq!(total, 145);
+        // Documented in docs/fetch.md: the failures are Google-specific behaviour or
+        // known texting_robots deviations; keep the number from regressing.
+        let non_google: Vec<_> = failed.iter().filter(|(_, g)| !g).collect();
+        assert!(passed >= KNOWN_GOOGLE_PASS, "regressed: {failed:?}");
+        eprintln!("non-google_only failures: {non_google:?}");
+    }
+
+    #[test]
+    fn realworld_robots_cases() {
+        let Some(dir) = corpora() else { return };
+        let dir = dir.join("robots/realworld");
+        let (passed, failed) = run_cases(&dir, "cases.json");
+        let total = passed + failed.len();
+        eprintln!("realworld/cases.json: {passed}/{total} pass; failing: {failed:?}");
+        assert_eq!(total, 52);
+        assert_eq!(failed.len(), 0, "{failed:?}");
+    }
+
+    /// Cases of google_cases.json texting_robots is known to pass (see docs/fetch.md).
+    const KNOWN_GOOGLE_PASS: usize = 140;
+}

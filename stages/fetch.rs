@@ -1,0 +1,67 @@
+//! `fetch`: fetches a segment's fetch list politely and writes crawl_fetch, content and robots.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+
+/// Fetch the URLs of a segment.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fetch",
+    about = "Fetch a segment's fetch list (crawl_generate) into crawl_fetch, content and robots",
+    long_about = "Reads SEGMENT's crawl_generate and fetches every URL politely: robots.txt \
+(fetched once per origin), one request at a time per host with `fetch.delay` seconds between \
+requests (raised by Crawl-delay and Retry-After), many hosts in parallel. Writes crawl_fetch \
+(exactly one row per fetch-list URL), content (2xx bodies) and robots (what each robots.txt \
+said), partitioned by host. Without SEGMENT, fetches the newest segment that has crawl_generate \
+but no crawl_fetch. To fetch a segment again, delete its crawl_fetch/, content/ and robots/."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// The segment (a path, or a name under <crawl-dir>/segments) [default: newest unfetched].
+    segment: Option<PathBuf>,
+    /// Seconds between two requests to one host (overrides `fetch.delay`).
+    #[arg(long, value_name = "SECS")]
+    delay: Option<f64>,
+    /// Maximum requests in flight over all hosts (overrides `fetch.max_connections`).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Stop after this many seconds; unattempted URLs get fetch_retry/time_limit
+    /// (overrides `fetch.time_limit`; 0 = no limit).
+    #[arg(long, value_name = "SECS")]
+    time_limit: Option<f64>,
+    /// Maximum decompressed bytes kept per page (overrides `fetch.max_content_bytes`).
+    #[arg(long, value_name = "BYTES")]
+    max_content_bytes: Option<usize>,
+    /// The User-Agent header (overrides `fetch.user_agent`).
+    #[arg(long, value_name = "UA")]
+    user_agent: Option<String>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let (mut cfg, dir) = args.common.setup()?;
+    let f = &mut cfg.fetch;
+    if let Some(d) = args.delay {
+        f.delay = d;
+    }
+    if let Some(n) = args.max_connections {
+        f.max_connections = n;
+    }
+    if let Some(t) = args.time_limit {
+        f.time_limit = t;
+    }
+    if let Some(b) = args.max_content_bytes {
+        f.max_content_bytes = b;
+    }
+    if let Some(ua) = args.user_agent {
+        f.user_agent = ua;
+    }
+    cfg.validate(std::path::Path::new("(command-line flags)"))?;
+    let summary = trawl::fetch::run(&cfg, &dir, args.segment.as_deref())?;
+    trawl::cli::summary("fetch", started, &summary.line());
+    Ok(())
+}
