@@ -10,6 +10,7 @@ pub mod config;
 pub mod datum;
 pub mod error;
 pub mod layout;
+pub mod parse;
 pub mod records;
 pub mod storage;
 pub mod urls;
