@@ -176,6 +176,21 @@ fn is_hidden(tag: &str) -> bool {
     )
 }
 
+/// `hidden` attribute, or an inline style with `display:none` / `visibility:hidden`.
+fn hidden_by_attr(el: &scraper::node::Element) -> bool {
+    if el.attr("hidden").is_some() {
+        return true;
+    }
+    el.attr("style").is_some_and(|st| {
+        let compact: String = st
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        compact.contains("display:none") || compact.contains("visibility:hidden")
+    })
+}
+
 const NEGATIVE: &[&str] = &[
     "comment",
     "meta",
@@ -372,7 +387,7 @@ impl Walker<'_> {
             self.in_title = true;
             return Frame::Title;
         }
-        if is_hidden(tag) {
+        if is_hidden(tag) || hidden_by_attr(el) {
             self.hidden += 1;
             return Frame::Hidden;
         }
@@ -585,7 +600,8 @@ mod tests {
     fn text_skips_invisible() {
         let e = ex(
             "<html lang=de><head><title> A  title </title><style>x{}</style><script>var a;</script></head>\
-            <body><p>Hello <b>wor</b>ld</p><!-- c --><template>tpl</template><noscript>ns</noscript><div>next\n\nline</div></body></html>",
+            <body><p>Hello <b>wor</b>ld</p><!-- c --><template>tpl</template><noscript>ns</noscript><div>next\n\nline</div>\
+            <p hidden>h1</p><p style='DISPLAY: none'>h2</p><span style='visibility : hidden'>h3</span></body></html>",
         );
         assert_eq!(e.title.as_deref(), Some("A title"));
         assert_eq!(e.lang.as_deref(), Some("de"));

@@ -69,9 +69,15 @@ pub fn main_text(ex: &Extract) -> Option<String> {
             .filter(|&ch| ch == ',' || ch == '，' || ch == '、')
             .count();
         let p = 1.0 + commas as f64 + (c as f64 / 100.0).min(3.0);
-        let mut e = b.elem;
-        for div in [1.0, 2.0, 3.0] {
+        // The block's own element is the "paragraph"; its ancestors are scored.
+        let mut e = b.elem.and_then(|x| ex.elems[x].parent);
+        for level in 0..5 {
             let Some(idx) = e else { break };
+            let div = match level {
+                0 => 1.0,
+                1 => 2.0,
+                l => l as f64 * 3.0,
+            };
             points[idx] += p / div;
             scored[idx] = true;
             e = ex.elems[idx].parent;
@@ -90,12 +96,60 @@ pub fn main_text(ex: &Extract) -> Option<String> {
             best = Some((i, s));
         }
     }
-    let (top, top_score) = best?;
-    let threshold = (top_score * 0.2).max(10.0);
+    let Some((mut top, _)) = best else {
+        return fallback(ex);
+    };
+    // Readability: climb while an ancestor scores higher, or holds nothing else.
+    let threshold = finals[top] / 3.0;
+    let mut last = finals[top];
+    let mut parent = ex.elems[top].parent;
+    while let Some(p) = parent {
+        let el = &ex.elems[p];
+        if el.tag == "body" || el.tag == "html" {
+            break;
+        }
+        if scored[p] {
+            if finals[p] < threshold {
+                break;
+            }
+            if finals[p] > last {
+                top = p;
+                break;
+            }
+            last = finals[p];
+        }
+        parent = el.parent;
+    }
+    while let Some(p) = ex.elems[top].parent {
+        let el = &ex.elems[p];
+        if el.tag == "body"
+            || el.tag == "html"
+            || el.start != ex.elems[top].start
+            || el.end != ex.elems[top].end
+        {
+            break;
+        }
+        top = p;
+    }
+    let top_score = finals[top];
+    let sib_threshold = (top_score * 0.2).max(10.0);
     let top_el = &ex.elems[top];
     let mut chosen: Vec<usize> = vec![top];
     for (i, el) in ex.elems.iter().enumerate() {
-        if i != top && el.parent == top_el.parent && el.parent.is_some() && finals[i] >= threshold {
+        if i == top || el.parent != top_el.parent || el.parent.is_none() {
+            continue;
+        }
+        let ok = if scored[i] {
+            finals[i] >= sib_threshold
+        } else if el.tag == "p" && el.end > el.start {
+            let len = chars[el.end] - chars[el.start];
+            let ld = density(el.start, el.end);
+            let last_text = ex.blocks[el.end - 1].text.trim_end();
+            (len > 80 && ld < 0.25) || (ld == 0.0 && last_text.ends_with('.'))
+        } else {
+            false
+        };
+        if ok {
             chosen.push(i);
         }
     }
@@ -114,7 +168,32 @@ pub fn main_text(ex: &Extract) -> Option<String> {
             out.push_str(&b.text);
         }
     }
-    (!out.is_empty()).then_some(out)
+    if out.is_empty() {
+        return fallback(ex);
+    }
+    Some(out)
+}
+
+/// For pages with no scorable paragraph (short pages): the blocks outside
+/// boilerplate with at most half their text in links, else every block.
+fn fallback(ex: &Extract) -> Option<String> {
+    let keep = |strict: bool| -> String {
+        let mut out = String::new();
+        for b in &ex.blocks {
+            let c = b.text.chars().count().max(1);
+            if strict && (b.boiler_depth > 0 || b.link_chars as f64 / c as f64 > 0.5) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&b.text);
+        }
+        out
+    };
+    let s = keep(true);
+    let s = if s.is_empty() { keep(false) } else { s };
+    (!s.is_empty()).then_some(s)
 }
 
 #[cfg(test)]
@@ -142,11 +221,13 @@ mod tests {
     }
 
     #[test]
-    fn nothing_for_empty_pages() {
+    fn short_pages_fall_back_to_their_text() {
         let ex = walk(
             &scraper::Html::parse_document("<body><a href=/>x</a></body>"),
             "trawl",
         );
+        assert_eq!(main_text(&ex).as_deref(), Some("x"));
+        let ex = walk(&scraper::Html::parse_document("<body> </body>"), "trawl");
         assert_eq!(main_text(&ex), None);
     }
 }
