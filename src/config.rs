@@ -217,6 +217,10 @@ pub struct ParseConfig {
     pub ignore_nofollow_links: bool,
     /// Pages larger than this (bytes) are not parsed (`parse_failed`, reason `too_large`).
     pub max_page_bytes: usize,
+    /// Time budget per page in milliseconds, checked between parsing phases
+    /// (decode, DOM, walk, main text); over it the page is `parse_failed`,
+    /// reason `time_budget`. 0 = no budget.
+    pub max_page_millis: u64,
 }
 
 impl Default for ParseConfig {
@@ -226,6 +230,7 @@ impl Default for ParseConfig {
             max_anchor_length: 100,
             ignore_nofollow_links: true,
             max_page_bytes: 8 * 1024 * 1024,
+            max_page_millis: 10_000,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod datum;
 pub mod error;
 pub mod fetch;
 pub mod layout;
+pub mod parse;
 pub mod records;
 pub mod storage;
 pub mod testweb;

@@ -1,0 +1,680 @@
+//! One iterative walk over the DOM (html5ever via `scraper`) that gathers
+//! everything parse needs: title, metadata, robots directives, base, canonical,
+//! raw links with anchors, headings, and the visible text cut into blocks (with
+//! the block-level element tree and its link text) for main-content scoring.
+//!
+//! The walk uses `ego_tree`'s `traverse` (open/close edges, no recursion), so a
+//! page nested 100,000 levels deep cannot overflow the stack.
+
+use ego_tree::iter::Edge;
+use scraper::{Html, Node};
+
+use super::robots_meta::{RobotsDirectives, meta_name_applies};
+use super::text::{collapse, push_collapsed};
+
+/// A link as written in the page (not yet resolved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLink {
+    /// The element (`a`, `area`, `frame`, `iframe`, `meta`).
+    pub tag: &'static str,
+    /// The attribute value as written (entities decoded by the parser).
+    pub href: String,
+    /// Visible text of the link, whitespace collapsed (may be empty).
+    pub text: String,
+    /// `alt` of the first image inside (or of the `area`).
+    pub alt: String,
+    /// Whether `rel` contains `nofollow`.
+    pub nofollow: bool,
+}
+
+/// A run of visible text between block-level boundaries.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Text, whitespace collapsed.
+    pub text: String,
+    /// Chars of it inside links.
+    pub link_chars: usize,
+    /// Index in [`Extract::elems`] of the innermost enclosing block element.
+    pub elem: Option<usize>,
+    /// Number of enclosing elements that look like boilerplate (class/id/tag).
+    pub boiler_depth: u32,
+}
+
+/// A block-level element, with the range of blocks it contains.
+#[derive(Debug, Clone)]
+pub struct ElemInfo {
+    /// Its tag name.
+    pub tag: String,
+    /// The enclosing block element.
+    pub parent: Option<usize>,
+    /// First block inside it.
+    pub start: usize,
+    /// One past the last block inside it.
+    pub end: usize,
+    /// Readability-style class/id weight (+25 content-like, -25 boilerplate-like).
+    pub class_weight: i32,
+    /// Boilerplate-looking ancestors (itself excluded).
+    pub boiler_depth: u32,
+}
+
+/// What the walk found.
+#[derive(Debug, Clone, Default)]
+pub struct Extract {
+    /// `<title>`, collapsed.
+    pub title: Option<String>,
+    /// `lang` of `<html>`.
+    pub lang: Option<String>,
+    /// First `<base href>`.
+    pub base_href: Option<String>,
+    /// `link[rel=canonical]` href.
+    pub canonical: Option<String>,
+    /// `meta[name=description]`.
+    pub description: Option<String>,
+    /// `meta[name=keywords]`.
+    pub keywords: Option<String>,
+    /// Meta robots directives.
+    pub robots: RobotsDirectives,
+    /// Links in document order.
+    pub links: Vec<RawLink>,
+    /// (level, text) of h1-h3.
+    pub headings: Vec<(u8, String)>,
+    /// Visible text blocks in document order.
+    pub blocks: Vec<Block>,
+    /// Block-level elements in document order.
+    pub elems: Vec<ElemInfo>,
+}
+
+impl Extract {
+    /// All visible text, blocks joined by single spaces.
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(self.blocks.iter().map(|b| b.text.len() + 1).sum());
+        for b in &self.blocks {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&b.text);
+        }
+        out
+    }
+}
+
+fn is_block(tag: &str) -> bool {
+    matches!(
+        tag,
+        "address"
+            | "article"
+            | "aside"
+            | "blockquote"
+            | "body"
+            | "center"
+            | "dd"
+            | "details"
+            | "dialog"
+            | "dir"
+            | "div"
+            | "dl"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hgroup"
+            | "hr"
+            | "li"
+            | "main"
+            | "menu"
+            | "nav"
+            | "ol"
+            | "p"
+            | "pre"
+            | "section"
+            | "summary"
+            | "table"
+            | "tbody"
+            | "thead"
+            | "tfoot"
+            | "tr"
+            | "td"
+            | "th"
+            | "ul"
+            | "caption"
+            | "option"
+            | "legend"
+            | "html"
+            | "frameset"
+    )
+}
+
+/// Elements whose text is not visible.
+fn is_hidden(tag: &str) -> bool {
+    matches!(
+        tag,
+        "script"
+            | "style"
+            | "template"
+            | "noscript"
+            | "head"
+            | "iframe"
+            | "object"
+            | "svg"
+            | "math"
+            | "select"
+            | "textarea"
+            | "button"
+            | "canvas"
+            | "audio"
+            | "video"
+            | "map"
+    )
+}
+
+/// `hidden` attribute, or an inline style with `display:none` / `visibility:hidden`.
+fn hidden_by_attr(el: &scraper::node::Element) -> bool {
+    if el.attr("hidden").is_some() {
+        return true;
+    }
+    el.attr("style").is_some_and(|st| {
+        let compact: String = st
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        compact.contains("display:none") || compact.contains("visibility:hidden")
+    })
+}
+
+const NEGATIVE: &[&str] = &[
+    "comment",
+    "meta",
+    "footer",
+    "footnote",
+    "foot",
+    "nav",
+    "sidebar",
+    "sponsor",
+    "advert",
+    "ad-",
+    "share",
+    "social",
+    "related",
+    "menu",
+    "widget",
+    "banner",
+    "breadcrumb",
+    "promo",
+    "masthead",
+    "popup",
+    "cookie",
+    "subscribe",
+    "newsletter",
+    "skip",
+    "toolbar",
+    "byline",
+    "author",
+    "tags",
+    "combx",
+    "community",
+    "disqus",
+    "extra",
+    "header",
+    "hidden",
+    "login",
+    "modal",
+    "outbrain",
+    "pager",
+    "pagination",
+    "print",
+    "rss",
+    "shoutbox",
+    "shopping",
+    "taboola",
+    "tweet",
+    "signup",
+];
+const POSITIVE: &[&str] = &[
+    "article", "body", "content", "entry", "hentry", "main", "page", "post", "text", "blog",
+    "story", "column",
+];
+
+/// Readability's class/id weight: -25 for boilerplate-like names, +25 for
+/// content-like ones (both may apply).
+pub fn class_weight(class: &str, id: &str) -> i32 {
+    let mut w = 0;
+    for s in [class, id] {
+        if s.is_empty() {
+            continue;
+        }
+        let l = s.to_ascii_lowercase();
+        if NEGATIVE.iter().any(|n| l.contains(n)) {
+            w -= 25;
+        }
+        if POSITIVE.iter().any(|p| l.contains(p)) {
+            w += 25;
+        }
+    }
+    w
+}
+
+fn tag_is_boiler(tag: &str) -> bool {
+    matches!(tag, "nav" | "footer" | "aside" | "header" | "form" | "menu")
+}
+
+struct LinkFrame {
+    tag: &'static str,
+    href: String,
+    text: String,
+    alt: String,
+    nofollow: bool,
+}
+
+enum Frame {
+    /// An element that needs no action on close.
+    Plain,
+    /// A hidden element (decrements the hidden counter on close).
+    Hidden,
+    /// A block element (index into elems).
+    Block(usize, bool),
+    /// A link (pops the link frame on close).
+    Link,
+    /// `<title>`.
+    Title,
+}
+
+struct Walker<'a> {
+    agent: &'a str,
+    out: Extract,
+    hidden: u32,
+    boiler: u32,
+    block_stack: Vec<usize>,
+    buf: String,
+    buf_link_chars: usize,
+    links: Vec<LinkFrame>,
+    title: Option<String>,
+    in_title: bool,
+    heading: Option<(u8, String)>,
+}
+
+impl Walker<'_> {
+    fn flush(&mut self) {
+        let text = collapse(&self.buf);
+        self.buf.clear();
+        let link_chars = std::mem::take(&mut self.buf_link_chars);
+        if text.is_empty() {
+            return;
+        }
+        self.out.blocks.push(Block {
+            link_chars: link_chars.min(text.chars().count()),
+            text,
+            elem: self.block_stack.last().copied(),
+            boiler_depth: self.boiler,
+        });
+    }
+
+    fn text(&mut self, t: &str) {
+        if self.in_title {
+            if let Some(title) = self.title.as_mut() {
+                title.push_str(t);
+            }
+            return;
+        }
+        if self.hidden > 0 {
+            return;
+        }
+        self.buf.push_str(t);
+        if let Some(l) = self.links.last_mut() {
+            push_collapsed(&mut l.text, t);
+            self.buf_link_chars += t.chars().filter(|c| !c.is_whitespace()).count();
+        }
+        if let Some((_, h)) = self.heading.as_mut() {
+            push_collapsed(h, t);
+        }
+    }
+
+    fn open(&mut self, el: &scraper::node::Element) -> Frame {
+        let tag = el.name();
+        match tag {
+            "html" if self.out.lang.is_none() => {
+                self.out.lang = el
+                    .attr("lang")
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty());
+            }
+            "base" if self.out.base_href.is_none() => {
+                self.out.base_href = el.attr("href").map(str::to_string);
+            }
+            "link" => {
+                let rel = el.attr("rel").unwrap_or("");
+                if self.out.canonical.is_none()
+                    && rel
+                        .split_ascii_whitespace()
+                        .any(|r| r.eq_ignore_ascii_case("canonical"))
+                {
+                    self.out.canonical = el.attr("href").map(str::to_string);
+                }
+            }
+            "meta" => self.meta(el),
+            "img" => {
+                if let (Some(l), Some(alt)) = (self.links.last_mut(), el.attr("alt"))
+                    && l.alt.is_empty()
+                {
+                    l.alt = collapse(alt);
+                }
+            }
+            "br" => self.buf.push(' '),
+            "frame" | "iframe" => {
+                if let Some(src) = el.attr("src") {
+                    self.out.links.push(RawLink {
+                        tag: if tag == "frame" { "frame" } else { "iframe" },
+                        href: src.to_string(),
+                        text: String::new(),
+                        alt: String::new(),
+                        nofollow: false,
+                    });
+                }
+            }
+            _ => {}
+        }
+        if tag == "title" && self.title.is_none() && self.out.title.is_none() {
+            self.title = Some(String::new());
+            self.in_title = true;
+            return Frame::Title;
+        }
+        if is_hidden(tag) || hidden_by_attr(el) {
+            self.hidden += 1;
+            return Frame::Hidden;
+        }
+        if (tag == "a" || tag == "area")
+            && let Some(href) = el.attr("href")
+        {
+            let nofollow = el.attr("rel").is_some_and(|r| {
+                r.split_ascii_whitespace()
+                    .any(|x| x.eq_ignore_ascii_case("nofollow"))
+            });
+            self.links.push(LinkFrame {
+                tag: if tag == "a" { "a" } else { "area" },
+                href: href.to_string(),
+                text: String::new(),
+                alt: if tag == "area" {
+                    el.attr("alt").map(collapse).unwrap_or_default()
+                } else {
+                    String::new()
+                },
+                nofollow,
+            });
+            return Frame::Link;
+        }
+        if matches!(tag, "h1" | "h2" | "h3") && self.heading.is_none() && self.hidden == 0 {
+            self.flush();
+            self.heading = Some((tag.as_bytes()[1] - b'0', String::new()));
+            return self.open_block(el, tag);
+        }
+        if is_block(tag) {
+            self.flush();
+            return self.open_block(el, tag);
+        }
+        Frame::Plain
+    }
+
+    fn open_block(&mut self, el: &scraper::node::Element, tag: &str) -> Frame {
+        let cw = class_weight(el.attr("class").unwrap_or(""), el.attr("id").unwrap_or(""));
+        let boiler = cw < 0 || tag_is_boiler(tag);
+        let idx = self.out.elems.len();
+        self.out.elems.push(ElemInfo {
+            tag: tag.to_string(),
+            parent: self.block_stack.last().copied(),
+            start: self.out.blocks.len(),
+            end: self.out.blocks.len(),
+            class_weight: cw,
+            boiler_depth: self.boiler,
+        });
+        self.block_stack.push(idx);
+        if boiler {
+            self.boiler += 1;
+        }
+        Frame::Block(idx, boiler)
+    }
+
+    fn close(&mut self, frame: Frame) {
+        match frame {
+            Frame::Plain => {}
+            Frame::Hidden => self.hidden -= 1,
+            Frame::Title => {
+                self.in_title = false;
+                self.out.title = self
+                    .title
+                    .take()
+                    .map(|t| collapse(&t))
+                    .filter(|t| !t.is_empty());
+            }
+            Frame::Link => {
+                if let Some(l) = self.links.pop() {
+                    let text = collapse(&l.text);
+                    self.out.links.push(RawLink {
+                        tag: l.tag,
+                        href: l.href,
+                        text,
+                        alt: l.alt,
+                        nofollow: l.nofollow,
+                    });
+                }
+            }
+            Frame::Block(idx, boiler) => self.close_block(idx, boiler),
+        }
+    }
+
+    fn close_block(&mut self, idx: usize, boiler: bool) {
+        self.flush();
+        if let Some((level, h)) = self.heading.take() {
+            // Only the heading's own block closes it.
+            if self
+                .out
+                .elems
+                .get(idx)
+                .is_some_and(|e| e.tag.len() == 2 && e.tag.starts_with('h'))
+            {
+                let h = collapse(&h);
+                if !h.is_empty() {
+                    self.out.headings.push((level, h));
+                }
+            } else {
+                self.heading = Some((level, h));
+            }
+        }
+        if let Some(e) = self.out.elems.get_mut(idx) {
+            e.end = self.out.blocks.len();
+        }
+        self.block_stack.pop();
+        if boiler {
+            self.boiler = self.boiler.saturating_sub(1);
+        }
+    }
+
+    fn meta(&mut self, el: &scraper::node::Element) {
+        let content = el.attr("content").unwrap_or("");
+        if let Some(name) = el.attr("name") {
+            let lname = name.trim().to_ascii_lowercase();
+            if meta_name_applies(&lname, self.agent) {
+                self.out.robots.apply(content);
+            } else if lname == "description" && self.out.description.is_none() {
+                self.out.description = Some(collapse(content)).filter(|s| !s.is_empty());
+            } else if lname == "keywords" && self.out.keywords.is_none() {
+                self.out.keywords = Some(collapse(content)).filter(|s| !s.is_empty());
+            }
+        }
+        if let Some(eq) = el.attr("http-equiv")
+            && eq.trim().eq_ignore_ascii_case("refresh")
+            && let Some(url) = refresh_url(content)
+        {
+            self.out.links.push(RawLink {
+                tag: "meta",
+                href: url,
+                text: String::new(),
+                alt: String::new(),
+                nofollow: false,
+            });
+        }
+    }
+}
+
+/// The URL of a `<meta http-equiv=refresh content="5; url=...">`.
+pub fn refresh_url(content: &str) -> Option<String> {
+    let (_, rest) = content.split_once([';', ','])?;
+    let rest = rest.trim_start();
+    let lower = rest.to_ascii_lowercase();
+    let rest = if lower.starts_with("url") {
+        rest[3..].trim_start().strip_prefix('=')?.trim_start()
+    } else {
+        rest
+    };
+    let rest = rest.trim_matches(|c| c == '"' || c == '\'').trim();
+    (!rest.is_empty()).then(|| rest.to_string())
+}
+
+/// Walks a parsed document; `agent` is the crawler's robots name (a
+/// `<meta name="<agent>">` counts like `<meta name="robots">`).
+pub fn walk(doc: &Html, agent: &str) -> Extract {
+    let mut w = Walker {
+        agent,
+        out: Extract::default(),
+        hidden: 0,
+        boiler: 0,
+        block_stack: Vec::new(),
+        buf: String::new(),
+        buf_link_chars: 0,
+        links: Vec::new(),
+        title: None,
+        in_title: false,
+        heading: None,
+    };
+    let mut frames: Vec<Frame> = Vec::new();
+    for edge in doc.tree.root().traverse() {
+        match edge {
+            Edge::Open(node) => match node.value() {
+                Node::Element(el) => {
+                    let f = w.open(el);
+                    frames.push(f);
+                }
+                Node::Text(t) => w.text(t),
+                _ => {}
+            },
+            Edge::Close(node) => {
+                if let Node::Element(_) = node.value()
+                    && let Some(f) = frames.pop()
+                {
+                    w.close(f);
+                }
+            }
+        }
+    }
+    w.flush();
+    // Links still open (cannot happen with a well-formed tree) are kept.
+    while let Some(l) = w.links.pop() {
+        w.out.links.push(RawLink {
+            tag: l.tag,
+            text: collapse(&l.text),
+            href: l.href,
+            alt: l.alt,
+            nofollow: l.nofollow,
+        });
+    }
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ex(s: &str) -> Extract {
+        walk(&Html::parse_document(s), "trawl")
+    }
+
+    #[test]
+    fn text_skips_invisible() {
+        let e = ex(
+            "<html lang=de><head><title> A  title </title><style>x{}</style><script>var a;</script></head>\
+            <body><p>Hello <b>wor</b>ld</p><!-- c --><template>tpl</template><noscript>ns</noscript><div>next\n\nline</div>\
+            <p hidden>h1</p><p style='DISPLAY: none'>h2</p><span style='visibility : hidden'>h3</span></body></html>",
+        );
+        assert_eq!(e.title.as_deref(), Some("A title"));
+        assert_eq!(e.lang.as_deref(), Some("de"));
+        assert_eq!(e.text(), "Hello world next line");
+    }
+
+    #[test]
+    fn metadata_and_headings() {
+        let e = ex(
+            "<head><meta name=description content=' d  1 '><meta name=keywords content='k'>\
+            <meta name=ROBOTS content='noindex,nofollow'><link rel='Canonical' href='/c'><base href='http://b.test/x/'></head>\
+            <body><h1>Big <i>one</i></h1><h2>Two</h2><h4>four</h4></body>",
+        );
+        assert_eq!(e.description.as_deref(), Some("d 1"));
+        assert_eq!(e.keywords.as_deref(), Some("k"));
+        assert!(e.robots.noindex && e.robots.nofollow);
+        assert_eq!(e.canonical.as_deref(), Some("/c"));
+        assert_eq!(e.base_href.as_deref(), Some("http://b.test/x/"));
+        assert_eq!(
+            e.headings,
+            vec![(1, "Big one".to_string()), (2, "Two".to_string())]
+        );
+    }
+
+    #[test]
+    fn links_with_anchors() {
+        let e = ex(
+            "<body><a href='/a' rel='NoFollow ugc'> one\n two </a><a href=b><img alt=' pic '></a>\
+            <map><area href=c alt=Area></map><iframe src=f></iframe><a name=x>no href</a>\
+            <meta http-equiv=refresh content='3; URL=\"/r\"'></body>",
+        );
+        let got: Vec<_> = e
+            .links
+            .iter()
+            .map(|l| {
+                (
+                    l.tag,
+                    l.href.as_str(),
+                    l.text.as_str(),
+                    l.alt.as_str(),
+                    l.nofollow,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", "/a", "one two", "", true),
+                ("a", "b", "", "pic", false),
+                ("area", "c", "", "Area", false),
+                ("iframe", "f", "", "", false),
+                ("meta", "/r", "", "", false),
+            ]
+        );
+    }
+
+    #[test]
+    fn refresh_forms() {
+        assert_eq!(refresh_url("0;url=http://x/").as_deref(), Some("http://x/"));
+        assert_eq!(refresh_url("5, /y").as_deref(), Some("/y"));
+        assert_eq!(refresh_url("5"), None);
+    }
+
+    #[test]
+    fn blocks_know_their_elements() {
+        let e = ex(
+            "<body><div class=nav><a href=/>Home</a></div><article><p>Para one.</p><p>Two <a href=x>link</a></p></article></body>",
+        );
+        assert_eq!(e.blocks.len(), 3);
+        assert_eq!(e.blocks[0].boiler_depth, 1);
+        assert_eq!(e.blocks[0].link_chars, 4);
+        assert_eq!(e.blocks[2].link_chars, 4);
+        let art = e.elems.iter().position(|x| x.tag == "article").unwrap();
+        assert_eq!((e.elems[art].start, e.elems[art].end), (1, 3));
+    }
+}

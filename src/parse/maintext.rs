@@ -1,0 +1,233 @@
+//! Main-content extraction: a readability-like scoring of block-level elements
+//! by the text density and link density of the blocks they contain.
+//!
+//! 1. Every text block (a run of visible text between block-level boundaries)
+//!    of at least 25 chars and link density below 0.5 earns
+//!    `1 + commas + min(chars / 100, 3)` points; its enclosing block element
+//!    gets them in full, the parent half, the grandparent a third.
+//! 2. An element's final score is `(points + tag bonus + class/id weight) *
+//!    (1 - link density)`, where the tag bonus follows readability (div +5,
+//!    pre/td/blockquote +3, lists/forms -3, headings/th -5) and the class/id
+//!    weight is +25 for content-like names and -25 for boilerplate-like names.
+//! 3. The best element is the main candidate; siblings (same parent) scoring at
+//!    least `max(10, 0.2 * best)` join it, as in readability.
+//! 4. The main text is every block inside the chosen elements, except blocks with
+//!    link density above 0.5 and blocks under more boilerplate-looking elements
+//!    (nav/footer/aside/header/form or negative class/id) than the candidate.
+//!
+//! Blocks are joined by newlines. Pages with no candidate get `None`.
+
+use super::html::Extract;
+
+fn tag_bonus(tag: &str) -> f64 {
+    match tag {
+        "div" | "article" | "main" | "section" => 5.0,
+        "pre" | "td" | "blockquote" => 3.0,
+        "address" | "ol" | "ul" | "dl" | "dd" | "dt" | "li" | "form" => -3.0,
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "th" => -5.0,
+        _ => 0.0,
+    }
+}
+
+/// Extracts the main text of a walked page, or `None` when nothing qualifies.
+pub fn main_text(ex: &Extract) -> Option<String> {
+    let n = ex.elems.len();
+    if n == 0 || ex.blocks.is_empty() {
+        return None;
+    }
+    // Prefix sums of chars and link chars over blocks, for element link density.
+    let mut chars = Vec::with_capacity(ex.blocks.len() + 1);
+    let mut links = Vec::with_capacity(ex.blocks.len() + 1);
+    chars.push(0usize);
+    links.push(0usize);
+    let mut block_chars = Vec::with_capacity(ex.blocks.len());
+    for b in &ex.blocks {
+        let c = b.text.chars().filter(|c| !c.is_whitespace()).count();
+        block_chars.push(c);
+        chars.push(chars.last().copied().unwrap_or(0) + c);
+        links.push(links.last().copied().unwrap_or(0) + b.link_chars);
+    }
+    let density = |start: usize, end: usize| {
+        let c = chars[end] - chars[start];
+        if c == 0 {
+            1.0
+        } else {
+            (links[end] - links[start]) as f64 / c as f64
+        }
+    };
+
+    let mut points = vec![0.0f64; n];
+    let mut scored = vec![false; n];
+    for (i, b) in ex.blocks.iter().enumerate() {
+        let c = block_chars[i];
+        if c < 25 || density(i, i + 1) > 0.5 {
+            continue;
+        }
+        let commas = b
+            .text
+            .chars()
+            .filter(|&ch| ch == ',' || ch == '，' || ch == '、')
+            .count();
+        let p = 1.0 + commas as f64 + (c as f64 / 100.0).min(3.0);
+        // The block's own element is the "paragraph"; its ancestors are scored.
+        let mut e = b.elem.and_then(|x| ex.elems[x].parent);
+        for level in 0..5 {
+            let Some(idx) = e else { break };
+            let div = match level {
+                0 => 1.0,
+                1 => 2.0,
+                l => l as f64 * 3.0,
+            };
+            points[idx] += p / div;
+            scored[idx] = true;
+            e = ex.elems[idx].parent;
+        }
+    }
+    let mut best: Option<(usize, f64)> = None;
+    let mut finals = vec![f64::MIN; n];
+    for (i, el) in ex.elems.iter().enumerate() {
+        if !scored[i] || el.tag == "body" || el.tag == "html" {
+            continue;
+        }
+        let s = (points[i] + tag_bonus(&el.tag) + el.class_weight as f64)
+            * (1.0 - density(el.start, el.end));
+        finals[i] = s;
+        if best.is_none_or(|(_, b)| s > b) {
+            best = Some((i, s));
+        }
+    }
+    let Some((mut top, _)) = best else {
+        return fallback(ex);
+    };
+    // Readability: climb while an ancestor scores higher, or holds nothing else.
+    let threshold = finals[top] / 3.0;
+    let mut last = finals[top];
+    let mut parent = ex.elems[top].parent;
+    while let Some(p) = parent {
+        let el = &ex.elems[p];
+        if el.tag == "body" || el.tag == "html" {
+            break;
+        }
+        if scored[p] {
+            if finals[p] < threshold {
+                break;
+            }
+            if finals[p] > last {
+                top = p;
+                break;
+            }
+            last = finals[p];
+        }
+        parent = el.parent;
+    }
+    while let Some(p) = ex.elems[top].parent {
+        let el = &ex.elems[p];
+        if el.tag == "body"
+            || el.tag == "html"
+            || el.start != ex.elems[top].start
+            || el.end != ex.elems[top].end
+        {
+            break;
+        }
+        top = p;
+    }
+    let top_score = finals[top];
+    let sib_threshold = (top_score * 0.2).max(10.0);
+    let top_el = &ex.elems[top];
+    let mut chosen: Vec<usize> = vec![top];
+    for (i, el) in ex.elems.iter().enumerate() {
+        if i == top || el.parent != top_el.parent || el.parent.is_none() {
+            continue;
+        }
+        let ok = if scored[i] {
+            finals[i] >= sib_threshold
+        } else if el.tag == "p" && el.end > el.start {
+            let len = chars[el.end] - chars[el.start];
+            let ld = density(el.start, el.end);
+            let last_text = ex.blocks[el.end - 1].text.trim_end();
+            (len > 80 && ld < 0.25) || (ld == 0.0 && last_text.ends_with('.'))
+        } else {
+            false
+        };
+        if ok {
+            chosen.push(i);
+        }
+    }
+    chosen.sort_by_key(|&i| ex.elems[i].start);
+    let mut out = String::new();
+    for i in chosen {
+        let el = &ex.elems[i];
+        for b in &ex.blocks[el.start..el.end] {
+            let c = b.text.chars().count().max(1);
+            if b.link_chars as f64 / c as f64 > 0.5 || b.boiler_depth > el.boiler_depth {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&b.text);
+        }
+    }
+    if out.is_empty() {
+        return fallback(ex);
+    }
+    Some(out)
+}
+
+/// For pages with no scorable paragraph (short pages): the blocks outside
+/// boilerplate with at most half their text in links, else every block.
+fn fallback(ex: &Extract) -> Option<String> {
+    let keep = |strict: bool| -> String {
+        let mut out = String::new();
+        for b in &ex.blocks {
+            let c = b.text.chars().count().max(1);
+            if strict && (b.boiler_depth > 0 || b.link_chars as f64 / c as f64 > 0.5) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&b.text);
+        }
+        out
+    };
+    let s = keep(true);
+    let s = if s.is_empty() { keep(false) } else { s };
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::html::walk;
+
+    #[test]
+    fn picks_the_article_over_navigation() {
+        let para = "This is a long paragraph of article text, with commas, clauses, and enough words to count as content.";
+        let html = format!(
+            "<body><nav><ul><li><a href=/>Home</a></li><li><a href=/a>About us and more</a></li></ul></nav>\
+             <div class=sidebar><p>Sidebar text that is long enough to be a block, with a comma.</p></div>\
+             <div class=post><h1>Title</h1><p>{para}</p><p>{para}</p><p>{para} <a href=/x>a link</a></p></div>\
+             <footer><p>Copyright footer text that is long enough, sadly, to be a block.</p></footer></body>"
+        );
+        let ex = walk(&scraper::Html::parse_document(&html), "trawl");
+        let m = main_text(&ex).unwrap();
+        assert!(m.contains("Title"), "{m}");
+        assert_eq!(m.matches("This is a long paragraph").count(), 3, "{m}");
+        assert!(
+            !m.contains("Sidebar") && !m.contains("Copyright") && !m.contains("About us"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn short_pages_fall_back_to_their_text() {
+        let ex = walk(
+            &scraper::Html::parse_document("<body><a href=/>x</a></body>"),
+            "trawl",
+        );
+        assert_eq!(main_text(&ex).as_deref(), Some("x"));
+        let ex = walk(&scraper::Html::parse_document("<body> </body>"), "trawl");
+        assert_eq!(main_text(&ex), None);
+    }
+}

@@ -1,0 +1,118 @@
+//! Page signatures: an exact one (blake3 of the normalized text, for exact
+//! duplicate detection) and a 64-bit SimHash over word 3-shingles (for near
+//! duplicates: pages whose SimHashes differ in few bits share most shingles).
+
+use super::text::tokens;
+
+/// Lowercased word tokens joined by single spaces: the normalized text signed.
+pub fn normalize(text: &str) -> String {
+    tokens(text).join(" ")
+}
+
+/// blake3 of the normalized text, hex; `None` when the text has no words.
+pub fn text_signature(text: &str) -> Option<String> {
+    let n = normalize(text);
+    (!n.is_empty()).then(|| blake3::hash(n.as_bytes()).to_hex().to_string())
+}
+
+/// blake3 of raw bytes, hex.
+pub fn bytes_signature(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// Charikar's SimHash of the text's word 3-shingles (fewer than 3 words: the
+/// words themselves), each shingle hashed with blake3 (first 8 bytes); `None`
+/// when the text has no words.
+pub fn simhash(text: &str) -> Option<u64> {
+    let toks = tokens(text);
+    if toks.is_empty() {
+        return None;
+    }
+    let mut counts = [0i32; 64];
+    let mut add = |shingle: &[String]| {
+        let mut h = blake3::Hasher::new();
+        for (i, t) in shingle.iter().enumerate() {
+            if i > 0 {
+                h.update(b" ");
+            }
+            h.update(t.as_bytes());
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h.finalize().as_bytes()[..8]);
+        let v = u64::from_le_bytes(b);
+        for (bit, c) in counts.iter_mut().enumerate() {
+            if v >> bit & 1 == 1 {
+                *c += 1;
+            } else {
+                *c -= 1;
+            }
+        }
+    };
+    if toks.len() < 3 {
+        for t in &toks {
+            add(std::slice::from_ref(t));
+        }
+    } else {
+        for w in toks.windows(3) {
+            add(w);
+        }
+    }
+    let mut out = 0u64;
+    for (bit, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            out |= 1 << bit;
+        }
+    }
+    Some(out)
+}
+
+/// Number of differing bits.
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "The quick brown fox jumps over the lazy dog near the river bank while the farmer \
+        watches from his porch and the sun sets slowly behind the hills of the quiet valley where \
+        children play until dinner is ready and the evening bells ring across the old town square \
+        announcing the end of another long summer day in the countryside far from the noisy city";
+
+    #[test]
+    fn near_identical_texts_are_close() {
+        let a = simhash(BASE).unwrap();
+        let b = simhash(&BASE.replace("lazy dog", "sleepy dog")).unwrap();
+        let c = simhash(&format!("{BASE} Posted on Monday.")).unwrap();
+        assert!(hamming(a, b) <= 12, "edit: {}", hamming(a, b));
+        assert!(hamming(a, c) <= 12, "append: {}", hamming(a, c));
+        assert_eq!(
+            simhash(&BASE.to_uppercase()),
+            Some(a),
+            "case does not matter"
+        );
+    }
+
+    #[test]
+    fn unrelated_texts_are_far() {
+        let a = simhash(BASE).unwrap();
+        let other = "Parquet files store columnar data in row groups with pages compressed by \
+            zstd and statistics that let query engines skip data; arrow record batches are the \
+            in-memory form used by readers and writers across many languages and systems today";
+        let b = simhash(other).unwrap();
+        assert!(hamming(a, b) >= 18, "unrelated: {}", hamming(a, b));
+    }
+
+    #[test]
+    fn exact_signature_ignores_spacing_and_case() {
+        assert_eq!(
+            text_signature("Hello  World"),
+            text_signature("hello\nworld!")
+        );
+        assert_ne!(text_signature("hello world"), text_signature("hello there"));
+        assert_eq!(text_signature("  "), None);
+        assert_eq!(simhash(""), None);
+        assert_eq!(bytes_signature(b"x").len(), 64);
+    }
+}

@@ -1,0 +1,269 @@
+//! The `parse` stage over one segment: streams `content` part by part in small
+//! record batches, parses the pages of a batch in parallel (rayon), and writes
+//! `parse_text` and `parse_data` (one part per content part, same partitioning)
+//! and `crawl_parse` (partitioned by the host of each row's `url`).
+//!
+//! `crawl_parse` gets one `signature` row per successfully parsed page and one
+//! `link` row per followable outlink: allowed by `[urls]`, the page not
+//! `nofollow` (meta robots / X-Robots-Tag), the link not `rel=nofollow` when
+//! `parse.ignore_nofollow_links`, and within `urls.max_depth`. A link row's
+//! `score` is the page's score divided by the number of link rows of the page
+//! (OPIC: a page hands its cash out evenly to the pages it links to) and its
+//! `depth` is the page's depth + 1.
+//!
+//! All three datasets are staged and renamed into place at the end,
+//! `parse_data` last: its presence means the segment is parsed.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rayon::prelude::*;
+
+use super::page::{PageInput, ParseOptions, ParsedPage, parse_page};
+use crate::cli;
+use crate::config::Config;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::{CrawlDir, Segment};
+use crate::records::{ContentRecord, CrawlParseRecord, ParseDataRecord, ParseTextRecord};
+use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::urls::{UrlPolicy, host_of};
+
+/// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
+pub const BATCH_ROWS: usize = 256;
+
+/// What to parse.
+#[derive(Debug, Clone, Default)]
+pub struct ParseArgs {
+    /// The segment (path or name); default: the newest with content and no parse_data.
+    pub segment: Option<PathBuf>,
+    /// Parse again a segment that already has parse_data (replacing it).
+    pub reparse: bool,
+}
+
+/// Counts reported by the stage.
+#[derive(Debug, Clone, Default)]
+pub struct ParseSummary {
+    /// The segment parsed.
+    pub segment: String,
+    /// Pages read from content.
+    pub pages: u64,
+    /// Pages parsed (`parse_success`).
+    pub success: u64,
+    /// Pages that failed (`parse_failed`).
+    pub failed: u64,
+    /// Outlinks recorded in parse_data.
+    pub outlinks: u64,
+    /// Link rows written to crawl_parse.
+    pub link_rows: u64,
+    /// Content bytes parsed.
+    pub bytes: u64,
+}
+
+fn pick_segment(dir: &CrawlDir, args: &ParseArgs) -> Result<Segment> {
+    if let Some(s) = &args.segment {
+        return dir.segment(s);
+    }
+    dir.segments()?
+        .into_iter()
+        .rev()
+        .find(|s| s.has("content") && !s.has("parse_data"))
+        .ok_or_else(|| {
+            Error::crawl_dir(
+                dir.segments_dir(),
+                "no segment has content waiting to be parsed; run `fetch` first, or name a segment (with --reparse to parse it again)",
+            )
+        })
+}
+
+/// Parses a segment of the crawl directory `root`.
+pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> {
+    let started = Instant::now();
+    let dir = CrawlDir::new(root);
+    let seg = pick_segment(&dir, args)?;
+    let content = seg.require("content", "fetch")?;
+    if seg.has("parse_data") && !args.reparse {
+        return Err(Error::crawl_dir(
+            seg.path(),
+            format!(
+                "segment {} is already parsed (parse_data/ exists); rerun with --reparse to parse it again (replaces parse_text/, parse_data/ and crawl_parse/)",
+                seg.name()
+            ),
+        ));
+    }
+    let meta = seg.meta()?;
+    let partitions = meta.partitions.max(1);
+    let seeds = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
+    let policy = UrlPolicy::new(&cfg.urls, &seeds)?;
+    let opts = ParseOptions::from_config(cfg);
+
+    let parts = storage::part_files(&content)?;
+    let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
+    let pb = cli::progress_bar(total_rows, "parse");
+
+    let text_ds = StagedDataset::new(&seg.dataset("parse_text"))?;
+    let data_ds = StagedDataset::new(&seg.dataset("parse_data"))?;
+    let cp_ds = StagedDataset::new(&seg.dataset("crawl_parse"))?;
+    let mut cp_writers = (0..partitions)
+        .map(|i| PartWriter::<CrawlParseRecord>::create(&cp_ds.part_path(i)))
+        .collect::<Result<Vec<_>>>()?;
+
+    let mut sum = ParseSummary {
+        segment: seg.name().to_string(),
+        ..Default::default()
+    };
+    for (pos, part) in parts.iter().enumerate() {
+        let idx = part_index(part).unwrap_or(pos);
+        let mut text_w = PartWriter::<ParseTextRecord>::create(&text_ds.part_path(idx))?;
+        let mut data_w = PartWriter::<ParseDataRecord>::create(&data_ds.part_path(idx))?;
+        let file = File::open(part).at(part)?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::parquet(part, e))?
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| Error::parquet(part, e))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
+            let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
+            let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
+                .par_iter()
+                .map(|r| {
+                    let page = parse_guarded(r, &opts, &policy);
+                    let cp = crawl_parse_rows(r, &page, cfg);
+                    (page, cp)
+                })
+                .collect();
+            for (r, (page, cp)) in rows.iter().zip(results) {
+                sum.pages += 1;
+                sum.bytes += r.content.len() as u64;
+                if page.ok() {
+                    sum.success += 1;
+                } else {
+                    sum.failed += 1;
+                }
+                sum.outlinks += page.data.outlinks.len() as u64;
+                for row in cp {
+                    if row.kind == "link" {
+                        sum.link_rows += 1;
+                    }
+                    let p = partition_for_host(&row.host, partitions);
+                    cp_writers[p].push(row)?;
+                }
+                text_w.push(page.text)?;
+                data_w.push(page.data)?;
+            }
+            text_w.flush()?;
+            data_w.flush()?;
+            pb.inc(rows.len() as u64);
+        }
+        text_w.finish()?;
+        data_w.finish()?;
+    }
+    for w in cp_writers {
+        w.finish()?;
+    }
+    pb.finish_and_clear();
+    text_ds.commit_replacing()?;
+    cp_ds.commit_replacing()?;
+    data_ds.commit_replacing()?;
+    tracing::debug!("parsed {} in {:?}", seg.name(), started.elapsed());
+    Ok(sum)
+}
+
+fn count_rows(path: &Path) -> Result<u64> {
+    let file = File::open(path).at(path)?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    Ok(b.metadata().file_metadata().num_rows().max(0) as u64)
+}
+
+fn part_index(path: &Path) -> Option<usize> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("part-")?
+        .strip_suffix(".parquet")?
+        .parse()
+        .ok()
+}
+
+/// Parses one content row, turning a panic (a bug in a parser dependency) into
+/// a `parse_failed` row instead of losing the segment.
+fn parse_guarded(r: &ContentRecord, opts: &ParseOptions, policy: &UrlPolicy) -> ParsedPage {
+    let input = PageInput {
+        url: &r.url,
+        content_type: r.content_type.as_deref(),
+        headers: &r.headers,
+        content: &r.content,
+        truncated: r.truncated,
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parse_page(&input, opts, policy)
+    })) {
+        Ok(p) => p,
+        Err(_) => {
+            tracing::error!("parser panicked on {}; recorded as parse_failed", r.url);
+            let mut p = parse_page(
+                &PageInput {
+                    content: &[],
+                    content_type: Some("application/octet-stream"),
+                    ..input
+                },
+                opts,
+                policy,
+            );
+            p.data.status = super::page::PARSE_FAILED.into();
+            p.data.reason = "parser_panic".into();
+            p.data.signature = None;
+            p
+        }
+    }
+}
+
+/// The crawl_parse rows of one page (see the module docs).
+pub fn crawl_parse_rows(
+    r: &ContentRecord,
+    page: &ParsedPage,
+    cfg: &Config,
+) -> Vec<CrawlParseRecord> {
+    if !page.ok() {
+        return Vec::new();
+    }
+    let mut out = vec![CrawlParseRecord {
+        url: r.url.clone(),
+        host: r.host.clone(),
+        kind: "signature".into(),
+        from_url: None,
+        anchor: None,
+        score: 0.0,
+        depth: r.depth,
+        signature: page.data.signature.clone(),
+    }];
+    if page.data.nofollow {
+        return out;
+    }
+    let depth = r.depth.saturating_add(1);
+    if cfg.urls.max_depth > 0 && depth > cfg.urls.max_depth {
+        return out;
+    }
+    let follow: Vec<_> = page
+        .links
+        .iter()
+        .filter(|l| l.allowed && !(cfg.parse.ignore_nofollow_links && l.link.nofollow))
+        .collect();
+    if follow.is_empty() {
+        return out;
+    }
+    let share = r.score / follow.len() as f64;
+    for l in follow {
+        out.push(CrawlParseRecord {
+            host: host_of(&l.link.url),
+            url: l.link.url.clone(),
+            kind: "link".into(),
+            from_url: Some(r.url.clone()),
+            anchor: Some(l.link.anchor.clone()),
+            score: share,
+            depth,
+            signature: None,
+        });
+    }
+    out
+}

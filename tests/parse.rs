@@ -1,0 +1,313 @@
+//! Runs the real `parse` binary on a hand-built segment and checks its datasets.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use trawl::layout::{CrawlDir, SegmentMeta};
+use trawl::records::{ContentRecord, CrawlParseRecord, Header, ParseDataRecord, ParseTextRecord};
+use trawl::storage::{self, PartWriter, StagedDataset, partition_for_host};
+
+const PARTS: usize = 4;
+const SEG: &str = "20260101000000";
+
+fn content(
+    url: &str,
+    ct: &str,
+    body: Vec<u8>,
+    score: f64,
+    depth: i32,
+    headers: Vec<Header>,
+) -> ContentRecord {
+    ContentRecord {
+        url: url.into(),
+        host: trawl::urls::host_of(url),
+        fetch_time: 1_700_000_000_000,
+        http_status: 200,
+        content_type: Some(ct.into()),
+        headers,
+        content: body,
+        truncated: false,
+        ip_address: Some("127.0.0.1".into()),
+        score,
+        depth,
+    }
+}
+
+fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> PathBuf {
+    let dir = CrawlDir::new(root);
+    let seg = dir.segments_dir().join(SEG);
+    std::fs::create_dir_all(&seg).unwrap();
+    storage::write_json(
+        &seg.join("_meta.json"),
+        &SegmentMeta {
+            name: SEG.into(),
+            generated_time: 0,
+            partitions: PARTS,
+            urls: rows.len() as u64,
+        },
+    )
+    .unwrap();
+    if with_content {
+        let staged = StagedDataset::new(&seg.join("content")).unwrap();
+        let mut writers: Vec<_> = (0..PARTS)
+            .map(|i| PartWriter::<ContentRecord>::create(&staged.part_path(i)).unwrap())
+            .collect();
+        for r in rows {
+            let p = partition_for_host(&r.host, PARTS);
+            writers[p].push(r).unwrap();
+        }
+        for w in writers {
+            w.finish().unwrap();
+        }
+        staged.commit().unwrap();
+    }
+    seg
+}
+
+fn run_parse(root: &Path, config: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_parse"))
+        .arg("--crawl-dir")
+        .arg(root)
+        .arg("--config")
+        .arg(config)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn pages() -> Vec<ContentRecord> {
+    let home = br#"<!doctype html><html lang="en"><head><title>Home page</title>
+        <meta name="description" content="The home">
+        <link rel="canonical" href="/index.html"></head>
+        <body><h1>Welcome</h1><p>Some text here.</p>
+        <a href="/p1">First page</a> <a href="http://b.test/x#frag">Bee</a>
+        <a href="/p1">dup</a> <a rel="nofollow" href="http://c.test/nf">nf</a>
+        <a href="mailto:x@a.test">mail</a></body></html>"#;
+    let robots = br#"<html><head><meta name="robots" content="noindex,nofollow"></head>
+        <body><a href="/hidden">hidden</a></body></html>"#;
+    let (sjis, _, _) = encoding_rs::SHIFT_JIS
+        .encode("<html><body><p>日本語のページです。</p><a href='/j'>リンク</a></body></html>");
+    vec![
+        content("http://a.test/", "text/html", home.to_vec(), 1.0, 0, vec![]),
+        content(
+            "http://a.test/robots",
+            "text/html",
+            robots.to_vec(),
+            0.5,
+            0,
+            vec![],
+        ),
+        content(
+            "http://b.test/img.png",
+            "image/png",
+            vec![0x89, b'P', b'N', b'G', 0, 1, 2],
+            0.2,
+            1,
+            vec![],
+        ),
+        content(
+            "http://b.test/big",
+            "text/html",
+            vec![b'a'; 6000],
+            0.2,
+            1,
+            vec![],
+        ),
+        content(
+            "http://j.test/",
+            "text/html; charset=Shift_JIS",
+            sjis.into_owned(),
+            0.3,
+            2,
+            vec![],
+        ),
+        content(
+            "http://b.test/hdr",
+            "text/html",
+            b"<a href='/z'>z</a>".to_vec(),
+            0.1,
+            1,
+            vec![Header {
+                name: "x-robots-tag".into(),
+                value: "nofollow".into(),
+            }],
+        ),
+    ]
+}
+
+fn write_config(root: &Path) -> PathBuf {
+    let p = root.join("trawl.toml");
+    std::fs::write(&p, "[parse]\nmax_page_bytes = 5000\n").unwrap();
+    p
+}
+
+#[test]
+fn parses_a_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, pages(), true);
+    let cfg = write_config(tmp.path());
+    // A leftover of a killed run must not get in the way.
+    std::fs::create_dir_all(seg.join("parse_data.tmp-999999")).unwrap();
+    let out = run_parse(&root, &cfg, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("parse: segment 20260101000000: 6 pages (5 success, 1 failed)"),
+        "{stderr}"
+    );
+    assert!(!seg.join("parse_data.tmp-999999").exists());
+
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    assert_eq!(data.len(), 6);
+    assert_eq!(text.len(), 6);
+    // Same partitioning as content.
+    for (i, part) in storage::part_files(&seg.join("parse_data"))
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        for r in storage::read_part_all::<ParseDataRecord>(part).unwrap() {
+            assert_eq!(partition_for_host(&trawl::urls::host_of(&r.url), PARTS), i);
+        }
+    }
+    let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
+    let home = get("http://a.test/");
+    assert_eq!(home.status, "parse_success");
+    assert_eq!(home.title.as_deref(), Some("Home page"));
+    assert_eq!(home.lang.as_deref(), Some("en"));
+    assert_eq!(home.canonical.as_deref(), Some("http://a.test/index.html"));
+    assert_eq!(
+        home.metadata.get("description").map(String::as_str),
+        Some("The home")
+    );
+    let links: Vec<(&str, &str, bool)> = home
+        .outlinks
+        .iter()
+        .map(|l| (l.url.as_str(), l.anchor.as_str(), l.nofollow))
+        .collect();
+    assert_eq!(
+        links,
+        vec![
+            ("http://a.test/p1", "First page", false),
+            ("http://b.test/x", "Bee", false),
+            ("http://c.test/nf", "nf", true)
+        ]
+    );
+    assert!(home.simhash.is_some() && home.signature.is_some());
+    let rob = get("http://a.test/robots");
+    assert!(rob.noindex && rob.nofollow);
+    let img = get("http://b.test/img.png");
+    assert_eq!(
+        (img.status.as_str(), img.reason.as_str()),
+        ("parse_success", "not_html")
+    );
+    let big = get("http://b.test/big");
+    assert_eq!(
+        (big.status.as_str(), big.reason.as_str()),
+        ("parse_failed", "too_large")
+    );
+    let j = get("http://j.test/");
+    assert_eq!(j.charset.as_deref(), Some("Shift_JIS"));
+    assert_eq!(j.charset_source.as_deref(), Some("http_header"));
+    let jt = text.iter().find(|t| t.url == "http://j.test/").unwrap();
+    assert!(jt.text.contains("日本語のページです。"), "{}", jt.text);
+    assert!(get("http://b.test/hdr").nofollow);
+
+    // crawl_parse: partitioned by the row's url host; link rows carry depth+1 and the OPIC share.
+    let mut cp = Vec::new();
+    for (i, part) in storage::part_files(&seg.join("crawl_parse"))
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        for r in storage::read_part_all::<CrawlParseRecord>(part).unwrap() {
+            assert_eq!(
+                partition_for_host(&trawl::urls::host_of(&r.url), PARTS),
+                i,
+                "{r:?}"
+            );
+            assert_eq!(r.host, trawl::urls::host_of(&r.url));
+            cp.push(r);
+        }
+    }
+    let sigs: Vec<&str> = cp
+        .iter()
+        .filter(|r| r.kind == "signature")
+        .map(|r| r.url.as_str())
+        .collect();
+    assert_eq!(sigs.len(), 5, "{sigs:?}");
+    assert!(!sigs.contains(&"http://b.test/big"));
+    let mut link_rows: Vec<(&str, &str, f64, i32)> = cp
+        .iter()
+        .filter(|r| r.kind == "link")
+        .map(|r| {
+            (
+                r.url.as_str(),
+                r.from_url.as_deref().unwrap(),
+                r.score,
+                r.depth,
+            )
+        })
+        .collect();
+    link_rows.sort_by(|a, b| a.0.cmp(b.0));
+    assert_eq!(
+        link_rows,
+        vec![
+            ("http://a.test/p1", "http://a.test/", 0.5, 1),
+            ("http://b.test/x", "http://a.test/", 0.5, 1),
+            ("http://j.test/j", "http://j.test/", 0.3, 3),
+        ]
+    );
+    let p1 = cp.iter().find(|r| r.url == "http://a.test/p1").unwrap();
+    assert_eq!(p1.anchor.as_deref(), Some("First page"));
+
+    // A second run refuses, and says how to reparse; --reparse replaces.
+    let again = run_parse(&root, &cfg, &[SEG]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--reparse"));
+    let re = run_parse(&root, &cfg, &[SEG, "--reparse"]);
+    assert!(
+        re.status.success(),
+        "{}",
+        String::from_utf8_lossy(&re.stderr)
+    );
+    let data2: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    assert_eq!(data2.len(), 6);
+}
+
+#[test]
+fn unfetched_segment_says_run_fetch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    build_crawl(&root, Vec::new(), false);
+    let cfg = write_config(tmp.path());
+    let out = run_parse(&root, &cfg, &[SEG]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run `fetch`"), "{err}");
+}
+
+#[test]
+fn interrupted_run_leftovers_are_replaced() {
+    // A run killed after committing parse_text but before parse_data: rerun works.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, pages(), true);
+    let cfg = write_config(tmp.path());
+    let staged = StagedDataset::new(&seg.join("parse_text")).unwrap();
+    PartWriter::<ParseTextRecord>::create(&staged.part_path(0))
+        .unwrap()
+        .finish()
+        .unwrap();
+    staged.commit().unwrap();
+    let out = run_parse(&root, &cfg, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    assert_eq!(text.len(), 6);
+}
