@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod datum;
 pub mod error;
+pub mod graph;
 pub mod layout;
 pub mod records;
 pub mod storage;

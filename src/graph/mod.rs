@@ -1,0 +1,13 @@
+//! The link graph: the `linkdb` stage (inverted outlinks) and the `pagerank` stage
+//! (PageRank, HITS and HostRank over the page graph).
+//!
+//! Building a graph: the URLs of the edge source ([`source`]) are given dense `u32`
+//! ids by a partitioned sort ([`ids`]): each URL goes to its host's partition, every
+//! partition is sorted and deduplicated in parallel, and ids are assigned partition
+//! by partition in URL order. A second scan maps the edges to id pairs by binary
+//! search, and the sorted, deduplicated edges become CSR arrays ([`csr`]).
+
+pub mod csr;
+pub mod ids;
+pub mod pagerank;
+pub mod source;
