@@ -8,6 +8,11 @@
 //! search, and the sorted, deduplicated edges become CSR arrays ([`csr`]).
 
 pub mod csr;
+pub mod hits;
+pub mod hostrank;
 pub mod ids;
+pub mod linkdb;
 pub mod pagerank;
+pub mod rows;
 pub mod source;
+pub mod stage;
