@@ -7,6 +7,7 @@
 //! by partition in URL order. A second scan maps the edges to id pairs by binary
 //! search, and the sorted, deduplicated edges become CSR arrays ([`csr`]).
 
+pub mod bench;
 pub mod csr;
 pub mod hits;
 pub mod hostrank;
