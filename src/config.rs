@@ -308,6 +308,13 @@ pub struct PageRankConfig {
     pub source: String,
     /// Copy scores into the crawldb's `score` column.
     pub update_crawldb: bool,
+    /// Teleport target: `uniform` (every page) or `seeds` (the depth-0 crawldb URLs
+    /// and the seed hosts' home pages that are in the graph).
+    pub teleport: String,
+    /// Also compute HITS hub/authority scores into `pagerank/hits/`.
+    pub hits: bool,
+    /// Also compute HostRank (PageRank of the host graph) into `pagerank/hosts/`.
+    pub hostrank: bool,
 }
 
 impl Default for PageRankConfig {
@@ -318,6 +325,9 @@ impl Default for PageRankConfig {
             max_iterations: 100,
             source: "crawl".into(),
             update_crawldb: true,
+            teleport: "uniform".into(),
+            hits: false,
+            hostrank: false,
         }
     }
 }
@@ -370,6 +380,12 @@ impl Config {
         }
         if !matches!(self.pagerank.source.as_str(), "crawl" | "linkdb") {
             return bad("pagerank.source", "must be \"crawl\" or \"linkdb\"");
+        }
+        if !matches!(self.pagerank.teleport.as_str(), "uniform" | "seeds") {
+            return bad("pagerank.teleport", "must be \"uniform\" or \"seeds\"");
+        }
+        if self.pagerank.tolerance.is_nan() || self.pagerank.tolerance < 0.0 {
+            return bad("pagerank.tolerance", "must be a number >= 0");
         }
         if self.fetch.max_connections == 0 || self.fetch.per_host_connections == 0 {
             return bad(

@@ -11,6 +11,7 @@ pub mod crawldb;
 pub mod datum;
 pub mod error;
 pub mod fetch;
+pub mod graph;
 pub mod layout;
 pub mod parse;
 pub mod records;

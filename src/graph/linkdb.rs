@@ -1,0 +1,373 @@
+//! The `linkdb` stage: inverts the outlinks of segments' `parse_data` into inlink
+//! rows (target, source, anchor, segment) merged into `linkdb/current`.
+//!
+//! Like Nutch's `invertlinks`, every outlink is kept whatever its `rel=nofollow`
+//! (the linkdb records who links to whom and with which anchor; consumers can
+//! filter). Links between pages of the same host are dropped when
+//! `linkdb.ignore_internal` is set (the default), links between hosts when
+//! `linkdb.ignore_external` is. Self-links are internal. A (target, source) pair is
+//! stored once: rows already in the linkdb win over new ones, older segments over
+//! newer ones, and an empty anchor is replaced by the first non-empty anchor seen.
+//! At most `linkdb.max_inlinks` inlinks are kept per target, preferring the earliest
+//! seen (by segment, then source URL), so inverting a segment twice changes nothing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use arrow::array::{Array, AsArray};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::ids::url_host;
+use super::source::read_columns;
+use crate::config::{Config, LinkDbConfig};
+use crate::datum::now_millis;
+use crate::error::{Error, Result};
+use crate::layout::{self, CrawlDir, Lock, Segment};
+use crate::records::InlinkRecord;
+use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+
+/// The linkdb's `_meta.json`, stored inside each version.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LinkDbMeta {
+    /// Number of partitions (part files), by the target's host.
+    pub partitions: usize,
+    /// Segments whose `parse_data` has been inverted into this version.
+    #[serde(default)]
+    pub inverted_segments: Vec<String>,
+    /// When this version was written (ms UTC).
+    #[serde(default)]
+    pub written_time: i64,
+}
+
+/// Name of the linkdb's metadata file.
+pub const LINKDB_META: &str = "_meta.json";
+
+/// Which segments to invert.
+#[derive(Debug, Clone)]
+pub enum SegmentChoice {
+    /// Every segment with `parse_data` not yet inverted.
+    New,
+    /// Every segment with `parse_data`.
+    All,
+    /// These segments (names under `segments/` or paths); each must have `parse_data`.
+    Given(Vec<std::path::PathBuf>),
+}
+
+/// What a linkdb run did.
+#[derive(Debug, Clone, Default)]
+pub struct LinkDbSummary {
+    /// Segments inverted in this run.
+    pub segments: usize,
+    /// Outlinks read from them (after the internal/external filters).
+    pub links_read: u64,
+    /// Rows (distinct target/source pairs) in the new linkdb.
+    pub links: u64,
+    /// Distinct targets in the new linkdb.
+    pub targets: u64,
+}
+
+/// Reads the current linkdb's metadata, if there is a linkdb.
+pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
+    let cur = dir.linkdb_current();
+    if !storage::dataset_complete(&cur) {
+        return Ok(None);
+    }
+    Ok(Some(storage::read_json(&cur.join(LINKDB_META))?))
+}
+
+/// Runs the linkdb stage on `dir`.
+pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Result<LinkDbSummary> {
+    if !dir.root().is_dir() {
+        return Err(Error::crawl_dir(
+            dir.root(),
+            "no such crawl directory; pass the right --crawl-dir",
+        ));
+    }
+    let _lock = Lock::acquire(&dir.linkdb().join(".lock"), "linkdb")?;
+    layout::recover_versioned(&dir.linkdb())?;
+    let old_meta = read_meta(dir)?;
+    let done: BTreeSet<String> = old_meta
+        .as_ref()
+        .map(|m| m.inverted_segments.iter().cloned().collect())
+        .unwrap_or_default();
+    let segments: Vec<Segment> = match choice {
+        SegmentChoice::Given(args) => {
+            let mut out = Vec::new();
+            for a in args {
+                let seg = dir.segment(a)?;
+                seg.require("parse_data", "parse")?;
+                out.push(seg);
+            }
+            out
+        }
+        SegmentChoice::New | SegmentChoice::All => {
+            let all = matches!(choice, SegmentChoice::All);
+            dir.segments()?
+                .into_iter()
+                .filter(|s| {
+                    let ok = s.has("parse_data");
+                    if !ok {
+                        tracing::info!(
+                            "skipping segment {}: no parse_data yet (run parse)",
+                            s.name()
+                        );
+                    }
+                    ok && (all || !done.contains(s.name()))
+                })
+                .collect()
+        }
+    };
+    let partitions = match &old_meta {
+        Some(m) if m.partitions > 0 => m.partitions,
+        _ => dir
+            .crawldb_meta()
+            .map(|m| m.partitions)
+            .ok()
+            .filter(|&p| p > 0)
+            .unwrap_or(cfg.crawl.partitions),
+    };
+    let mut summary = LinkDbSummary {
+        segments: segments.len(),
+        ..Default::default()
+    };
+    if segments.is_empty() && old_meta.is_some() {
+        tracing::info!("no new segments to invert; the linkdb is unchanged");
+        let cur = dir.linkdb_current();
+        for p in storage::part_files(&cur)? {
+            for rows in storage::read_part::<InlinkRecord>(&p)? {
+                let rows = rows?;
+                summary.links += rows.len() as u64;
+                summary.targets += count_targets(&rows);
+            }
+        }
+        return Ok(summary);
+    }
+
+    // Invert: new inlinks bucketed by the target's partition, in segment order.
+    let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
+    let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
+    for seg in &segments {
+        let files = storage::part_files(&seg.dataset("parse_data"))?;
+        let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
+            .par_iter()
+            .map(|f| invert_file(f, seg.name(), &cfg.linkdb, partitions))
+            .collect();
+        for b in per_file {
+            for (p, rows) in b?.into_iter().enumerate() {
+                summary.links_read += rows.len() as u64;
+                buckets[p].extend(rows);
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+
+    // Merge with the existing linkdb, partition by partition, in parallel.
+    let staged = StagedDataset::new(&dir.linkdb_current())?;
+    let cur = dir.linkdb_current();
+    let have_old = old_meta.is_some();
+    let counts: Vec<Result<(u64, u64)>> = buckets
+        .into_par_iter()
+        .enumerate()
+        .map(|(p, new_rows)| {
+            let mut rows = if have_old {
+                let path = cur.join(storage::part_name(p));
+                if path.is_file() {
+                    storage::read_part_all::<InlinkRecord>(&path)?
+                } else {
+                    Vec::new()
+                }
+            } else {
+                Vec::new()
+            };
+            rows.extend(new_rows);
+            let rows = merge_inlinks(rows, cfg.linkdb.max_inlinks);
+            let targets = count_targets(&rows);
+            let mut w = PartWriter::<InlinkRecord>::create(&staged.part_path(p))?;
+            let n = rows.len() as u64;
+            for r in rows {
+                w.push(r)?;
+            }
+            w.finish()?;
+            Ok((n, targets))
+        })
+        .collect();
+    for c in counts {
+        let (n, t) = c?;
+        summary.links += n;
+        summary.targets += t;
+    }
+    let mut inverted = done;
+    inverted.extend(segments.iter().map(|s| s.name().to_string()));
+    let meta = LinkDbMeta {
+        partitions,
+        inverted_segments: inverted.into_iter().collect(),
+        written_time: now_millis(),
+    };
+    storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
+    layout::install_version(&dir.linkdb(), staged)?;
+    Ok(summary)
+}
+
+fn count_targets(rows: &[InlinkRecord]) -> u64 {
+    let mut n = 0;
+    for (i, r) in rows.iter().enumerate() {
+        if i == 0 || rows[i - 1].url != r.url {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Cuts `s` to at most `max` characters.
+fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// Inverts one `parse_data` file into inlinks bucketed by the target's partition.
+fn invert_file(
+    path: &Path,
+    segment: &str,
+    cfg: &LinkDbConfig,
+    partitions: usize,
+) -> Result<Vec<Vec<InlinkRecord>>> {
+    let mut out: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
+    for batch in read_columns(path, &["url", "outlinks"])? {
+        let batch = batch?;
+        let bad = || Error::crawl_dir(path, "not a parse_data file (unexpected column types)");
+        let url = batch.column(0).as_string_opt::<i32>().ok_or_else(bad)?;
+        let list = batch.column(1).as_list_opt::<i32>().ok_or_else(bad)?;
+        let items = list.values().as_struct_opt().ok_or_else(bad)?;
+        let targets = items
+            .column_by_name("url")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(bad)?;
+        let anchors = items
+            .column_by_name("anchor")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(bad)?;
+        let offsets = list.value_offsets();
+        for i in 0..batch.num_rows() {
+            if list.is_null(i) {
+                continue;
+            }
+            let from = url.value(i);
+            let from_host = url_host(from);
+            for j in offsets[i] as usize..offsets[i + 1] as usize {
+                let to = targets.value(j);
+                let to_host = url_host(to);
+                let internal = to_host == from_host;
+                if (internal && cfg.ignore_internal) || (!internal && cfg.ignore_external) {
+                    continue;
+                }
+                let anchor = if anchors.is_null(j) {
+                    String::new()
+                } else {
+                    cap_chars(anchors.value(j), cfg.max_anchor_length)
+                };
+                out[partition_for_host(&to_host, partitions)].push(InlinkRecord {
+                    url: to.to_string(),
+                    from_url: from.to_string(),
+                    anchor,
+                    segment: segment.to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Merges inlink rows given oldest first: one row per (url, from_url), the first
+/// seen kept (its anchor replaced by the first non-empty one if empty), at most
+/// `max_inlinks` per url (the earliest by segment, then source), sorted by
+/// (url, from_url).
+pub fn merge_inlinks(mut rows: Vec<InlinkRecord>, max_inlinks: usize) -> Vec<InlinkRecord> {
+    // Stable: among equal keys the oldest stays first.
+    rows.par_sort_by(|a, b| (&a.url, &a.from_url).cmp(&(&b.url, &b.from_url)));
+    let mut out: Vec<InlinkRecord> = Vec::with_capacity(rows.len());
+    for r in rows {
+        if let Some(last) = out.last_mut()
+            && last.url == r.url
+            && last.from_url == r.from_url
+        {
+            if last.anchor.is_empty() && !r.anchor.is_empty() {
+                last.anchor = r.anchor;
+            }
+            continue;
+        }
+        out.push(r);
+    }
+    // Cap per target.
+    let mut capped = Vec::with_capacity(out.len());
+    let mut start = 0;
+    while start < out.len() {
+        let mut end = start + 1;
+        while end < out.len() && out[end].url == out[start].url {
+            end += 1;
+        }
+        if end - start > max_inlinks {
+            let mut group: Vec<InlinkRecord> = out[start..end].to_vec();
+            group.sort_by(|a, b| (&a.segment, &a.from_url).cmp(&(&b.segment, &b.from_url)));
+            group.truncate(max_inlinks);
+            group.sort_by(|a, b| a.from_url.cmp(&b.from_url));
+            capped.extend(group);
+        } else {
+            capped.extend(out[start..end].iter().cloned());
+        }
+        start = end;
+    }
+    capped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(url: &str, from: &str, anchor: &str, seg: &str) -> InlinkRecord {
+        InlinkRecord {
+            url: url.into(),
+            from_url: from.into(),
+            anchor: anchor.into(),
+            segment: seg.into(),
+        }
+    }
+
+    #[test]
+    fn merge_keeps_first_and_fills_empty_anchor() {
+        let rows = vec![
+            r("b", "x", "", "s1"),
+            r("a", "y", "first", "s1"),
+            r("a", "y", "second", "s2"),
+            r("b", "x", "late", "s2"),
+        ];
+        let m = merge_inlinks(rows, 10);
+        assert_eq!(
+            m,
+            vec![r("a", "y", "first", "s1"), r("b", "x", "late", "s1")]
+        );
+        // Idempotent.
+        let again = merge_inlinks([m.clone(), m.clone()].concat(), 10);
+        assert_eq!(again, m);
+    }
+
+    #[test]
+    fn cap_prefers_oldest_segment() {
+        let rows = vec![
+            r("t", "z", "", "s1"),
+            r("t", "a", "", "s2"),
+            r("t", "b", "", "s2"),
+        ];
+        let m = merge_inlinks(rows, 2);
+        assert_eq!(m, vec![r("t", "a", "", "s2"), r("t", "z", "", "s1")]);
+    }
+
+    #[test]
+    fn anchors_are_capped_by_characters() {
+        assert_eq!(cap_chars("héllo", 2), "hé");
+        assert_eq!(cap_chars("hi", 5), "hi");
+    }
+}

@@ -1,0 +1,165 @@
+//! Where graph edges come from: the outlinks in segments' `parse_data` (the page
+//! graph, every link) or the linkdb's inlink rows. Only the needed columns are
+//! decoded (Parquet projection), straight from Arrow arrays.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::error::{Error, IoContext, Result};
+use crate::layout::CrawlDir;
+use crate::storage::{self, ROW_GROUP_ROWS};
+
+/// The kind of rows an edge file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// `parse_data` rows: `url` links to each of `outlinks[].url`.
+    ParseData,
+    /// linkdb rows: `from_url` links to `url`.
+    LinkDb,
+}
+
+/// A set of Parquet files holding edges.
+#[derive(Debug, Clone)]
+pub struct EdgeSource {
+    kind: EdgeKind,
+    files: Vec<PathBuf>,
+}
+
+impl EdgeSource {
+    /// Edges from explicit files.
+    pub fn new(kind: EdgeKind, files: Vec<PathBuf>) -> Self {
+        EdgeSource { kind, files }
+    }
+
+    /// The page graph of a crawl: `parse_data` of every segment that has it complete.
+    pub fn crawl(dir: &CrawlDir) -> Result<Self> {
+        let mut files = Vec::new();
+        for seg in dir.segments()? {
+            if seg.has("parse_data") {
+                files.extend(storage::part_files(&seg.dataset("parse_data"))?);
+            } else {
+                tracing::info!(
+                    "segment {} has no complete parse_data; its links are not in the graph",
+                    seg.name()
+                );
+            }
+        }
+        Ok(Self::new(EdgeKind::ParseData, files))
+    }
+
+    /// The linkdb's rows (`linkdb/current`).
+    pub fn linkdb(dir: &CrawlDir) -> Result<Self> {
+        let cur = dir.linkdb_current();
+        if !storage::dataset_complete(&cur) {
+            return Err(Error::crawl_dir(
+                &cur,
+                "no linkdb: run `linkdb` first, or use --source crawl",
+            ));
+        }
+        Ok(Self::new(EdgeKind::LinkDb, storage::part_files(&cur)?))
+    }
+
+    /// The files, in a fixed order.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// Calls `f(source_url, target_url)` for every edge of one file.
+    pub fn scan_file(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
+        let cols: &[&str] = match self.kind {
+            EdgeKind::ParseData => &["url", "outlinks"],
+            EdgeKind::LinkDb => &["url", "from_url"],
+        };
+        for batch in read_columns(path, cols)? {
+            let batch = batch?;
+            let bad = |what: &str| {
+                Error::crawl_dir(
+                    path,
+                    format!("unexpected column {what}: not a trawl dataset of this kind"),
+                )
+            };
+            let url = batch
+                .column(0)
+                .as_string_opt::<i32>()
+                .ok_or_else(|| bad("url"))?;
+            match self.kind {
+                EdgeKind::LinkDb => {
+                    let from = batch
+                        .column(1)
+                        .as_string_opt::<i32>()
+                        .ok_or_else(|| bad("from_url"))?;
+                    for i in 0..batch.num_rows() {
+                        f(from.value(i), url.value(i));
+                    }
+                }
+                EdgeKind::ParseData => {
+                    let list = batch
+                        .column(1)
+                        .as_list_opt::<i32>()
+                        .ok_or_else(|| bad("outlinks"))?;
+                    let targets = list
+                        .values()
+                        .as_struct_opt()
+                        .and_then(|s| s.column_by_name("url"))
+                        .and_then(|c| c.as_string_opt::<i32>())
+                        .ok_or_else(|| bad("outlinks.url"))?;
+                    let offsets = list.value_offsets();
+                    for i in 0..batch.num_rows() {
+                        if list.is_null(i) {
+                            continue;
+                        }
+                        let src = url.value(i);
+                        for j in offsets[i] as usize..offsets[i + 1] as usize {
+                            f(src, targets.value(j));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads only the named top-level columns of a Parquet file, in that order.
+pub fn read_columns(
+    path: &Path,
+    names: &[&str],
+) -> Result<impl Iterator<Item = Result<RecordBatch>> + use<>> {
+    let file = File::open(path).at(path)?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let schema = builder.schema().clone();
+    let mut roots = Vec::with_capacity(names.len());
+    for name in names {
+        let idx = schema.index_of(name).map_err(|_| {
+            Error::crawl_dir(
+                path,
+                format!("has no column {name:?}: not the dataset expected here"),
+            )
+        })?;
+        roots.push(idx);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(ROW_GROUP_ROWS)
+        .build()
+        .map_err(|e| Error::parquet(path, e))?;
+    // The projected batch keeps the file's column order; reorder to `names`.
+    let mut order: Vec<usize> = (0..roots.len()).collect();
+    order.sort_by_key(|&i| roots[i]);
+    let mut pos = vec![0; roots.len()];
+    for (k, &i) in order.iter().enumerate() {
+        pos[i] = k;
+    }
+    let p = path.to_path_buf();
+    Ok(reader.map(move |b| {
+        let b = b.map_err(|e| Error::arrow(p.display().to_string(), e))?;
+        b.project(&pos)
+            .map_err(|e| Error::arrow(p.display().to_string(), e))
+    }))
+}

@@ -1,0 +1,293 @@
+//! The `pagerank` stage: builds the page graph, runs PageRank (and optionally HITS
+//! and HostRank), writes `pagerank/` and copies the scores into the crawldb.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use arrow::array::AsArray;
+use rayon::prelude::*;
+
+use super::hits::hits;
+use super::hostrank::hostrank;
+use super::ids::{PageGraph, build_graph};
+use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
+use super::rows::{HitsRecord, HostRankRecord, PageRankMeta};
+use super::source::{EdgeSource, read_columns};
+use crate::config::Config;
+use crate::datum::{CrawlDatum, now_millis};
+use crate::error::{Error, Result};
+use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
+use crate::records::PageRankRecord;
+use crate::storage::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
+
+/// Name of `pagerank/`'s metadata file.
+pub const PAGERANK_META: &str = "_meta.json";
+
+/// What a pagerank run did.
+#[derive(Debug, Clone, Default)]
+pub struct PageRankSummary {
+    /// Pages in the graph.
+    pub nodes: u64,
+    /// Distinct links.
+    pub edges: u64,
+    /// Iterations run.
+    pub iterations: usize,
+    /// L1 change of the last iteration.
+    pub delta: f64,
+    /// Crawldb rows whose score was replaced (0 when not updated).
+    pub crawldb_updated: u64,
+    /// Time spent building the graph.
+    pub build_time: Duration,
+    /// Time spent iterating.
+    pub rank_time: Duration,
+}
+
+/// Runs the pagerank stage with the settings of `cfg.pagerank`.
+pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
+    let pc = &cfg.pagerank;
+    let db_meta = dir.crawldb_meta()?;
+    let partitions = if db_meta.partitions > 0 {
+        db_meta.partitions
+    } else {
+        cfg.crawl.partitions
+    };
+    let started = Instant::now();
+    let source = match pc.source.as_str() {
+        "linkdb" => EdgeSource::linkdb(dir)?,
+        _ => EdgeSource::crawl(dir)?,
+    };
+    let graph = build_graph(&source, partitions)?;
+    let inl = graph.out.transpose();
+    let outdeg = out_degrees(&graph.out);
+    let build_time = started.elapsed();
+    tracing::info!(
+        "graph: {} pages, {} links from {} files in {:.2}s",
+        graph.nodes(),
+        graph.out.edges(),
+        source.files().len(),
+        build_time.as_secs_f64()
+    );
+
+    let params = PageRankParams {
+        damping: pc.damping,
+        tolerance: pc.tolerance,
+        max_iterations: pc.max_iterations,
+    };
+    let teleport = match pc.teleport.as_str() {
+        "seeds" => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
+        _ => None,
+    };
+    let t = Instant::now();
+    let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
+    let rank_time = t.elapsed();
+    if rank.delta >= pc.tolerance && graph.nodes() > 0 {
+        tracing::warn!(
+            "PageRank did not converge: L1 change {:.3e} after {} iterations (tolerance {:e}); raise --max-iterations",
+            rank.delta,
+            rank.iterations,
+            pc.tolerance
+        );
+    }
+
+    // pagerank/ with hits/ and hosts/ inside, staged and replaced as one.
+    let staged = StagedDataset::new(&dir.pagerank())?;
+    write_scores(staged.path(), &graph, &inl, &rank)?;
+    if pc.hits {
+        let h = hits(&graph.out, &inl, pc.tolerance, pc.max_iterations);
+        tracing::info!("HITS: {} iterations, delta {:.3e}", h.iterations, h.delta);
+        let sub = staged.path().join("hits");
+        std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
+        write_parts(&sub, graph.partitions(), |p| {
+            graph
+                .partition(p)
+                .map(|v| HitsRecord {
+                    url: graph.url(v).to_string(),
+                    hub: h.hub[v],
+                    authority: h.authority[v],
+                })
+                .collect()
+        })?;
+    }
+    if pc.hostrank {
+        let hr = hostrank(&graph, &params);
+        tracing::info!(
+            "HostRank: {} hosts, {} host links, {} iterations",
+            hr.hosts.len(),
+            hr.out.edges(),
+            hr.rank.iterations
+        );
+        let sub = staged.path().join("hosts");
+        std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
+        write_parts(&sub, graph.partitions(), |p| {
+            hr.partition(p)
+                .map(|h| HostRankRecord {
+                    host: hr.hosts[h].clone(),
+                    score: hr.rank.scores[h],
+                    in_degree: hr.in_degree[h] as i64,
+                    out_degree: hr.out.degree(h) as i64,
+                })
+                .collect()
+        })?;
+    }
+    let meta = PageRankMeta {
+        source: pc.source.clone(),
+        damping: pc.damping,
+        teleport: if teleport.is_some() {
+            "seeds".into()
+        } else {
+            "uniform".into()
+        },
+        nodes: graph.nodes() as u64,
+        edges: graph.out.edges() as u64,
+        iterations: rank.iterations,
+        delta: rank.delta,
+        partitions: graph.partitions(),
+        hits: pc.hits,
+        hostrank: pc.hostrank,
+        written_time: now_millis(),
+    };
+    storage::write_json(&staged.path().join(PAGERANK_META), &meta)?;
+    staged.commit_replacing()?;
+
+    let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
+        update_crawldb(dir, &graph, &rank.scores)?
+    } else {
+        0
+    };
+    Ok(PageRankSummary {
+        nodes: graph.nodes() as u64,
+        edges: graph.out.edges() as u64,
+        iterations: rank.iterations,
+        delta: rank.delta,
+        crawldb_updated,
+        build_time,
+        rank_time,
+    })
+}
+
+/// Writes `pagerank/` part files (one per host partition, sorted by URL).
+fn write_scores(
+    dir: &Path,
+    graph: &PageGraph,
+    inl: &super::csr::Csr,
+    rank: &PageRankResult,
+) -> Result<()> {
+    write_parts(dir, graph.partitions(), |p| {
+        graph
+            .partition(p)
+            .map(|v| PageRankRecord {
+                url: graph.url(v).to_string(),
+                score: rank.scores[v],
+                in_degree: inl.degree(v) as i64,
+                out_degree: graph.out.degree(v) as i64,
+            })
+            .collect()
+    })
+}
+
+/// Writes `parts` part files into `dir` in parallel, rows from `rows(p)`, and the
+/// `_SUCCESS` marker.
+fn write_parts<R: storage::Record>(
+    dir: &Path,
+    parts: usize,
+    rows: impl Fn(usize) -> Vec<R> + Sync,
+) -> Result<()> {
+    (0..parts).into_par_iter().try_for_each(|p| {
+        let mut w = PartWriter::<R>::create(&dir.join(storage::part_name(p)))?;
+        for r in rows(p) {
+            w.push(r)?;
+        }
+        w.finish().map(|_| ())
+    })?;
+    storage::write_atomic(&dir.join(SUCCESS_MARKER), b"")
+}
+
+/// The teleport vector over seeds: the crawldb's depth-0 URLs and the seed hosts'
+/// home pages (`http(s)://host/`) that are nodes of the graph, uniformly. `None`
+/// (uniform teleport, with a warning) when none of them is in the graph.
+fn seed_teleport(
+    dir: &CrawlDir,
+    graph: &PageGraph,
+    seed_hosts: &[String],
+) -> Result<Option<Vec<f64>>> {
+    let mut seeds: BTreeSet<usize> = BTreeSet::new();
+    for h in seed_hosts {
+        for scheme in ["http", "https"] {
+            if let Some(id) = graph.id_of(&format!("{scheme}://{h}/")) {
+                seeds.insert(id);
+            }
+        }
+    }
+    for part in storage::part_files(&dir.crawldb_current())? {
+        for batch in read_columns(&part, &["url", "depth"])? {
+            let batch = batch?;
+            let bad = || Error::crawl_dir(&part, "not a crawldb part (unexpected column types)");
+            let url = batch.column(0).as_string_opt::<i32>().ok_or_else(bad)?;
+            let depth = batch
+                .column(1)
+                .as_primitive_opt::<arrow::datatypes::Int32Type>()
+                .ok_or_else(bad)?;
+            for i in 0..batch.num_rows() {
+                if depth.value(i) == 0
+                    && let Some(id) = graph.id_of(url.value(i))
+                {
+                    seeds.insert(id);
+                }
+            }
+        }
+    }
+    if seeds.is_empty() {
+        tracing::warn!("teleport=seeds: no seed page is in the link graph; using uniform teleport");
+        return Ok(None);
+    }
+    let mut t = vec![0.0; graph.nodes()];
+    let w = 1.0 / seeds.len() as f64;
+    for s in seeds {
+        t[s] = w;
+    }
+    Ok(Some(t))
+}
+
+/// Rewrites the crawldb with each page's PageRank in `score` (URLs outside the
+/// graph keep theirs), under the crawldb lock, installed as a new version.
+/// Returns the number of rows whose score was replaced.
+pub fn update_crawldb(dir: &CrawlDir, graph: &PageGraph, scores: &[f64]) -> Result<u64> {
+    let _lock = Lock::acquire(&dir.crawldb_lock(), "pagerank")?;
+    dir.recover_crawldb()?;
+    let current = dir.crawldb_current();
+    let mut meta = dir.crawldb_meta()?;
+    let staged = StagedDataset::new(&current)?;
+    let parts = storage::part_files(&current)?;
+    let pb = crate::cli::progress_bar(parts.len() as u64, "pagerank: crawldb");
+    let updated: Vec<Result<u64>> = parts
+        .par_iter()
+        .map(|src| {
+            let name = src.file_name().map(|n| n.to_owned()).unwrap_or_default();
+            let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
+            let mut n = 0;
+            for rows in storage::read_part::<CrawlDatum>(src)? {
+                for mut row in rows? {
+                    if let Some(id) = graph.id_of(&row.url) {
+                        row.score = scores[id];
+                        n += 1;
+                    }
+                    w.push(row)?;
+                }
+            }
+            w.finish()?;
+            pb.inc(1);
+            Ok(n)
+        })
+        .collect();
+    pb.finish_and_clear();
+    let mut total = 0;
+    for u in updated {
+        total += u?;
+    }
+    meta.written_by = "pagerank".into();
+    meta.written_time = now_millis();
+    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
+    layout::install_version(&dir.crawldb(), staged)?;
+    Ok(total)
+}

@@ -1,0 +1,71 @@
+//! `linkdb`: inverts segments' outlinks into the link database.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use trawl::graph::linkdb::{SegmentChoice, run_linkdb};
+use trawl::layout::CrawlDir;
+
+/// Inverts the outlinks of segments' parse_data into linkdb/current (inlinks per URL).
+#[derive(Debug, Parser)]
+#[command(
+    about = "Invert segments' outlinks into the link database (linkdb/current)",
+    long_about = "Reads the outlinks of each segment's parse_data and merges them, inverted \
+(target URL, source URL, anchor, segment), into linkdb/current, partitioned by the target's \
+host and sorted by (url, from_url). A (target, source) pair is stored once, so inverting a \
+segment twice changes nothing. By default every segment not yet inverted is processed \
+(the inverted ones are listed in linkdb/current/_meta.json). The previous version is kept \
+in linkdb/old. Options follow Nutch's invertlinks: see [linkdb] in the config."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Segments to invert (names under segments/ or paths) [default: every segment not yet inverted].
+    #[arg(value_name = "SEGMENT")]
+    segments: Vec<PathBuf>,
+    /// Invert every segment with parse_data, including those already inverted.
+    #[arg(long, conflicts_with = "segments")]
+    all: bool,
+    /// Keep links between pages of the same host (overrides linkdb.ignore_internal).
+    #[arg(long)]
+    keep_internal: bool,
+    /// Drop links between different hosts (sets linkdb.ignore_external).
+    #[arg(long)]
+    ignore_external: bool,
+    /// Inlinks kept per target URL (overrides linkdb.max_inlinks).
+    #[arg(long, value_name = "N")]
+    max_inlinks: Option<usize>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let (mut cfg, dir) = args.common.setup()?;
+    if args.keep_internal {
+        cfg.linkdb.ignore_internal = false;
+    }
+    if args.ignore_external {
+        cfg.linkdb.ignore_external = true;
+    }
+    if let Some(n) = args.max_inlinks {
+        cfg.linkdb.max_inlinks = n;
+    }
+    let choice = if args.all {
+        SegmentChoice::All
+    } else if args.segments.is_empty() {
+        SegmentChoice::New
+    } else {
+        SegmentChoice::Given(args.segments.clone())
+    };
+    let started = Instant::now();
+    let s = run_linkdb(&CrawlDir::new(dir), &cfg, &choice)?;
+    trawl::cli::summary(
+        "linkdb",
+        started,
+        &format!(
+            "{} segments, {} links read, {} links, {} targets",
+            s.segments, s.links_read, s.links, s.targets
+        ),
+    );
+    Ok(())
+}
