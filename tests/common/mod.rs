@@ -1,0 +1,179 @@
+//! Shared helpers of the integration tests: start the local test web, write a crawl
+//! config that maps its hosts to it, run stage binaries, read what they wrote.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `testweb serve`, killed on drop.
+pub struct TestWeb {
+    child: Child,
+    /// The `ip:port` it listens on.
+    pub addr: String,
+    /// Its request log (JSON lines).
+    pub log: PathBuf,
+}
+
+impl TestWeb {
+    /// Starts the test web with `flags` (e.g. `["--seed", "7", "--hosts", "6"]`),
+    /// logging into `dir`.
+    pub fn start(dir: &Path, flags: &[&str]) -> TestWeb {
+        let addr_file = dir.join("testweb.addr");
+        let log = dir.join("testweb.log");
+        let _ = std::fs::remove_file(&addr_file);
+        let child = Command::new(env!("CARGO_BIN_EXE_testweb"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(flags)
+            .arg("--log")
+            .arg(&log)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start testweb");
+        let started = Instant::now();
+        while !addr_file.is_file() {
+            assert!(started.elapsed() < Duration::from_secs(20), "testweb did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let addr = std::fs::read_to_string(&addr_file).unwrap().trim().to_string();
+        TestWeb { child, addr, log }
+    }
+
+    /// Stops the server (flushing its log) and returns the log lines.
+    pub fn stop(mut self) -> Vec<LogLine> {
+        stop_gracefully(&mut self.child);
+        read_log(&self.log)
+    }
+}
+
+impl Drop for TestWeb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stop_gracefully(child: &mut Child) {
+    // SIGTERM lets the server flush its request log.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// One request the test web served.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct LogLine {
+    pub time_ms: i64,
+    pub host: String,
+    pub path: String,
+    pub status: u16,
+}
+
+/// Reads a test web request log.
+pub fn read_log(path: &Path) -> Vec<LogLine> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l:?}: {e}")))
+        .collect()
+}
+
+/// Writes a config file for a crawl of the test web at `addr`, with extra TOML appended
+/// per section (`extra` is raw TOML placed after the generated sections).
+pub fn write_config(dir: &Path, addr: &str, fetch_delay: f64, extra: &str) -> PathBuf {
+    let path = dir.join("trawl.toml");
+    let text = format!(
+        "[crawl]\npartitions = 4\n\n[fetch]\ndelay = {fetch_delay}\nmax_connections = 32\n\n\
+         [fetch.resolve]\n\"*.web.test\" = \"{addr}\"\n\n{extra}\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The path of a stage binary.
+pub fn bin(name: &str) -> &'static str {
+    match name {
+        "inject" => env!("CARGO_BIN_EXE_inject"),
+        "generate" => env!("CARGO_BIN_EXE_generate"),
+        "fetch" => env!("CARGO_BIN_EXE_fetch"),
+        "parse" => env!("CARGO_BIN_EXE_parse"),
+        "updatedb" => env!("CARGO_BIN_EXE_updatedb"),
+        "linkdb" => env!("CARGO_BIN_EXE_linkdb"),
+        "pagerank" => env!("CARGO_BIN_EXE_pagerank"),
+        "readdb" => env!("CARGO_BIN_EXE_readdb"),
+        "testweb" => env!("CARGO_BIN_EXE_testweb"),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+/// Runs a stage with `--crawl-dir` and `--config`, returning its output (not checked).
+pub fn run(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+    Command::new(bin(stage))
+        .arg("--crawl-dir")
+        .arg(crawl)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("TRAWL_CONFIG")
+        .env_remove("TRAWL_CRAWL_DIR")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap_or_else(|e| panic!("run {stage}: {e}"))
+}
+
+/// Runs a stage and asserts it succeeded; returns stdout.
+pub fn run_ok(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> String {
+    let out = run(stage, crawl, config, args);
+    assert!(
+        out.status.success(),
+        "{stage} {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One full round; returns the segment path, or None when generate found nothing due.
+pub fn round(crawl: &Path, config: &Path) -> Option<String> {
+    let out = run("generate", crawl, config, &[]);
+    if out.status.code() == Some(2) {
+        return None;
+    }
+    assert!(out.status.success(), "generate failed: {}", String::from_utf8_lossy(&out.stderr));
+    let segment = String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap().to_string();
+    for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+        run_ok(stage, crawl, config, &[&segment]);
+    }
+    run_ok("pagerank", crawl, config, &[]);
+    Some(segment)
+}
+
+/// The crawldb as url -> status.
+pub fn crawldb_statuses(crawl: &Path) -> BTreeMap<String, String> {
+    let rows: Vec<trawl::CrawlDatum> =
+        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
+    rows.into_iter().map(|d| (d.url, d.status.as_str().to_string())).collect()
+}
+
+/// The corpus directory (`../shared/corpora` beside the checkout), if present.
+pub fn corpora() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var("TRAWL_CORPORA").ok().map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_dir())
+}

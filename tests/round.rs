@@ -1,0 +1,163 @@
+//! End to end: inject and three full rounds through the stage binaries against the
+//! local test web, checked against figures derived from the web's own site map.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use common::*;
+use trawl::testweb::SiteMap;
+
+const WEB: &[&str] = &["--seed", "11", "--hosts", "6", "--pages", "14"];
+const DELAY_MS: i64 = 150;
+
+/// What each URL's crawldb status must be after each round, simulated from the site
+/// map alone: every known unfetched URL is fetched in the next round (the web is small
+/// enough that no cap binds); a 200 page's outlinks (unless the page is nofollow) and a
+/// redirect's target become known with depth + 1, unless deeper than `max_depth`.
+fn expected_rounds(map: &SiteMap, rounds: usize, max_depth: u32) -> Vec<BTreeMap<String, String>> {
+    let mut status: BTreeMap<String, String> = BTreeMap::new();
+    let mut depth: BTreeMap<String, u32> = BTreeMap::new();
+    for s in &map.seeds {
+        status.insert(s.clone(), "db_unfetched".into());
+        depth.insert(s.clone(), 0);
+    }
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        let due: Vec<String> = status
+            .iter()
+            .filter(|(_, st)| *st == "db_unfetched")
+            .map(|(u, _)| u.clone())
+            .collect();
+        let mut discovered = Vec::new();
+        for url in due {
+            let d = depth[&url];
+            let entry = map.get(&url);
+            let new_status = match entry {
+                None => "db_gone",
+                Some(e) if e.disallowed => "db_gone",
+                Some(e) => match e.status {
+                    200 => {
+                        if !e.nofollow {
+                            discovered.extend(e.outlinks.iter().map(|l| (l.clone(), d + 1)));
+                        }
+                        "db_fetched"
+                    }
+                    301 | 308 => {
+                        discovered.extend(e.redirect.iter().map(|l| (l.clone(), d + 1)));
+                        "db_redir_perm"
+                    }
+                    302 | 303 | 307 => {
+                        discovered.extend(e.redirect.iter().map(|l| (l.clone(), d + 1)));
+                        "db_redir_temp"
+                    }
+                    _ => "db_gone",
+                },
+            };
+            status.insert(url, new_status.into());
+        }
+        for (u, d) in discovered {
+            if d <= max_depth && !status.contains_key(&u) {
+                status.insert(u.clone(), "db_unfetched".into());
+                depth.insert(u, d);
+            }
+        }
+        out.push(status.clone());
+    }
+    out
+}
+
+fn counts(m: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    for s in m.values() {
+        *c.entry(s.clone()).or_insert(0) += 1;
+    }
+    c
+}
+
+fn site_map(dir: &Path) -> SiteMap {
+    let path = dir.join("sitemap.json");
+    let out = std::process::Command::new(bin("testweb"))
+        .arg("sitemap")
+        .args(WEB)
+        .arg("--out")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    SiteMap::load(&path).unwrap()
+}
+
+#[test]
+fn three_rounds_match_the_site_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir);
+    let web = TestWeb::start(dir, WEB);
+    let max_depth = 2;
+    let config = write_config(
+        dir,
+        &web.addr,
+        DELAY_MS as f64 / 1000.0,
+        &format!("[urls]\nmax_depth = {max_depth}\n"),
+    );
+    let crawl = dir.join("crawl");
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
+
+    let expected = expected_rounds(&map, 3, max_depth);
+    for (r, want) in expected.iter().enumerate() {
+        assert!(round(&crawl, &config).is_some(), "round {} generated nothing", r + 1);
+        let got = crawldb_statuses(&crawl);
+        assert_eq!(counts(&got), counts(want), "URLs per status after round {}", r + 1);
+        assert_eq!(&got, want, "crawldb after round {}", r + 1);
+    }
+    // The depth limit: every URL within depth 2 was reached and attempted, nothing deeper.
+    let last = expected.last().unwrap();
+    assert!(last.values().all(|s| s != "db_unfetched"), "depth-2 set fully attempted");
+    assert_eq!(
+        crawldb_statuses(&crawl).keys().collect::<BTreeSet<_>>(),
+        last.keys().collect::<BTreeSet<_>>()
+    );
+
+    // Server side: robots.txt obeyed, politeness delay held.
+    let log = web.stop();
+    assert!(!log.is_empty());
+    let mut by_host: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for line in &log {
+        let url = format!("http://{}{}", line.host, line.path);
+        if let Some(e) = map.get(&url) {
+            assert!(!e.disallowed, "robots-disallowed {url} was requested");
+        }
+        by_host.entry(&line.host).or_default().push(line.time_ms);
+    }
+    for (host, mut times) in by_host {
+        times.sort();
+        for w in times.windows(2) {
+            assert!(
+                w[1] - w[0] >= DELAY_MS - 2,
+                "two requests to {host} {} ms apart (delay {DELAY_MS} ms)",
+                w[1] - w[0]
+            );
+        }
+    }
+
+    // PageRank: sums to 1, the web's biggest hub first.
+    let ranks: Vec<trawl::records::PageRankRecord> =
+        trawl::storage::read_dataset(&crawl.join("pagerank")).unwrap();
+    let sum: f64 = ranks.iter().map(|r| r.score).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "PageRank sums to {sum}");
+    let top = ranks
+        .iter()
+        .max_by(|a, b| a.score.total_cmp(&b.score))
+        .unwrap();
+    let hub = map
+        .urls
+        .iter()
+        .filter(|(u, _)| last.get(*u).map(String::as_str) == Some("db_fetched"))
+        .max_by_key(|(_, e)| e.in_degree)
+        .unwrap();
+    assert_eq!(&top.url, hub.0, "the biggest hub ranks first");
+}
