@@ -114,12 +114,16 @@ pub struct HostQueue {
 impl HostQueue {
     /// A queue for `host` with its URLs.
     pub fn new(host: String, items: VecDeque<FetchItem>, cfg: &FetchConfig) -> Self {
+        let delay = Duration::from_secs_f64(cfg.delay.max(0.0));
         HostQueue {
             host,
             items: Mutex::new(items),
             state: Mutex::new(HostState {
-                next_start: Instant::now(),
-                delay: Duration::from_secs_f64(cfg.delay.max(0.0)),
+                // The first request waits one delay too: the previous fetch run (the
+                // last round) may have requested this host a moment ago, and
+                // politeness holds across runs. It costs one delay per run in all.
+                next_start: Instant::now() + delay,
+                delay,
                 failures: 0,
                 closed: None,
             }),

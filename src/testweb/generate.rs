@@ -88,6 +88,9 @@ struct HostGen<'a> {
     name: String,
     policy: &'a UrlPolicy,
     zipf: Zipf,
+    /// Skew of cross-host links: low-numbered hosts are linked most, so the web has
+    /// clear global hubs (site0's home page first), as the real web does.
+    hosts_zipf: Zipf,
     text: Zipf,
 }
 
@@ -99,6 +102,7 @@ impl<'a> HostGen<'a> {
             name: WebSpec::host_name(i),
             policy,
             zipf: Zipf::new(spec.pages_per_host, 1.1),
+            hosts_zipf: Zipf::new(spec.hosts.saturating_sub(1), 1.0),
             text: text_zipf(),
         }
     }
@@ -411,7 +415,7 @@ impl<'a> HostGen<'a> {
         let mut targets = Vec::new();
         for _ in 0..n_links {
             let host = if h > 1 && rng.chance(0.25) {
-                let other = rng.below(h - 1);
+                let other = self.hosts_zipf.sample(&mut rng);
                 WebSpec::host_name(if other >= self.i { other + 1 } else { other })
             } else {
                 self.name.clone()
@@ -472,6 +476,12 @@ impl<'a> HostGen<'a> {
         if j == 0 && h > 1 {
             let next = format!("http://{}/", WebSpec::host_name((self.i + 1) % h));
             list.push((href(&mut rng, &next)?, "a neighbour site".to_string()));
+        }
+        // A web directory: every page of the other hosts links to site0's home page,
+        // which makes it the web's biggest hub (a portal, as the real web has).
+        if self.i != 0 {
+            let portal = format!("http://{}/", WebSpec::host_name(0));
+            list.push((href(&mut rng, &portal)?, "web directory".to_string()));
         }
         if j % 5 == 2 {
             list.push((
