@@ -61,6 +61,9 @@ struct SpecArgs {
     /// robots.txt variants) and their home pages to the seeds.
     #[arg(long)]
     hostile: bool,
+    /// Round of the web: from 1 on, some pages change, vanish (404/410) or redirect.
+    #[arg(long, default_value_t = 0)]
+    generation: u32,
 }
 
 impl SpecArgs {
@@ -73,6 +76,7 @@ impl SpecArgs {
             min_links: self.min_links,
             max_links: self.max_links,
             hostile: self.hostile,
+            generation: self.generation,
         }
     }
 }
