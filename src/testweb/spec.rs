@@ -2,6 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The domain every test host is under.
+pub const DOMAIN: &str = "web.test";
+
+/// The host pattern for `fetch.resolve` that sends every test host to the server:
+/// `[fetch.resolve] "*.web.test" = "<ip:port>"`.
+pub const RESOLVE_PATTERN: &str = "*.web.test";
+
 /// What web to generate. The same spec always yields the same web, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -48,6 +55,6 @@ impl Default for WebSpec {
 impl WebSpec {
     /// The name of host `i`.
     pub fn host_name(i: usize) -> String {
-        format!("site{i}.web.test")
+        format!("site{i}.{DOMAIN}")
     }
 }
