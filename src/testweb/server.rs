@@ -397,6 +397,52 @@ pub async fn serve(
     Ok(count.load(Ordering::Relaxed))
 }
 
+/// Serves `web` on `addr` (loopback only) until SIGTERM or SIGINT, as `testweb serve`
+/// does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
+/// atomically (the server accepts connections from then on), calls `on_bound`, serves,
+/// and on the signal flushes the log. Returns the number of requests answered.
+pub fn serve_until_signal(
+    web: &Web,
+    addr: SocketAddr,
+    log: Option<&Path>,
+    addr_file: Option<&Path>,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<u64> {
+    use tokio::signal::unix::{SignalKind, signal};
+    check_loopback(&addr)?;
+    let site = Arc::new(Site::new(web)?);
+    let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
+    let rt = tokio::runtime::Runtime::new()
+        .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
+    let served = rt.block_on(async {
+        let sig = |kind, name| {
+            signal(kind).map_err(|e| Error::Net(format!("cannot install the {name} handler: {e}")))
+        };
+        let mut term = sig(SignalKind::terminate(), "SIGTERM")?;
+        let mut int = sig(SignalKind::interrupt(), "SIGINT")?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Net(format!("cannot bind {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::Net(format!("bound address: {e}")))?;
+        check_loopback(&bound)?;
+        if let Some(f) = addr_file {
+            crate::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
+        }
+        on_bound(bound);
+        let stop = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        serve(listener, site, log, stop).await
+    });
+    rt.shutdown_background();
+    served
+}
+
 /// A test web server running on its own thread and runtime, for in-process tests.
 /// Stopping it (or dropping it) flushes the request log.
 #[derive(Debug)]
