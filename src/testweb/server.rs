@@ -524,6 +524,51 @@ mod tests {
     }
 
     #[test]
+    fn in_process_server_answers_and_logs() {
+        use std::io::{Read, Write};
+        let web = crate::testweb::generate(&crate::testweb::WebSpec {
+            hosts: 2,
+            pages_per_host: 3,
+            ..Default::default()
+        })
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log.jsonl");
+        let server =
+            RunningServer::start(&web, "127.0.0.1:0".parse().unwrap(), Some(&log)).unwrap();
+        let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+        s.write_all(b"HEAD /p1.html HTTP/1.1\r\nHost: site1.web.test\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        let len = web
+            .resource("http://site1.web.test/p1.html")
+            .unwrap()
+            .body
+            .len();
+        assert!(
+            out.to_ascii_lowercase()
+                .contains(&format!("content-length: {len}")),
+            "{out}"
+        );
+        let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+        s.write_all(b"POST / HTTP/1.1\r\nHost: site1.web.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 405"), "{out}");
+        assert_eq!(server.stop().unwrap(), 2);
+        let lines = crate::testweb::read_log(&log).unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].method.as_str(), lines[0].status, lines[0].bytes),
+            ("HEAD", 200, 0)
+        );
+        assert_eq!((lines[1].method.as_str(), lines[1].status), ("POST", 405));
+    }
+
+    #[test]
     fn refuses_non_loopback() {
         assert!(check_loopback(&"0.0.0.0:0".parse().unwrap()).is_err());
         assert!(check_loopback(&"10.1.2.3:80".parse().unwrap()).is_err());
