@@ -2,14 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use trawl::cli;
-use trawl::testweb::server::check_loopback;
-use trawl::testweb::{RequestLog, Site, WebSpec, generate, serve};
+use trawl::testweb::server::serve_until_signal;
+use trawl::testweb::{WebSpec, generate};
 
 /// Generate, describe and serve the local test web.
 #[derive(Debug, Parser)]
@@ -61,6 +60,9 @@ struct SpecArgs {
     /// robots.txt variants) and their home pages to the seeds.
     #[arg(long)]
     hostile: bool,
+    /// Round of the web: from 1 on, some pages change, vanish (404/410) or redirect.
+    #[arg(long, default_value_t = 0)]
+    generation: u32,
 }
 
 impl SpecArgs {
@@ -73,6 +75,7 @@ impl SpecArgs {
             min_links: self.min_links,
             max_links: self.max_links,
             hostile: self.hostile,
+            generation: self.generation,
         }
     }
 }
@@ -138,52 +141,21 @@ fn main() -> Result<()> {
 }
 
 fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
-    check_loopback(&a.addr)?;
     let web = generate(&a.spec.spec())?;
-    let site = Arc::new(Site::new(&web)?);
-    let log = a
-        .log
-        .as_deref()
-        .map(RequestLog::create)
-        .transpose()?
-        .map(Arc::new);
-    let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-    let served = rt.block_on(async {
-        let stop = shutdown_signal()?;
-        let listener = tokio::net::TcpListener::bind(a.addr)
-            .await
-            .with_context(|| format!("cannot bind {}", a.addr))?;
-        let bound = listener.local_addr()?;
-        if !bound.ip().is_loopback() {
-            bail!("bound {bound}, which is not loopback");
-        }
-        if let Some(f) = &a.addr_file {
-            trawl::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
-        }
-        println!("{bound}");
-        tracing::info!(
-            "serving {} hosts ({} resources) on {bound}",
-            web.hosts.len(),
-            web.resources().count()
-        );
-        let n = serve(listener, site, log, stop).await?;
-        Ok::<_, anyhow::Error>(n)
-    })?;
+    let resources = web.resources().count();
+    let served = serve_until_signal(
+        &web,
+        a.addr,
+        a.log.as_deref(),
+        a.addr_file.as_deref(),
+        |bound| {
+            println!("{bound}");
+            tracing::info!(
+                "serving {} hosts ({resources} resources) on {bound}",
+                web.hosts.len()
+            );
+        },
+    )?;
     cli::summary("testweb serve", started, &format!("{served} requests"));
-    rt.shutdown_background();
     Ok(())
-}
-
-/// Completes on SIGTERM or SIGINT. The handlers are installed when this is called
-/// (before the address is announced), so an early signal is never lost.
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    })
 }

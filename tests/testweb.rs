@@ -443,3 +443,30 @@ fn hostile_hosts_behave_as_the_site_map_says() {
     });
     server.stop();
 }
+
+#[test]
+fn later_generations_are_served_as_their_site_map_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<&str> = GEN.to_vec();
+    args.extend(["--generation", "3"]);
+    let (map, _) = sitemap_via_binary(dir.path(), "map3.json", &args);
+    let (map0, _) = sitemap_via_binary(dir.path(), "map0.json", &GEN);
+    assert_ne!(map.urls, map0.urls);
+    let server = Server::start_with(dir.path(), &["--generation", "3"]);
+    let addr = server.addr.clone();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client();
+        for (url, e) in &map.urls {
+            let resp = get(&c, &addr, url).await;
+            assert_eq!(resp.status().as_u16(), e.status, "{url}");
+            let body = resp.bytes().await.unwrap();
+            assert_eq!(
+                blake3::hash(&body).to_hex().to_string(),
+                e.body_blake3,
+                "{url}"
+            );
+        }
+    });
+    server.stop();
+}

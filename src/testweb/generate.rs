@@ -80,6 +80,18 @@ struct Draft {
     title: String,
     nofollow: bool,
     noindex: bool,
+    revision: u32,
+}
+
+/// What becomes of a regular page in later generations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Stays (its content may still change).
+    Stay,
+    /// From generation `at` on, answers `status` (404 or 410).
+    Remove { at: u32, status: u16 },
+    /// From generation `at` on, answers 301 to the home page.
+    Redirect { at: u32 },
 }
 
 struct HostGen<'a> {
@@ -166,7 +178,17 @@ impl<'a> HostGen<'a> {
                 Some(j) == noindex_page,
             )?;
             let kind = if j == 0 { Kind::Home } else { Kind::Page };
-            resources.insert(path.clone(), self.page_resource(&doc, kind, &draft, None)?);
+            let exempt = [0, copy_src, old_target, moved_target].contains(&j);
+            let fate = if exempt { Fate::Stay } else { self.fate(j) };
+            let g = self.spec.generation;
+            let resource = match fate {
+                Fate::Remove { at, status } if g >= at => self.gone(&doc, kind, status, None)?,
+                Fate::Redirect { at } if g >= at => {
+                    self.gone(&doc, kind, 301, Some(self.url("/")))?
+                }
+                _ => self.page_resource(&doc, kind, &draft, None)?,
+            };
+            resources.insert(path.clone(), resource);
             drafts.push(draft);
         }
         // The copy: the same bytes under another URL.
@@ -233,6 +255,7 @@ impl<'a> HostGen<'a> {
                     duplicate_of: None,
                     nofollow: false,
                     noindex: false,
+                    revision: 0,
                     behavior: Behavior::Normal,
                     headers: Vec::new(),
                     note: None,
@@ -256,6 +279,7 @@ impl<'a> HostGen<'a> {
                     duplicate_of: None,
                     nofollow: false,
                     noindex: false,
+                    revision: 0,
                     behavior: Behavior::Normal,
                     headers: Vec::new(),
                     note: None,
@@ -266,6 +290,60 @@ impl<'a> HostGen<'a> {
             name: self.name.clone(),
             robots: Robots::for_host(self.i),
             resources,
+        })
+    }
+
+    /// The fate of regular page `j` (drawn once per page, independent of the generation).
+    fn fate(&self, j: usize) -> Fate {
+        let mut r = Rng::derive(self.spec.seed, &format!("fate-{}", self.i), j as u64);
+        let x = r.unit();
+        let at = 1 + r.below(3) as u32;
+        if x < 0.10 {
+            Fate::Remove {
+                at,
+                status: if j.is_multiple_of(2) { 404 } else { 410 },
+            }
+        } else if x < 0.15 {
+            Fate::Redirect { at }
+        } else {
+            Fate::Stay
+        }
+    }
+
+    /// How many of generations `1..=spec.generation` changed page `j` (30% each).
+    fn revision(&self, j: usize) -> u32 {
+        (1..=self.spec.generation)
+            .filter(|&k| {
+                Rng::derive(self.spec.seed, &format!("rev-{}-{j}", self.i), k.into()).chance(0.3)
+            })
+            .count() as u32
+    }
+
+    /// A page that is gone (404/410) or now redirects (301 to `target`).
+    fn gone(&self, doc: &Url, kind: Kind, status: u16, target: Option<String>) -> Result<Resource> {
+        let body = match status {
+            301 => redirect_body(301),
+            410 => b"<!DOCTYPE html>\n<html><head><title>410 Gone</title></head><body><h1>Gone</h1></body></html>\n".to_vec(),
+            _ => not_found_body(),
+        };
+        Ok(Resource {
+            url: doc.to_string(),
+            path: doc.path().to_string(),
+            kind,
+            status,
+            content_type: HTML_TYPE,
+            body,
+            location: target.clone(),
+            redirect: target,
+            outlinks: Vec::new(),
+            title: None,
+            duplicate_of: None,
+            nofollow: false,
+            noindex: false,
+            revision: 0,
+            behavior: Behavior::Normal,
+            headers: Vec::new(),
+            note: None,
         })
     }
 
@@ -320,6 +398,7 @@ impl<'a> HostGen<'a> {
             duplicate_of,
             nofollow: draft.nofollow,
             noindex: draft.noindex,
+            revision: draft.revision,
             behavior: Behavior::Normal,
             headers: Vec::new(),
             note: None,
@@ -350,6 +429,7 @@ impl<'a> HostGen<'a> {
             title: title.to_string(),
             nofollow: false,
             noindex: false,
+            revision: 0,
         })
     }
 
@@ -490,6 +570,19 @@ impl<'a> HostGen<'a> {
             ));
         }
         page.link_list("See also", &list);
+        let revision = self.revision(j);
+        if revision > 0 {
+            let mut r = Rng::derive(
+                self.spec.seed,
+                &format!("revtext-{}-{j}", self.i),
+                revision.into(),
+            );
+            let n = r.range(10, 30);
+            page.paragraph(&[Piece::Text(format!(
+                "Revision {revision}: {}.",
+                words(&mut r, &self.text, n).join(" ")
+            ))]);
+        }
         let (body, hrefs) = page.finish();
         Ok(Draft {
             body,
@@ -498,6 +591,7 @@ impl<'a> HostGen<'a> {
             title,
             nofollow,
             noindex,
+            revision,
         })
     }
 }
@@ -596,6 +690,70 @@ mod tests {
             let t = w.resource(r.redirect.as_deref().unwrap()).unwrap();
             assert_eq!(t.status, 200);
             assert!(matches!(r.status, 301 | 302));
+        }
+    }
+
+    #[test]
+    fn generations_change_remove_and_redirect_pages() {
+        let maps: Vec<_> = (0..=4)
+            .map(|g| {
+                generate(&WebSpec {
+                    generation: g,
+                    ..WebSpec::default()
+                })
+                .unwrap()
+                .site_map()
+            })
+            .collect();
+        let base = &maps[0];
+        assert!(base.urls.values().all(|e| e.revision == 0));
+        let last = &maps[4];
+        let keys = |m: &crate::testweb::SiteMap| m.urls.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(base), keys(last), "the URL set never changes");
+        let count = |m: &crate::testweb::SiteMap, st: u16| {
+            m.urls
+                .values()
+                .filter(|e| e.kind == Kind::Page && e.status == st)
+                .count()
+        };
+        assert_eq!(count(base, 410) + count(base, 301), 0);
+        assert!(count(last, 404) + count(last, 410) > 0);
+        assert!(count(last, 301) > 0);
+        assert!(last.urls.values().any(|e| e.revision > 0));
+        for w in maps.windows(2) {
+            for (url, a) in &w[0].urls {
+                let b = &w[1].urls[url];
+                // Revisions only grow; gone pages stay gone; live pages keep their links.
+                if b.status == 200 {
+                    assert!(b.revision >= a.revision, "{url}");
+                }
+                if a.status != 200 {
+                    assert_eq!(a.status, b.status, "{url}");
+                }
+                if b.status == 200 {
+                    assert_eq!(a.outlinks, b.outlinks, "{url}");
+                    assert_eq!(
+                        a.body_blake3 == b.body_blake3,
+                        a.revision == b.revision,
+                        "{url}"
+                    );
+                }
+                if b.status == 301 && a.status == 200 {
+                    assert!(b.redirect.as_deref().unwrap().ends_with(".web.test/"));
+                }
+            }
+        }
+        // Home pages, copy sources and redirect targets never go away.
+        for (url, e) in &last.urls {
+            if e.kind == Kind::Home {
+                assert_eq!(e.status, 200, "{url}");
+            }
+            if let Some(orig) = &e.duplicate_of {
+                assert_eq!(last.urls[orig].body_blake3, e.body_blake3);
+            }
+            if let Some(t) = &e.redirect {
+                assert!(matches!(last.urls[t].status, 200), "{url} -> {t}");
+            }
         }
     }
 

@@ -69,6 +69,7 @@ impl Builder<'_> {
             duplicate_of: None,
             nofollow: false,
             noindex: false,
+            revision: 0,
             behavior: Behavior::Normal,
             headers: Vec::new(),
             note: Some(note.to_string()),

@@ -5,6 +5,7 @@
 //! in-process server), so a test that waited for the server to stop, or for
 //! `FLUSH_INTERVAL` after its last request, reads a complete log.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +78,32 @@ impl RequestLog {
     }
 }
 
+/// The smallest gap in milliseconds between two consecutive requests to the same host,
+/// per host with at least two requests (`/robots.txt` included): what a politeness test
+/// compares with `fetch.delay` / Crawl-delay.
+pub fn min_gap_per_host(lines: &[LogLine]) -> BTreeMap<String, u64> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut gaps: BTreeMap<String, u64> = BTreeMap::new();
+    for l in lines {
+        if let Some(prev) = last.insert(&l.host, l.time_ms) {
+            let gap = l.time_ms.saturating_sub(prev);
+            let g = gaps.entry(l.host.clone()).or_insert(gap);
+            *g = (*g).min(gap);
+        }
+    }
+    gaps
+}
+
+/// The URLs requested (`http://host/path`), with how often each was requested.
+pub fn requested_urls(lines: &[LogLine]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for l in lines {
+        *out.entry(format!("http://{}{}", l.host, l.path))
+            .or_insert(0) += 1;
+    }
+    out
+}
+
 /// Reads a request log; a partial last line (a write in progress) is ignored.
 pub fn read_log(path: &Path) -> Result<Vec<LogLine>> {
     let f = File::open(path).at(path)?;
@@ -96,4 +123,52 @@ pub fn read_log(path: &Path) -> Result<Vec<LogLine>> {
         }
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(t: u64, host: &str, path: &str) -> LogLine {
+        LogLine {
+            time_ms: t,
+            method: "GET".into(),
+            host: host.into(),
+            path: path.into(),
+            status: 200,
+            bytes: 1,
+        }
+    }
+
+    #[test]
+    fn gaps_and_counts() {
+        let lines = vec![
+            line(1000, "a", "/robots.txt"),
+            line(1500, "b", "/"),
+            line(2100, "a", "/"),
+            line(2600, "a", "/p1.html"),
+            line(2600, "c", "/"),
+            line(9000, "a", "/"),
+        ];
+        let gaps = min_gap_per_host(&lines);
+        assert_eq!(gaps.get("a"), Some(&500));
+        assert!(!gaps.contains_key("b"));
+        let urls = requested_urls(&lines);
+        assert_eq!(urls["http://a/"], 2);
+        assert_eq!(urls.len(), 5);
+    }
+
+    #[test]
+    fn log_round_trip_ignores_a_partial_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log.jsonl");
+        let log = RequestLog::create(&p).unwrap();
+        log.record(&line(1, "a", "/"));
+        log.record(&line(2, "a", "/x"));
+        log.flush().unwrap();
+        assert_eq!(read_log(&p).unwrap().len(), 2);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"time_ms\":3,\"hos").unwrap();
+        assert_eq!(read_log(&p).unwrap().len(), 2);
+    }
 }

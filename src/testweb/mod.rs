@@ -21,9 +21,9 @@ pub mod spec;
 pub mod vocab;
 
 pub use generate::generate;
-pub use log::{LogLine, RequestLog, read_log};
+pub use log::{LogLine, RequestLog, min_gap_per_host, read_log, requested_urls};
 pub use model::{Host, Kind, Resource, Web};
 pub use robots::{CRAWLER_AGENT, Robots, RobotsGroup};
 pub use server::{RunningServer, Site, serve};
 pub use sitemap::{HostEntry, SiteMap, UrlEntry};
-pub use spec::WebSpec;
+pub use spec::{DOMAIN, RESOLVE_PATTERN, WebSpec};

@@ -100,6 +100,8 @@ pub struct Resource {
     pub nofollow: bool,
     /// The page carries `<meta name="robots" content="noindex">`.
     pub noindex: bool,
+    /// How many generations (`WebSpec::generation`) changed the page's content.
+    pub revision: u32,
     /// How the response is delivered.
     pub behavior: Behavior,
     /// Extra response headers (`Retry-After`, `Content-Encoding`, `ETag`, ...).

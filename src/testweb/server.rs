@@ -397,6 +397,52 @@ pub async fn serve(
     Ok(count.load(Ordering::Relaxed))
 }
 
+/// Serves `web` on `addr` (loopback only) until SIGTERM or SIGINT, as `testweb serve`
+/// does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
+/// atomically (the server accepts connections from then on), calls `on_bound`, serves,
+/// and on the signal flushes the log. Returns the number of requests answered.
+pub fn serve_until_signal(
+    web: &Web,
+    addr: SocketAddr,
+    log: Option<&Path>,
+    addr_file: Option<&Path>,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<u64> {
+    use tokio::signal::unix::{SignalKind, signal};
+    check_loopback(&addr)?;
+    let site = Arc::new(Site::new(web)?);
+    let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
+    let rt = tokio::runtime::Runtime::new()
+        .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
+    let served = rt.block_on(async {
+        let sig = |kind, name| {
+            signal(kind).map_err(|e| Error::Net(format!("cannot install the {name} handler: {e}")))
+        };
+        let mut term = sig(SignalKind::terminate(), "SIGTERM")?;
+        let mut int = sig(SignalKind::interrupt(), "SIGINT")?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Net(format!("cannot bind {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::Net(format!("bound address: {e}")))?;
+        check_loopback(&bound)?;
+        if let Some(f) = addr_file {
+            crate::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
+        }
+        on_bound(bound);
+        let stop = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        serve(listener, site, log, stop).await
+    });
+    rt.shutdown_background();
+    served
+}
+
 /// A test web server running on its own thread and runtime, for in-process tests.
 /// Stopping it (or dropping it) flushes the request log.
 #[derive(Debug)]
@@ -475,6 +521,51 @@ mod tests {
         assert_eq!(strip_port("site1.web.test:8080"), "site1.web.test");
         assert_eq!(strip_port("site1.web.test"), "site1.web.test");
         assert_eq!(strip_port("[::1]:80"), "[::1]");
+    }
+
+    #[test]
+    fn in_process_server_answers_and_logs() {
+        use std::io::{Read, Write};
+        let web = crate::testweb::generate(&crate::testweb::WebSpec {
+            hosts: 2,
+            pages_per_host: 3,
+            ..Default::default()
+        })
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log.jsonl");
+        let server =
+            RunningServer::start(&web, "127.0.0.1:0".parse().unwrap(), Some(&log)).unwrap();
+        let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+        s.write_all(b"HEAD /p1.html HTTP/1.1\r\nHost: site1.web.test\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        let len = web
+            .resource("http://site1.web.test/p1.html")
+            .unwrap()
+            .body
+            .len();
+        assert!(
+            out.to_ascii_lowercase()
+                .contains(&format!("content-length: {len}")),
+            "{out}"
+        );
+        let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+        s.write_all(b"POST / HTTP/1.1\r\nHost: site1.web.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 405"), "{out}");
+        assert_eq!(server.stop().unwrap(), 2);
+        let lines = crate::testweb::read_log(&log).unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            (lines[0].method.as_str(), lines[0].status, lines[0].bytes),
+            ("HEAD", 200, 0)
+        );
+        assert_eq!((lines[1].method.as_str(), lines[1].status), ("POST", 405));
     }
 
     #[test]

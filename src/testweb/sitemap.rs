@@ -44,6 +44,9 @@ pub struct UrlEntry {
     pub noindex: bool,
     /// Number of distinct pages of the web whose outlinks contain this URL.
     pub in_degree: u64,
+    /// How many generations changed the page's content (0 in generation 0).
+    #[serde(default)]
+    pub revision: u32,
     /// How the response is delivered (delays, endless body, reset, conditional).
     #[serde(default)]
     pub behavior: Behavior,
@@ -114,6 +117,7 @@ impl Web {
                         nofollow: r.nofollow,
                         noindex: r.noindex,
                         in_degree: in_degree.get(r.url.as_str()).copied().unwrap_or(0),
+                        revision: r.revision,
                         behavior: r.behavior,
                         headers: r.headers.iter().cloned().collect(),
                         note: r.note.clone(),

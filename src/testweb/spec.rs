@@ -2,6 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The domain every test host is under.
+pub const DOMAIN: &str = "web.test";
+
+/// The host pattern for `fetch.resolve` that sends every test host to the server:
+/// `[fetch.resolve] "*.web.test" = "<ip:port>"`.
+pub const RESOLVE_PATTERN: &str = "*.web.test";
+
 /// What web to generate. The same spec always yields the same web, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -22,6 +29,12 @@ pub struct WebSpec {
     /// Add the hostile hosts (slow, endless, failing, looping, oversized responses and
     /// robots.txt variants; see `testweb::hostile`), and their home pages to the seeds.
     pub hostile: bool,
+    /// Which round of the web to produce. Generation 0 is the base web; in later
+    /// generations some regular pages change content (a "Revision N" paragraph, 30%
+    /// chance per page per generation), and a few are removed (404 or 410) or turned
+    /// into 301 redirects to their host's home page from a generation on (1, 2 or 3).
+    /// Links never change, so removed pages stay linked.
+    pub generation: u32,
 }
 
 impl Default for WebSpec {
@@ -34,6 +47,7 @@ impl Default for WebSpec {
             min_links: 4,
             max_links: 10,
             hostile: false,
+            generation: 0,
         }
     }
 }
@@ -41,6 +55,6 @@ impl Default for WebSpec {
 impl WebSpec {
     /// The name of host `i`.
     pub fn host_name(i: usize) -> String {
-        format!("site{i}.web.test")
+        format!("site{i}.{DOMAIN}")
     }
 }
