@@ -12,6 +12,7 @@ pub mod inject;
 pub mod readdb;
 pub mod schedule;
 pub mod scoring;
+pub mod select;
 pub mod state;
 pub mod stream;
 pub mod updatedb;
