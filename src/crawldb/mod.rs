@@ -9,6 +9,7 @@
 pub mod benchgen;
 pub mod generate;
 pub mod inject;
+pub mod merge;
 pub mod readdb;
 pub mod schedule;
 pub mod scoring;
