@@ -334,8 +334,10 @@ mod tests {
             link("http://h.test/c", 0.5),
             link("http://h.test/f", 0.75),
         ];
-        let mut cfg = UpdateDbConfig::default();
-        cfg.purge_gone = true;
+        let cfg = UpdateDbConfig {
+            purge_gone: true,
+            ..UpdateDbConfig::default()
+        };
         let ctx = Ctx::new(&cfg, 0, 5000);
         let out = t.path().join("out.parquet");
         let mut w = PartWriter::<CrawlDatum>::create(&out).unwrap();
