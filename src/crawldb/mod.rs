@@ -9,9 +9,11 @@
 pub mod benchgen;
 pub mod generate;
 pub mod inject;
+pub mod merge;
 pub mod readdb;
 pub mod schedule;
 pub mod scoring;
+pub mod select;
 pub mod state;
 pub mod stream;
 pub mod updatedb;

@@ -9,8 +9,9 @@
 use std::collections::HashSet;
 
 use crate::config::Config;
-use crate::crawldb::state::{self, Ctx, Inlink};
-use crate::crawldb::stream::{DatumStream, read_partition};
+use crate::crawldb::merge::{self, Keyed, SegRow};
+use crate::crawldb::state::{Ctx, Inlink};
+use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
 use crate::error::{Error, Result};
@@ -49,12 +50,6 @@ struct PartStats {
     added: u64,
     fetched: u64,
     purged: u64,
-}
-
-/// One segment's input to a partition: a sort key plus what it says.
-enum SegRow {
-    Sig(String),
-    Link(Inlink),
 }
 
 /// Runs updatedb on `root`.
@@ -196,7 +191,7 @@ fn merge_partition(
     w: &mut PartWriter<CrawlDatum>,
 ) -> Result<PartStats> {
     let mut fetches: Vec<FetchRecord> = Vec::new();
-    let mut parse: Vec<(String, String, SegRow)> = Vec::new();
+    let mut parse: Vec<Keyed> = Vec::new();
     for (s, seg_parts) in segments {
         fetches.extend(read_partition(
             &s.dataset("crawl_fetch"),
@@ -217,18 +212,22 @@ fn merge_partition(
                 match r.kind.as_str() {
                     "signature" => {
                         if let Some(sig) = r.signature {
-                            parse.push((r.url, r.host, SegRow::Sig(sig)));
+                            parse.push(Keyed {
+                                url: r.url,
+                                host: r.host,
+                                row: SegRow::Sig(sig),
+                            });
                         }
                     }
-                    "link" => parse.push((
-                        r.url,
-                        r.host,
-                        SegRow::Link(Inlink {
+                    "link" => parse.push(Keyed {
+                        url: r.url,
+                        host: r.host,
+                        row: SegRow::Link(Inlink {
                             score: r.score,
                             depth: r.depth,
                             redirect: false,
                         }),
-                    )),
+                    }),
                     other => {
                         return Err(Error::crawl_dir(
                             s.dataset("crawl_parse"),
@@ -244,78 +243,21 @@ fn merge_partition(
         }
     }
     for (url, host, inl) in redirects {
-        parse.push((url, host, SegRow::Link(inl)));
+        parse.push(Keyed {
+            url,
+            host,
+            row: SegRow::Link(inl),
+        });
     }
     fetches.sort_by(|a, b| a.url.cmp(&b.url).then(a.fetch_time.cmp(&b.fetch_time)));
-    parse.sort_by(|a, b| a.0.cmp(&b.0));
+    parse.sort_by(|a, b| a.url.cmp(&b.url));
 
-    let mut db = DatumStream::open(&current_part(dir, i))?;
-    let mut stats = PartStats::default();
-    let (mut fi, mut pi) = (0usize, 0usize);
-    loop {
-        let key = [
-            db.peek_url(),
-            fetches.get(fi).map(|f| f.url.as_str()),
-            parse.get(pi).map(|p| p.0.as_str()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .map(str::to_string);
-        let Some(url) = key else { break };
-        let old = if db.peek_url() == Some(url.as_str()) {
-            db.next_row()?
-        } else {
-            None
-        };
-        let f0 = fi;
-        while fetches.get(fi).is_some_and(|f| f.url == url) {
-            fi += 1;
-        }
-        let p0 = pi;
-        while parse.get(pi).is_some_and(|p| p.0 == url) {
-            pi += 1;
-        }
-        let rows = &parse[p0..pi];
-        let mut signature = None;
-        let mut inlinks = Vec::new();
-        for (_, _, r) in rows {
-            match r {
-                SegRow::Sig(s) => signature = Some(s.as_str()),
-                SegRow::Link(l) => inlinks.push(l.clone()),
-            }
-        }
-        let host = old
-            .as_ref()
-            .map(|d| d.host.clone())
-            .or_else(|| rows.first().map(|r| r.1.clone()))
-            .or_else(|| fetches.get(f0).map(|f| f.host.clone()))
-            .unwrap_or_default();
-        let was_known = old.is_some();
-        let fetched = fi > f0;
-        let out = state::reduce(
-            &url,
-            &host,
-            old,
-            state::Observed {
-                fetches: &fetches[f0..fi],
-                signature,
-                inlinks: &inlinks,
-            },
-            ctx,
-            || policy.check(&url).is_ok(),
-        );
-        match out {
-            Some(d) => {
-                if !was_known {
-                    stats.added += u64::from(!fetched);
-                }
-                stats.fetched += u64::from(fetched);
-                stats.rows += 1;
-                w.push(d)?;
-            }
-            None => stats.purged += u64::from(was_known),
-        }
-    }
-    Ok(stats)
+    let admit = |url: &str| policy.check(url).is_ok();
+    let t = merge::merge_part(&current_part(dir, i), &fetches, &parse, ctx, &admit, w)?;
+    Ok(PartStats {
+        rows: t.rows,
+        added: t.added,
+        fetched: t.fetched,
+        purged: t.purged,
+    })
 }

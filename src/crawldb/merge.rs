@@ -1,0 +1,386 @@
+//! updatedb's merge kernel: one crawldb part (streamed as Arrow batches) merged with
+//! the segment rows of its partition (sorted by URL).
+//!
+//! Rows the segment does not mention are passed through as Arrow rows, never decoded;
+//! only touched rows are decoded into `CrawlDatum`s, run through the state machine
+//! and re-encoded. Each input batch becomes one output batch (an Arrow interleave of
+//! the untouched rows and the re-encoded ones), so URL order is kept.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::Path;
+
+use arrow::array::{AsArray, RecordBatch, UInt32Array};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::crawldb::state::{self, Ctx, Inlink, Observed};
+use crate::datum::{CrawlDatum, DbStatus};
+use crate::error::{Error, Result};
+use crate::records::FetchRecord;
+use crate::storage::{self, PartWriter};
+
+/// What a segment says about a URL besides its fetch.
+#[derive(Debug, Clone)]
+pub enum SegRow {
+    /// The parse signature.
+    Sig(String),
+    /// A link or redirect to the URL.
+    Link(Inlink),
+}
+
+/// A segment row with its key.
+#[derive(Debug, Clone)]
+pub struct Keyed {
+    /// The URL (sort key).
+    pub url: String,
+    /// Its host.
+    pub host: String,
+    /// The row.
+    pub row: SegRow,
+}
+
+/// Counts of one merged part.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Totals {
+    /// Rows written.
+    pub rows: u64,
+    /// New URLs added.
+    pub added: u64,
+    /// URLs with a fetch outcome.
+    pub fetched: u64,
+    /// Rows dropped.
+    pub purged: u64,
+}
+
+struct Merger<'a> {
+    fetches: &'a [FetchRecord],
+    parse: &'a [Keyed],
+    fi: usize,
+    pi: usize,
+    ctx: &'a Ctx,
+    admit: &'a (dyn Fn(&str) -> bool + Sync),
+    totals: Totals,
+}
+
+impl<'a> Merger<'a> {
+    fn next_key(&self) -> Option<&'a str> {
+        let f = self.fetches.get(self.fi).map(|f| f.url.as_str());
+        let p = self.parse.get(self.pi).map(|p| p.url.as_str());
+        match (f, p) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn take(&mut self, url: &str) -> (Range<usize>, Range<usize>) {
+        let f0 = self.fi;
+        while self.fetches.get(self.fi).is_some_and(|f| f.url == url) {
+            self.fi += 1;
+        }
+        let p0 = self.pi;
+        while self.parse.get(self.pi).is_some_and(|p| p.url == url) {
+            self.pi += 1;
+        }
+        (f0..self.fi, p0..self.pi)
+    }
+
+    fn apply(
+        &mut self,
+        url: &str,
+        old: Option<CrawlDatum>,
+        fr: Range<usize>,
+        pr: Range<usize>,
+    ) -> Option<CrawlDatum> {
+        let rows = &self.parse[pr];
+        let fetches = &self.fetches[fr];
+        let mut signature = None;
+        let mut inlinks = Vec::new();
+        for k in rows {
+            match &k.row {
+                SegRow::Sig(s) => signature = Some(s.as_str()),
+                SegRow::Link(l) => inlinks.push(l.clone()),
+            }
+        }
+        let host = old
+            .as_ref()
+            .map(|d| d.host.clone())
+            .or_else(|| rows.first().map(|r| r.host.clone()))
+            .or_else(|| fetches.first().map(|f| f.host.clone()))
+            .unwrap_or_default();
+        let was_known = old.is_some();
+        let fetched = !fetches.is_empty();
+        let admit = self.admit;
+        let out = state::reduce(
+            url,
+            &host,
+            old,
+            Observed {
+                fetches,
+                signature,
+                inlinks: &inlinks,
+            },
+            self.ctx,
+            || admit(url),
+        );
+        match &out {
+            Some(_) => {
+                self.totals.rows += 1;
+                self.totals.fetched += u64::from(fetched);
+                self.totals.added += u64::from(!was_known && !fetched);
+            }
+            None => self.totals.purged += u64::from(was_known),
+        }
+        out
+    }
+}
+
+enum Step {
+    Keep(u32),
+    Old(Range<usize>, Range<usize>),
+    New(String, Range<usize>, Range<usize>),
+}
+
+/// Merges the part at `part` (missing = empty) with `fetches` and `parse` (both
+/// sorted by URL) into `w`. `admit` is the URL policy for new URLs.
+pub fn merge_part(
+    part: &Path,
+    fetches: &[FetchRecord],
+    parse: &[Keyed],
+    ctx: &Ctx,
+    admit: &(dyn Fn(&str) -> bool + Sync),
+    w: &mut PartWriter<CrawlDatum>,
+) -> Result<Totals> {
+    let mut m = Merger {
+        fetches,
+        parse,
+        fi: 0,
+        pi: 0,
+        ctx,
+        admit,
+        totals: Totals::default(),
+    };
+    let schema = CrawlDatum::schema();
+    let arrow_err = |e: arrow::error::ArrowError| Error::arrow(part.display().to_string(), e);
+    let unsorted = |url: &str| {
+        Error::crawl_dir(
+            part,
+            format!(
+                "crawldb part is not sorted by url or holds {url} twice; restore crawldb/old or re-create the crawldb"
+            ),
+        )
+    };
+    let mut last_url: Option<String> = None;
+    if part.is_file() {
+        let file = File::open(part).map_err(|e| Error::io(part, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::parquet(part, e))?
+            .with_batch_size(storage::ROW_GROUP_ROWS)
+            .build()
+            .map_err(|e| Error::parquet(part, e))?;
+        let gone = DbStatus::DbGone.as_str();
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
+            let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+                .map_err(arrow_err)?;
+            let urls = batch
+                .column(0)
+                .as_string_opt::<i32>()
+                .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 url column"))?;
+            let status = batch
+                .column(2)
+                .as_string_opt::<i32>()
+                .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 status column"))?;
+            let mut plan = Vec::with_capacity(batch.num_rows());
+            let mut touched: Vec<u32> = Vec::new();
+            for r in 0..batch.num_rows() {
+                let u = urls.value(r);
+                let prev = if r > 0 {
+                    Some(urls.value(r - 1))
+                } else {
+                    last_url.as_deref()
+                };
+                if prev.is_some_and(|p| p >= u) {
+                    return Err(unsorted(u));
+                }
+                while let Some(k) = m.next_key().filter(|k| *k < u) {
+                    let (fr, pr) = m.take(k);
+                    plan.push(Step::New(k.to_string(), fr, pr));
+                }
+                if m.next_key() == Some(u) {
+                    let (fr, pr) = m.take(u);
+                    plan.push(Step::Old(fr, pr));
+                    touched.push(r as u32);
+                } else if ctx.cfg.purge_gone && status.value(r) == gone {
+                    plan.push(Step::Old(0..0, 0..0));
+                    touched.push(r as u32);
+                } else {
+                    plan.push(Step::Keep(r as u32));
+                }
+            }
+            if let Some(n) = batch.num_rows().checked_sub(1) {
+                last_url = Some(urls.value(n).to_string());
+            }
+            let decoded: Vec<CrawlDatum> = if touched.is_empty() {
+                Vec::new()
+            } else {
+                let t = arrow::compute::take_record_batch(&batch, &UInt32Array::from(touched))
+                    .map_err(arrow_err)?;
+                storage::from_batch(&t)?
+            };
+            let mut decoded = decoded.into_iter();
+            let mut changed = Vec::new();
+            let mut order: Vec<(usize, usize)> = Vec::with_capacity(plan.len());
+            for step in plan {
+                let out = match step {
+                    Step::Keep(r) => {
+                        m.totals.rows += 1;
+                        order.push((0, r as usize));
+                        continue;
+                    }
+                    Step::Old(fr, pr) => {
+                        let old = decoded.next();
+                        let url = old.as_ref().map(|d| d.url.clone()).unwrap_or_default();
+                        m.apply(&url, old, fr, pr)
+                    }
+                    Step::New(url, fr, pr) => m.apply(&url, None, fr, pr),
+                };
+                if let Some(d) = out {
+                    order.push((1, changed.len()));
+                    changed.push(d);
+                }
+            }
+            let fresh = storage::to_batch(&changed)?;
+            let out = arrow::compute::interleave_record_batch(&[&batch, &fresh], &order)
+                .map_err(arrow_err)?;
+            if out.num_rows() > 0 {
+                w.write_batch(&out)?;
+            }
+        }
+    }
+    // Segment rows after the last crawldb row.
+    let mut tail = Vec::new();
+    while let Some(k) = m.next_key() {
+        if last_url.as_deref().is_some_and(|l| l >= k) {
+            return Err(unsorted(k));
+        }
+        let (fr, pr) = m.take(k);
+        if let Some(d) = m.apply(k, None, fr, pr) {
+            tail.push(d);
+        }
+    }
+    for chunk in tail.chunks(storage::ROW_GROUP_ROWS) {
+        w.write_batch(&storage::to_batch(chunk)?)?;
+    }
+    Ok(m.totals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::UpdateDbConfig;
+    use crate::datum::FetchStatus;
+
+    fn row(url: &str, status: DbStatus) -> CrawlDatum {
+        let mut d = CrawlDatum::unfetched(url.into(), "h.test".into(), 0, 100);
+        d.status = status;
+        d.score = 1.0;
+        d
+    }
+
+    fn link(url: &str, score: f64) -> Keyed {
+        Keyed {
+            url: url.into(),
+            host: "h.test".into(),
+            row: SegRow::Link(Inlink {
+                score,
+                depth: 1,
+                redirect: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn merges_keeps_untouched_rows_and_adds_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        let part = t.path().join("in.parquet");
+        let mut w = PartWriter::<CrawlDatum>::create(&part).unwrap();
+        for (u, s) in [
+            ("http://h.test/a", DbStatus::DbFetched),
+            ("http://h.test/c", DbStatus::DbUnfetched),
+            ("http://h.test/e", DbStatus::DbGone),
+        ] {
+            w.push(row(u, s)).unwrap();
+        }
+        w.finish().unwrap();
+        let fetch = FetchRecord {
+            url: "http://h.test/c".into(),
+            host: "h.test".into(),
+            status: FetchStatus::FetchSuccess,
+            reason: "ok".into(),
+            fetch_time: 1000,
+            http_status: Some(200),
+            content_type: None,
+            content_length: None,
+            redirect_target: None,
+            etag: None,
+            last_modified: None,
+            response_time_ms: None,
+            score: 1.0,
+            depth: 0,
+        };
+        let parse = vec![
+            link("http://h.test/0", 0.5),
+            link("http://h.test/b", 0.25),
+            link("http://h.test/c", 0.5),
+            link("http://h.test/f", 0.75),
+        ];
+        let cfg = UpdateDbConfig {
+            purge_gone: true,
+            ..UpdateDbConfig::default()
+        };
+        let ctx = Ctx::new(&cfg, 0, 5000);
+        let out = t.path().join("out.parquet");
+        let mut w = PartWriter::<CrawlDatum>::create(&out).unwrap();
+        let totals = merge_part(&part, &[fetch], &parse, &ctx, &|_| true, &mut w).unwrap();
+        w.finish().unwrap();
+        let rows: Vec<CrawlDatum> = storage::read_part_all(&out).unwrap();
+        let urls: Vec<&str> = rows.iter().map(|d| d.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://h.test/0",
+                "http://h.test/a",
+                "http://h.test/b",
+                "http://h.test/c",
+                "http://h.test/f"
+            ]
+        );
+        assert_eq!(
+            rows[1],
+            row("http://h.test/a", DbStatus::DbFetched),
+            "untouched row as it was"
+        );
+        assert_eq!(rows[3].status, DbStatus::DbFetched);
+        assert_eq!(rows[3].score, 1.5);
+        assert_eq!(rows[4].score, 0.75);
+        assert_eq!(
+            (totals.rows, totals.added, totals.fetched, totals.purged),
+            (5, 3, 1, 1)
+        );
+
+        // A part out of order is refused, naming it.
+        let bad = t.path().join("bad.parquet");
+        let mut w = PartWriter::<CrawlDatum>::create(&bad).unwrap();
+        w.push(row("http://h.test/z", DbStatus::DbFetched)).unwrap();
+        w.push(row("http://h.test/a", DbStatus::DbFetched)).unwrap();
+        w.finish().unwrap();
+        let mut w = PartWriter::<CrawlDatum>::create(&t.path().join("o2.parquet")).unwrap();
+        let err = merge_part(&bad, &[], &[], &ctx, &|_| true, &mut w)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.parquet") && err.contains("not sorted"),
+            "{err}"
+        );
+    }
+}
