@@ -184,7 +184,7 @@ async fn worker(shared: &Shared, queue: &HostQueue) {
         if shared.aborted.load(Ordering::Relaxed) {
             return;
         }
-        let out = handle(shared, queue, &item).await;
+        let out = Box::pin(handle(shared, queue, &item)).await;
         shared.emit(out).await;
     }
 }
@@ -215,8 +215,9 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
             return item.without_response(FetchStatus::FetchGone, "robots_denied");
         }
     }
+    // Boxed so a waiting worker task stays small (one task per host and slot).
     let fetched = shared
-        .before_deadline(async {
+        .before_deadline(Box::pin(async {
             tokio::time::sleep_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let cap = shared.cfg.max_content_bytes;
@@ -226,7 +227,7 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
                 _ => None,
             });
             r
-        })
+        }))
         .await;
     let Some((out, signal)) = fetched else {
         // Cut by the time limit: the request counts as not attempted.
@@ -276,14 +277,14 @@ async fn robots_for(shared: &Shared, queue: &HostQueue, url: &url::Url) -> Optio
         return Some(r.clone());
     }
     let (robots, rec) = shared
-        .before_deadline(async {
+        .before_deadline(Box::pin(async {
             tokio::time::sleep_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let r =
                 fetch_robots(&shared.http, &origin, &queue.host, &shared.cfg.robots_agent).await;
             queue.finished_request(None);
             r
-        })
+        }))
         .await?;
     if rec.reason == "dns_failure" {
         // The host does not resolve: say so rather than "robots unavailable".
