@@ -245,26 +245,31 @@ fn apply_signal(shared: &Shared, queue: &HostQueue, signal: HostSignal) {
                 s.failures = 0;
             }
         }
-        HostSignal::Failure => {
-            let failures = queue
-                .state
-                .lock()
-                .map(|mut s| {
-                    s.failures += 1;
-                    s.failures
-                })
-                .unwrap_or(0);
-            let max = shared.cfg.max_host_exceptions;
-            if max > 0 && failures as usize >= max {
-                queue.close("host_failing");
-            }
-        }
+        HostSignal::Failure => count_failure(shared, queue),
         HostSignal::DnsFailure => queue.close("dns_failure"),
         HostSignal::RetryAfter(d) => {
             if d.as_secs_f64() > shared.cfg.max_retry_after {
                 queue.close("retry_after");
+            } else {
+                // Waiting is polite, but a host that keeps refusing is failing.
+                count_failure(shared, queue);
             }
         }
+    }
+}
+
+fn count_failure(shared: &Shared, queue: &HostQueue) {
+    let failures = queue
+        .state
+        .lock()
+        .map(|mut s| {
+            s.failures += 1;
+            s.failures
+        })
+        .unwrap_or(0);
+    let max = shared.cfg.max_host_exceptions;
+    if max > 0 && failures as usize >= max {
+        queue.close("host_failing");
     }
 }
 
