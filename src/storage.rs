@@ -139,6 +139,16 @@ impl<R: Record> PartWriter<R> {
         Ok(())
     }
 
+    /// Writes buffered rows out and closes the current row group, so that rows
+    /// with large values (page bodies) do not pile up in memory until the 64 MiB
+    /// row-group threshold.
+    pub fn end_row_group(&mut self) -> Result<()> {
+        self.flush()?;
+        self.writer
+            .flush()
+            .map_err(|e| Error::parquet(&self.path, e))
+    }
+
     /// Rows written so far.
     pub fn rows(&self) -> u64 {
         self.rows + self.buffer.len() as u64

@@ -509,3 +509,45 @@ fn missing_segment_and_bad_config_errors_are_clear() {
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(msg.contains("fetch.resolve"), "{msg}");
 }
+
+#[test]
+fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, _log) = start_server(&rt);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let list: Vec<String> = (0..8).map(|i| format!("http://k.test/p{i}")).collect();
+    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
+    let seg = make_segment(root, "20260104000000", &urls);
+    let config = write_config(root, addr, "delay = 0.5");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fetch"))
+        .arg("--crawl-dir")
+        .arg(root)
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for name in ["crawl_fetch", "content", "robots"] {
+        assert!(!seg.join(name).exists(), "{name} exists after a kill");
+    }
+    let out = run_fetch(root, &config, &["--delay", "0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    assert_eq!(rows.len(), 8);
+    assert!(rows.values().all(|r| r.status == FetchStatus::FetchSuccess));
+    let leftovers: Vec<_> = std::fs::read_dir(&seg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -60,7 +60,9 @@ impl Http {
             .no_proxy()
             .connect_timeout(secs(cfg.connect_timeout))
             .read_timeout(secs(cfg.read_timeout))
-            .pool_idle_timeout(Duration::from_secs(90))
+            // Long enough to reuse a host's connection across the politeness delay,
+            // short enough to drop connections of hosts that are done.
+            .pool_idle_timeout(secs((cfg.delay * 2.0 + 1.0).clamp(2.0, 30.0)))
             .pool_max_idle_per_host(cfg.per_host_connections.max(1))
             .tcp_nodelay(true)
             .dns_resolver(Arc::new(Resolver::new(map.clone())))

@@ -188,7 +188,7 @@ async fn worker(shared: &Shared, queue: &HostQueue) {
         if shared.aborted.load(Ordering::Relaxed) {
             return;
         }
-        let out = handle(shared, queue, &item).await;
+        let out = Box::pin(handle(shared, queue, &item)).await;
         shared.emit(out).await;
     }
 }
@@ -219,8 +219,9 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
             return item.without_response(FetchStatus::FetchGone, "robots_denied");
         }
     }
+    // Boxed so a waiting worker task stays small (one task per host and slot).
     let fetched = shared
-        .before_deadline(async {
+        .before_deadline(Box::pin(async {
             tokio::time::sleep_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let cap = shared.cfg.max_content_bytes;
@@ -230,7 +231,7 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
                 _ => None,
             });
             r
-        })
+        }))
         .await;
     let Some((out, signal)) = fetched else {
         // Cut by the time limit: the request counts as not attempted.
@@ -248,26 +249,31 @@ fn apply_signal(shared: &Shared, queue: &HostQueue, signal: HostSignal) {
                 s.failures = 0;
             }
         }
-        HostSignal::Failure => {
-            let failures = queue
-                .state
-                .lock()
-                .map(|mut s| {
-                    s.failures += 1;
-                    s.failures
-                })
-                .unwrap_or(0);
-            let max = shared.cfg.max_host_exceptions;
-            if max > 0 && failures as usize >= max {
-                queue.close("host_failing");
-            }
-        }
+        HostSignal::Failure => count_failure(shared, queue),
         HostSignal::DnsFailure => queue.close("dns_failure"),
         HostSignal::RetryAfter(d) => {
             if d.as_secs_f64() > shared.cfg.max_retry_after {
                 queue.close("retry_after");
+            } else {
+                // Waiting is polite, but a host that keeps refusing is failing.
+                count_failure(shared, queue);
             }
         }
+    }
+}
+
+fn count_failure(shared: &Shared, queue: &HostQueue) {
+    let failures = queue
+        .state
+        .lock()
+        .map(|mut s| {
+            s.failures += 1;
+            s.failures
+        })
+        .unwrap_or(0);
+    let max = shared.cfg.max_host_exceptions;
+    if max > 0 && failures as usize >= max {
+        queue.close("host_failing");
     }
 }
 
@@ -280,14 +286,14 @@ async fn robots_for(shared: &Shared, queue: &HostQueue, url: &url::Url) -> Optio
         return Some(r.clone());
     }
     let (robots, rec) = shared
-        .before_deadline(async {
+        .before_deadline(Box::pin(async {
             tokio::time::sleep_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let r =
                 fetch_robots(&shared.http, &origin, &queue.host, &shared.cfg.robots_agent).await;
             queue.finished_request(None);
             r
-        })
+        }))
         .await?;
     if rec.reason == "dns_failure" {
         // The host does not resolve: say so rather than "robots unavailable".

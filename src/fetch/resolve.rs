@@ -216,4 +216,57 @@ mod tests {
         let unmapped = url::Url::parse("http://b.org:8080/x").unwrap();
         assert!(m.connect_url(&unmapped).is_none());
     }
+
+    /// A loopback server answering every request with `tag`.
+    async fn tagged_server(tag: &'static str) -> SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{tag}",
+                        tag.len()
+                    );
+                    let _ = s.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// How reqwest treats the port of resolved addresses: kept when the URL has no
+    /// port, overridden by an explicit URL port (hence [`ResolveMap::connect_url`]).
+    #[tokio::test]
+    async fn reqwest_port_semantics_of_resolved_addresses() {
+        let mapped = tagged_server("mapped").await;
+        let other = tagged_server("other").await;
+        let m = map(&[("*.port.test", &mapped.to_string())]);
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .dns_resolver(Arc::new(Resolver::new(m.clone())))
+            .build()
+            .unwrap();
+        let get = |u: String| {
+            let c = client.clone();
+            async move { c.get(u).send().await.unwrap().text().await.unwrap() }
+        };
+        assert_eq!(get("http://a.port.test/".into()).await, "mapped");
+        let explicit = format!("http://a.port.test:{}/", other.port());
+        assert_eq!(get(explicit.clone()).await, "other", "URL port overrides");
+        let (send, host) = m.connect_url(&url::Url::parse(&explicit).unwrap()).unwrap();
+        let body = client
+            .get(send.as_str())
+            .header(reqwest::header::HOST, host)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(body, "mapped", "port removed: the mapping wins");
+    }
 }

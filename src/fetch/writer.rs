@@ -12,8 +12,9 @@ use crate::error::{Error, Result};
 use crate::records::{ContentRecord, FetchRecord};
 use crate::storage::{PartWriter, StagedDataset, partition_for_host};
 
-/// Buffered content bytes per part after which rows are handed to Parquet.
-const CONTENT_FLUSH_BYTES: usize = 16 * 1024 * 1024;
+/// Buffered content bytes per part after which a row group is written out, so
+/// memory stays bounded by partitions x this (plus Parquet's page buffers).
+const CONTENT_FLUSH_BYTES: usize = 8 * 1024 * 1024;
 
 /// One finished URL: its crawl_fetch row and, for 2xx, its content row.
 #[derive(Debug)]
@@ -94,7 +95,7 @@ impl SegmentWriter {
                         pending[p] += c.content.len();
                         content_parts[p].push(c)?;
                         if pending[p] >= CONTENT_FLUSH_BYTES {
-                            content_parts[p].flush()?;
+                            content_parts[p].end_row_group()?;
                             pending[p] = 0;
                         }
                     }
