@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod datum;
+pub mod dedup;
 pub mod error;
 pub mod layout;
 pub mod parse;
