@@ -270,12 +270,11 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     }
     sum.groups = size.values().filter(|&&s| s > 1).count() as u64;
     let mut verdict: HashMap<String, bool> = HashMap::with_capacity(cands.len());
-    for i in 0..cands.len() {
+    for (i, c) in cands.into_iter().enumerate() {
         let r = groups.find(i);
         let dup = winner.get(&r).is_some_and(|&w| w != i);
-        verdict.insert(std::mem::take(&mut cands[i].url), dup);
+        verdict.insert(c.url, dup);
     }
-    drop(cands);
 
     // Pass 2: rewrite part by part, same names and order.
     let staged = StagedDataset::new(&current)?;
