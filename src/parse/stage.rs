@@ -31,7 +31,7 @@ use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
-pub const BATCH_ROWS: usize = 256;
+pub const BATCH_ROWS: usize = 64;
 
 /// What to parse.
 #[derive(Debug, Clone, Default)]
