@@ -523,4 +523,60 @@ mod tests {
             .ok()
         );
     }
+
+    #[test]
+    fn random_tag_soup_never_panics() {
+        const PIECES: &[&str] = &[
+            "<div>",
+            "</div>",
+            "<p>",
+            "</p>",
+            "<a href='/x'>",
+            "</a>",
+            "<a href=\"javascript:",
+            "<table><tr><td>",
+            "</td>",
+            "<script>",
+            "</script>",
+            "<!--",
+            "-->",
+            "<title>",
+            "</title>",
+            "<base href=//b.test/>",
+            "<meta charset=gbk>",
+            "<meta http-equiv=refresh content='0;url=/r'>",
+            "<img alt=\"",
+            "\">",
+            "text, ",
+            "&amp;",
+            "&#0;",
+            "&#x110000;",
+            "\u{0}",
+            "é",
+            "日本",
+            "<svg><title>",
+            "</svg>",
+            "<template>",
+            "<b><i>",
+            "</b>",
+            "<h1>",
+            "</h2>",
+            "<frameset><frame src=f>",
+            "<noscript><a href=/n>",
+            "<select><option>",
+        ];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..300 {
+            let mut doc = String::new();
+            for _ in 0..60 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                doc.push_str(PIECES[(x % PIECES.len() as u64) as usize]);
+            }
+            let p = parse("http://a.test/d/", Some("text/html"), &[], doc.as_bytes());
+            assert!(p.ok(), "{doc}");
+            assert!(p.data.outlinks.iter().all(|l| l.url.starts_with("http")));
+        }
+    }
 }
