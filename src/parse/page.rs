@@ -268,11 +268,9 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             let dec = charset::decode(input.content, input.content_type, tld.as_deref(), false);
             set_charset(&mut data, &dec);
             let text = collapse(&dec.text);
-            data.signature = Some(
-                signature::text_signature(&text)
-                    .unwrap_or_else(|| signature::bytes_signature(input.content)),
-            );
-            data.simhash = signature::simhash(&text);
+            let (sig, simhash) = signature::sign(&text);
+            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+            data.simhash = simhash;
             apply_robots(&mut data, robots);
             ParsedPage {
                 data,
@@ -315,12 +313,13 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             let resolved = links::resolve(&base, &ex.links, policy, &opts.links);
             fill_html(&mut data, &ex, &base);
             let signed = main.as_deref().filter(|m| !m.is_empty()).unwrap_or(&text);
-            data.signature = Some(
-                signature::text_signature(signed)
-                    .or_else(|| signature::text_signature(&text))
-                    .unwrap_or_else(|| signature::bytes_signature(input.content)),
-            );
-            data.simhash = signature::simhash(signed);
+            let (sig, simhash) = signature::sign(signed);
+            let sig = match sig {
+                Some(s) => Some(s),
+                None => signature::text_signature(&text),
+            };
+            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+            data.simhash = simhash;
             data.outlinks = resolved.iter().map(|l| l.link.clone()).collect();
             apply_robots(&mut data, robots);
             ParsedPage {

@@ -15,6 +15,24 @@ pub fn text_signature(text: &str) -> Option<String> {
     (!n.is_empty()).then(|| blake3::hash(n.as_bytes()).to_hex().to_string())
 }
 
+/// Both signatures of a text, tokenizing it once: (blake3 of the normalized
+/// text, SimHash); `(None, None)` when the text has no words.
+pub fn sign(text: &str) -> (Option<String>, Option<u64>) {
+    let toks = tokens(text);
+    if toks.is_empty() {
+        return (None, None);
+    }
+    let mut h = blake3::Hasher::new();
+    for (i, t) in toks.iter().enumerate() {
+        if i > 0 {
+            h.update(b" ");
+        }
+        h.update(t.as_bytes());
+    }
+    let hashes: Vec<u64> = toks.iter().map(|t| token_hash(t)).collect();
+    (Some(h.finalize().to_hex().to_string()), simhash_of(&hashes))
+}
+
 /// blake3 of raw bytes, hex.
 pub fn bytes_signature(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
@@ -43,6 +61,10 @@ fn mix(mut z: u64) -> u64 {
 /// order matters. `None` when the text has no words.
 pub fn simhash(text: &str) -> Option<u64> {
     let toks: Vec<u64> = tokens(text).iter().map(|t| token_hash(t)).collect();
+    simhash_of(&toks)
+}
+
+fn simhash_of(toks: &[u64]) -> Option<u64> {
     if toks.is_empty() {
         return None;
     }
@@ -120,5 +142,8 @@ mod tests {
         assert_eq!(text_signature("  "), None);
         assert_eq!(simhash(""), None);
         assert_eq!(bytes_signature(b"x").len(), 64);
+        let t = "One two three, four five!";
+        assert_eq!(sign(t), (text_signature(t), simhash(t)));
+        assert_eq!(sign(" "), (None, None));
     }
 }
