@@ -468,6 +468,22 @@ mod tests {
     }
 
     #[test]
+    fn legacy_pages_declared_utf8_are_detected() {
+        for (label, text) in SAMPLES.iter().filter(|(l, _)| *l != "UTF-8") {
+            let html = page(text, None);
+            let (bytes, _, _) = enc(label).encode(&html);
+            let d = decode(&bytes, Some("text/html; charset=utf-8"), None, true);
+            assert!(
+                d.text.contains(text),
+                "{label} declared UTF-8: got {}",
+                d.encoding.name()
+            );
+            assert_eq!(d.source, CharsetSource::Detected);
+            assert_eq!(d.declared.as_deref(), Some("utf-8"));
+        }
+    }
+
+    #[test]
     fn utf8_page_declared_latin1_in_header() {
         let html = page("Grüße aus Köln, naïve café", None);
         let d = decode(
