@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod crawldb;
 pub mod datum;
+pub mod dedup;
 pub mod error;
 pub mod fetch;
 pub mod graph;

@@ -5,10 +5,12 @@
 //!
 //! Declarations lie. A declared legacy charset is overridden by UTF-8 when the
 //! bytes contain non-ASCII and are entirely valid UTF-8 (legacy multi-byte text
-//! is almost never valid UTF-8 by accident). A declaration whose decoding
-//! produces errors is replaced by chardetng's guess when that guess decodes
-//! cleanly. Either override is recorded with source `detected` and the original
-//! label kept in `declared`.
+//! is almost never valid UTF-8 by accident). A single-byte declaration is
+//! overridden by chardetng's guess when the guess is for another writing system
+//! and decodes cleanly (a single-byte lie never shows as decode errors). A
+//! declaration whose decoding produces errors is replaced by chardetng's guess
+//! when that guess decodes cleanly. Every override is recorded with source
+//! `detected` and the original label kept in `declared`.
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 
@@ -98,6 +100,24 @@ pub fn decode(
             if enc != UTF_8 && !bytes.is_ascii() && std::str::from_utf8(bytes).is_ok() {
                 return finish(bytes, UTF_8, CharsetSource::Detected, Some(label));
             }
+            if enc.is_single_byte() && non_ascii(bytes) >= MIN_NON_ASCII_TO_OVERRIDE {
+                // A single-byte declaration decodes any bytes without errors, so
+                // a lie shows only as text in the wrong script: trust chardetng
+                // when it sees another script and its guess decodes cleanly.
+                let guess = detect(bytes, url_tld);
+                if guess != UTF_8 && script_of(guess) != script_of(enc) {
+                    let (t2, e2) = decode_with(bytes, guess);
+                    if !e2 {
+                        return Decoded {
+                            text: t2,
+                            encoding: guess,
+                            source: CharsetSource::Detected,
+                            declared: Some(label),
+                            had_errors: false,
+                        };
+                    }
+                }
+            }
             let (text, had_errors) = decode_with(bytes, enc);
             if had_errors {
                 let guess = detect(bytes, url_tld);
@@ -123,6 +143,31 @@ pub fn decode(
             }
         }
         None => finish(bytes, detect(bytes, url_tld), CharsetSource::Detected, None),
+    }
+}
+
+/// Non-ASCII bytes needed before chardetng may overrule a single-byte declaration.
+const MIN_NON_ASCII_TO_OVERRIDE: usize = 16;
+
+fn non_ascii(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|b| !b.is_ascii()).count()
+}
+
+/// The writing system an encoding is for (single-byte families; each
+/// multi-byte CJK encoding is its own).
+fn script_of(e: &'static Encoding) -> &'static str {
+    match e.name() {
+        "windows-1252" | "windows-1250" | "windows-1254" | "windows-1257" | "windows-1258"
+        | "ISO-8859-2" | "ISO-8859-3" | "ISO-8859-4" | "ISO-8859-10" | "ISO-8859-13"
+        | "ISO-8859-14" | "ISO-8859-15" | "ISO-8859-16" | "macintosh" => "latin",
+        "windows-1251" | "KOI8-R" | "KOI8-U" | "ISO-8859-5" | "IBM866" | "x-mac-cyrillic" => {
+            "cyrillic"
+        }
+        "windows-1253" | "ISO-8859-7" => "greek",
+        "windows-1255" | "ISO-8859-8" | "ISO-8859-8-I" => "hebrew",
+        "windows-1256" | "ISO-8859-6" => "arabic",
+        "windows-874" => "thai",
+        _ => e.name(),
     }
 }
 
@@ -423,6 +468,22 @@ mod tests {
     }
 
     #[test]
+    fn legacy_pages_declared_utf8_are_detected() {
+        for (label, text) in SAMPLES.iter().filter(|(l, _)| *l != "UTF-8") {
+            let html = page(text, None);
+            let (bytes, _, _) = enc(label).encode(&html);
+            let d = decode(&bytes, Some("text/html; charset=utf-8"), None, true);
+            assert!(
+                d.text.contains(text),
+                "{label} declared UTF-8: got {}",
+                d.encoding.name()
+            );
+            assert_eq!(d.source, CharsetSource::Detected);
+            assert_eq!(d.declared.as_deref(), Some("utf-8"));
+        }
+    }
+
+    #[test]
     fn utf8_page_declared_latin1_in_header() {
         let html = page("Grüße aus Köln, naïve café", None);
         let d = decode(
@@ -433,6 +494,19 @@ mod tests {
         );
         assert_eq!(d.encoding, UTF_8);
         assert!(d.text.contains("Grüße"));
+    }
+
+    #[test]
+    fn honest_single_byte_declarations_stand() {
+        // Western text declared as what it is is never overruled.
+        for label in ["windows-1252", "ISO-8859-1", "ISO-8859-15"] {
+            let text = "Le cœur de la cité médiévale était très animé; les élèves français étudiaient à l'école. Ça déçoit.";
+            let html = page(text, Some(label));
+            let (bytes, _, _) = enc(label).encode(&html);
+            let d = decode(&bytes, None, None, true);
+            assert_eq!(d.source, CharsetSource::Meta, "{label}");
+            assert!(d.text.contains(text));
+        }
     }
 
     #[test]

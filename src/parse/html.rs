@@ -176,12 +176,30 @@ fn is_hidden(tag: &str) -> bool {
     )
 }
 
+/// An element's attributes, read once (scraper's `attr()` interns the name on
+/// every call, which is costly when done for several names per element).
+struct Attrs<'a> {
+    list: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Attrs<'a> {
+    fn of(el: &'a scraper::node::Element) -> Self {
+        Attrs {
+            list: el.attrs().collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.list.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
 /// `hidden` attribute, or an inline style with `display:none` / `visibility:hidden`.
-fn hidden_by_attr(el: &scraper::node::Element) -> bool {
-    if el.attr("hidden").is_some() {
+fn hidden_by_attr(a: &Attrs<'_>) -> bool {
+    if a.get("hidden").is_some() {
         return true;
     }
-    el.attr("style").is_some_and(|st| {
+    a.get("style").is_some_and(|st| {
         let compact: String = st
             .chars()
             .filter(|c| !c.is_whitespace())
@@ -340,29 +358,31 @@ impl Walker<'_> {
 
     fn open(&mut self, el: &scraper::node::Element) -> Frame {
         let tag = el.name();
+        let a = Attrs::of(el);
+        let a = &a;
         match tag {
             "html" if self.out.lang.is_none() => {
-                self.out.lang = el
-                    .attr("lang")
+                self.out.lang = a
+                    .get("lang")
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty());
             }
             "base" if self.out.base_href.is_none() => {
-                self.out.base_href = el.attr("href").map(str::to_string);
+                self.out.base_href = a.get("href").map(str::to_string);
             }
             "link" => {
-                let rel = el.attr("rel").unwrap_or("");
+                let rel = a.get("rel").unwrap_or("");
                 if self.out.canonical.is_none()
                     && rel
                         .split_ascii_whitespace()
                         .any(|r| r.eq_ignore_ascii_case("canonical"))
                 {
-                    self.out.canonical = el.attr("href").map(str::to_string);
+                    self.out.canonical = a.get("href").map(str::to_string);
                 }
             }
-            "meta" => self.meta(el),
+            "meta" => self.meta(a),
             "img" => {
-                if let (Some(l), Some(alt)) = (self.links.last_mut(), el.attr("alt"))
+                if let (Some(l), Some(alt)) = (self.links.last_mut(), a.get("alt"))
                     && l.alt.is_empty()
                 {
                     l.alt = collapse(alt);
@@ -370,7 +390,7 @@ impl Walker<'_> {
             }
             "br" => self.buf.push(' '),
             "frame" | "iframe" => {
-                if let Some(src) = el.attr("src") {
+                if let Some(src) = a.get("src") {
                     self.out.links.push(RawLink {
                         tag: if tag == "frame" { "frame" } else { "iframe" },
                         href: src.to_string(),
@@ -387,14 +407,14 @@ impl Walker<'_> {
             self.in_title = true;
             return Frame::Title;
         }
-        if is_hidden(tag) || hidden_by_attr(el) {
+        if is_hidden(tag) || hidden_by_attr(a) {
             self.hidden += 1;
             return Frame::Hidden;
         }
         if (tag == "a" || tag == "area")
-            && let Some(href) = el.attr("href")
+            && let Some(href) = a.get("href")
         {
-            let nofollow = el.attr("rel").is_some_and(|r| {
+            let nofollow = a.get("rel").is_some_and(|r| {
                 r.split_ascii_whitespace()
                     .any(|x| x.eq_ignore_ascii_case("nofollow"))
             });
@@ -403,7 +423,7 @@ impl Walker<'_> {
                 href: href.to_string(),
                 text: String::new(),
                 alt: if tag == "area" {
-                    el.attr("alt").map(collapse).unwrap_or_default()
+                    a.get("alt").map(collapse).unwrap_or_default()
                 } else {
                     String::new()
                 },
@@ -414,17 +434,17 @@ impl Walker<'_> {
         if matches!(tag, "h1" | "h2" | "h3") && self.heading.is_none() && self.hidden == 0 {
             self.flush();
             self.heading = Some((tag.as_bytes()[1] - b'0', String::new()));
-            return self.open_block(el, tag);
+            return self.open_block(a, tag);
         }
         if is_block(tag) {
             self.flush();
-            return self.open_block(el, tag);
+            return self.open_block(a, tag);
         }
         Frame::Plain
     }
 
-    fn open_block(&mut self, el: &scraper::node::Element, tag: &str) -> Frame {
-        let cw = class_weight(el.attr("class").unwrap_or(""), el.attr("id").unwrap_or(""));
+    fn open_block(&mut self, a: &Attrs<'_>, tag: &str) -> Frame {
+        let cw = class_weight(a.get("class").unwrap_or(""), a.get("id").unwrap_or(""));
         let boiler = cw < 0 || tag_is_boiler(tag);
         let idx = self.out.elems.len();
         self.out.elems.push(ElemInfo {
@@ -497,9 +517,9 @@ impl Walker<'_> {
         }
     }
 
-    fn meta(&mut self, el: &scraper::node::Element) {
-        let content = el.attr("content").unwrap_or("");
-        if let Some(name) = el.attr("name") {
+    fn meta(&mut self, a: &Attrs<'_>) {
+        let content = a.get("content").unwrap_or("");
+        if let Some(name) = a.get("name") {
             let lname = name.trim().to_ascii_lowercase();
             if meta_name_applies(&lname, self.agent) {
                 self.out.robots.apply(content);
@@ -509,7 +529,7 @@ impl Walker<'_> {
                 self.out.keywords = Some(collapse(content)).filter(|s| !s.is_empty());
             }
         }
-        if let Some(eq) = el.attr("http-equiv")
+        if let Some(eq) = a.get("http-equiv")
             && eq.trim().eq_ignore_ascii_case("refresh")
             && let Some(url) = refresh_url(content)
         {

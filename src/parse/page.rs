@@ -268,11 +268,9 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             let dec = charset::decode(input.content, input.content_type, tld.as_deref(), false);
             set_charset(&mut data, &dec);
             let text = collapse(&dec.text);
-            data.signature = Some(
-                signature::text_signature(&text)
-                    .unwrap_or_else(|| signature::bytes_signature(input.content)),
-            );
-            data.simhash = signature::simhash(&text);
+            let (sig, simhash) = signature::sign(&text);
+            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+            data.simhash = simhash;
             apply_robots(&mut data, robots);
             ParsedPage {
                 data,
@@ -315,12 +313,13 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             let resolved = links::resolve(&base, &ex.links, policy, &opts.links);
             fill_html(&mut data, &ex, &base);
             let signed = main.as_deref().filter(|m| !m.is_empty()).unwrap_or(&text);
-            data.signature = Some(
-                signature::text_signature(signed)
-                    .or_else(|| signature::text_signature(&text))
-                    .unwrap_or_else(|| signature::bytes_signature(input.content)),
-            );
-            data.simhash = signature::simhash(signed);
+            let (sig, simhash) = signature::sign(signed);
+            let sig = match sig {
+                Some(s) => Some(s),
+                None => signature::text_signature(&text),
+            };
+            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+            data.simhash = simhash;
             data.outlinks = resolved.iter().map(|l| l.link.clone()).collect();
             apply_robots(&mut data, robots);
             ParsedPage {
@@ -522,5 +521,61 @@ mod tests {
             )
             .ok()
         );
+    }
+
+    #[test]
+    fn random_tag_soup_never_panics() {
+        const PIECES: &[&str] = &[
+            "<div>",
+            "</div>",
+            "<p>",
+            "</p>",
+            "<a href='/x'>",
+            "</a>",
+            "<a href=\"javascript:",
+            "<table><tr><td>",
+            "</td>",
+            "<script>",
+            "</script>",
+            "<!--",
+            "-->",
+            "<title>",
+            "</title>",
+            "<base href=//b.test/>",
+            "<meta charset=gbk>",
+            "<meta http-equiv=refresh content='0;url=/r'>",
+            "<img alt=\"",
+            "\">",
+            "text, ",
+            "&amp;",
+            "&#0;",
+            "&#x110000;",
+            "\u{0}",
+            "é",
+            "日本",
+            "<svg><title>",
+            "</svg>",
+            "<template>",
+            "<b><i>",
+            "</b>",
+            "<h1>",
+            "</h2>",
+            "<frameset><frame src=f>",
+            "<noscript><a href=/n>",
+            "<select><option>",
+        ];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..300 {
+            let mut doc = String::new();
+            for _ in 0..60 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                doc.push_str(PIECES[(x % PIECES.len() as u64) as usize]);
+            }
+            let p = parse("http://a.test/d/", Some("text/html"), &[], doc.as_bytes());
+            assert!(p.ok(), "{doc}");
+            assert!(p.data.outlinks.iter().all(|l| l.url.starts_with("http")));
+        }
     }
 }

@@ -15,31 +15,61 @@ pub fn text_signature(text: &str) -> Option<String> {
     (!n.is_empty()).then(|| blake3::hash(n.as_bytes()).to_hex().to_string())
 }
 
+/// Both signatures of a text, tokenizing it once: (blake3 of the normalized
+/// text, SimHash); `(None, None)` when the text has no words.
+pub fn sign(text: &str) -> (Option<String>, Option<u64>) {
+    let toks = tokens(text);
+    if toks.is_empty() {
+        return (None, None);
+    }
+    let mut h = blake3::Hasher::new();
+    for (i, t) in toks.iter().enumerate() {
+        if i > 0 {
+            h.update(b" ");
+        }
+        h.update(t.as_bytes());
+    }
+    let hashes: Vec<u64> = toks.iter().map(|t| token_hash(t)).collect();
+    (Some(h.finalize().to_hex().to_string()), simhash_of(&hashes))
+}
+
 /// blake3 of raw bytes, hex.
 pub fn bytes_signature(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// FNV-1a over the token's bytes, then the splitmix64 finalizer.
+fn token_hash(t: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in t.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    mix(h)
+}
+
+/// splitmix64's finalizer: every input bit affects every output bit.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Charikar's SimHash of the text's word 3-shingles (fewer than 3 words: the
-/// words themselves), each shingle hashed with blake3 (first 8 bytes); `None`
-/// when the text has no words.
+/// words themselves). Each token is hashed once (FNV-1a + splitmix64); a
+/// shingle's hash mixes its three token hashes at different rotations, so word
+/// order matters. `None` when the text has no words.
 pub fn simhash(text: &str) -> Option<u64> {
-    let toks = tokens(text);
+    let toks: Vec<u64> = tokens(text).iter().map(|t| token_hash(t)).collect();
+    simhash_of(&toks)
+}
+
+fn simhash_of(toks: &[u64]) -> Option<u64> {
     if toks.is_empty() {
         return None;
     }
     let mut counts = [0i32; 64];
-    let mut add = |shingle: &[String]| {
-        let mut h = blake3::Hasher::new();
-        for (i, t) in shingle.iter().enumerate() {
-            if i > 0 {
-                h.update(b" ");
-            }
-            h.update(t.as_bytes());
-        }
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&h.finalize().as_bytes()[..8]);
-        let v = u64::from_le_bytes(b);
+    let mut add = |v: u64| {
         for (bit, c) in counts.iter_mut().enumerate() {
             if v >> bit & 1 == 1 {
                 *c += 1;
@@ -49,12 +79,10 @@ pub fn simhash(text: &str) -> Option<u64> {
         }
     };
     if toks.len() < 3 {
-        for t in &toks {
-            add(std::slice::from_ref(t));
-        }
+        toks.iter().for_each(|&t| add(t));
     } else {
         for w in toks.windows(3) {
-            add(w);
+            add(mix(w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42)));
         }
     }
     let mut out = 0u64;
@@ -114,5 +142,8 @@ mod tests {
         assert_eq!(text_signature("  "), None);
         assert_eq!(simhash(""), None);
         assert_eq!(bytes_signature(b"x").len(), 64);
+        let t = "One two three, four five!";
+        assert_eq!(sign(t), (text_signature(t), simhash(t)));
+        assert_eq!(sign(" "), (None, None));
     }
 }

@@ -31,7 +31,7 @@ use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
-pub const BATCH_ROWS: usize = 256;
+pub const BATCH_ROWS: usize = 64;
 
 /// What to parse.
 #[derive(Debug, Clone, Default)]
@@ -266,4 +266,83 @@ pub fn crawl_parse_rows(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Header;
+
+    fn content(body: &str) -> ContentRecord {
+        ContentRecord {
+            url: "http://a.test/".into(),
+            host: "a.test".into(),
+            fetch_time: 0,
+            http_status: 200,
+            content_type: Some("text/html".into()),
+            headers: Vec::<Header>::new(),
+            content: body.as_bytes().to_vec(),
+            truncated: false,
+            ip_address: None,
+            score: 0.9,
+            depth: 2,
+        }
+    }
+
+    fn rows(cfg: &Config, body: &str) -> Vec<CrawlParseRecord> {
+        let r = content(body);
+        let policy = UrlPolicy::new(&cfg.urls, &[]).unwrap();
+        let page = parse_guarded(&r, &ParseOptions::from_config(cfg), &policy);
+        crawl_parse_rows(&r, &page, cfg)
+    }
+
+    #[test]
+    fn nofollow_links_follow_when_not_ignored() {
+        let body = "<a href=/a>a</a><a rel=nofollow href=/b>b</a><a href=/c>c</a>";
+        let mut cfg = Config::default();
+        let links: Vec<_> = rows(&cfg, body)
+            .into_iter()
+            .filter(|r| r.kind == "link")
+            .collect();
+        assert_eq!(links.len(), 2);
+        assert!(
+            links
+                .iter()
+                .all(|l| (l.score - 0.45).abs() < 1e-12 && l.depth == 3)
+        );
+        cfg.parse.ignore_nofollow_links = false;
+        let links: Vec<_> = rows(&cfg, body)
+            .into_iter()
+            .filter(|r| r.kind == "link")
+            .collect();
+        assert_eq!(links.len(), 3);
+        assert!((links[0].score - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_depth_and_scope_limit_link_rows() {
+        let body = "<a href=/a>a</a><a href=http://other.test/>o</a>";
+        let mut cfg = Config::default();
+        cfg.urls.max_depth = 2;
+        let r = rows(&cfg, body);
+        assert_eq!(r.len(), 1, "only the signature row: depth 3 > 2");
+        assert_eq!(r[0].kind, "signature");
+        let mut cfg = Config::default();
+        cfg.urls.scope = "host".into();
+        let r = content(body);
+        let policy = UrlPolicy::new(&cfg.urls, &["a.test".to_string()]).unwrap();
+        let page = parse_guarded(&r, &ParseOptions::from_config(&cfg), &policy);
+        assert_eq!(
+            page.data.outlinks.len(),
+            2,
+            "parse_data keeps out-of-scope links"
+        );
+        let links: Vec<_> = crawl_parse_rows(&r, &page, &cfg)
+            .into_iter()
+            .filter(|r| r.kind == "link")
+            .collect();
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].url, "http://a.test/a");
+        assert!((links[0].score - 0.9).abs() < 1e-12);
+    }
 }

@@ -1,0 +1,44 @@
+//! `dedup`: marks duplicate pages in the crawldb as `db_duplicate`.
+
+use std::time::Instant;
+
+use clap::Parser;
+
+/// Mark duplicates in the crawldb.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Mark duplicate pages in the crawldb as db_duplicate",
+    long_about = "Groups fetched crawldb rows by content signature (and, with --near, by SimHash \
+distance read from the segments' parse_data) and marks all but one row of each group db_duplicate: \
+the highest score wins, then the shortest URL. Rewrites the crawldb under its lock."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Also group near duplicates: pages whose SimHashes differ in at most --distance bits.
+    #[arg(long)]
+    near: bool,
+    /// Maximum differing SimHash bits for --near.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    distance: u32,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let (_cfg, dir) = args.common.setup()?;
+    let opts = trawl::dedup::DedupOptions {
+        near: args.near,
+        max_distance: args.distance.min(63),
+    };
+    let s = trawl::dedup::run(&dir, &opts)?;
+    trawl::cli::summary(
+        "dedup",
+        started,
+        &format!(
+            "{} rows, {} candidates, {} duplicate groups, {} duplicates, {} restored, {} near pairs",
+            s.rows, s.candidates, s.groups, s.duplicates, s.restored, s.near_pairs
+        ),
+    );
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! `parsebench`: measures parse throughput (MB/s of HTML through the whole page
+//! pipeline: charset, DOM, walk, links, main text, signatures) on the corpus
+//! pages (when present) and on generated pages.
+
+use std::time::Instant;
+
+use clap::Parser;
+use rayon::prelude::*;
+
+use trawl::Config;
+use trawl::parse::corpus;
+use trawl::parse::{PageInput, ParseOptions, parse_page};
+use trawl::urls::UrlPolicy;
+
+/// Parse throughput benchmark.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Measure parse throughput in MB/s",
+    long_about = "Parses the corpus pages (from $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora, \
+when present) and generated pages through the same per-page pipeline as the parse stage, in parallel \
+with rayon, and prints MB/s. Build with --release for meaningful figures."
+)]
+struct Args {
+    /// Passes over each page set.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Generated pages per pass.
+    #[arg(long, default_value_t = 2000)]
+    generated: usize,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+/// A synthetic article page with navigation, paragraphs, links and a footer.
+fn generated_page(i: usize) -> String {
+    let mut s = format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Generated page {i}</title>\
+         <meta name=description content='page {i}'></head><body><nav><ul>"
+    );
+    for j in 0..20 {
+        s.push_str(&format!("<li><a href='/section/{j}'>Section {j}</a></li>"));
+    }
+    s.push_str("</ul></nav><article class=post><h1>Heading of the article</h1>");
+    for p in 0..30 {
+        s.push_str(&format!(
+            "<p>Paragraph {p} of page {i}, with some words, commas, and an <a href='/doc/{i}/{p}'>inline link</a> \
+             to another document; the quick brown fox jumps over the lazy dog while crawlers fetch pages.</p>"
+        ));
+    }
+    s.push_str("</article><footer><p>Copyright footer</p><a href='http://other.test/'>Elsewhere</a></footer></body></html>");
+    s
+}
+
+fn bench(
+    name: &str,
+    pages: &[(String, Vec<u8>)],
+    rounds: usize,
+    opts: &ParseOptions,
+    policy: &UrlPolicy,
+) {
+    let bytes: usize = pages.iter().map(|(_, b)| b.len()).sum();
+    let started = Instant::now();
+    let mut links = 0usize;
+    for _ in 0..rounds {
+        links += pages
+            .par_iter()
+            .map(|(url, body)| {
+                let input = PageInput {
+                    url,
+                    content_type: Some("text/html"),
+                    headers: &[],
+                    content: body,
+                    truncated: false,
+                };
+                parse_page(&input, opts, policy).data.outlinks.len()
+            })
+            .sum::<usize>();
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let mb = (bytes * rounds) as f64 / 1e6;
+    println!(
+        "{name}: {} pages x {rounds} rounds, {:.1} MB in {:.2}s = {:.1} MB/s ({:.0} pages/s, {} outlinks)",
+        pages.len(),
+        mb,
+        secs,
+        mb / secs,
+        (pages.len() * rounds) as f64 / secs,
+        links
+    );
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    trawl::cli::init_logging();
+    if args.threads > 0 {
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(args.threads)
+            .build_global();
+    }
+    let cfg = Config::default();
+    let opts = ParseOptions::from_config(&cfg);
+    let policy = UrlPolicy::new(&cfg.urls, &[])?;
+    println!(
+        "threads: {}{}",
+        rayon::current_num_threads(),
+        if cfg!(debug_assertions) {
+            " (debug build: use --release)"
+        } else {
+            ""
+        }
+    );
+    match corpus::corpora_dir() {
+        Some(dir) => {
+            let pages: Vec<(String, Vec<u8>)> = corpus::load_pages(&dir)?
+                .into_iter()
+                .map(|p| (corpus::PAGE_URL.to_string(), p.source))
+                .collect();
+            bench("corpus", &pages, args.rounds, &opts, &policy);
+        }
+        None => println!("corpus: skipped (corpus not found)"),
+    }
+    let generated: Vec<(String, Vec<u8>)> = (0..args.generated)
+        .map(|i| {
+            (
+                format!("http://gen{}.test/page/{i}", i % 50),
+                generated_page(i).into_bytes(),
+            )
+        })
+        .collect();
+    bench("generated", &generated, args.rounds, &opts, &policy);
+    Ok(())
+}
