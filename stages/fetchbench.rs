@@ -67,6 +67,20 @@ fn main() -> anyhow::Result<()> {
         r.peak_rss_kb
             .map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0))
     );
+    let cpu = r.cpu;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "cpu: fetcher {:.2}s + writer {:.2}s + server {:.2}s = {:.2}s over {:.2}s wall ({:.0}% of {} cores, load average {}); fetcher+writer {:.0} pages per CPU-second",
+        cpu.fetcher,
+        cpu.writer,
+        cpu.server,
+        cpu.total(),
+        r.secs,
+        100.0 * cpu.total() / r.secs.max(1e-9) / cores as f64,
+        cores,
+        r.load_avg.map_or("?".into(), |l| format!("{l:.1}")),
+        r.pages as f64 / (cpu.fetcher + cpu.writer).max(1e-9)
+    );
     if args.polite_hosts > 0 && args.delay > 0.0 {
         let polite = BenchSpec {
             hosts: args.polite_hosts,

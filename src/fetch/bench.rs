@@ -46,6 +46,137 @@ pub struct BenchReport {
     pub secs: f64,
     /// Peak resident set size of the process so far (kB, VmHWM), if known.
     pub peak_rss_kb: Option<u64>,
+    /// CPU seconds (user + system) used during the run, by thread group.
+    pub cpu: CpuSplit,
+    /// The 1-minute load average when the run ended (other processes' load).
+    pub load_avg: Option<f64>,
+}
+
+/// CPU seconds of the run split by who used them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuSplit {
+    /// The benchmark's loopback server (one runtime thread).
+    pub server: f64,
+    /// The writer thread (Parquet encoding, zstd).
+    pub writer: f64,
+    /// Everything else: the fetcher's runtime (HTTP client, scheduling, robots).
+    pub fetcher: f64,
+}
+
+impl CpuSplit {
+    /// All CPU seconds of the process.
+    pub fn total(&self) -> f64 {
+        self.server + self.writer + self.fetcher
+    }
+}
+
+/// Thread name of the benchmark server's runtime.
+const SERVER_THREAD: &str = "bench-server";
+/// Clock ticks per second of /proc stat times (USER_HZ, 100 on Linux).
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// (comm, utime + stime ticks) of a /proc stat line; comm is in parentheses and may
+/// hold spaces.
+fn stat_ticks(stat: &str) -> Option<(String, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let mut f = stat.get(close + 2..)?.split_whitespace();
+    // After the comm: state is field 3; utime and stime are fields 14 and 15.
+    let utime: u64 = f.nth(11)?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((comm, utime + stime))
+}
+
+/// CPU ticks of the whole process so far.
+fn process_ticks() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| stat_ticks(&s))
+        .map_or(0, |(_, t)| t)
+}
+
+/// Samples the CPU ticks of this process's threads every 100 ms (threads end before
+/// the run does, so their last sample is what counts), to split a run's CPU time.
+pub struct CpuSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    join: std::thread::JoinHandle<std::collections::HashMap<u64, (String, u64)>>,
+    start_total: u64,
+    start_threads: std::collections::HashMap<u64, (String, u64)>,
+}
+
+fn sample_threads(into: &mut std::collections::HashMap<u64, (String, u64)>) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else {
+            continue;
+        };
+        if let Some(v) = std::fs::read_to_string(t.path().join("stat"))
+            .ok()
+            .and_then(|s| stat_ticks(&s))
+        {
+            into.insert(tid, v);
+        }
+    }
+}
+
+impl CpuSampler {
+    /// Starts sampling.
+    pub fn start() -> CpuSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut start_threads = std::collections::HashMap::new();
+        sample_threads(&mut start_threads);
+        let flag = stop.clone();
+        let join = std::thread::spawn(move || {
+            let mut seen = std::collections::HashMap::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                sample_threads(&mut seen);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            sample_threads(&mut seen);
+            seen
+        });
+        CpuSampler {
+            stop,
+            join,
+            start_total: process_ticks(),
+            start_threads,
+        }
+    }
+
+    /// Stops sampling; the CPU seconds since `start`, split by thread group.
+    pub fn finish(self) -> CpuSplit {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = self.join.join().unwrap_or_default();
+        let total = process_ticks().saturating_sub(self.start_total);
+        let mut split = CpuSplit::default();
+        let mut named = 0u64;
+        for (tid, (comm, ticks)) in seen {
+            let before = self.start_threads.get(&tid).map_or(0, |(_, t)| *t);
+            let n = ticks.saturating_sub(before);
+            if comm == SERVER_THREAD {
+                split.server += n as f64 / TICKS_PER_SEC;
+                named += n;
+            } else if comm == "fetch-writer" {
+                split.writer += n as f64 / TICKS_PER_SEC;
+                named += n;
+            }
+        }
+        split.fetcher = total.saturating_sub(named) as f64 / TICKS_PER_SEC;
+        split
+    }
+}
+
+/// The 1-minute load average, from /proc/loadavg.
+pub fn load_avg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 impl BenchReport {
@@ -148,6 +279,7 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
     }
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        .thread_name(SERVER_THREAD)
         .enable_all()
         .build()
         .map_err(|e| Error::Net(format!("cannot start the server runtime: {e}")))?;
@@ -168,9 +300,11 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
         .resolve
         .insert("*.bench.test".into(), addr.to_string());
     let seg = write_segment(&root, spec, cfg.crawl.partitions)?;
+    let sampler = CpuSampler::start();
     let started = Instant::now();
     let summary = crate::fetch::run(&cfg, &root, Some(&seg))?;
     let secs = started.elapsed().as_secs_f64();
+    let cpu = sampler.finish();
     server_rt.shutdown_background();
     std::fs::remove_dir_all(&root).at(&root)?;
     Ok(BenchReport {
@@ -179,5 +313,7 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
         bytes: summary.stats.bytes,
         secs,
         peak_rss_kb: peak_rss_kb(),
+        cpu,
+        load_avg: load_avg(),
     })
 }

@@ -112,8 +112,7 @@ impl Http {
         let mut resp = req.send().await?;
         let status = resp.status().as_u16();
         let remote_addr = resp.remote_addr();
-        let resp_headers = resp.headers().clone();
-        let mut body = Vec::new();
+        let mut body = Vec::with_capacity(initial_capacity(resp.content_length(), cap));
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await? {
             if cap > 0 && body.len() + chunk.len() > cap {
@@ -124,6 +123,8 @@ impl Http {
             }
             body.extend_from_slice(&chunk);
         }
+        // The headers are not needed while reading: move them out instead of cloning.
+        let resp_headers = std::mem::take(resp.headers_mut());
         Ok(Fetched {
             status,
             headers: resp_headers,
@@ -132,5 +133,36 @@ impl Http {
             remote_addr,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+/// Largest body buffer reserved up front from a Content-Length (a lying header
+/// must not make fetch reserve the whole cap for every page).
+const MAX_RESERVE: u64 = 256 * 1024;
+
+/// Bytes to reserve for a body: the announced length (decompressed bodies may be
+/// longer; they grow), at most the cap and [`MAX_RESERVE`].
+fn initial_capacity(content_length: Option<u64>, cap: usize) -> usize {
+    let mut n = content_length.unwrap_or(0).min(MAX_RESERVE);
+    if cap > 0 {
+        n = n.min(cap as u64);
+    }
+    usize::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_capacity_is_bounded_by_cap_and_reserve_limit() {
+        assert_eq!(initial_capacity(None, 1000), 0);
+        assert_eq!(initial_capacity(Some(4096), 0), 4096);
+        assert_eq!(initial_capacity(Some(4096), 1000), 1000);
+        assert_eq!(initial_capacity(Some(u64::MAX), 0), MAX_RESERVE as usize);
+        assert_eq!(
+            initial_capacity(Some(1 << 40), 2 << 20),
+            MAX_RESERVE as usize
+        );
     }
 }

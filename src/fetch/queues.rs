@@ -222,7 +222,7 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
     // Boxed so a waiting worker task stays small (one task per host and slot).
     let fetched = shared
         .before_deadline(Box::pin(async {
-            tokio::time::sleep_until(queue.next_start()).await;
+            wait_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let cap = shared.cfg.max_content_bytes;
             let r = fetch_page(&shared.http, &shared.policy, item, &url, cap).await;
@@ -240,6 +240,14 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
     };
     apply_signal(shared, queue, signal);
     out
+}
+
+/// Sleeps until `at`; returns at once, without registering a timer, when `at` has
+/// passed (the common case with delay 0 or a host whose turn is long due).
+async fn wait_until(at: Instant) {
+    if at > Instant::now() {
+        tokio::time::sleep_until(at).await;
+    }
 }
 
 fn apply_signal(shared: &Shared, queue: &HostQueue, signal: HostSignal) {
@@ -287,7 +295,7 @@ async fn robots_for(shared: &Shared, queue: &HostQueue, url: &url::Url) -> Optio
     }
     let (robots, rec) = shared
         .before_deadline(Box::pin(async {
-            tokio::time::sleep_until(queue.next_start()).await;
+            wait_until(queue.next_start()).await;
             let _permit = shared.permits.acquire().await.ok();
             let r =
                 fetch_robots(&shared.http, &origin, &queue.host, &shared.cfg.robots_agent).await;

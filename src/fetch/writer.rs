@@ -15,6 +15,18 @@ use crate::storage::{PartWriter, StagedDataset, partition_for_host};
 /// Buffered content bytes per part after which a row group is written out, so
 /// memory stays bounded by partitions x this (plus Parquet's page buffers).
 const CONTENT_FLUSH_BYTES: usize = 8 * 1024 * 1024;
+/// Most results the writer takes off the channel at once.
+const RECV_BATCH: usize = 256;
+
+/// Adds one to `key`'s count, allocating the key only the first time.
+fn count(map: &mut std::collections::BTreeMap<String, u64>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_string(), 1);
+        }
+    }
+}
 
 /// One finished URL: its crawl_fetch row and, for 2xx, its content row.
 #[derive(Debug)]
@@ -77,26 +89,24 @@ impl SegmentWriter {
             .spawn(move || -> Result<Written> {
                 let mut stats = WriteStats::default();
                 let mut pending = vec![0usize; partitions];
-                while let Some(out) = rx.blocking_recv() {
-                    let p = partition_for_host(&out.record.host, partitions);
-                    *stats
-                        .by_status
-                        .entry(out.record.status.as_str().to_string())
-                        .or_default() += 1;
-                    *stats
-                        .by_reason
-                        .entry(out.record.reason.clone())
-                        .or_default() += 1;
-                    stats.rows += 1;
-                    fetch_parts[p].push(out.record)?;
-                    if let Some(c) = out.content {
-                        stats.pages += 1;
-                        stats.bytes += c.content.len() as u64;
-                        pending[p] += c.content.len();
-                        content_parts[p].push(c)?;
-                        if pending[p] >= CONTENT_FLUSH_BYTES {
-                            content_parts[p].end_row_group()?;
-                            pending[p] = 0;
+                // Drain in batches: one wake-up of this thread per batch, not per URL.
+                let mut batch = Vec::with_capacity(RECV_BATCH);
+                while rx.blocking_recv_many(&mut batch, RECV_BATCH) > 0 {
+                    for out in batch.drain(..) {
+                        let p = partition_for_host(&out.record.host, partitions);
+                        count(&mut stats.by_status, out.record.status.as_str());
+                        count(&mut stats.by_reason, &out.record.reason);
+                        stats.rows += 1;
+                        fetch_parts[p].push(out.record)?;
+                        if let Some(c) = out.content {
+                            stats.pages += 1;
+                            stats.bytes += c.content.len() as u64;
+                            pending[p] += c.content.len();
+                            content_parts[p].push(c)?;
+                            if pending[p] >= CONTENT_FLUSH_BYTES {
+                                content_parts[p].end_row_group()?;
+                                pending[p] = 0;
+                            }
                         }
                     }
                 }
