@@ -18,6 +18,7 @@ pub mod records;
 pub mod storage;
 pub mod testweb;
 pub mod urls;
+pub mod warc;
 
 pub use config::Config;
 pub use datum::{CrawlDatum, DbStatus, FetchStatus};
