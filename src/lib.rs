@@ -17,6 +17,7 @@ pub mod parse;
 pub mod records;
 pub mod storage;
 pub mod testweb;
+pub mod tools;
 pub mod urls;
 pub mod warc;
 
