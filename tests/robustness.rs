@@ -47,12 +47,7 @@ fn bad_inputs_get_clear_errors_and_change_nothing() {
     let crawl = dir.join("crawl");
 
     // A missing seed file: an error naming it, no crawl dir created.
-    let out = run(
-        "inject",
-        &crawl,
-        &config,
-        &[dir.join("nope.txt").to_str().unwrap()],
-    );
+    let out = run("inject", &crawl, &config, &[dir.join("nope.txt").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("nope.txt"), "{}", stderr(&out));
     assert!(!crawl.join("crawldb/current").exists());
@@ -65,21 +60,12 @@ fn bad_inputs_get_clear_errors_and_change_nothing() {
     let out = run("inject", &crawl, &config, &[&seeds]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(
-        err.contains(":3") || err.contains("line 3"),
-        "line 3 reported: {err}"
-    );
-    assert!(
-        err.contains(":4") || err.contains("line 4"),
-        "line 4 reported: {err}"
-    );
+    assert!(err.contains(":3") || err.contains("line 3"), "line 3 reported: {err}");
+    assert!(err.contains(":4") || err.contains("line 4"), "line 4 reported: {err}");
     let db = crawldb_statuses(&crawl);
     assert_eq!(
         db.keys().cloned().collect::<Vec<_>>(),
-        vec![
-            "http://site0.web.test/".to_string(),
-            "http://site2.web.test/".to_string()
-        ]
+        vec!["http://site0.web.test/".to_string(), "http://site2.web.test/".to_string()]
     );
 
     // A crawl dir that is not one.
@@ -93,24 +79,12 @@ fn bad_inputs_get_clear_errors_and_change_nothing() {
     }
 
     // A segment that was never fetched, given to parse and updatedb: clear error, nothing changed.
-    let segment = run_ok("generate", &crawl, &config, &[])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
+    let segment = run_ok("generate", &crawl, &config, &[]).trim().lines().last().unwrap().to_string();
     let before = snapshot(&crawl);
     for stage in ["parse", "updatedb"] {
         let out = run(stage, &crawl, &config, &[&segment]);
-        assert!(
-            !out.status.success(),
-            "{stage} accepted an unfetched segment"
-        );
-        assert!(
-            stderr(&out).contains("fetch"),
-            "{stage} says to run fetch: {}",
-            stderr(&out)
-        );
+        assert!(!out.status.success(), "{stage} accepted an unfetched segment");
+        assert!(stderr(&out).contains("fetch"), "{stage} says to run fetch: {}", stderr(&out));
     }
     assert_eq!(snapshot(&crawl), before, "failed stages changed nothing");
 }
@@ -123,24 +97,13 @@ fn killed_fetch_leaves_no_partial_output_and_rerun_succeeds() {
     // A slow polite fetch (0.4 s per request and host) that we kill half way.
     let config = write_config(dir, &web.addr, 0.4, "");
     let crawl = dir.join("crawl");
-    let seeds = seeds_file(
-        dir,
-        "http://site0.web.test/\nhttp://site1.web.test/\nhttp://site2.web.test/\n",
-    );
+    let seeds = seeds_file(dir, "http://site0.web.test/\nhttp://site1.web.test/\nhttp://site2.web.test/\n");
     run_ok("inject", &crawl, &config, &[&seeds]);
     assert!(round(&crawl, &config).is_some());
-    let segment = run_ok("generate", &crawl, &config, &[])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
+    let segment = run_ok("generate", &crawl, &config, &[]).trim().lines().last().unwrap().to_string();
     let fetch_list: Vec<trawl::CrawlDatum> =
         trawl::storage::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
-    assert!(
-        fetch_list.len() > 6,
-        "a fetch list long enough to kill mid-run"
-    );
+    assert!(fetch_list.len() > 6, "a fetch list long enough to kill mid-run");
 
     let mut child = Command::new(bin("fetch"))
         .arg("--crawl-dir")
@@ -153,15 +116,10 @@ fn killed_fetch_leaves_no_partial_output_and_rerun_succeeds() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1200));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "fetch still running when killed"
-    );
+    assert!(child.try_wait().unwrap().is_none(), "fetch still running when killed");
     child.kill().unwrap(); // SIGKILL: no cleanup
     child.wait().unwrap();
-    assert!(!trawl::storage::dataset_complete(
-        &Path::new(&segment).join("crawl_fetch")
-    ));
+    assert!(!trawl::storage::dataset_complete(&Path::new(&segment).join("crawl_fetch")));
 
     // The rerun fetches everything, every URL exactly once.
     let started = Instant::now();
@@ -208,19 +166,12 @@ fn interrupted_crawldb_install_and_stale_lock_are_recovered() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     std::fs::write(
         db.join(".lock"),
-        format!(
-            "pid=999999999\nhost={}\nstage=updatedb\nsince=then\n",
-            host.trim()
-        ),
+        format!("pid=999999999\nhost={}\nstage=updatedb\nsince=then\n", host.trim()),
     )
     .unwrap();
     let out = run("readdb", &crawl, &config, &["--stats"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        crawldb_statuses(&crawl),
-        want,
-        "the complete new version was installed"
-    );
+    assert_eq!(crawldb_statuses(&crawl), want, "the complete new version was installed");
     // A writer takes the stale lock over (and says so).
     let seeds3 = seeds_file(dir, "http://site2.web.test/\n");
     let out = run("inject", &crawl, &config, &[&seeds3]);
@@ -232,11 +183,7 @@ fn interrupted_crawldb_install_and_stale_lock_are_recovered() {
     // A lock held by a live process is refused, naming the holder.
     std::fs::write(
         db.join(".lock"),
-        format!(
-            "pid={}\nhost={}\nstage=updatedb\nsince=now\n",
-            std::process::id(),
-            host.trim()
-        ),
+        format!("pid={}\nhost={}\nstage=updatedb\nsince=now\n", std::process::id(), host.trim()),
     )
     .unwrap();
     let out = run("inject", &crawl, &config, &[&seeds3]);

@@ -85,11 +85,7 @@ fn site_map(dir: &Path) -> SiteMap {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     SiteMap::load(&path).unwrap()
 }
 
@@ -113,26 +109,14 @@ fn three_rounds_match_the_site_map() {
 
     let expected = expected_rounds(&map, 3, max_depth);
     for (r, want) in expected.iter().enumerate() {
-        assert!(
-            round(&crawl, &config).is_some(),
-            "round {} generated nothing",
-            r + 1
-        );
+        assert!(round(&crawl, &config).is_some(), "round {} generated nothing", r + 1);
         let got = crawldb_statuses(&crawl);
-        assert_eq!(
-            counts(&got),
-            counts(want),
-            "URLs per status after round {}",
-            r + 1
-        );
+        assert_eq!(counts(&got), counts(want), "URLs per status after round {}", r + 1);
         assert_eq!(&got, want, "crawldb after round {}", r + 1);
     }
     // The depth limit: every URL within depth 2 was reached and attempted, nothing deeper.
     let last = expected.last().unwrap();
-    assert!(
-        last.values().all(|s| s != "db_unfetched"),
-        "depth-2 set fully attempted"
-    );
+    assert!(last.values().all(|s| s != "db_unfetched"), "depth-2 set fully attempted");
     assert_eq!(
         crawldb_statuses(&crawl).keys().collect::<BTreeSet<_>>(),
         last.keys().collect::<BTreeSet<_>>()

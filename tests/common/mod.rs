@@ -36,16 +36,10 @@ impl TestWeb {
             .expect("start testweb");
         let started = Instant::now();
         while !addr_file.is_file() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "testweb did not start"
-            );
+            assert!(started.elapsed() < Duration::from_secs(20), "testweb did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let addr = std::fs::read_to_string(&addr_file)
-            .unwrap()
-            .trim()
-            .to_string();
+        let addr = std::fs::read_to_string(&addr_file).unwrap().trim().to_string();
         TestWeb { child, addr, log }
     }
 
@@ -159,17 +153,8 @@ pub fn round(crawl: &Path, config: &Path) -> Option<String> {
     if out.status.code() == Some(2) {
         return None;
     }
-    assert!(
-        out.status.success(),
-        "generate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let segment = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
+    assert!(out.status.success(), "generate failed: {}", String::from_utf8_lossy(&out.stderr));
+    let segment = String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap().to_string();
     for stage in ["fetch", "parse", "updatedb", "linkdb"] {
         run_ok(stage, crawl, config, &[&segment]);
     }
@@ -181,9 +166,7 @@ pub fn round(crawl: &Path, config: &Path) -> Option<String> {
 pub fn crawldb_statuses(crawl: &Path) -> BTreeMap<String, String> {
     let rows: Vec<trawl::CrawlDatum> =
         trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
-    rows.into_iter()
-        .map(|d| (d.url, d.status.as_str().to_string()))
-        .collect()
+    rows.into_iter().map(|d| (d.url, d.status.as_str().to_string())).collect()
 }
 
 /// The corpus directory (`../shared/corpora` beside the checkout), if present.
