@@ -40,7 +40,7 @@ web: build
 # The Python virtualenv with DuckDB (and warcio), used by the query tests.
 $(PYTHON):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb warcio
 
 test: test-rust test-queries
 

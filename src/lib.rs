@@ -18,7 +18,9 @@ pub mod parse;
 pub mod records;
 pub mod storage;
 pub mod testweb;
+pub mod tools;
 pub mod urls;
+pub mod warc;
 
 pub use config::Config;
 pub use datum::{CrawlDatum, DbStatus, FetchStatus};

@@ -1,0 +1,60 @@
+//! `readlinkdb`: the inlinks of one URL, or the whole linkdb, as JSON lines.
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::graph::linkdb::read_meta;
+use crate::layout::CrawlDir;
+use crate::records::InlinkRecord;
+use crate::storage::{part_files, part_name, partition_for_host, read_part};
+use crate::urls::host_of;
+
+fn require_linkdb(dir: &CrawlDir) -> Result<usize> {
+    match read_meta(dir)? {
+        Some(m) => Ok(m.partitions),
+        None => Err(Error::crawl_dir(
+            dir.linkdb_current(),
+            "no linkdb (no linkdb/current with a _SUCCESS marker); run `linkdb` first",
+        )),
+    }
+}
+
+/// The inlinks of `url` (sorted by source URL), read from its host's partition only.
+pub fn inlinks(dir: &CrawlDir, url: &str) -> Result<Vec<InlinkRecord>> {
+    let partitions = require_linkdb(dir)?;
+    let path = dir.linkdb_current().join(part_name(partition_for_host(
+        &host_of(url),
+        partitions.max(1),
+    )));
+    let mut out = Vec::new();
+    if !path.is_file() {
+        return Ok(out);
+    }
+    for rows in read_part::<InlinkRecord>(&path)? {
+        out.extend(rows?.into_iter().filter(|r| r.url == url));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Writes every linkdb row as a JSON line (`url`, `from_url`, `anchor`, `segment`),
+/// part by part; returns the number of rows.
+pub fn dump(dir: &CrawlDir, out: &mut impl Write) -> Result<u64> {
+    require_linkdb(dir)?;
+    let mut n = 0;
+    for part in part_files(&dir.linkdb_current())? {
+        for rows in read_part::<InlinkRecord>(&part)? {
+            for r in rows? {
+                write_row(&r, out)?;
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Writes one row as a JSON line.
+pub fn write_row(r: &InlinkRecord, out: &mut impl Write) -> Result<()> {
+    serde_json::to_writer(&mut *out, r).map_err(|e| Error::input("<stdout>", e.to_string()))?;
+    writeln!(out).map_err(|e| Error::io("<stdout>", e))
+}

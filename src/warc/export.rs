@@ -1,0 +1,346 @@
+//! Exporting a segment's `content` to gzipped WARC/1.1 files: for each fetched page
+//! a `request` record (the GET trawl sent) and a `response` record (status line,
+//! stored headers, payload), each file starting with a `warcinfo` record and rotated
+//! at a size limit. Files are written under temporary names and renamed when the
+//! whole export is done, so a killed export leaves no half file under a final name.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::datum::CrawlDatum;
+use crate::error::{IoContext, Result};
+use crate::layout::Segment;
+use crate::records::ContentRecord;
+use crate::storage::{part_files, read_dataset, read_part};
+use crate::warc::http::{RequestInfo, request_block, response_block};
+use crate::warc::writer::{WarcRecord, record_id, sha1_digest, warc_date};
+
+/// What to export and where.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The directory the `.warc.gz` files go to (created if missing).
+    pub out_dir: PathBuf,
+    /// File name prefix: files are `<prefix>-<segment>-<NNNNN>.warc.gz`.
+    pub prefix: String,
+    /// A file is closed and the next one started once it reaches this many bytes
+    /// (a request/response pair is never split; a file holds at least one pair).
+    pub max_file_bytes: u64,
+    /// The User-Agent the fetch sent (from `fetch.user_agent`).
+    pub user_agent: String,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default)]
+pub struct ExportStats {
+    /// Pages exported (request/response pairs).
+    pub pages: u64,
+    /// Records written, warcinfo records included.
+    pub records: u64,
+    /// Content rows skipped (URL that does not parse).
+    pub skipped: u64,
+    /// Compressed bytes written.
+    pub bytes: u64,
+    /// The files written, in order.
+    pub files: Vec<PathBuf>,
+}
+
+/// Exports `segment`'s `content` dataset as WARC files (see the module doc).
+pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportStats> {
+    let content = segment.require("content", "fetch")?;
+    let conditionals = conditional_headers(segment)?;
+    fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;
+    let mut files = FileSet::new(opts, segment)?;
+    let parts = part_files(&content)?;
+    let pb = crate::cli::progress_bar(parts.len() as u64, "warc");
+    let mut stats = ExportStats::default();
+    for part in &parts {
+        for rows in read_part::<ContentRecord>(part)? {
+            for rec in rows? {
+                let mut info = conditionals.get(&rec.url).cloned().unwrap_or_default();
+                info.user_agent.clone_from(&opts.user_agent);
+                match page_records(&rec, &info, segment.name()) {
+                    Some(pair) => {
+                        files.write_pair(&pair)?;
+                        stats.pages += 1;
+                    }
+                    None => {
+                        tracing::warn!(
+                            "{}: {}: URL does not parse; not exported",
+                            part.display(),
+                            rec.url
+                        );
+                        stats.skipped += 1;
+                    }
+                }
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let (files, records, bytes) = files.finish()?;
+    stats.files = files;
+    stats.records = records;
+    stats.bytes = bytes;
+    Ok(stats)
+}
+
+/// The conditional headers fetch sent, from the fetch list's metadata.
+fn conditional_headers(segment: &Segment) -> Result<HashMap<String, RequestInfo>> {
+    let mut out = HashMap::new();
+    if !segment.has("crawl_generate") {
+        tracing::warn!(
+            "{}: no crawl_generate; request records will carry no conditional headers",
+            segment.path().display()
+        );
+        return Ok(out);
+    }
+    for d in read_dataset::<CrawlDatum>(&segment.dataset("crawl_generate"))? {
+        let get = |k: &str| d.metadata.get(k).filter(|s| !s.is_empty()).cloned();
+        let (etag, lm) = (get("etag"), get("last_modified"));
+        if etag.is_some() || lm.is_some() {
+            out.insert(
+                d.url.clone(),
+                RequestInfo {
+                    user_agent: String::new(),
+                    if_none_match: etag,
+                    if_modified_since: lm,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The request and response records of one page (warcinfo id filled in later).
+fn page_records(rec: &ContentRecord, info: &RequestInfo, segment: &str) -> Option<[WarcRecord; 2]> {
+    let req_block = request_block(&rec.url, info)?;
+    let date = warc_date(rec.fetch_time);
+    let seed = format!("{segment}\n{}\n{}", rec.url, rec.fetch_time);
+    let req_id = record_id(format!("request\n{seed}").as_bytes());
+    let resp_id = record_id(format!("response\n{seed}").as_bytes());
+    let resp = response_block(rec);
+    let payload_digest = sha1_digest(&resp.block[resp.payload_offset..]);
+
+    let mut request = WarcRecord::new("request", &req_id, &date, req_block);
+    request
+        .add("WARC-Target-URI", rec.url.as_str())
+        .add("WARC-Concurrent-To", resp_id.as_str())
+        .add("Content-Type", "application/http; msgtype=request");
+    if let Some(ip) = &rec.ip_address {
+        request.add("WARC-IP-Address", ip.as_str());
+    }
+
+    let mut response = WarcRecord::new("response", &resp_id, &date, resp.block);
+    response
+        .add("WARC-Target-URI", rec.url.as_str())
+        .add("WARC-Concurrent-To", req_id.as_str())
+        .add("Content-Type", "application/http; msgtype=response")
+        .add("WARC-Payload-Digest", payload_digest);
+    if let Some(ip) = &rec.ip_address {
+        response.add("WARC-IP-Address", ip.as_str());
+    }
+    if rec.truncated {
+        response.add("WARC-Truncated", "length");
+    }
+    for (name, value) in resp.warc_fields {
+        response.add(&name, value);
+    }
+    Some([request, response])
+}
+
+struct OpenFile {
+    out: BufWriter<File>,
+    tmp: PathBuf,
+    name: String,
+    warcinfo_id: String,
+    bytes: u64,
+    pairs: u64,
+}
+
+/// The rotating set of output files of one export.
+struct FileSet<'a> {
+    opts: &'a ExportOptions,
+    segment: String,
+    segment_path: PathBuf,
+    hostname: String,
+    current: Option<OpenFile>,
+    done: Vec<(PathBuf, PathBuf)>,
+    records: u64,
+    bytes: u64,
+}
+
+impl<'a> FileSet<'a> {
+    fn new(opts: &'a ExportOptions, segment: &Segment) -> Result<Self> {
+        let set = FileSet {
+            opts,
+            segment: segment.name().to_string(),
+            segment_path: segment.path().to_path_buf(),
+            hostname: hostname(),
+            current: None,
+            done: Vec::new(),
+            records: 0,
+            bytes: 0,
+        };
+        set.remove_matching(|n| n.contains(".warc.gz.tmp-"))?;
+        Ok(set)
+    }
+
+    fn stem(&self) -> String {
+        format!("{}-{}-", self.opts.prefix, self.segment)
+    }
+
+    /// Removes files of this export's name pattern selected by `pick`.
+    fn remove_matching(&self, pick: impl Fn(&str) -> bool) -> Result<()> {
+        let dir = &self.opts.out_dir;
+        let stem = self.stem();
+        for entry in fs::read_dir(dir).at(dir)? {
+            let entry = entry.at(dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&stem) && pick(&name) {
+                tracing::info!("removing {}", entry.path().display());
+                fs::remove_file(entry.path()).at(entry.path())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open_next(&mut self) -> Result<()> {
+        let index = self.done.len();
+        let name = format!("{}{index:05}.warc.gz", self.stem());
+        let tmp = self
+            .opts
+            .out_dir
+            .join(format!("{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp).at(&tmp)?;
+        let warcinfo_id = record_id(format!("warcinfo\n{}\n{name}", self.segment).as_bytes());
+        let mut f = OpenFile {
+            out: BufWriter::new(file),
+            tmp,
+            name,
+            warcinfo_id,
+            bytes: 0,
+            pairs: 0,
+        };
+        let info = self.warcinfo(&f);
+        write_member(&mut f, &info)?;
+        self.records += 1;
+        self.current = Some(f);
+        Ok(())
+    }
+
+    fn warcinfo(&self, f: &OpenFile) -> WarcRecord {
+        let fields = [
+            ("software", format!("trawl/{}", env!("CARGO_PKG_VERSION"))),
+            ("format", "WARC File Format 1.1".to_string()),
+            (
+                "conformsTo",
+                "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+                    .to_string(),
+            ),
+            ("hostname", self.hostname.clone()),
+            ("isPartOf", self.segment.clone()),
+            (
+                "description",
+                format!("trawl segment {}", self.segment_path.display()),
+            ),
+            ("robots", "obey".to_string()),
+            ("http-header-user-agent", self.opts.user_agent.clone()),
+        ];
+        let mut block = String::new();
+        for (k, v) in fields {
+            block.push_str(&format!("{k}: {}\r\n", v.replace(['\r', '\n'], " ")));
+        }
+        let date = warc_date(crate::datum::now_millis());
+        let mut r = WarcRecord::new("warcinfo", &f.warcinfo_id, &date, block.into_bytes());
+        r.add("WARC-Filename", f.name.as_str())
+            .add("Content-Type", "application/warc-fields");
+        r
+    }
+
+    fn write_pair(&mut self, pair: &[WarcRecord; 2]) -> Result<()> {
+        let rotate = self
+            .current
+            .as_ref()
+            .is_some_and(|f| f.pairs > 0 && f.bytes >= self.opts.max_file_bytes);
+        if rotate {
+            self.close_current()?;
+        }
+        if self.current.is_none() {
+            self.open_next()?;
+        }
+        if let Some(f) = self.current.as_mut() {
+            for r in pair {
+                let mut r = r.clone();
+                r.headers
+                    .insert(3, ("WARC-Warcinfo-ID".into(), f.warcinfo_id.clone()));
+                write_member(f, &r)?;
+            }
+            f.pairs += 1;
+        }
+        self.records += 2;
+        Ok(())
+    }
+
+    fn close_current(&mut self) -> Result<()> {
+        if let Some(f) = self.current.take() {
+            let file = f
+                .out
+                .into_inner()
+                .map_err(|e| crate::error::Error::io(&f.tmp, e.into_error()))?;
+            file.sync_all().at(&f.tmp)?;
+            self.bytes += f.bytes;
+            let dest = self.opts.out_dir.join(&f.name);
+            self.done.push((f.tmp, dest));
+        }
+        Ok(())
+    }
+
+    /// Closes the last file, removes this segment's files of an earlier export and
+    /// renames the new ones into place.
+    fn finish(mut self) -> Result<(Vec<PathBuf>, u64, u64)> {
+        self.close_current()?;
+        self.remove_matching(|n| n.ends_with(".warc.gz"))?;
+        let mut out = Vec::new();
+        for (tmp, dest) in &self.done {
+            fs::rename(tmp, dest).at(dest)?;
+            out.push(dest.clone());
+        }
+        self.done.clear();
+        Ok((out, self.records, self.bytes))
+    }
+}
+
+impl Drop for FileSet<'_> {
+    fn drop(&mut self) {
+        // An export that failed part way removes its temporary files.
+        if let Some(f) = self.current.take() {
+            let _ = fs::remove_file(&f.tmp);
+        }
+        for (tmp, _) in &self.done {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+fn write_member(f: &mut OpenFile, r: &WarcRecord) -> Result<()> {
+    let gz = r.to_gzip_member().at(&f.tmp)?;
+    f.out.write_all(&gz).at(&f.tmp)?;
+    f.bytes += gz.len() as u64;
+    Ok(())
+}
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The default output directory of an export: `<crawl-dir>/warc`.
+pub fn default_out_dir(crawl_dir: &Path) -> PathBuf {
+    crawl_dir.join("warc")
+}
