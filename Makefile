@@ -44,7 +44,8 @@ $(PYTHON):
 
 test: test-rust test-queries
 
-test-rust:
+# The Rust tests use the virtualenv's warcio to read trawl's WARC files back.
+test-rust: $(PYTHON)
 	$(CARGO) test --release
 
 test-queries: build $(PYTHON)

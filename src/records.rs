@@ -583,6 +583,12 @@ mod schema_doc_tests {
             ("crawl_parse", CrawlParseRecord::schema()),
             ("linkdb", InlinkRecord::schema()),
             ("pagerank", PageRankRecord::schema()),
+            ("robots", crate::fetch::robots::RobotsRecord::schema()),
+            ("pagerank_hits", crate::graph::rows::HitsRecord::schema()),
+            (
+                "pagerank_hosts",
+                crate::graph::rows::HostRankRecord::schema(),
+            ),
         ];
         for (name, schema) in datasets {
             assert_eq!(
