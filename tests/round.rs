@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use common::*;
 use trawl::testweb::SiteMap;
@@ -77,28 +76,11 @@ fn counts(m: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     c
 }
 
-fn site_map(dir: &Path) -> SiteMap {
-    let path = dir.join("sitemap.json");
-    let out = std::process::Command::new(bin("testweb"))
-        .arg("sitemap")
-        .args(WEB)
-        .arg("--out")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    SiteMap::load(&path).unwrap()
-}
-
 #[test]
 fn three_rounds_match_the_site_map() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir);
+    let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
     let max_depth = 2;
     let config = write_config(

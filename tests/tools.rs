@@ -10,26 +10,8 @@ use std::process::{Command, Output};
 use common::*;
 use serde_json::Value;
 use trawl::records::{ContentRecord, FetchRecord, InlinkRecord};
-use trawl::testweb::SiteMap;
 
 const WEB: &[&str] = &["--seed", "9", "--hosts", "4", "--pages", "10"];
-
-fn site_map(dir: &Path) -> SiteMap {
-    let path = dir.join("sitemap.json");
-    let out = Command::new(bin("testweb"))
-        .arg("sitemap")
-        .args(WEB)
-        .arg("--out")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    SiteMap::load(&path).unwrap()
-}
 
 fn tool(exe: &str, crawl: &Path, config: &Path, args: &[&str]) -> Output {
     Command::new(exe)
@@ -63,7 +45,7 @@ const READLINKDB: &str = env!("CARGO_BIN_EXE_readlinkdb");
 fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir);
+    let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, 0.02, "");
     let crawl = dir.join("crawl");

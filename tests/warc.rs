@@ -11,27 +11,9 @@ use std::process::Command;
 
 use common::*;
 use trawl::records::ContentRecord;
-use trawl::testweb::SiteMap;
 use trawl::warc::writer::sha1_digest;
 
 const WEB: &[&str] = &["--seed", "5", "--hosts", "4", "--pages", "10"];
-
-fn site_map(dir: &Path) -> SiteMap {
-    let path = dir.join("sitemap.json");
-    let out = Command::new(bin("testweb"))
-        .arg("sitemap")
-        .args(WEB)
-        .arg("--out")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    SiteMap::load(&path).unwrap()
-}
 
 fn warc(crawl: &Path, config: &Path, args: &[&str]) -> Vec<PathBuf> {
     let out = Command::new(env!("CARGO_BIN_EXE_warc"))
@@ -239,7 +221,7 @@ fn check_with_warcio(warc_dir: &Path, content: &[ContentRecord], scratch: &Path)
 fn crawl_exports_to_warc_that_warcio_reads_back() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir);
+    let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, 0.02, "");
     let crawl = dir.join("crawl");

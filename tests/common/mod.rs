@@ -194,3 +194,21 @@ pub fn corpora() -> Option<PathBuf> {
     ];
     candidates.into_iter().flatten().find(|p| p.is_dir())
 }
+
+/// Writes and loads the site map of the test web `testweb serve <web>` would serve.
+pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
+    let path = dir.join("sitemap.json");
+    let out = Command::new(bin("testweb"))
+        .arg("sitemap")
+        .args(web)
+        .arg("--out")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    trawl::testweb::SiteMap::load(&path).unwrap()
+}
