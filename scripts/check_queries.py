@@ -50,8 +50,8 @@ def main() -> int:
 
     # Cross-checks against the data read independently of the README.
     db = f"'{crawl_dir}/crawldb/current/*.parquet'"
-    total, = con.sql(f"SELECT count(*) FROM {db}").fetchone()
-    distinct, = con.sql(f"SELECT count(DISTINCT url) FROM {db}").fetchone()
+    (total,), = con.sql(f"SELECT count(*) FROM {db}").fetchall()
+    (distinct,), = con.sql(f"SELECT count(DISTINCT url) FROM {db}").fetchall()
     statuses = {s for (s,) in con.sql(f"SELECT DISTINCT status FROM {db}").fetchall()}
     types = {r[0]: r[1] for r in con.sql(f"DESCRIBE SELECT * FROM {db}").fetchall()}
     checks = [
