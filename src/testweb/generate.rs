@@ -11,7 +11,7 @@ use url::Url;
 
 use super::html::{PageBuilder, Piece};
 use super::links::href_for;
-use super::model::{Behavior, HTML_TYPE, Host, Kind, Resource, Web, not_found_body, redirect_body};
+use super::model::{Host, Kind, Resource, Web, not_found_body, redirect_body};
 use super::rng::{Rng, Zipf};
 use super::robots::Robots;
 use super::spec::WebSpec;
@@ -242,48 +242,28 @@ impl<'a> HostGen<'a> {
             resources.insert(
                 path.clone(),
                 Resource {
-                    url: doc.to_string(),
-                    path,
-                    kind: Kind::Redirect,
-                    status,
-                    content_type: HTML_TYPE,
-                    body: redirect_body(status),
                     location: Some(location),
                     redirect: Some(target),
-                    outlinks: Vec::new(),
-                    title: None,
-                    duplicate_of: None,
-                    nofollow: false,
-                    noindex: false,
-                    revision: 0,
-                    behavior: Behavior::Normal,
-                    headers: Vec::new(),
-                    note: None,
+                    ..Resource::new(
+                        doc.to_string(),
+                        path,
+                        Kind::Redirect,
+                        status,
+                        redirect_body(status),
+                    )
                 },
             );
         }
         for path in ["/missing1.html", "/missing2.html"] {
             resources.insert(
                 path.to_string(),
-                Resource {
-                    url: self.url(path),
-                    path: path.to_string(),
-                    kind: Kind::Missing,
-                    status: 404,
-                    content_type: HTML_TYPE,
-                    body: not_found_body(),
-                    location: None,
-                    redirect: None,
-                    outlinks: Vec::new(),
-                    title: None,
-                    duplicate_of: None,
-                    nofollow: false,
-                    noindex: false,
-                    revision: 0,
-                    behavior: Behavior::Normal,
-                    headers: Vec::new(),
-                    note: None,
-                },
+                Resource::new(
+                    self.url(path),
+                    path.to_string(),
+                    Kind::Missing,
+                    404,
+                    not_found_body(),
+                ),
             );
         }
         Ok(Host {
@@ -327,23 +307,9 @@ impl<'a> HostGen<'a> {
             _ => not_found_body(),
         };
         Ok(Resource {
-            url: doc.to_string(),
-            path: doc.path().to_string(),
-            kind,
-            status,
-            content_type: HTML_TYPE,
-            body,
             location: target.clone(),
             redirect: target,
-            outlinks: Vec::new(),
-            title: None,
-            duplicate_of: None,
-            nofollow: false,
-            noindex: false,
-            revision: 0,
-            behavior: Behavior::Normal,
-            headers: Vec::new(),
-            note: None,
+            ..Resource::new(doc.to_string(), doc.path().to_string(), kind, status, body)
         })
     }
 
@@ -385,23 +351,19 @@ impl<'a> HostGen<'a> {
             }
         }
         Ok(Resource {
-            url: doc.to_string(),
-            path: doc.path().to_string(),
-            kind,
-            status: 200,
-            content_type: HTML_TYPE,
-            body: draft.body.clone(),
-            location: None,
-            redirect: None,
             outlinks,
             title: Some(draft.title.clone()),
             duplicate_of,
             nofollow: draft.nofollow,
             noindex: draft.noindex,
             revision: draft.revision,
-            behavior: Behavior::Normal,
-            headers: Vec::new(),
-            note: None,
+            ..Resource::new(
+                doc.to_string(),
+                doc.path().to_string(),
+                kind,
+                200,
+                draft.body.clone(),
+            )
         })
     }
 

@@ -9,7 +9,7 @@ use std::io::Write;
 use url::Url;
 
 use super::html::PageBuilder;
-use super::model::{Behavior, HTML_TYPE, Host, Kind, Resource};
+use super::model::{Behavior, Host, Kind, Resource};
 use super::robots::{Robots, RobotsGroup};
 use crate::error::{Error, IoContext, Result};
 use crate::urls::UrlPolicy;
@@ -56,23 +56,14 @@ impl Builder<'_> {
 
     fn add(&mut self, path: &str, status: u16, body: Vec<u8>, note: &str) -> &mut Resource {
         let res = Resource {
-            url: self.url(path),
-            path: path.to_string(),
-            kind: Kind::Hostile,
-            status,
-            content_type: HTML_TYPE,
-            body,
-            location: None,
-            redirect: None,
-            outlinks: Vec::new(),
-            title: None,
-            duplicate_of: None,
-            nofollow: false,
-            noindex: false,
-            revision: 0,
-            behavior: Behavior::Normal,
-            headers: Vec::new(),
             note: Some(note.to_string()),
+            ..Resource::new(
+                self.url(path),
+                path.to_string(),
+                Kind::Hostile,
+                status,
+                body,
+            )
         };
         match self.resources.entry(path.to_string()) {
             Entry::Vacant(v) => v.insert(res),

@@ -110,6 +110,32 @@ pub struct Resource {
     pub note: Option<String>,
 }
 
+impl Resource {
+    /// An HTML resource with no links, redirect, flags or extra headers, delivered
+    /// normally: the base every resource of the generator starts from.
+    pub fn new(url: String, path: String, kind: Kind, status: u16, body: Vec<u8>) -> Resource {
+        Resource {
+            url,
+            path,
+            kind,
+            status,
+            content_type: HTML_TYPE,
+            body,
+            location: None,
+            redirect: None,
+            outlinks: Vec::new(),
+            title: None,
+            duplicate_of: None,
+            nofollow: false,
+            noindex: false,
+            revision: 0,
+            behavior: Behavior::Normal,
+            headers: Vec::new(),
+            note: None,
+        }
+    }
+}
+
 /// One host of the web.
 #[derive(Debug, Clone)]
 pub struct Host {
