@@ -9,10 +9,8 @@ mkdir -p "$OUT"
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "== fetch: throughput (1000 hosts x 100 pages, delay 0, one connection per host)"
-"$BIN/fetchbench" --hosts 1000 --pages 100
-echo
-echo "== fetch: politeness (1000 hosts x 10 pages, delay 1 s): achieved rate vs H/d"
+echo "== fetch: throughput (1000 hosts x 100 pages, delay 0, one connection per host),"
+echo "   then politeness (1000 hosts x 10 pages, delay 1 s: achieved rate vs the bound H/d)"
 "$BIN/fetchbench" --hosts 1000 --pages 100 --polite-hosts 1000 --polite-pages 10 --delay 1
 
 echo
