@@ -159,4 +159,38 @@ fn three_rounds_match_the_site_map() {
         .max_by_key(|(_, e)| e.in_degree)
         .unwrap();
     assert_eq!(&top.url, hub.0, "the biggest hub ranks first");
+
+    // Dedup: of every copy pair the site map names (a page and its byte-identical copy
+    // under another URL) that the crawl fetched, exactly one stays db_fetched.
+    let before = crawldb_statuses(&crawl);
+    run_ok("dedup", &crawl, &config, &[]);
+    let after = crawldb_statuses(&crawl);
+    let mut pairs = 0;
+    let mut copies = BTreeSet::new();
+    for (url, e) in &map.urls {
+        let Some(original) = &e.duplicate_of else {
+            continue;
+        };
+        let fetched = |u: &str| before.get(u).map(String::as_str) == Some("db_fetched");
+        if !(fetched(url) && fetched(original)) {
+            continue;
+        }
+        pairs += 1;
+        copies.insert(url.clone());
+        copies.insert(original.clone());
+        let kept = [url, original]
+            .iter()
+            .filter(|u| after[u.as_str()] == "db_fetched")
+            .count();
+        assert_eq!(kept, 1, "one of {url} and its original {original} kept");
+    }
+    assert!(pairs > 0, "the crawl fetched at least one copy pair");
+    for (url, status) in &after {
+        if status == "db_duplicate" {
+            assert!(
+                copies.contains(url),
+                "{url} marked duplicate but the site map has no copy of it"
+            );
+        }
+    }
 }

@@ -120,6 +120,7 @@ pub fn bin(name: &str) -> &'static str {
         "linkdb" => env!("CARGO_BIN_EXE_linkdb"),
         "pagerank" => env!("CARGO_BIN_EXE_pagerank"),
         "readdb" => env!("CARGO_BIN_EXE_readdb"),
+        "dedup" => env!("CARGO_BIN_EXE_dedup"),
         "testweb" => env!("CARGO_BIN_EXE_testweb"),
         other => panic!("unknown binary {other}"),
     }
