@@ -131,6 +131,25 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     Ok((hosts, n))
 }
 
+/// The file in the crawl directory where each fetch run records when its last request
+/// ended (milliseconds since the epoch, UTC).
+pub const LAST_END_FILE: &str = "fetch.last_end";
+
+/// How long the first request to each host must wait so that the delay also holds
+/// across fetch runs: `last run's end + delay - now`, or nothing when the last run
+/// ended longer ago than the delay (or never ran, or the file is unreadable).
+pub fn initial_wait(last_end_file: &Path, delay_secs: f64, now_ms: i64) -> Duration {
+    let last_end = std::fs::read_to_string(last_end_file)
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok());
+    let Some(last_end) = last_end else {
+        return Duration::ZERO;
+    };
+    let delay_ms = (delay_secs.max(0.0) * 1000.0).ceil() as i64;
+    let wait = last_end.saturating_add(delay_ms).saturating_sub(now_ms);
+    Duration::from_millis(wait.clamp(0, delay_ms) as u64)
+}
+
 /// Removes datasets a run killed between commits left behind (crawl_fetch absent).
 fn remove_partial_outputs(seg: &Segment) -> Result<()> {
     for name in ["content", ROBOTS_DATASET] {
@@ -182,6 +201,8 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         .build()
         .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
     let time_limit = cfg.fetch.time_limit;
+    let last_end_file = crawl_dir.join(LAST_END_FILE);
+    let first_wait = initial_wait(&last_end_file, cfg.fetch.delay, crate::datum::now_millis());
     let robots_log = rt.block_on(async {
         let deadline = (time_limit > 0.0)
             .then(|| tokio::time::Instant::now() + Duration::from_secs_f64(time_limit));
@@ -200,7 +221,7 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         progress.active_hosts.store(n_hosts, Ordering::Relaxed);
         let mut tasks = Vec::new();
         for (host, items) in hosts {
-            let q = Arc::new(HostQueue::new(host, items.into(), &cfg.fetch));
+            let q = Arc::new(HostQueue::new(host, items.into(), &cfg.fetch, first_wait));
             tasks.extend(queues::spawn_host(shared.clone(), q));
         }
         for t in tasks {
@@ -218,6 +239,11 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         (log, shared.aborted.load(Ordering::Relaxed))
     });
     drop(rt);
+    // Every request of this run has ended: the next run keeps its distance from now.
+    storage::write_atomic(
+        &last_end_file,
+        crate::datum::now_millis().to_string().as_bytes(),
+    )?;
     let (robots_log, aborted) = robots_log;
     let written = writer.finish()?;
     if aborted || written.stats.rows != urls {
@@ -258,4 +284,35 @@ fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -
     }
     staged.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod initial_wait_tests {
+    use super::*;
+
+    #[test]
+    fn waits_only_for_what_is_left_of_the_delay() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join(LAST_END_FILE);
+        assert_eq!(
+            initial_wait(&f, 1.0, 10_000),
+            Duration::ZERO,
+            "no previous run"
+        );
+        std::fs::write(&f, "10000").unwrap();
+        assert_eq!(initial_wait(&f, 1.0, 10_000), Duration::from_millis(1000));
+        assert_eq!(initial_wait(&f, 1.0, 10_400), Duration::from_millis(600));
+        assert_eq!(
+            initial_wait(&f, 1.0, 12_000),
+            Duration::ZERO,
+            "ended long ago"
+        );
+        assert_eq!(
+            initial_wait(&f, 1.0, 9_000),
+            Duration::from_millis(1000),
+            "clock went back"
+        );
+        std::fs::write(&f, "garbage").unwrap();
+        assert_eq!(initial_wait(&f, 1.0, 10_000), Duration::ZERO);
+    }
 }

@@ -112,17 +112,22 @@ pub struct HostQueue {
 }
 
 impl HostQueue {
-    /// A queue for `host` with its URLs.
-    pub fn new(host: String, items: VecDeque<FetchItem>, cfg: &FetchConfig) -> Self {
+    /// A queue for `host` with its URLs; its first request may start after `first_wait`
+    /// (see [`crate::fetch::initial_wait`]).
+    pub fn new(
+        host: String,
+        items: VecDeque<FetchItem>,
+        cfg: &FetchConfig,
+        first_wait: Duration,
+    ) -> Self {
         let delay = Duration::from_secs_f64(cfg.delay.max(0.0));
         HostQueue {
             host,
             items: Mutex::new(items),
             state: Mutex::new(HostState {
-                // The first request waits one delay too: the previous fetch run (the
-                // last round) may have requested this host a moment ago, and
-                // politeness holds across runs. It costs one delay per run in all.
-                next_start: Instant::now() + delay,
+                // Politeness across runs: the previous fetch run may have requested
+                // this host a moment ago.
+                next_start: Instant::now() + first_wait,
                 delay,
                 failures: 0,
                 closed: None,
