@@ -105,33 +105,20 @@ pub fn decode(
                 // a lie shows only as text in the wrong script: trust chardetng
                 // when it sees another script and its guess decodes cleanly.
                 let guess = detect(bytes, url_tld);
-                if guess != UTF_8 && script_of(guess) != script_of(enc) {
-                    let (t2, e2) = decode_with(bytes, guess);
-                    if !e2 {
-                        return Decoded {
-                            text: t2,
-                            encoding: guess,
-                            source: CharsetSource::Detected,
-                            declared: Some(label),
-                            had_errors: false,
-                        };
-                    }
+                if guess != UTF_8
+                    && script_of(guess) != script_of(enc)
+                    && let Some(d) = clean_guess(bytes, guess, &label)
+                {
+                    return d;
                 }
             }
             let (text, had_errors) = decode_with(bytes, enc);
             if had_errors {
                 let guess = detect(bytes, url_tld);
-                if guess != enc {
-                    let (t2, e2) = decode_with(bytes, guess);
-                    if !e2 {
-                        return Decoded {
-                            text: t2,
-                            encoding: guess,
-                            source: CharsetSource::Detected,
-                            declared: Some(label),
-                            had_errors: false,
-                        };
-                    }
+                if guess != enc
+                    && let Some(d) = clean_guess(bytes, guess, &label)
+                {
+                    return d;
                 }
             }
             Decoded {
@@ -185,6 +172,18 @@ fn finish(
         declared,
         had_errors,
     }
+}
+
+/// chardetng's `guess` overriding the declared `label`, if it decodes without errors.
+fn clean_guess(bytes: &[u8], guess: &'static Encoding, label: &str) -> Option<Decoded> {
+    let (text, had_errors) = decode_with(bytes, guess);
+    (!had_errors).then(|| Decoded {
+        text,
+        encoding: guess,
+        source: CharsetSource::Detected,
+        declared: Some(label.to_string()),
+        had_errors: false,
+    })
 }
 
 fn decode_with(bytes: &[u8], enc: &'static Encoding) -> (String, bool) {

@@ -78,6 +78,21 @@ pub struct ParsedPage {
 }
 
 impl ParsedPage {
+    /// A page with no text and no links (failed, or not a text type).
+    fn without_text(input: &PageInput<'_>, data: ParseDataRecord) -> ParsedPage {
+        ParsedPage {
+            data,
+            text: ParseTextRecord {
+                url: input.url.to_string(),
+                text: String::new(),
+                main_text: None,
+            },
+            links: Vec::new(),
+        }
+    }
+}
+
+impl ParsedPage {
     /// Whether parsing succeeded.
     pub fn ok(&self) -> bool {
         self.data.status == PARSE_SUCCESS
@@ -186,15 +201,7 @@ fn failed(input: &PageInput<'_>, reason: &str, detail: String) -> ParsedPage {
     if !detail.is_empty() {
         data.metadata.insert("error".into(), detail);
     }
-    ParsedPage {
-        data,
-        text: ParseTextRecord {
-            url: input.url.to_string(),
-            text: String::new(),
-            main_text: None,
-        },
-        links: Vec::new(),
-    }
+    ParsedPage::without_text(input, data)
 }
 
 /// Robots directives from the `X-Robots-Tag` headers.
@@ -254,15 +261,7 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             );
             data.signature = Some(signature::bytes_signature(input.content));
             apply_robots(&mut data, robots);
-            ParsedPage {
-                data,
-                text: ParseTextRecord {
-                    url: input.url.to_string(),
-                    text: String::new(),
-                    main_text: None,
-                },
-                links: Vec::new(),
-            }
+            ParsedPage::without_text(input, data)
         }
         DocKind::Text => {
             let dec = charset::decode(input.content, input.content_type, tld.as_deref(), false);
