@@ -90,9 +90,7 @@ fn three_rounds_match_the_site_map() {
         &format!("[urls]\nmax_depth = {max_depth}\n"),
     );
     let crawl = dir.join("crawl");
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
+    inject_seeds(dir, &crawl, &config, &map.seeds);
 
     let expected = expected_rounds(&map, 3, max_depth);
     for (r, want) in expected.iter().enumerate() {

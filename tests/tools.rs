@@ -49,9 +49,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, 0.02, "");
     let crawl = dir.join("crawl");
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
+    inject_seeds(dir, &crawl, &config, &map.seeds);
 
     // Before any linkdb: a clear error.
     let out = tool(READLINKDB, &crawl, &config, &["--dump"]);

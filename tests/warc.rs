@@ -225,9 +225,7 @@ fn crawl_exports_to_warc_that_warcio_reads_back() {
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, 0.02, "");
     let crawl = dir.join("crawl");
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
+    inject_seeds(dir, &crawl, &config, &map.seeds);
     round(&crawl, &config).expect("round 1");
     let segment = round(&crawl, &config).expect("round 2");
     let name = Path::new(&segment)

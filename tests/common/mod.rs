@@ -213,3 +213,10 @@ pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
     );
     trawl::testweb::SiteMap::load(&path).unwrap()
 }
+
+/// Writes `seeds` to a seed file in `dir` and injects them.
+pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
+    let file = dir.join("seeds.txt");
+    std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
+    run_ok("inject", crawl, config, &[file.to_str().unwrap()]);
+}
