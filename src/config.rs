@@ -504,5 +504,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("urls.scope"), "{e}");
+        for (text, key) in [
+            ("[fetch]\nqueue_mode = \"site\"\n", "fetch.queue_mode"),
+            (
+                "[fetch]\nrobots_cache_ttl = 90000\n",
+                "fetch.robots_cache_ttl",
+            ),
+            ("[fetch]\nmin_delay = 5\nmax_delay = 1\n", "fetch.min_delay"),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
     }
 }

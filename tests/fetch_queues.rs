@@ -195,7 +195,7 @@ fn robots_cache_between_runs() {
             .map(|l| l.host.clone())
             .collect()
     };
-    let mut round = |seeds: Vec<String>, cfg: &Path| -> (String, String, usize) {
+    let round = |seeds: Vec<String>, cfg: &Path| -> (String, String, usize) {
         let before = read_log(&log_path).len();
         inject_seeds(dir, &crawl, cfg, &seeds);
         let segment = generate(&crawl, cfg);
