@@ -181,6 +181,23 @@ pub struct FetchConfig {
     /// Longest Retry-After (seconds) a host queue waits for after a 429/503; a longer
     /// one skips the host's remaining URLs (fetch_retry, reason `retry_after`).
     pub max_retry_after: f64,
+    /// What one politeness queue is: `"host"` (default), `"domain"` (registrable
+    /// domain, public suffix list) or `"ip"` (the resolved address).
+    pub queue_mode: String,
+    /// Adaptive delay (Heritrix's rule): the delay after a request is this factor times
+    /// its response time, clamped to [`min_delay`, `max_delay`] and never below the
+    /// robots.txt Crawl-delay; 0 = off (the fixed `delay` applies).
+    pub adaptive_delay_factor: f64,
+    /// Smallest adaptive delay (seconds).
+    pub min_delay: f64,
+    /// Largest adaptive delay (seconds).
+    pub max_delay: f64,
+    /// Seconds a robots.txt stays usable in later fetch runs (persisted in the crawl
+    /// directory); 0 = fetched again every run; at most 86400.
+    pub robots_cache_ttl: f64,
+    /// Redirects followed inline per fetch-list URL (each target gets its own
+    /// crawl_fetch row); 0 = redirects are only recorded.
+    pub follow_redirects: usize,
 }
 
 impl Default for FetchConfig {
@@ -201,6 +218,12 @@ impl Default for FetchConfig {
             resolve: BTreeMap::new(),
             max_host_exceptions: 5,
             max_retry_after: 30.0,
+            queue_mode: "host".into(),
+            adaptive_delay_factor: 0.0,
+            min_delay: 0.0,
+            max_delay: 30.0,
+            robots_cache_ttl: 0.0,
+            follow_redirects: 0,
         }
     }
 }
@@ -410,10 +433,26 @@ impl Config {
             ("fetch.max_crawl_delay", f.max_crawl_delay),
             ("fetch.max_retry_after", f.max_retry_after),
             ("fetch.time_limit", f.time_limit),
+            ("fetch.adaptive_delay_factor", f.adaptive_delay_factor),
+            ("fetch.min_delay", f.min_delay),
+            ("fetch.max_delay", f.max_delay),
+            ("fetch.robots_cache_ttl", f.robots_cache_ttl),
         ] {
             if v < 0.0 || v.is_nan() {
                 return bad(key, "must not be negative");
             }
+        }
+        if !matches!(f.queue_mode.as_str(), "host" | "domain" | "ip") {
+            return bad("fetch.queue_mode", "must be \"host\", \"domain\" or \"ip\"");
+        }
+        if f.min_delay > f.max_delay {
+            return bad("fetch.min_delay", "must not exceed fetch.max_delay");
+        }
+        if f.robots_cache_ttl > 86400.0 {
+            return bad(
+                "fetch.robots_cache_ttl",
+                "must be at most 86400 seconds (24 h, RFC 9309)",
+            );
         }
         Ok(())
     }
@@ -465,5 +504,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("urls.scope"), "{e}");
+        for (text, key) in [
+            ("[fetch]\nqueue_mode = \"site\"\n", "fetch.queue_mode"),
+            (
+                "[fetch]\nrobots_cache_ttl = 90000\n",
+                "fetch.robots_cache_ttl",
+            ),
+            ("[fetch]\nmin_delay = 5\nmax_delay = 1\n", "fetch.min_delay"),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
     }
 }

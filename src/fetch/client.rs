@@ -43,6 +43,7 @@ impl Fetched {
 pub struct Http {
     client: reqwest::Client,
     resolve: Arc<ResolveMap>,
+    resolver: Resolver,
     total_timeout: Duration,
 }
 
@@ -54,6 +55,7 @@ impl Http {
     /// Builds the client from `[fetch]`.
     pub fn new(cfg: &FetchConfig) -> Result<Self> {
         let map = ResolveMap::new(&cfg.resolve)?;
+        let resolver = Resolver::new(map.clone());
         let client = reqwest::Client::builder()
             .user_agent(cfg.user_agent.clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -65,14 +67,20 @@ impl Http {
             .pool_idle_timeout(secs((cfg.delay * 2.0 + 1.0).clamp(2.0, 30.0)))
             .pool_max_idle_per_host(cfg.per_host_connections.max(1))
             .tcp_nodelay(true)
-            .dns_resolver(Arc::new(Resolver::new(map.clone())))
+            .dns_resolver(Arc::new(resolver.clone()))
             .build()
             .map_err(|e| Error::Net(format!("cannot build the HTTP client: {e}")))?;
         Ok(Http {
             client,
             resolve: Arc::new(map),
+            resolver,
             total_timeout: secs(cfg.total_timeout),
         })
+    }
+
+    /// The client's name resolver (shared cache and lookup counts).
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
     }
 
     /// GETs `url` with extra headers, reading at most `cap` body bytes (0 = no cap),

@@ -15,9 +15,10 @@ pub mod progress;
 pub mod queues;
 pub mod resolve;
 pub mod robots;
+pub mod robots_cache;
 pub mod writer;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,7 +32,7 @@ use crate::storage::{self, PartWriter, StagedDataset};
 use crate::urls::UrlPolicy;
 
 use page::FetchItem;
-use queues::{HostQueue, Progress, Shared};
+use queues::{HostQueue, Progress, QueueMode, Shared};
 use robots::RobotsRecord;
 pub use writer::WriteStats;
 
@@ -47,6 +48,15 @@ pub struct FetchSummary {
     pub urls: u64,
     /// Hosts in the fetch list.
     pub hosts: usize,
+    /// Politeness queues (hosts, domains or IP addresses, see `fetch.queue_mode`),
+    /// including those of redirect targets on new hosts.
+    pub queues: usize,
+    /// Name lookups made (one per host not mapped by `fetch.resolve`) and how many failed.
+    pub dns_lookups: (u64, u64),
+    /// Extra crawl_fetch rows of redirect targets followed inline.
+    pub followed: u64,
+    /// Origins whose robots.txt came from the robots cache.
+    pub robots_cached: usize,
     /// Rows and counts written.
     pub stats: WriteStats,
     /// Origins whose robots.txt was consulted.
@@ -63,12 +73,18 @@ impl FetchSummary {
                 .join(" ")
         };
         format!(
-            "segment {}: {} urls, {} hosts, {} pages, {:.1} MB; status: {}; reasons: {}",
+            "segment {}: {} urls, {} hosts, {} queues, {} pages, {:.1} MB, {} redirects followed, {} dns lookups ({} failed), {} robots.txt ({} cached); status: {}; reasons: {}",
             self.segment.display(),
             self.urls,
             self.hosts,
+            self.queues,
             self.stats.pages,
             self.stats.bytes as f64 / 1e6,
+            self.followed,
+            self.dns_lookups.0,
+            self.dns_lookups.1,
+            self.robots,
+            self.robots_cached,
             join(&self.stats.by_status),
             join(&self.stats.by_reason)
         )
@@ -203,7 +219,23 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     let time_limit = cfg.fetch.time_limit;
     let last_end_file = crawl_dir.join(LAST_END_FILE);
     let first_wait = initial_wait(&last_end_file, cfg.fetch.delay, crate::datum::now_millis());
-    let robots_log = rt.block_on(async {
+    let mode = QueueMode::parse(&cfg.fetch.queue_mode)?;
+    let ttl = cfg.fetch.robots_cache_ttl;
+    let cache_file = crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE);
+    let robots_cache = if ttl > 0.0 && cfg.fetch.respect_robots {
+        robots_cache::load(&cache_file, ttl, crate::datum::now_millis())
+    } else {
+        HashMap::new()
+    };
+    let claimed: HashSet<String> = if cfg.fetch.follow_redirects > 0 {
+        hosts
+            .iter()
+            .flat_map(|(_, items)| items.iter().map(|i| i.url.clone()))
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let run = rt.block_on(async {
         let deadline = (time_limit > 0.0)
             .then(|| tokio::time::Instant::now() + Duration::from_secs_f64(time_limit));
         let shared = Arc::new(Shared {
@@ -216,12 +248,30 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             progress: progress.clone(),
             robots_log: Mutex::new(Vec::new()),
             aborted: AtomicBool::new(false),
+            mode,
+            queues: Mutex::new(HashMap::new()),
+            first_wait,
+            robots_cache,
+            robots_fetched: Mutex::new(HashMap::new()),
+            claimed: Mutex::new(claimed),
+            followed: std::sync::atomic::AtomicU64::new(0),
         });
         let reporter = progress::spawn_reporter(progress.clone(), urls);
-        progress.active_hosts.store(n_hosts, Ordering::Relaxed);
+        let grouped = group_into_queues(mode, shared.http.resolver(), hosts).await;
+        progress
+            .active_hosts
+            .store(grouped.len(), Ordering::Relaxed);
         let mut tasks = Vec::new();
-        for (host, items) in hosts {
-            let q = Arc::new(HostQueue::new(host, items.into(), &cfg.fetch, first_wait));
+        for (key, items) in grouped {
+            let q = Arc::new(HostQueue::new(
+                key.clone(),
+                items.into(),
+                &cfg.fetch,
+                first_wait,
+            ));
+            if let Ok(mut qs) = shared.queues.lock() {
+                qs.insert(key, q.clone());
+            }
             tasks.extend(queues::spawn_host(shared.clone(), q));
         }
         for t in tasks {
@@ -231,12 +281,15 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             }
         }
         reporter.finish().await;
-        let log = shared
-            .robots_log
-            .lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default();
-        (log, shared.aborted.load(Ordering::Relaxed))
+        RunResult {
+            robots_log: take(&shared.robots_log),
+            robots_fetched: take(&shared.robots_fetched),
+            robots_cached_origins: shared.robots_cache.keys().cloned().collect(),
+            aborted: shared.aborted.load(Ordering::Relaxed),
+            followed: shared.followed.load(Ordering::Relaxed),
+            queues: shared.queues.lock().map(|q| q.len()).unwrap_or(0),
+            dns_lookups: shared.http.resolver().lookups(),
+        }
     });
     drop(rt);
     // Every request of this run has ended: the next run keeps its distance from now.
@@ -244,28 +297,89 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         &last_end_file,
         crate::datum::now_millis().to_string().as_bytes(),
     )?;
-    let (robots_log, aborted) = robots_log;
     let written = writer.finish()?;
-    if aborted || written.stats.rows != urls {
+    let expected = urls + run.followed;
+    if run.aborted || written.stats.rows != expected {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
-                "fetch produced {} crawl_fetch rows for {urls} fetch-list URLs; nothing was committed, rerun fetch",
-                written.stats.rows
+                "fetch produced {} crawl_fetch rows for {urls} fetch-list URLs and {} followed redirects; nothing was committed, rerun fetch",
+                written.stats.rows, run.followed
             ),
         ));
     }
+    let robots_log = run.robots_log;
     let robots = robots_log.len();
+    let robots_cached = robots_log
+        .iter()
+        .filter(|r| run.robots_cached_origins.contains(&r.origin))
+        .count();
     write_robots(&seg, robots_log, partitions)?;
     written.content.commit()?;
     written.crawl_fetch.commit()?;
+    if ttl > 0.0 && cfg.fetch.respect_robots {
+        // Entries of earlier runs stay until they expire; this run's replace them.
+        let now = crate::datum::now_millis();
+        let mut all = robots_cache::load(&cache_file, ttl, now);
+        all.extend(run.robots_fetched);
+        if let Err(e) = robots_cache::save(&cache_file, all, ttl, now) {
+            tracing::warn!("cannot write the robots cache: {e}");
+        }
+    }
     Ok(FetchSummary {
         segment: seg.path().to_path_buf(),
         urls,
         hosts: n_hosts,
+        queues: run.queues,
+        dns_lookups: run.dns_lookups,
+        followed: run.followed,
+        robots_cached,
         stats: written.stats,
         robots,
     })
+}
+
+/// Takes the contents out of a mutex (poisoned or not).
+fn take<T: Default>(m: &Mutex<T>) -> T {
+    std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// What the async part of a run hands back.
+struct RunResult {
+    robots_log: Vec<RobotsRecord>,
+    robots_fetched: HashMap<String, robots_cache::CacheEntry>,
+    robots_cached_origins: HashSet<String>,
+    aborted: bool,
+    followed: u64,
+    queues: usize,
+    dns_lookups: (u64, u64),
+}
+
+/// Groups the per-host lists into politeness queues (`fetch.queue_mode`), in
+/// first-seen order; in ip mode hosts are resolved (cached, 64 at a time).
+async fn group_into_queues(
+    mode: QueueMode,
+    resolver: &resolve::Resolver,
+    hosts: Vec<HostList>,
+) -> Vec<(String, Vec<FetchItem>)> {
+    use futures::StreamExt;
+    let keys: Vec<String> = futures::stream::iter(hosts.iter().map(|(h, _)| h.clone()))
+        .map(|h| async move { queues::queue_key(mode, resolver, &h).await })
+        .buffered(64)
+        .collect()
+        .await;
+    let mut out: Vec<(String, Vec<FetchItem>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (key, (_, items)) in keys.into_iter().zip(hosts) {
+        match index.get(&key) {
+            Some(&i) => out[i].1.extend(items),
+            None => {
+                index.insert(key.clone(), out.len());
+                out.push((key, items));
+            }
+        }
+    }
+    out
 }
 
 /// Writes and commits the segment's `robots/` dataset (partitioned by host).

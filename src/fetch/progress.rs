@@ -1,4 +1,5 @@
-//! Progress display: an indicatif bar (pages/s, MB/s, active hosts, errors) when
+//! Progress display: an indicatif bar (pages/s, MB/s, active queues and how many of
+//! them wait for their politeness delay, errors) when
 //! stderr is a terminal, else a one-line `tracing` log every ~10 seconds.
 
 use std::io::IsTerminal;
@@ -29,10 +30,11 @@ fn line(p: &Progress, started: Instant) -> String {
     let pages = p.pages.load(Ordering::Relaxed);
     let bytes = p.bytes.load(Ordering::Relaxed);
     format!(
-        "{:.0} pages/s, {:.2} MB/s, {} active hosts, {} errors",
+        "{:.0} pages/s, {:.2} MB/s, {} active queues ({} waiting for their delay), {} errors",
         pages as f64 / secs,
         bytes as f64 / 1e6 / secs,
         p.active_hosts.load(Ordering::Relaxed),
+        p.waiting.load(Ordering::Relaxed),
         p.errors.load(Ordering::Relaxed)
     )
 }

@@ -1,15 +1,19 @@
-//! Host queues and the politeness scheduler.
+//! Politeness queues and the scheduler.
 //!
-//! Every host gets `fetch.per_host_connections` worker tasks sharing its queue.
-//! A worker waits until the host's next allowed start (the end of the previous
-//! request plus the delay, raised by Crawl-delay or Retry-After), then takes a permit of the global
-//! `fetch.max_connections` semaphore (FIFO, so hosts interleave and a big host never
-//! starves the others), fetches, releases the permit. Only workers whose host is
-//! ready wait for permits, so capacity is never idle while a host has work due.
+//! A queue holds the URLs of one host (`fetch.queue_mode = "host"`, the default), one
+//! registrable domain (`"domain"`) or one resolved IP address (`"ip"`). Every queue
+//! gets `fetch.per_host_connections` worker tasks and as many request slots. A
+//! request takes a slot of its queue, waits until the queue's next allowed start (the
+//! end of the previous request plus the delay, raised by Crawl-delay or Retry-After, or
+//! the adaptive delay), then takes a permit of the global `fetch.max_connections`
+//! semaphore (FIFO, so queues interleave and a big one never starves the others),
+//! fetches, releases the permit. Only requests whose queue is ready wait for permits,
+//! so capacity is never idle while a queue has work due. Redirects followed inline
+//! (`fetch.follow_redirects`) go through the target's queue the same way.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
@@ -17,12 +21,67 @@ use tokio::time::Instant;
 
 use crate::config::FetchConfig;
 use crate::datum::FetchStatus;
+use crate::error::{Error, Result};
 use crate::fetch::client::Http;
 use crate::fetch::outcome::HostSignal;
 use crate::fetch::page::{FetchItem, fetch_page};
+use crate::fetch::resolve::Resolver;
 use crate::fetch::robots::{Robots, RobotsRecord, fetch_robots, origin_of};
+use crate::fetch::robots_cache::CacheEntry;
 use crate::fetch::writer::Output;
 use crate::urls::UrlPolicy;
+
+/// Reason of a followed redirect whose target was already in its chain.
+pub const REASON_REDIRECT_LOOP: &str = "redirect_loop";
+/// Reason of a redirect not followed because `fetch.follow_redirects` hops were taken.
+pub const REASON_TOO_MANY_REDIRECTS: &str = "too_many_redirects";
+
+/// What one politeness queue is (`fetch.queue_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    /// One queue per host name.
+    Host,
+    /// One queue per registrable domain (public suffix list).
+    Domain,
+    /// One queue per resolved IP address.
+    Ip,
+}
+
+impl QueueMode {
+    /// Parses `fetch.queue_mode`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "host" => Ok(QueueMode::Host),
+            "domain" => Ok(QueueMode::Domain),
+            "ip" => Ok(QueueMode::Ip),
+            other => Err(Error::input(
+                "fetch.queue_mode",
+                format!("{other:?} is not a queue mode; use \"host\", \"domain\" or \"ip\""),
+            )),
+        }
+    }
+}
+
+/// The queue key of `host`: the host, its registrable domain, or its first resolved
+/// IP address (a host that does not resolve gets a queue of its own, named by the
+/// host; its requests then fail fast with `dns_failure`).
+pub async fn queue_key(mode: QueueMode, resolver: &Resolver, host: &str) -> String {
+    match mode {
+        QueueMode::Host => host.to_string(),
+        QueueMode::Domain => crate::urls::registrable_domain(host),
+        QueueMode::Ip => match resolver.addresses(host).await {
+            Ok(addrs) => addrs
+                .first()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_else(|| host.to_string()),
+            Err(_) => host.to_string(),
+        },
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Live counters for the progress display.
 #[derive(Debug, Default)]
@@ -35,8 +94,10 @@ pub struct Progress {
     pub pages: AtomicU64,
     /// Failed URLs (fetch_retry).
     pub errors: AtomicU64,
-    /// Host queues not finished yet.
+    /// Queues not finished yet.
     pub active_hosts: AtomicUsize,
+    /// Requests waiting for their queue's next allowed start (politeness delay).
+    pub waiting: AtomicUsize,
 }
 
 /// Everything the workers share.
@@ -59,6 +120,21 @@ pub struct Shared {
     pub robots_log: Mutex<Vec<RobotsRecord>>,
     /// Set when the writer is gone (an error that ends the run).
     pub aborted: AtomicBool,
+    /// How URLs are grouped into queues.
+    pub mode: QueueMode,
+    /// Every queue by key (queues of redirect targets on new hosts are added on the way).
+    pub queues: Mutex<HashMap<String, Arc<HostQueue>>>,
+    /// How long the first request of a queue waits (politeness across runs).
+    pub first_wait: Duration,
+    /// Still-fresh robots.txt of earlier runs, by origin (`fetch.robots_cache_ttl`).
+    pub robots_cache: HashMap<String, CacheEntry>,
+    /// robots.txt fetched in this run, by origin, for the robots cache.
+    pub robots_fetched: Mutex<HashMap<String, CacheEntry>>,
+    /// URLs that have or will get a crawl_fetch row (the fetch list and followed
+    /// targets); filled only when redirects are followed.
+    pub claimed: Mutex<HashSet<String>>,
+    /// crawl_fetch rows of followed redirect targets.
+    pub followed: AtomicU64,
 }
 
 impl Shared {
@@ -74,9 +150,34 @@ impl Shared {
         }
     }
 
-    async fn emit(&self, out: Output) {
+    /// Claims `url` for a row of its own; false when it already has one (it is in the
+    /// fetch list or was reached by another redirect).
+    fn claim(&self, url: &str) -> bool {
+        lock(&self.claimed).insert(url.to_string())
+    }
+
+    /// The queue of `host`, created (empty, without workers) when new.
+    async fn queue_for(&self, host: &str) -> Arc<HostQueue> {
+        let key = queue_key(self.mode, self.http.resolver(), host).await;
+        let mut qs = lock(&self.queues);
+        qs.entry(key.clone())
+            .or_insert_with(|| {
+                Arc::new(HostQueue::new(
+                    key,
+                    VecDeque::new(),
+                    &self.cfg,
+                    self.first_wait,
+                ))
+            })
+            .clone()
+    }
+
+    /// Sends a row to the writer; `listed` rows (fetch-list URLs) advance the progress.
+    async fn emit(&self, out: Output, listed: bool) {
         let p = &self.progress;
-        p.done.fetch_add(1, Ordering::Relaxed);
+        if listed {
+            p.done.fetch_add(1, Ordering::Relaxed);
+        }
         if out.record.status == FetchStatus::FetchRetry {
             p.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -90,84 +191,116 @@ impl Shared {
     }
 }
 
-/// Mutable state of one host.
+/// Mutable state of one queue.
 struct HostState {
     /// Earliest start of the next request.
     next_start: Instant,
     /// Delay between requests (config delay, raised by Crawl-delay).
     delay: Duration,
+    /// The largest robots.txt Crawl-delay seen in this queue (floor of the adaptive delay).
+    crawl_delay: Duration,
     /// Consecutive failures.
     failures: u32,
     /// Once set, every remaining URL is recorded fetch_retry with this reason.
     closed: Option<&'static str>,
+    /// Hosts of the queue closed on their own (Crawl-delay too long, DNS failure).
+    closed_hosts: HashMap<String, &'static str>,
 }
 
-/// One host's queue.
+/// One politeness queue.
 pub struct HostQueue {
-    host: String,
+    key: String,
     items: Mutex<VecDeque<FetchItem>>,
     state: Mutex<HostState>,
     robots: tokio::sync::Mutex<HashMap<String, Arc<Robots>>>,
+    slots: Semaphore,
     workers_left: AtomicUsize,
 }
 
 impl HostQueue {
-    /// A queue for `host` with its URLs; its first request may start after `first_wait`
-    /// (see [`crate::fetch::initial_wait`]).
+    /// A queue named `key` with its URLs; its first request may start after
+    /// `first_wait` (see [`crate::fetch::initial_wait`]).
     pub fn new(
-        host: String,
+        key: String,
         items: VecDeque<FetchItem>,
         cfg: &FetchConfig,
         first_wait: Duration,
     ) -> Self {
         let delay = Duration::from_secs_f64(cfg.delay.max(0.0));
         HostQueue {
-            host,
+            key,
             items: Mutex::new(items),
             state: Mutex::new(HostState {
                 // Politeness across runs: the previous fetch run may have requested
                 // this host a moment ago.
                 next_start: Instant::now() + first_wait,
                 delay,
+                crawl_delay: Duration::ZERO,
                 failures: 0,
                 closed: None,
+                closed_hosts: HashMap::new(),
             }),
             robots: tokio::sync::Mutex::new(HashMap::new()),
+            slots: Semaphore::new(cfg.per_host_connections.max(1)),
             workers_left: AtomicUsize::new(cfg.per_host_connections.max(1)),
         }
     }
 
     fn pop(&self) -> Option<FetchItem> {
-        self.items.lock().ok()?.pop_front()
+        lock(&self.items).pop_front()
     }
 
-    fn closed(&self) -> Option<&'static str> {
-        self.state.lock().ok().and_then(|s| s.closed)
+    /// Why URLs of `host` are no longer fetched, if they are not.
+    fn closed_for(&self, host: &str) -> Option<&'static str> {
+        let s = lock(&self.state);
+        s.closed.or_else(|| s.closed_hosts.get(host).copied())
     }
 
+    /// Closes the whole queue.
     fn close(&self, reason: &'static str) {
-        if let Ok(mut s) = self.state.lock()
-            && s.closed.is_none()
-        {
-            tracing::info!("host {}: remaining URLs skipped ({reason})", self.host);
+        let mut s = lock(&self.state);
+        if s.closed.is_none() {
+            tracing::info!("queue {}: remaining URLs skipped ({reason})", self.key);
             s.closed = Some(reason);
         }
     }
 
-    fn next_start(&self) -> Instant {
-        self.state
-            .lock()
-            .map(|s| s.next_start)
-            .unwrap_or_else(|_| Instant::now())
+    /// Closes one host of the queue (the whole queue in host mode).
+    fn close_host(&self, host: &str, reason: &'static str) {
+        let mut s = lock(&self.state);
+        if !s.closed_hosts.contains_key(host) {
+            tracing::info!("host {host}: remaining URLs skipped ({reason})");
+            s.closed_hosts.insert(host.to_string(), reason);
+        }
     }
 
-    /// Records the end of a request: the next may start after the delay (or later).
-    fn finished_request(&self, extra_wait: Option<Duration>) {
-        if let Ok(mut s) = self.state.lock() {
-            let now = Instant::now();
-            let wait = extra_wait.map_or(s.delay, |w| w.max(s.delay));
-            s.next_start = s.next_start.max(now + wait);
-        }
+    fn next_start(&self) -> Instant {
+        lock(&self.state).next_start
+    }
+
+    /// Records the end of a request that took `response_time` (`None`: cut short):
+    /// the next may start after the delay (the adaptive one when enabled), or after
+    /// `extra_wait` if longer.
+    fn finished_request(
+        &self,
+        extra_wait: Option<Duration>,
+        response_time: Option<Duration>,
+        cfg: &FetchConfig,
+    ) {
+        let mut s = lock(&self.state);
+        let now = Instant::now();
+        let base = match response_time {
+            Some(rt) if cfg.adaptive_delay_factor > 0.0 => {
+                let secs = (rt.as_secs_f64() * cfg.adaptive_delay_factor)
+                    .clamp(cfg.min_delay, cfg.max_delay.max(cfg.min_delay));
+                Duration::try_from_secs_f64(secs)
+                    .unwrap_or(s.delay)
+                    .max(s.crawl_delay)
+            }
+            _ => s.delay,
+        };
+        let wait = extra_wait.map_or(base, |w| w.max(base));
+        s.next_start = s.next_start.max(now + wait);
     }
 }
 
@@ -193,14 +326,95 @@ async fn worker(shared: &Shared, queue: &HostQueue) {
         if shared.aborted.load(Ordering::Relaxed) {
             return;
         }
-        let out = Box::pin(handle(shared, queue, &item)).await;
-        shared.emit(out).await;
+        let mut out = Box::pin(handle(shared, queue, &item)).await;
+        if shared.cfg.follow_redirects > 0 {
+            out = Box::pin(follow(shared, &item, out)).await;
+        }
+        shared.emit(out, true).await;
     }
+}
+
+/// Follows the redirect `out` records (if any) inline, up to `fetch.follow_redirects`
+/// hops: every intermediate row is emitted, the last one is returned. A target
+/// already in the chain ends it with reason `redirect_loop`, one more hop than allowed
+/// with `too_many_redirects` (both keep their status and target, so updatedb adds the
+/// target); a target that has a row of its own (fetch list, another chain) is not
+/// fetched again.
+async fn follow(shared: &Shared, first: &FetchItem, mut out: Output) -> Output {
+    let mut chain = vec![first.url.clone()];
+    let mut hops = 0usize;
+    loop {
+        if !matches!(
+            out.record.status,
+            FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm
+        ) {
+            return out;
+        }
+        let Some(target) = out.record.redirect_target.clone() else {
+            return out;
+        };
+        if chain.contains(&target) {
+            out.record.reason = REASON_REDIRECT_LOOP.to_string();
+            return out;
+        }
+        if hops >= shared.cfg.follow_redirects {
+            out.record.reason = REASON_TOO_MANY_REDIRECTS.to_string();
+            return out;
+        }
+        if shared.aborted.load(Ordering::Relaxed) || !shared.claim(&target) {
+            return out;
+        }
+        hops += 1;
+        let item = FetchItem {
+            host: crate::urls::host_of(&target),
+            url: target.clone(),
+            score: first.score,
+            depth: first.depth,
+            etag: None,
+            last_modified: None,
+        };
+        let queue = shared.queue_for(&item.host).await;
+        shared.followed.fetch_add(1, Ordering::Relaxed);
+        shared.emit(out, false).await;
+        chain.push(target);
+        out = Box::pin(handle(shared, &queue, &item)).await;
+    }
+}
+
+/// Runs one request through `queue`'s politeness gate: a slot of the queue, its next
+/// allowed start, a global permit; then records the request's end (and the wait a
+/// Retry-After asks for). `None` when the time limit passed first.
+async fn gated<T, F, Fut>(shared: &Shared, queue: &HostQueue, request: F) -> Option<T>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = (T, Option<Duration>)>,
+{
+    let r = shared
+        .before_deadline(Box::pin(async {
+            let _slot = queue.slots.acquire().await.ok();
+            let at = queue.next_start();
+            if at > Instant::now() {
+                shared.progress.waiting.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep_until(at).await;
+                shared.progress.waiting.fetch_sub(1, Ordering::Relaxed);
+            }
+            let _permit = shared.permits.acquire().await.ok();
+            let started = Instant::now();
+            let (t, extra_wait) = request().await;
+            queue.finished_request(extra_wait, Some(started.elapsed()), &shared.cfg);
+            t
+        }))
+        .await;
+    if r.is_none() {
+        // Cut by the time limit: nothing more is sent, but keep the distance anyway.
+        queue.finished_request(None, None, &shared.cfg);
+    }
+    r
 }
 
 /// Decides the fate of one URL and fetches it if it may be fetched.
 async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output {
-    if let Some(reason) = queue.closed() {
+    if let Some(reason) = queue.closed_for(&item.host) {
         return item.without_response(FetchStatus::FetchRetry, reason);
     }
     if shared.past_deadline() {
@@ -211,10 +425,10 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
         _ => return item.without_response(FetchStatus::FetchGone, "invalid_url"),
     };
     if shared.cfg.respect_robots {
-        let Some(robots) = robots_for(shared, queue, &url).await else {
+        let Some(robots) = robots_for(shared, queue, &url, &item.host).await else {
             return item.without_response(FetchStatus::FetchRetry, "time_limit");
         };
-        if let Some(reason) = queue.closed() {
+        if let Some(reason) = queue.closed_for(&item.host) {
             return item.without_response(FetchStatus::FetchRetry, reason);
         }
         if matches!(*robots, Robots::Unavailable) {
@@ -224,46 +438,29 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
             return item.without_response(FetchStatus::FetchGone, "robots_denied");
         }
     }
-    // Boxed so a waiting worker task stays small (one task per host and slot).
-    let fetched = shared
-        .before_deadline(Box::pin(async {
-            wait_until(queue.next_start()).await;
-            let _permit = shared.permits.acquire().await.ok();
-            let cap = shared.cfg.max_content_bytes;
-            let r = fetch_page(&shared.http, &shared.policy, item, &url, cap).await;
-            queue.finished_request(match r.1 {
-                HostSignal::RetryAfter(d) => Some(d),
-                _ => None,
-            });
-            r
-        }))
-        .await;
+    let fetched = gated(shared, queue, || async {
+        let cap = shared.cfg.max_content_bytes;
+        let r = fetch_page(&shared.http, &shared.policy, item, &url, cap).await;
+        let extra = match r.1 {
+            HostSignal::RetryAfter(d) => Some(d),
+            _ => None,
+        };
+        (r, extra)
+    })
+    .await;
     let Some((out, signal)) = fetched else {
         // Cut by the time limit: the request counts as not attempted.
-        queue.finished_request(None);
         return item.without_response(FetchStatus::FetchRetry, "time_limit");
     };
-    apply_signal(shared, queue, signal);
+    apply_signal(shared, queue, &item.host, signal);
     out
 }
 
-/// Sleeps until `at`; returns at once, without registering a timer, when `at` has
-/// passed (the common case with delay 0 or a host whose turn is long due).
-async fn wait_until(at: Instant) {
-    if at > Instant::now() {
-        tokio::time::sleep_until(at).await;
-    }
-}
-
-fn apply_signal(shared: &Shared, queue: &HostQueue, signal: HostSignal) {
+fn apply_signal(shared: &Shared, queue: &HostQueue, host: &str, signal: HostSignal) {
     match signal {
-        HostSignal::Continue => {
-            if let Ok(mut s) = queue.state.lock() {
-                s.failures = 0;
-            }
-        }
+        HostSignal::Continue => lock(&queue.state).failures = 0,
         HostSignal::Failure => count_failure(shared, queue),
-        HostSignal::DnsFailure => queue.close("dns_failure"),
+        HostSignal::DnsFailure => queue.close_host(host, "dns_failure"),
         HostSignal::RetryAfter(d) => {
             if d.as_secs_f64() > shared.cfg.max_retry_after {
                 queue.close("retry_after");
@@ -276,57 +473,70 @@ fn apply_signal(shared: &Shared, queue: &HostQueue, signal: HostSignal) {
 }
 
 fn count_failure(shared: &Shared, queue: &HostQueue) {
-    let failures = queue
-        .state
-        .lock()
-        .map(|mut s| {
-            s.failures += 1;
-            s.failures
-        })
-        .unwrap_or(0);
+    let failures = {
+        let mut s = lock(&queue.state);
+        s.failures += 1;
+        s.failures
+    };
     let max = shared.cfg.max_host_exceptions;
     if max > 0 && failures as usize >= max {
         queue.close("host_failing");
     }
 }
 
-/// The robots.txt rules of `url`'s origin, fetched on first use (politely, with a
-/// connection permit). `None` when the time limit passed while waiting.
-async fn robots_for(shared: &Shared, queue: &HostQueue, url: &url::Url) -> Option<Arc<Robots>> {
+/// The robots.txt rules of `url`'s origin: from this run's queue, else from the
+/// robots cache of earlier runs, else fetched (politely, through the queue's gate).
+/// `None` when the time limit passed while waiting.
+async fn robots_for(
+    shared: &Shared,
+    queue: &HostQueue,
+    url: &url::Url,
+    host: &str,
+) -> Option<Arc<Robots>> {
     let origin = origin_of(url);
     let mut cache = queue.robots.lock().await;
     if let Some(r) = cache.get(&origin) {
         return Some(r.clone());
     }
-    let (robots, rec) = shared
-        .before_deadline(Box::pin(async {
-            wait_until(queue.next_start()).await;
-            let _permit = shared.permits.acquire().await.ok();
-            let r =
-                fetch_robots(&shared.http, &origin, &queue.host, &shared.cfg.robots_agent).await;
-            queue.finished_request(None);
-            r
-        }))
-        .await?;
+    let agent = &shared.cfg.robots_agent;
+    let (robots, rec, requested) = match shared.robots_cache.get(&origin) {
+        Some(entry) => {
+            tracing::debug!("robots.txt of {origin} from the robots cache");
+            let (robots, rec) = entry.robots(agent);
+            (robots, rec, false)
+        }
+        None => {
+            let (robots, rec, body) = gated(shared, queue, || async {
+                (fetch_robots(&shared.http, &origin, host, agent).await, None)
+            })
+            .await?;
+            if shared.cfg.robots_cache_ttl > 0.0
+                && let Some(e) = CacheEntry::new(&robots, &rec, body.as_deref())
+            {
+                lock(&shared.robots_fetched).insert(origin.clone(), e);
+            }
+            (robots, rec, true)
+        }
+    };
     if rec.reason == "dns_failure" {
         // The host does not resolve: say so rather than "robots unavailable".
-        queue.close("dns_failure");
+        queue.close_host(host, "dns_failure");
     }
     if let Some(cd) = robots.crawl_delay() {
         if cd.as_secs_f64() > shared.cfg.max_crawl_delay {
-            queue.close("crawl_delay_too_long");
-        } else if let Ok(mut s) = queue.state.lock()
-            && cd > s.delay
-        {
-            // The robots request itself was followed by the old delay; extend.
-            let extra = cd - s.delay;
-            s.next_start += extra;
-            s.delay = cd;
+            queue.close_host(host, "crawl_delay_too_long");
+        } else {
+            let mut s = lock(&queue.state);
+            s.crawl_delay = s.crawl_delay.max(cd);
+            s.delay = s.delay.max(cd);
+            if requested {
+                // The robots request itself was followed by the old delay; extend.
+                let at = Instant::now() + cd;
+                s.next_start = s.next_start.max(at);
+            }
         }
     }
-    if let Ok(mut log) = shared.robots_log.lock() {
-        log.push(rec);
-    }
+    lock(&shared.robots_log).push(rec);
     let robots = Arc::new(robots);
     cache.insert(origin, robots.clone());
     Some(robots)

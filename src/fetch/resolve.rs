@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -54,10 +55,23 @@ impl Pattern {
     }
 }
 
-/// The `fetch.resolve` table: host patterns mapped to socket addresses.
+/// The `fetch.resolve` value that marks matching hosts as not resolving: a lookup of
+/// such a host fails at once (counted and cached like a real failed lookup), and no
+/// DNS query is sent. Tests use it to exercise DNS failures without a network.
+pub const NXDOMAIN: &str = "nxdomain";
+
+/// What a `fetch.resolve` rule maps a host to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Target {
+    Addr(SocketAddr),
+    NoSuchHost,
+}
+
+/// The `fetch.resolve` table: host patterns mapped to socket addresses (or to
+/// [`NXDOMAIN`]).
 #[derive(Debug, Clone, Default)]
 pub struct ResolveMap {
-    rules: Vec<(Pattern, SocketAddr)>,
+    rules: Vec<(Pattern, Target)>,
 }
 
 impl ResolveMap {
@@ -65,25 +79,36 @@ impl ResolveMap {
     pub fn new(table: &BTreeMap<String, String>) -> Result<Self> {
         let mut rules = Vec::new();
         for (pattern, addr) in table {
+            if addr.trim().eq_ignore_ascii_case(NXDOMAIN) {
+                rules.push((Pattern::parse(pattern), Target::NoSuchHost));
+                continue;
+            }
             let sock: SocketAddr = addr.trim().parse().map_err(|e| {
                 Error::input(
                     format!("fetch.resolve.\"{pattern}\""),
-                    format!("{addr:?} is not an ip:port socket address ({e}); write e.g. \"127.0.0.1:8080\""),
+                    format!("{addr:?} is not an ip:port socket address ({e}); write e.g. \"127.0.0.1:8080\", or \"{NXDOMAIN}\" for a host that does not resolve"),
                 )
             })?;
-            rules.push((Pattern::parse(pattern), sock));
+            rules.push((Pattern::parse(pattern), Target::Addr(sock)));
         }
         rules.sort_by_key(|(p, _)| p.rank());
         Ok(ResolveMap { rules })
     }
 
-    /// The address a host is mapped to, if any.
-    pub fn lookup(&self, host: &str) -> Option<SocketAddr> {
+    fn rule(&self, host: &str) -> Option<Target> {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         self.rules
             .iter()
             .find(|(p, _)| p.matches(&host))
             .map(|(_, a)| *a)
+    }
+
+    /// The address a host is mapped to, if any (`None` also for [`NXDOMAIN`] hosts).
+    pub fn lookup(&self, host: &str) -> Option<SocketAddr> {
+        match self.rule(host)? {
+            Target::Addr(a) => Some(a),
+            Target::NoSuchHost => None,
+        }
     }
 
     /// Whether the table is empty.
@@ -103,14 +128,18 @@ impl ResolveMap {
     }
 }
 
-type DnsCache = HashMap<String, std::result::Result<Vec<SocketAddr>, String>>;
+type Lookup = std::result::Result<Vec<SocketAddr>, String>;
+type DnsCache = HashMap<String, Arc<tokio::sync::OnceCell<Lookup>>>;
 
 /// The resolver given to reqwest: overrides first, then system DNS, cached per host
-/// (failures too, so a dead host fails fast for all its URLs).
+/// for the run (failures too, so a dead host fails fast for all its URLs). Concurrent
+/// lookups of one host share a single query.
 #[derive(Clone)]
 pub struct Resolver {
     map: Arc<ResolveMap>,
     cache: Arc<Mutex<DnsCache>>,
+    lookups: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
 }
 
 impl Resolver {
@@ -119,41 +148,66 @@ impl Resolver {
         Resolver {
             map: Arc::new(map),
             cache: Arc::new(Mutex::new(HashMap::new())),
+            lookups: Arc::new(AtomicU64::new(0)),
+            failures: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Name lookups made so far (at most one per host not mapped to an address),
+    /// and how many of them failed.
+    pub fn lookups(&self) -> (u64, u64) {
+        (
+            self.lookups.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The addresses of `host`: its `fetch.resolve` address, else the (cached)
+    /// system lookup. The error names the host.
+    pub async fn addresses(&self, host: &str) -> Lookup {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let rule = self.map.rule(&host);
+        if let Some(Target::Addr(a)) = rule {
+            return Ok(vec![a]);
+        }
+        let cell = match self.cache.lock() {
+            Ok(mut c) => c.entry(host.clone()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::OnceCell::new()),
+        };
+        cell.get_or_init(|| async {
+            self.lookups.fetch_add(1, Ordering::Relaxed);
+            let r = if rule == Some(Target::NoSuchHost) {
+                Err(format!(
+                    "{host}: no such host (fetch.resolve = \"{NXDOMAIN}\")"
+                ))
+            } else {
+                match tokio::net::lookup_host((host.as_str(), 0)).await {
+                    Ok(it) => {
+                        let v: Vec<SocketAddr> = it.collect();
+                        if v.is_empty() {
+                            Err(format!("{host}: no addresses"))
+                        } else {
+                            Ok(v)
+                        }
+                    }
+                    Err(e) => Err(format!("{host}: {e}")),
+                }
+            };
+            if r.is_err() {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+            }
+            r
+        })
+        .await
+        .clone()
     }
 }
 
 impl Resolve for Resolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().to_ascii_lowercase();
-        if let Some(addr) = self.map.lookup(&host) {
-            let addrs: Addrs = Box::new(std::iter::once(addr));
-            return Box::pin(async move { Ok(addrs) });
-        }
-        let cache = self.cache.clone();
+        let this = self.clone();
         Box::pin(async move {
-            let cached = cache.lock().ok().and_then(|c| c.get(&host).cloned());
-            let result = match cached {
-                Some(r) => r,
-                None => {
-                    let r = match tokio::net::lookup_host((host.as_str(), 0)).await {
-                        Ok(it) => {
-                            let v: Vec<SocketAddr> = it.collect();
-                            if v.is_empty() {
-                                Err(format!("{host}: no addresses"))
-                            } else {
-                                Ok(v)
-                            }
-                        }
-                        Err(e) => Err(format!("{host}: {e}")),
-                    };
-                    if let Ok(mut c) = cache.lock() {
-                        c.insert(host.clone(), r.clone());
-                    }
-                    r
-                }
-            };
-            match result {
+            match this.addresses(name.as_str()).await {
                 Ok(v) => Ok(Box::new(v.into_iter()) as Addrs),
                 Err(e) => Err(Box::new(DnsError(e)) as Box<dyn std::error::Error + Send + Sync>),
             }
@@ -192,6 +246,27 @@ mod tests {
         assert!(m.lookup("www.other.org").is_none());
         let any = map(&[("*", "127.0.0.1:9")]);
         assert_eq!(any.lookup("anything.example").unwrap().port(), 9);
+    }
+
+    #[tokio::test]
+    async fn nxdomain_hosts_fail_once_without_a_query() {
+        let m = map(&[
+            ("*.web.test", "127.0.0.1:1000"),
+            ("dead.web.test", "NXDOMAIN"),
+        ]);
+        assert!(m.lookup("dead.web.test").is_none());
+        let r = Resolver::new(m);
+        for _ in 0..5 {
+            let e = r.addresses("dead.web.test").await.unwrap_err();
+            assert!(e.contains("dead.web.test"), "{e}");
+        }
+        let ok = r.addresses("a.web.test").await.unwrap();
+        assert_eq!(ok[0].port(), 1000);
+        assert_eq!(
+            r.lookups(),
+            (1, 1),
+            "one lookup, cached; mapped hosts need none"
+        );
     }
 
     #[test]

@@ -171,16 +171,27 @@ pub fn origin_of(url: &url::Url) -> String {
 
 /// Fetches and parses the robots.txt of `origin`, following up to
 /// [`MAX_ROBOTS_REDIRECTS`] redirects; never fails (failures map to a [`Robots`]).
+/// Also returns the body of a 2xx robots.txt (at most [`MAX_ROBOTS_BYTES`]), for the
+/// robots cache.
 pub async fn fetch_robots(
     http: &crate::fetch::client::Http,
     origin: &str,
     host: &str,
     agent: &str,
-) -> (Robots, RobotsRecord) {
+) -> (Robots, RobotsRecord, Option<Vec<u8>>) {
     let started = Instant::now();
     let mut url = match url::Url::parse(origin).and_then(|o| o.join("/robots.txt")) {
         Ok(u) => u,
-        Err(_) => return finish(origin, host, Robots::AllowAll, "invalid_origin", None, 0),
+        Err(_) => {
+            return no_body(finish(
+                origin,
+                host,
+                Robots::AllowAll,
+                "invalid_origin",
+                None,
+                0,
+            ));
+        }
     };
     let mut last_status = None;
     for _ in 0..=MAX_ROBOTS_REDIRECTS {
@@ -189,7 +200,7 @@ pub async fn fetch_robots(
             Err(e) => {
                 let reason = classify_error(e.as_ref());
                 tracing::debug!("robots.txt of {origin} unavailable: {reason} ({e})");
-                return finish(origin, host, Robots::Unavailable, reason, None, 0);
+                return no_body(finish(origin, host, Robots::Unavailable, reason, None, 0));
             }
         };
         let code = resp.status;
@@ -203,54 +214,73 @@ pub async fn fetch_robots(
                     n,
                     started.elapsed()
                 );
-                return finish(origin, host, robots, "ok", last_status, n);
+                let (robots, rec) = finish(origin, host, robots, "ok", last_status, n);
+                return (robots, rec, Some(resp.body));
             }
             300..=399 => {
                 let next = resp.header("location").and_then(|loc| url.join(loc).ok());
                 match next {
                     Some(n) => url = n,
                     None => {
-                        return finish(
+                        return no_body(finish(
                             origin,
                             host,
                             Robots::AllowAll,
                             "bad_redirect",
                             last_status,
                             0,
-                        );
+                        ));
                     }
                 }
             }
             429 => {
-                return finish(
+                return no_body(finish(
                     origin,
                     host,
                     Robots::Unavailable,
                     "http_429",
                     last_status,
                     0,
-                );
+                ));
             }
             400..=499 => {
                 let reason = format!("http_{code}");
-                return finish(origin, host, Robots::AllowAll, &reason, last_status, 0);
+                return no_body(finish(
+                    origin,
+                    host,
+                    Robots::AllowAll,
+                    &reason,
+                    last_status,
+                    0,
+                ));
             }
             _ => {
                 let reason = format!("http_{code}");
-                return finish(origin, host, Robots::Unavailable, &reason, last_status, 0);
+                return no_body(finish(
+                    origin,
+                    host,
+                    Robots::Unavailable,
+                    &reason,
+                    last_status,
+                    0,
+                ));
             }
         }
     }
     // RFC 9309 2.3.1.2: after five redirects the file may be taken as unavailable
     // in the 4xx sense (no rules).
-    finish(
+    no_body(finish(
         origin,
         host,
         Robots::AllowAll,
         "too_many_redirects",
         last_status,
         0,
-    )
+    ))
+}
+
+fn no_body((robots, rec): (Robots, RobotsRecord)) -> (Robots, RobotsRecord, Option<Vec<u8>>) {
+    (robots, rec, None)
 }
 
 fn finish(
