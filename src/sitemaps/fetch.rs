@@ -318,7 +318,7 @@ async fn fetch_one(
                 rec.problems = parsed.problem_count as i64;
                 rec.first_problem = parsed.problems.first().map(|p| p.to_string());
                 for p in &parsed.problems {
-                    tracing::warn!("sitemap {}: {p}", job.url);
+                    tracing::debug!("sitemap {}: {p}", job.url);
                 }
                 return (rec, parsed);
             }
