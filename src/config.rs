@@ -34,6 +34,8 @@ pub struct Config {
     pub linkdb: LinkDbConfig,
     /// The `pagerank` stage.
     pub pagerank: PageRankConfig,
+    /// The `sitemap` stage (and `inject --sitemaps`).
+    pub sitemaps: SitemapConfig,
 }
 
 /// `[crawl]`: settings every stage shares.
@@ -355,6 +357,46 @@ impl Default for PageRankConfig {
     }
 }
 
+/// `[sitemaps]`: the `sitemap` stage and `inject --sitemaps` (see docs/sitemaps.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SitemapConfig {
+    /// Also try `/sitemap.xml` on every host of the crawldb (not only the sitemaps
+    /// that robots.txt files name).
+    pub probe_sitemap_xml: bool,
+    /// Deepest sitemap-index nesting followed: a sitemap named by robots.txt, inject or
+    /// the probe is depth 0, one named by an index at depth d is d + 1.
+    pub max_depth: u32,
+    /// Seconds before a processed sitemap is fetched again.
+    pub refetch_interval: i64,
+    /// Most URLs (or child sitemaps) read from one file; the protocol's limit is 50,000.
+    pub max_urls: usize,
+    /// Most bytes read from one file, uncompressed (and downloaded); the protocol's
+    /// limit is 52,428,800 (50 MB).
+    pub max_bytes: u64,
+    /// Most sitemaps fetched in one run; the rest wait for the next run.
+    pub max_sitemaps: usize,
+    /// Score of a new URL whose entry has no `<priority>` (the protocol's default, 0.5).
+    pub default_priority: f64,
+    /// A known, fetched URL whose `<lastmod>` is newer than its last fetch becomes due now.
+    pub lastmod_refetch: bool,
+}
+
+impl Default for SitemapConfig {
+    fn default() -> Self {
+        SitemapConfig {
+            probe_sitemap_xml: false,
+            max_depth: 3,
+            refetch_interval: 86400,
+            max_urls: 50_000,
+            max_bytes: 52_428_800,
+            max_sitemaps: 1000,
+            default_priority: 0.5,
+            lastmod_refetch: true,
+        }
+    }
+}
+
 impl Config {
     /// Loads `path`, or the defaults when `path` is `None`.
     pub fn load(path: Option<&Path>) -> Result<Config> {
@@ -453,6 +495,28 @@ impl Config {
                 "fetch.robots_cache_ttl",
                 "must be at most 86400 seconds (24 h, RFC 9309)",
             );
+        }
+        let sm = &self.sitemaps;
+        if sm.max_urls == 0 || sm.max_urls > 50_000 {
+            return bad(
+                "sitemaps.max_urls",
+                "must be between 1 and 50000 (the protocol's limit)",
+            );
+        }
+        if sm.max_bytes == 0 || sm.max_bytes > 52_428_800 {
+            return bad(
+                "sitemaps.max_bytes",
+                "must be between 1 and 52428800 (50 MB, the protocol's limit)",
+            );
+        }
+        if sm.refetch_interval <= 0 {
+            return bad(
+                "sitemaps.refetch_interval",
+                "must be a positive number of seconds",
+            );
+        }
+        if !(0.0..=1.0).contains(&sm.default_priority) {
+            return bad("sitemaps.default_priority", "must be in [0, 1]");
         }
         Ok(())
     }

@@ -63,6 +63,10 @@ struct SpecArgs {
     /// Round of the web: from 1 on, some pages change, vanish (404/410) or redirect.
     #[arg(long, default_value_t = 0)]
     generation: u32,
+    /// Add the sitemap hosts (XML, gzipped, index, text, oversized and malformed
+    /// sitemaps; pages only sitemaps name) and their home pages to the seeds.
+    #[arg(long)]
+    sitemaps: bool,
 }
 
 impl SpecArgs {
@@ -76,6 +80,7 @@ impl SpecArgs {
             max_links: self.max_links,
             hostile: self.hostile,
             generation: self.generation,
+            sitemaps: self.sitemaps,
         }
     }
 }

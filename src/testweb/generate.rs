@@ -49,10 +49,18 @@ pub fn generate(spec: &WebSpec) -> Result<Web> {
         seeds.extend(extra.iter().map(|h| format!("http://{}/", h.name)));
         hosts.extend(extra);
     }
+    let mut sitemaps = std::collections::BTreeMap::new();
+    if spec.sitemaps {
+        let (extra, files) = super::xmlsitemaps::sitemap_hosts(&policy)?;
+        seeds.extend(extra.iter().map(|h| format!("http://{}/", h.name)));
+        hosts.extend(extra);
+        sitemaps = files;
+    }
     Ok(Web {
         spec: spec.clone(),
         hosts,
         seeds,
+        sitemaps,
     })
 }
 

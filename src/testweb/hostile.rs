@@ -324,6 +324,7 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
         unavailable: false,
         padding_bytes: 0,
         moved_to: None,
+        sitemaps: Vec::new(),
     };
     Ok(Host {
         name: HOSTILE_HOST.into(),
@@ -363,6 +364,7 @@ fn robots_host(
         unavailable: false,
         padding_bytes: 0,
         moved_to: None,
+        sitemaps: Vec::new(),
     };
     variant(&mut robots);
     Ok(Host {

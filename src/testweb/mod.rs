@@ -19,6 +19,7 @@ pub mod server;
 pub mod sitemap;
 pub mod spec;
 pub mod vocab;
+pub mod xmlsitemaps;
 
 pub use generate::generate;
 pub use log::{LogLine, RequestLog, min_gap_per_host, read_log, requested_urls};

@@ -11,6 +11,10 @@ use super::spec::WebSpec;
 pub const HTML_TYPE: &str = "text/html; charset=utf-8";
 /// The `Content-Type` of robots.txt.
 pub const TEXT_TYPE: &str = "text/plain; charset=utf-8";
+/// The `Content-Type` of XML sitemaps.
+pub const XML_TYPE: &str = "application/xml";
+/// The `Content-Type` of gzip-compressed sitemaps.
+pub const GZIP_TYPE: &str = "application/gzip";
 
 /// What role a resource plays in the web (tests select URLs by kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -34,6 +38,10 @@ pub enum Kind {
     Missing,
     /// A resource of the hostile hosts (`--hostile`): see its `behavior` and `note`.
     Hostile,
+    /// An XML or text sitemap file of the sitemap hosts (`--sitemaps`).
+    Sitemap,
+    /// A page of the sitemap hosts no link points to: only sitemaps name it.
+    Orphan,
 }
 
 /// How the server delivers a response beyond its status, headers and body.
@@ -156,6 +164,8 @@ pub struct Web {
     pub hosts: Vec<Host>,
     /// The seed URLs (home pages of the first `spec.seed_count` hosts).
     pub seeds: Vec<String>,
+    /// The sitemap files the web publishes (`spec.sitemaps`), by URL.
+    pub sitemaps: std::collections::BTreeMap<String, super::xmlsitemaps::SitemapFile>,
 }
 
 impl Web {

@@ -38,6 +38,9 @@ pub struct Robots {
     /// `/robots.txt` answers 301 to this path, which serves the groups.
     #[serde(default)]
     pub moved_to: Option<String>,
+    /// `Sitemap:` lines appended after the groups (absolute sitemap URLs).
+    #[serde(default)]
+    pub sitemaps: Vec<String>,
 }
 
 impl Robots {
@@ -68,6 +71,7 @@ impl Robots {
             unavailable: false,
             padding_bytes: 0,
             moved_to: None,
+            sitemaps: Vec::new(),
         }
     }
 
@@ -106,6 +110,12 @@ impl Robots {
             }
             if let Some(d) = g.crawl_delay {
                 out.push_str(&format!("Crawl-delay: {d}\n"));
+            }
+        }
+        if !self.sitemaps.is_empty() {
+            out.push('\n');
+            for s in &self.sitemaps {
+                out.push_str(&format!("Sitemap: {s}\n"));
             }
         }
         let line = "# padding to make this robots.txt larger than crawlers must read\n";

@@ -85,6 +85,9 @@ pub struct SiteMap {
     pub hosts: BTreeMap<String, HostEntry>,
     /// Every URL the web serves or links to, by normalized absolute URL.
     pub urls: BTreeMap<String, UrlEntry>,
+    /// The XML/text sitemap files the web publishes (`--sitemaps`), by URL.
+    #[serde(default)]
+    pub sitemaps: BTreeMap<String, super::xmlsitemaps::SitemapFile>,
 }
 
 impl Web {
@@ -141,6 +144,7 @@ impl Web {
             seeds: self.seeds.clone(),
             hosts,
             urls,
+            sitemaps: self.sitemaps.clone(),
         }
     }
 }

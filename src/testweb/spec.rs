@@ -35,6 +35,10 @@ pub struct WebSpec {
     /// into 301 redirects to their host's home page from a generation on (1, 2 or 3).
     /// Links never change, so removed pages stay linked.
     pub generation: u32,
+    /// Add the sitemap hosts (`smap.web.test`, `smap2.web.test`; see
+    /// `testweb::xmlsitemaps`): XML, gzipped, index, text, oversized and malformed
+    /// sitemaps, and pages only sitemaps name; their home pages join the seeds.
+    pub sitemaps: bool,
 }
 
 impl Default for WebSpec {
@@ -48,6 +52,7 @@ impl Default for WebSpec {
             max_links: 10,
             hostile: false,
             generation: 0,
+            sitemaps: false,
         }
     }
 }

@@ -122,6 +122,7 @@ pub fn bin(name: &str) -> &'static str {
         "readdb" => env!("CARGO_BIN_EXE_readdb"),
         "dedup" => env!("CARGO_BIN_EXE_dedup"),
         "testweb" => env!("CARGO_BIN_EXE_testweb"),
+        "sitemap" => env!("CARGO_BIN_EXE_sitemap"),
         other => panic!("unknown binary {other}"),
     }
 }

@@ -1,0 +1,433 @@
+//! Sitemaps (sitemaps.org): discovery, polite fetching, parsing, and merging their
+//! URLs into the crawldb. See `docs/sitemaps.md`.
+//!
+//! The `sitemap` stage (a step of every round) discovers sitemaps from the
+//! `Sitemap:` lines of the robots.txt files the fetcher recorded (every segment's
+//! `robots/` dataset), from `/sitemap.xml` of every known host when
+//! `sitemaps.probe_sitemap_xml` is on, and from `inject --sitemaps FILE`. It fetches
+//! those that are new or due ([`record::SitemapRecord`] in `sitemapdb/` remembers each
+//! one), follows sitemap indexes down to `sitemaps.max_depth`, and merges the URLs into
+//! the crawldb ([`merge`]).
+
+pub mod fetch;
+pub mod merge;
+pub mod parse;
+pub mod record;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use url::Url;
+
+use crate::config::Config;
+use crate::datum::{Millis, now_millis};
+use crate::error::{Error, Result};
+use crate::layout::CrawlDir;
+use crate::storage;
+use crate::urls::UrlPolicy;
+
+pub use parse::{ChangeFreq, Parsed, Problem, Scope, SitemapUrl};
+pub use record::SitemapRecord;
+
+/// Where the sitemap database lives in the crawl directory (`sitemapdb/current/`).
+pub const SITEMAPDB: &str = "sitemapdb";
+
+/// How a sitemap became known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A `Sitemap:` line of a robots.txt.
+    Robots,
+    /// `/sitemap.xml` probed on a known host.
+    Probe,
+    /// `inject --sitemaps`.
+    Inject,
+    /// Named by a sitemap index.
+    Index,
+}
+
+impl Source {
+    /// `robots`, `probe`, `inject` or `index`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Robots => "robots",
+            Source::Probe => "probe",
+            Source::Inject => "inject",
+            Source::Index => "index",
+        }
+    }
+
+    fn parse(s: &str) -> Source {
+        match s {
+            "robots" => Source::Robots,
+            "probe" => Source::Probe,
+            "index" => Source::Index,
+            _ => Source::Inject,
+        }
+    }
+}
+
+/// One sitemap to fetch.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Its URL.
+    pub url: Url,
+    /// Where its URLs may be.
+    pub scope: Scope,
+    /// Index nesting depth (0 = named directly).
+    pub depth: u32,
+    /// How it became known.
+    pub source: Source,
+    /// The robots.txt origin or index URL that named it.
+    pub referrer: Option<String>,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Sitemap URLs given directly (`inject --sitemaps`); fetched even when not due.
+    pub extra: Vec<Url>,
+    /// Fetch every known sitemap, due or not.
+    pub force: bool,
+    /// Skip discovery (robots.txt, probe, due records): only `extra` (inject).
+    pub only_extra: bool,
+}
+
+/// What a run did (the summary line's counts).
+#[derive(Debug, Clone, Default)]
+pub struct SitemapSummary {
+    /// Sitemaps fetched and parsed (index files included).
+    pub fetched: u64,
+    /// Sitemaps answered 304 Not Modified.
+    pub not_modified: u64,
+    /// Sitemaps that could not be fetched (HTTP errors, network, robots.txt).
+    pub failed: u64,
+    /// Known sitemaps skipped because they are not due.
+    pub not_due: u64,
+    /// Sitemaps fetched that had problems (malformed, over a limit); their good part was kept.
+    pub malformed: u64,
+    /// URLs accepted from the sitemaps fetched.
+    pub urls_found: u64,
+    /// Entries rejected (bad URL, out of scope, filtered, no loc).
+    pub urls_rejected: u64,
+    /// Entries dropped over the per-file URL limit.
+    pub urls_cut: u64,
+    /// URLs new to the crawldb.
+    pub urls_added: u64,
+    /// URLs the crawldb already knew (kept as they were).
+    pub urls_known: u64,
+    /// Known URLs made due by a `<lastmod>` newer than their last fetch.
+    pub urls_due_again: u64,
+    /// Rows of the crawldb afterwards (0 when it was not rewritten).
+    pub crawldb_rows: u64,
+    /// Per-sitemap reports (URL, status, problems), in fetch order.
+    pub reports: Vec<SitemapRecord>,
+    /// Problems per sitemap URL (the first ones of each file).
+    pub problems: Vec<(String, Problem)>,
+}
+
+impl SitemapSummary {
+    /// The fields of the one-line summary.
+    pub fn line(&self) -> String {
+        let crawldb = if self.crawldb_rows == 0 {
+            "crawldb unchanged".to_string()
+        } else {
+            format!("crawldb {} urls", self.crawldb_rows)
+        };
+        format!(
+            "sitemaps fetched {} (not modified {}), failed {}, malformed {}, not due {}; urls found {}, rejected {}, cut {}, added {}, known {}, due again {}; {crawldb}",
+            self.fetched,
+            self.not_modified,
+            self.failed,
+            self.malformed,
+            self.not_due,
+            self.urls_found,
+            self.urls_rejected,
+            self.urls_cut,
+            self.urls_added,
+            self.urls_known,
+            self.urls_due_again,
+        )
+    }
+}
+
+/// Reads the sitemap database (empty when there is none).
+pub fn read_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>> {
+    let base = dir.root().join(SITEMAPDB);
+    crate::layout::recover_versioned(&base)?;
+    let current = base.join("current");
+    if !storage::dataset_complete(&current) {
+        return Ok(BTreeMap::new());
+    }
+    Ok(storage::read_dataset::<SitemapRecord>(&current)?
+        .into_iter()
+        .map(|r| (r.url.clone(), r))
+        .collect())
+}
+
+/// The sitemaps robots.txt files named, from every segment's `robots/` dataset:
+/// (sitemap URL as written, robots.txt origin), first mention first.
+pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for seg in dir.segments()? {
+        let ds = seg.dataset(crate::fetch::ROBOTS_DATASET);
+        if !storage::dataset_complete(&ds) {
+            continue;
+        }
+        for r in storage::read_dataset::<crate::fetch::robots::RobotsRecord>(&ds)? {
+            for s in r.sitemaps {
+                if seen.insert((s.clone(), r.origin.clone())) {
+                    out.push((s, r.origin.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `http(s)://host/` of every host of the crawldb (the scheme of its first URL).
+fn crawldb_origins(dir: &CrawlDir) -> Result<Vec<String>> {
+    let mut origins = BTreeMap::new();
+    if !storage::dataset_complete(&dir.crawldb_current()) {
+        return Ok(Vec::new());
+    }
+    for part in storage::part_files(&dir.crawldb_current())? {
+        for rows in storage::read_part::<crate::CrawlDatum>(&part)? {
+            for d in rows? {
+                if !origins.contains_key(&d.host)
+                    && let Ok(u) = Url::parse(&d.url)
+                {
+                    origins.insert(d.host.clone(), u.origin().ascii_serialization());
+                }
+            }
+        }
+    }
+    Ok(origins.into_values().collect())
+}
+
+/// Whether a known sitemap is due at `now`.
+fn due(rec: Option<&SitemapRecord>, now: Millis) -> bool {
+    rec.is_none_or(|r| r.next_fetch_time <= now)
+}
+
+/// Builds this run's jobs: discovered sitemaps that are new or due, then known ones
+/// that are due, deduplicated by URL, at most `sitemaps.max_sitemaps`.
+fn plan(
+    dir: &CrawlDir,
+    cfg: &Config,
+    opts: &Options,
+    known: &BTreeMap<String, SitemapRecord>,
+    now: Millis,
+    summary: &mut SitemapSummary,
+) -> Result<Vec<Job>> {
+    let mut candidates: Vec<Job> = Vec::new();
+    for u in &opts.extra {
+        candidates.push(Job {
+            scope: Scope::of_location(u),
+            url: u.clone(),
+            depth: 0,
+            source: Source::Inject,
+            referrer: None,
+        });
+    }
+    if !opts.only_extra {
+        for (raw, origin) in robots_sitemaps(dir)? {
+            match Url::parse(raw.trim()) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => candidates.push(Job {
+                    scope: Scope::from_robots(&u, &origin),
+                    url: u,
+                    depth: 0,
+                    source: Source::Robots,
+                    referrer: Some(format!("{origin}/robots.txt")),
+                }),
+                _ => {
+                    summary.failed += 1;
+                    summary.problems.push((
+                        format!("{origin}/robots.txt"),
+                        Problem {
+                            position: "Sitemap: line".into(),
+                            reason: format!("not an absolute http(s) URL: {raw:?}"),
+                        },
+                    ));
+                }
+            }
+        }
+        if cfg.sitemaps.probe_sitemap_xml {
+            for origin in crawldb_origins(dir)? {
+                if let Ok(u) = Url::parse(&format!("{origin}/sitemap.xml")) {
+                    candidates.push(Job {
+                        scope: Scope::of_location(&u),
+                        url: u,
+                        depth: 0,
+                        source: Source::Probe,
+                        referrer: None,
+                    });
+                }
+            }
+        }
+        // Known sitemaps that are due (children of indexes, injected ones).
+        for r in known.values() {
+            if let Ok(u) = Url::parse(&r.url) {
+                candidates.push(Job {
+                    scope: r.scope(),
+                    url: u,
+                    depth: r.depth.max(0) as u32,
+                    source: Source::parse(&r.source),
+                    referrer: r.referrer.clone(),
+                });
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut jobs = Vec::new();
+    for job in candidates {
+        let key = job.url.to_string();
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        let forced = opts.force || job.source == Source::Inject && opts.extra.contains(&job.url);
+        if !forced && !due(known.get(&key), now) {
+            summary.not_due += 1;
+            continue;
+        }
+        jobs.push(job);
+    }
+    if jobs.len() > cfg.sitemaps.max_sitemaps {
+        tracing::warn!(
+            "{} sitemaps are due; fetching the first {} (sitemaps.max_sitemaps), the rest next run",
+            jobs.len(),
+            cfg.sitemaps.max_sitemaps
+        );
+        jobs.truncate(cfg.sitemaps.max_sitemaps);
+    }
+    Ok(jobs)
+}
+
+/// Runs the sitemap step on the crawl directory `root`: discover, fetch what is new
+/// or due, merge the URLs into the crawldb, remember what was processed.
+pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> {
+    let dir = CrawlDir::new(root);
+    if !opts.only_extra && !storage::dataset_complete(&dir.crawldb_current()) {
+        CrawlDir::open_existing(root)?;
+    }
+    std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
+    // Held for the whole run: the crawldb and the sitemapdb change together.
+    let _lock = crate::crawldb::lock(&dir, "sitemap")?;
+    let now = now_millis();
+    let known = read_sitemapdb(&dir)?;
+    let mut summary = SitemapSummary::default();
+    let jobs = plan(&dir, cfg, opts, &known, now, &mut summary)?;
+    let mut seed_hosts = if storage::dataset_complete(&dir.crawldb_current()) {
+        dir.crawldb_meta()?.seed_hosts
+    } else {
+        Vec::new()
+    };
+    let extra_hosts: Vec<String> = opts
+        .extra
+        .iter()
+        .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
+        .collect();
+    seed_hosts.extend(extra_hosts.iter().cloned());
+    let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
+    tracing::info!("sitemap: {} sitemaps to fetch", jobs.len());
+    let (results, children_not_due) = fetch::fetch_all(cfg, root, jobs, &known, &policy, now)?;
+    summary.not_due += children_not_due;
+
+    // Merge the URLs (first mention of a URL wins) into the crawldb.
+    let mut urls: HashMap<String, (SitemapUrl, String)> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut records: Vec<SitemapRecord> = Vec::new();
+    for res in results {
+        let rec = res.record;
+        match rec.status.as_str() {
+            "ok" => summary.fetched += 1,
+            "not_modified" => summary.not_modified += 1,
+            _ => summary.failed += 1,
+        }
+        if rec.problems > 0 {
+            summary.malformed += 1;
+        }
+        summary.urls_found += rec.urls_found as u64;
+        summary.urls_rejected += rec.urls_rejected as u64;
+        summary.urls_cut += rec.urls_cut as u64;
+        for p in res.problems {
+            summary.problems.push((rec.url.clone(), p));
+        }
+        for u in res.urls {
+            if !urls.contains_key(&u.url) {
+                order.push(u.url.clone());
+                urls.insert(u.url.clone(), (u, rec.url.clone()));
+            }
+        }
+        records.push(rec);
+    }
+    let entries: Vec<(SitemapUrl, String)> =
+        order.into_iter().filter_map(|u| urls.remove(&u)).collect();
+    let merged = merge::merge_into_crawldb(&dir, cfg, &entries, &extra_hosts, now)?;
+    summary.urls_added = merged.added;
+    summary.urls_known = merged.known;
+    summary.urls_due_again = merged.due_again;
+    summary.crawldb_rows = merged.rows;
+    for r in records.iter_mut() {
+        r.urls_added = merged.added_per_sitemap.get(&r.url).copied().unwrap_or(0) as i64;
+    }
+    // The crawldb is installed; now remember what was processed. A run killed in
+    // between fetches the sitemaps again next time and adds nothing twice.
+    let mut db = known;
+    for r in &records {
+        db.insert(r.url.clone(), r.clone());
+    }
+    record::write_sitemapdb(&dir, db.into_values().collect())?;
+    summary.reports = records;
+    Ok(summary)
+}
+
+/// Reads a file of sitemap URLs (one per line, `#` comments): `inject --sitemaps`.
+pub fn read_sitemap_list(path: &Path) -> Result<Vec<Url>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(
+            path.display().to_string(),
+            format!("cannot read the sitemap list ({e}); nothing was injected"),
+        )
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match Url::parse(line) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
+                out.push(u)
+            }
+            _ => {
+                return Err(Error::input(
+                    format!("{}:{}", path.display(), i + 1),
+                    format!(
+                        "{line:?} is not an absolute http(s) sitemap URL; the file lists sitemap URLs, one per line (fix the line; nothing was injected)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Prints every sitemap's status and problems on stderr (one line each):
+/// `sitemap URL: position: reason`.
+pub fn print_problems(summary: &SitemapSummary) {
+    for r in &summary.reports {
+        if r.status != "ok" && r.status != "not_modified" {
+            eprintln!("{}: {} ({})", r.url, r.status, r.reason);
+        }
+    }
+    for (url, p) in &summary.problems {
+        eprintln!("{url}: {p}");
+    }
+    for r in &summary.reports {
+        let shown = summary.problems.iter().filter(|(u, _)| *u == r.url).count() as i64;
+        if r.problems > shown {
+            eprintln!("{}: {} more problems not shown", r.url, r.problems - shown);
+        }
+    }
+}

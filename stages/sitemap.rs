@@ -1,0 +1,48 @@
+//! `sitemap`: discovers, fetches and parses sitemaps and merges their URLs into the crawldb.
+
+use std::time::Instant;
+
+use clap::Parser;
+
+/// A round step: sitemaps from robots.txt (and /sitemap.xml when configured) into the crawldb.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Fetch sitemaps and merge their URLs into the crawldb",
+    long_about = "Discovers sitemaps from the Sitemap: lines of the robots.txt files the fetcher \
+recorded (every segment's robots/ dataset), from /sitemap.xml of every known host when \
+sitemaps.probe_sitemap_xml is on, and keeps those given by `inject --sitemaps`. Fetches the \
+ones that are new or due (sitemapdb/ remembers each; sitemaps.refetch_interval) politely \
+(robots.txt, fetch.delay, size cap, timeouts), follows sitemap indexes down to \
+sitemaps.max_depth, and merges the URLs into the crawldb: new URLs enter db_unfetched with \
+score = <priority>, fetch interval from <changefreq>, modified time = <lastmod>; known URLs \
+keep their record (a <lastmod> newer than the last fetch makes them due). Problems in the \
+files are reported with the sitemap URL, position and reason; the rest is kept. See \
+docs/sitemaps.md."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Fetch every known sitemap now, due or not.
+    #[arg(long)]
+    force: bool,
+    /// Also try /sitemap.xml on every host of the crawldb (sitemaps.probe_sitemap_xml).
+    #[arg(long)]
+    probe: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let (mut cfg, dir) = args.common.setup()?;
+    if args.probe {
+        cfg.sitemaps.probe_sitemap_xml = true;
+    }
+    let started = Instant::now();
+    let opts = trawl::sitemaps::Options {
+        force: args.force,
+        ..Default::default()
+    };
+    let summary = trawl::sitemaps::run(&dir, &cfg, &opts)?;
+    trawl::sitemaps::print_problems(&summary);
+    trawl::cli::summary("sitemap", started, &summary.line());
+    Ok(())
+}
