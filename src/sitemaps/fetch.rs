@@ -160,7 +160,7 @@ async fn origin_task(
     tokio::time::sleep(shared.first_wait).await;
     let mut delay = Duration::from_secs_f64(fcfg.delay.max(0.0));
     let robots = if fcfg.respect_robots {
-        let (r, _) = fetch_robots(&shared.http, &origin, &host, &fcfg.robots_agent).await;
+        let (r, _, _) = fetch_robots(&shared.http, &origin, &host, &fcfg.robots_agent).await;
         r
     } else {
         Robots::AllowAll
