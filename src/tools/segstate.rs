@@ -24,7 +24,7 @@ pub fn test_pause(point: &str) {
     let Ok(v) = std::env::var(TEST_PAUSE_ENV) else {
         return;
     };
-    let Some((p, secs)) = v.split_once(':') else {
+    let Some((p, secs)) = v.rsplit_once(':') else {
         return;
     };
     if p == point

@@ -122,6 +122,10 @@ pub fn bin(name: &str) -> &'static str {
         "readdb" => env!("CARGO_BIN_EXE_readdb"),
         "dedup" => env!("CARGO_BIN_EXE_dedup"),
         "testweb" => env!("CARGO_BIN_EXE_testweb"),
+        "readseg" => env!("CARGO_BIN_EXE_readseg"),
+        "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
+        "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
+        "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
         other => panic!("unknown binary {other}"),
     }
 }
