@@ -340,7 +340,12 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     // Output names: after every existing segment name, never one already recorded.
     let mut names: Vec<String> = Vec::new();
     let newest_input = report.inputs.last().cloned().unwrap_or_default();
-    let mut t = now_millis() / 1000;
+    // From a few seconds back (so the clock is soon past the last name; see below),
+    // but after the newest input.
+    let newest_secs = chrono::NaiveDateTime::parse_from_str(&newest_input, "%Y%m%d%H%M%S")
+        .map(|d| d.and_utc().timestamp())
+        .unwrap_or(0);
+    let mut t = (now_millis() / 1000 - slices as i64).max(newest_secs + 1);
     while names.len() < slices {
         let name = chrono::DateTime::from_timestamp(t, 0)
             .map(|d| d.format("%Y%m%d%H%M%S").to_string())
@@ -354,6 +359,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             names.push(name);
         }
     }
+    let last_name_secs = t - 1;
 
     let mut datasets = vec!["crawl_generate", "crawl_fetch"];
     for heavy in ["content", "parse_text"] {
@@ -442,7 +448,13 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     }
     segstate::test_pause("mergesegs:staged");
 
-    // Record the outputs as applied, then install them.
+    // Record the outputs as applied, then install them. Names are recorded only once
+    // the clock is past them, so a segment `generate` creates later (named from the
+    // current time) can never take a recorded name, even if we are killed before
+    // the outputs are renamed into place.
+    while now_millis() / 1000 <= last_name_secs {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let cur = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     meta.applied_segments.extend(names.iter().cloned());
