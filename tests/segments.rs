@@ -777,3 +777,61 @@ fn bad_inputs_are_refused_and_change_nothing() {
     assert!(!out.status.success());
     assert!(stderr_of(&out).contains("nowhere"), "{}", stderr_of(&out));
 }
+
+/// The README's "Looking into a crawl" commands, run as written (with `B` pointing
+/// at the test's binaries) in a directory holding a crawl of the demo's test web.
+#[test]
+fn readme_looking_into_a_crawl_commands_work() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Looking into a crawl")
+        .expect("README section")..];
+    let start = section.find("```sh\n").unwrap() + 6;
+    let script = &section[start..start + section[start..].find("```").unwrap()];
+    assert!(script.contains("B=target/release\n"), "{script}");
+    let bindir = Path::new(bin("mergesegs")).parent().unwrap();
+    let script = script.replace("B=target/release\n", &format!("B={}\n", bindir.display()));
+
+    const DEMO_WEB: &[&str] = &["--seed", "42", "--hosts", "20", "--pages", "40"];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, DEMO_WEB);
+    let web = TestWeb::start(dir, DEMO_WEB);
+    let config = write_config(dir, &web.addr, 0.01, "");
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &map.seeds);
+    for _ in 0..3 {
+        round(&crawl, &config).expect("a round");
+    }
+    drop(web);
+    let before = dbs(&crawl);
+
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir)
+        .env_remove("TRAWL_CONFIG")
+        .env_remove("TRAWL_CRAWL_DIR")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "README commands failed:\n{stdout}\n{stderr}"
+    );
+    for what in [
+        "fetch_success=",
+        "\"dataset\":\"parse_data\"",
+        "\"from_url\":",
+        "\"url\": \"http://site0.web.test/\"",
+        "delete_datasets",
+    ] {
+        assert!(stdout.contains(what), "no {what:?} in:\n{stdout}");
+    }
+    assert!(stderr.contains("3 inputs deleted"), "{stderr}");
+    assert!(dir.join("titles.jsonl").metadata().unwrap().len() > 0);
+    assert_eq!(segment_names(&crawl).len(), 1);
+    assert_eq!(dbs(&crawl), before, "the databases are untouched");
+}
