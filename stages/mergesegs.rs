@@ -53,6 +53,12 @@ fn main() -> anyhow::Result<()> {
     for p in &r.outputs {
         println!("{}", p.display());
     }
+    if !r.existing.is_empty() {
+        eprintln!(
+            "mergesegs: already merged into [{}] with the same options; nothing merged again",
+            r.existing.join(", ")
+        );
+    }
     for (s, into) in &r.already_merged {
         eprintln!("mergesegs: segment {s} was already merged into {into} and removed");
     }

@@ -324,6 +324,16 @@ fn merged_segment_is_the_union_with_newest_wins_and_is_never_applied_twice() {
         "crawldb, linkdb and pagerank unchanged"
     );
 
+    // Rerunning the same merge writes nothing.
+    let out = run("mergesegs", &c.crawl, &c.config, &args);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    assert!(
+        stderr_of(&out).contains("already merged into"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(segment_names(&c.crawl).len(), 4);
     // Rerunning with --delete-inputs finds the inputs already merged: deletes them only.
     let out = run_ok(
         "mergesegs",

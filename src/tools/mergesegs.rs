@@ -27,8 +27,8 @@
 //! only then are inputs removed (`--delete-inputs`: each renamed away, then
 //! deleted). A kill before the renames leaves the inputs as they were (the
 //! recorded names of segments that never appeared are harmless); a kill during the
-//! deletions is finished by rerunning the same command, which recognizes inputs
-//! already held by an installed merged segment.
+//! deletions is finished by rerunning the same command, which finds the installed
+//! merge of the same inputs with the same options and only deletes.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -77,6 +77,9 @@ pub struct Provenance {
     pub filtered: bool,
     /// Whether URLs were normalized (`--normalize`).
     pub normalized: bool,
+    /// The `--slice` size given, if any.
+    #[serde(default)]
+    pub slice_size: Option<u64>,
 }
 
 /// Reads a segment's `_merged.json`, if it is a merged segment.
@@ -120,6 +123,9 @@ pub struct MergeReport {
     pub filtered: u64,
     /// Inputs deleted (`--delete-inputs`).
     pub deleted: Vec<String>,
+    /// Installed segments that already are this merge (same inputs and options),
+    /// found by a rerun; nothing new is written then.
+    pub existing: Vec<String>,
     /// Segments given that were gone because an earlier (interrupted) run had
     /// merged them: (segment, merged into).
     pub already_merged: Vec<(String, String)>,
@@ -205,13 +211,15 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     segstate::clean_leftovers(&dir)?;
     let mut report = MergeReport::default();
 
-    // Which installed segments hold which others (finishing interrupted runs).
+    // Which installed segments hold which others (reruns, interrupted runs).
     let mut merged_into: HashMap<String, String> = HashMap::new();
+    let mut earlier: Vec<(String, Provenance)> = Vec::new();
     for s in dir.segments()? {
         if let Some(p) = provenance(&s)? {
-            for m in p.merged_from {
-                merged_into.insert(m, s.name().to_string());
+            for m in &p.merged_from {
+                merged_into.insert(m.clone(), s.name().to_string());
             }
+            earlier.push((s.name().to_string(), p));
         }
     }
     let mut live: Vec<Segment> = Vec::new();
@@ -251,17 +259,42 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         tracing::info!("every segment given was already merged and removed: nothing to do");
         return Ok(report);
     }
-    if opts.delete_inputs && live.iter().all(|s| merged_into.contains_key(s.name())) {
-        // An earlier run installed its output and was killed while deleting inputs.
-        for s in &live {
+    // The same merge (same inputs, same options) already installed: a rerun, or a
+    // run killed while deleting its inputs. Only the deletion is left to do.
+    let requested: BTreeSet<String> = report
+        .inputs
+        .iter()
+        .cloned()
+        .chain(report.already_merged.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let done: Vec<String> = earlier
+        .iter()
+        .filter(|(_, p)| {
+            p.inputs.iter().cloned().collect::<BTreeSet<_>>() == requested
+                && p.filtered == opts.filter
+                && p.normalized == opts.normalize
+                && p.slice_size == opts.slice
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    if !done.is_empty() {
+        report.existing = done.clone();
+        if opts.delete_inputs {
+            for s in &live {
+                tracing::warn!(
+                    "segment {} is already merged into [{}]: finishing its deletion",
+                    s.name(),
+                    done.join(", ")
+                );
+                report.input_bytes += segstate::disk_bytes(s.path());
+                segstate::remove_dir(s.path())?;
+                report.deleted.push(s.name().to_string());
+            }
+        } else {
             tracing::warn!(
-                "segment {} is already merged into {}: finishing its deletion",
-                s.name(),
-                merged_into[s.name()]
+                "these segments are already merged into [{}] with the same options: nothing to do",
+                done.join(", ")
             );
-            report.input_bytes += segstate::disk_bytes(s.path());
-            segstate::remove_dir(s.path())?;
-            report.deleted.push(s.name().to_string());
         }
         return Ok(report);
     }
@@ -442,6 +475,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
                 slices,
                 filtered: opts.filter,
                 normalized: opts.normalize,
+                slice_size: opts.slice,
             },
         )?;
         report.output_bytes += segstate::disk_bytes(st.path());
