@@ -38,6 +38,21 @@ fn lines(exe: &str, crawl: &Path, config: &Path, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// Bytes of the files under `dir`.
+fn walk_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk_bytes(&p)
+            } else {
+                p.metadata().unwrap().len()
+            }
+        })
+        .sum()
+}
+
 const READSEG: &str = env!("CARGO_BIN_EXE_readseg");
 const READLINKDB: &str = env!("CARGO_BIN_EXE_readlinkdb");
 
@@ -75,6 +90,20 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
             *by_status.entry(f.status.as_str().to_string()).or_default() += 1;
         }
         assert_eq!(row["by_status"], serde_json::to_value(&by_status).unwrap());
+        let count = |names: &[&str]| -> u64 {
+            names
+                .iter()
+                .map(|n| by_status.get(*n).copied().unwrap_or(0))
+                .sum()
+        };
+        assert_eq!(
+            row["succeeded"],
+            count(&["fetch_success", "fetch_notmodified"])
+        );
+        assert_eq!(row["failed"], count(&["fetch_gone", "fetch_retry"]));
+        let disk: u64 = walk_bytes(seg);
+        assert_eq!(row["disk_bytes"], disk);
+        assert_eq!(row["merged_from"], serde_json::json!([]));
         let content: Vec<ContentRecord> =
             trawl::storage::read_dataset(&seg.join("content")).unwrap();
         let bytes: usize = content.iter().map(|c| c.content.len()).sum();

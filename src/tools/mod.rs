@@ -1,5 +1,9 @@
-//! Read-only tools over a crawl directory: [`readseg`] (segments) and
-//! [`readlinkdb`] (the linkdb).
+//! Tools over a crawl directory: the read-only [`readseg`] (segments) and
+//! [`readlinkdb`] (the linkdb), and the segment maintenance tools [`mergesegs`]
+//! and [`prunesegs`] (with what they share in [`segstate`]).
 
+pub mod mergesegs;
+pub mod prunesegs;
 pub mod readlinkdb;
 pub mod readseg;
+pub mod segstate;

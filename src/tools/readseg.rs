@@ -11,7 +11,7 @@ use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::Serialize;
 
-use crate::datum::CrawlDatum;
+use crate::datum::{CrawlDatum, FetchStatus};
 use crate::datum::{Millis, format_millis};
 use crate::error::{Error, Result};
 use crate::layout::{CrawlDir, SEGMENT_DATASETS, Segment};
@@ -32,6 +32,11 @@ pub struct SegmentSummary {
     pub generated_time: Millis,
     /// `crawl_fetch` rows.
     pub fetched_rows: u64,
+    /// Fetches that got the page (`fetch_success`, `fetch_notmodified`).
+    pub succeeded: u64,
+    /// Fetches that failed (`fetch_gone`: 4xx, robots denial, ...; `fetch_retry`:
+    /// timeouts, 5xx, connection errors); redirects count in neither.
+    pub failed: u64,
     /// `crawl_fetch` rows per fetch status (`fetch_success`, `fetch_gone`, ...).
     pub by_status: BTreeMap<String, u64>,
     /// `crawl_fetch` rows per reason (`ok`, `http_404`, `robots_denied`, ...).
@@ -44,6 +49,11 @@ pub struct SegmentSummary {
     pub fetch_time_max: Option<Millis>,
     /// The complete datasets of the segment, in stage order.
     pub datasets: Vec<String>,
+    /// Bytes of the segment's files on disk (every dataset, compressed).
+    pub disk_bytes: u64,
+    /// For a segment written by `mergesegs`: every segment whose data it holds
+    /// (`_merged.json`); empty otherwise.
+    pub merged_from: Vec<String>,
 }
 
 /// Summarizes every segment of the crawl directory, oldest first.
@@ -63,6 +73,10 @@ pub fn summarize(seg: &Segment) -> Result<SegmentSummary> {
             .filter(|d| seg.has(d))
             .map(|d| d.to_string())
             .collect(),
+        disk_bytes: super::segstate::disk_bytes(seg.path()),
+        merged_from: super::mergesegs::provenance(seg)?
+            .map(|p| p.merged_from)
+            .unwrap_or_default(),
         ..SegmentSummary::default()
     };
     if seg.has("crawl_fetch") {
@@ -70,6 +84,13 @@ pub fn summarize(seg: &Segment) -> Result<SegmentSummary> {
             for rows in read_part::<FetchRecord>(&part)? {
                 for r in rows? {
                     s.fetched_rows += 1;
+                    match r.status {
+                        FetchStatus::FetchSuccess | FetchStatus::FetchNotmodified => {
+                            s.succeeded += 1
+                        }
+                        FetchStatus::FetchGone | FetchStatus::FetchRetry => s.failed += 1,
+                        FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm => {}
+                    }
                     *s.by_status
                         .entry(r.status.as_str().to_string())
                         .or_default() += 1;
@@ -95,8 +116,16 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
     let io = |e| Error::io("<stdout>", e);
     writeln!(
         out,
-        "{:<14}  {:>9}  {:>9}  {:>12}  {:<20}  {:<20}  statuses / datasets",
-        "segment", "generated", "fetched", "bytes", "first fetch", "last fetch"
+        "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:<20}  {:<20}  statuses / datasets",
+        "segment",
+        "generated",
+        "fetched",
+        "ok",
+        "failed",
+        "bytes",
+        "disk",
+        "first fetch",
+        "last fetch"
     )
     .map_err(io)?;
     for s in rows {
@@ -108,11 +137,14 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
             .collect();
         writeln!(
             out,
-            "{:<14}  {:>9}  {:>9}  {:>12}  {:<20}  {:<20}  {} / {}",
+            "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:<20}  {:<20}  {} / {}",
             s.name,
             s.generated,
             s.fetched_rows,
+            s.succeeded,
+            s.failed,
             s.content_bytes,
+            s.disk_bytes,
             t(s.fetch_time_min),
             t(s.fetch_time_max),
             if statuses.is_empty() {

@@ -123,6 +123,10 @@ pub fn bin(name: &str) -> &'static str {
         "dedup" => env!("CARGO_BIN_EXE_dedup"),
         "testweb" => env!("CARGO_BIN_EXE_testweb"),
         "sitemap" => env!("CARGO_BIN_EXE_sitemap"),
+        "readseg" => env!("CARGO_BIN_EXE_readseg"),
+        "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
+        "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
+        "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
         other => panic!("unknown binary {other}"),
     }
 }

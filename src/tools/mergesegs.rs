@@ -1,0 +1,736 @@
+//! `mergesegs`: merges several segments into one new segment (Nutch's
+//! `SegmentMerger`), optionally filtering and normalizing URLs and slicing the
+//! output by URL count.
+//!
+//! **What is merged.** Every dataset, partition by partition (the output has the
+//! crawldb's partition count; inputs with another count are re-partitioned). When
+//! a URL was fetched in several inputs, the newest fetch wins (latest
+//! `crawl_fetch.fetch_time`, ties to the newer segment) and every row about that
+//! URL comes from the winning segment: its `crawl_generate`, `crawl_fetch`,
+//! `content`, `parse_text`, `parse_data` rows, its `crawl_parse` signature row and
+//! the `crawl_parse` link rows of the links on it. `crawl_generate`, `crawl_fetch`,
+//! `parse_data` and `crawl_parse` are sorted by URL in each part; `content` and
+//! `parse_text` (the heavy ones) are streamed in input order with bounded memory.
+//!
+//! **Applied state.** Only segments whose data already reached the crawldb (listed
+//! in its `applied_segments`) and the linkdb (listed in its `inverted_segments`,
+//! when there is a linkdb) are merged; anything else is refused, naming the stage
+//! to run, before anything is written. The new segments' names are then added to
+//! both lists, so `updatedb` and `linkdb` never apply the merged data a second
+//! time, and no unapplied data can be lost by the newest-wins rule. Each output
+//! records its provenance in `_merged.json` ([`Provenance`]).
+//!
+//! **Crash safety.** The tool holds the crawldb and linkdb locks. Outputs are
+//! written under `segments/<name>.tmp-<pid>` (invisible to every stage); once all
+//! are complete their names are recorded in the crawldb's and linkdb's
+//! `_meta.json` (each replaced atomically), then they are renamed into place, and
+//! only then are inputs removed (`--delete-inputs`: each renamed away, then
+//! deleted). A kill before the renames leaves the inputs as they were (the
+//! recorded names of segments that never appeared are harmless); a kill during the
+//! deletions is finished by rerunning the same command, which finds the installed
+//! merge of the same inputs with the same options and only deletes.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::segstate::{self, Applied};
+use crate::config::Config;
+use crate::datum::{CrawlDatum, Millis, now_millis};
+use crate::error::{Error, IoContext, Result};
+use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
+use crate::layout::{CRAWLDB_META, CrawlDir, SEGMENT_META, Segment, SegmentMeta};
+use crate::records::{
+    ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
+};
+use crate::storage::{
+    self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name,
+    partition_for_host, read_part,
+};
+use crate::urls::{UrlPolicy, host_of};
+
+/// The provenance file of a merged segment.
+pub const PROVENANCE: &str = "_merged.json";
+
+/// Bytes of content (or text) buffered per output part before a row group is
+/// written out, so memory stays bounded whatever the page sizes.
+const FLUSH_BYTES: usize = 8 * 1024 * 1024;
+
+/// `_merged.json`: where a merged segment's data came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The segments given to the merge that produced this one.
+    pub inputs: Vec<String>,
+    /// Every segment whose data this one holds: the inputs and, for inputs that
+    /// were themselves merged, what they were merged from.
+    pub merged_from: Vec<String>,
+    /// When the merge ran (ms UTC).
+    pub merged_time: Millis,
+    /// This output's index among the merge's outputs (`--slice`), from 0.
+    pub slice: usize,
+    /// How many outputs the merge wrote.
+    pub slices: usize,
+    /// Whether URLs went through the configured filters (`--filter`).
+    pub filtered: bool,
+    /// Whether URLs were normalized (`--normalize`).
+    pub normalized: bool,
+    /// The `--slice` size given, if any.
+    #[serde(default)]
+    pub slice_size: Option<u64>,
+}
+
+/// Reads a segment's `_merged.json`, if it is a merged segment.
+pub fn provenance(seg: &Segment) -> Result<Option<Provenance>> {
+    let p = seg.path().join(PROVENANCE);
+    if !p.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(storage::read_json(&p)?))
+}
+
+/// Options of one mergesegs run.
+#[derive(Debug, Clone, Default)]
+pub struct MergeOptions {
+    /// The segments to merge (names under `segments/` or paths).
+    pub segments: Vec<PathBuf>,
+    /// Drop URLs the configured `[urls]` filters reject.
+    pub filter: bool,
+    /// Normalize URLs with the configured `[urls]` normalization.
+    pub normalize: bool,
+    /// At most this many URLs per output segment.
+    pub slice: Option<u64>,
+    /// Delete the inputs once the output is installed.
+    pub delete_inputs: bool,
+}
+
+/// What a mergesegs run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MergeReport {
+    /// The segments merged, oldest first.
+    pub inputs: Vec<String>,
+    /// The segments written (paths), in slice order.
+    pub outputs: Vec<PathBuf>,
+    /// `crawl_fetch` rows read from the inputs.
+    pub input_rows: u64,
+    /// URLs written (one `crawl_fetch` row each).
+    pub urls: u64,
+    /// Older fetches of a URL dropped because a newer one won.
+    pub superseded: u64,
+    /// Fetches dropped by `--filter`.
+    pub filtered: u64,
+    /// Inputs deleted (`--delete-inputs`).
+    pub deleted: Vec<String>,
+    /// Installed segments that already are this merge (same inputs and options),
+    /// found by a rerun; nothing new is written then.
+    pub existing: Vec<String>,
+    /// Segments given that were gone because an earlier (interrupted) run had
+    /// merged them: (segment, merged into).
+    pub already_merged: Vec<(String, String)>,
+    /// Bytes of the inputs' files.
+    pub input_bytes: u64,
+    /// Bytes of the outputs' files.
+    pub output_bytes: u64,
+}
+
+/// How URLs become merge keys: as they are, filtered, normalized, or both.
+struct Keyer {
+    policy: UrlPolicy,
+    filter: bool,
+    normalize: bool,
+}
+
+impl Keyer {
+    fn rewrites(&self) -> bool {
+        self.filter || self.normalize
+    }
+
+    /// The key of `url`, or `None` when the filters reject it.
+    fn key(&self, url: &str) -> Option<String> {
+        match (self.filter, self.normalize) {
+            (false, false) => Some(url.to_string()),
+            (true, false) => self.policy.check(url).ok().map(|_| url.to_string()),
+            (false, true) => Some(
+                url::Url::parse(url)
+                    .ok()
+                    .and_then(|u| self.policy.normalize(u).ok())
+                    .map(|u| u.to_string())
+                    .unwrap_or_else(|| url.to_string()),
+            ),
+            (true, true) => self.policy.check(url).ok().map(|u| u.to_string()),
+        }
+    }
+}
+
+/// One input segment.
+struct Input {
+    seg: Segment,
+    parts: usize,
+}
+
+/// Everything the per-partition merge needs.
+struct Plan<'a> {
+    inputs: &'a [Input],
+    n: usize,
+    keyer: &'a Keyer,
+    /// key -> (fetch time, input index) of the winning fetch.
+    winners: HashMap<String, (Millis, usize)>,
+    /// key -> output slice (absent: slice 0).
+    slice_of: HashMap<String, usize>,
+    slices: usize,
+    outputs: Vec<PathBuf>,
+    datasets: Vec<&'static str>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct PartStats {
+    /// crawl_generate rows per slice.
+    generate: Vec<u64>,
+    /// crawl_fetch rows per slice.
+    fetch: Vec<u64>,
+}
+
+/// Runs mergesegs on the crawl directory `root`.
+pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<MergeReport> {
+    let dir = CrawlDir::open_existing(root)?;
+    if opts.segments.is_empty() {
+        return Err(Error::input(
+            "mergesegs",
+            "no segments given: name the segments to merge (see `readseg --list`)",
+        ));
+    }
+    if opts.slice == Some(0) {
+        return Err(Error::input(
+            "--slice",
+            "must be at least 1 URL per segment",
+        ));
+    }
+    let applied = Applied::lock(&dir, "mergesegs")?;
+    segstate::clean_leftovers(&dir)?;
+    let mut report = MergeReport::default();
+
+    // Which installed segments hold which others (reruns, interrupted runs).
+    let mut merged_into: HashMap<String, String> = HashMap::new();
+    let mut earlier: Vec<(String, Provenance)> = Vec::new();
+    for s in dir.segments()? {
+        if let Some(p) = provenance(&s)? {
+            for m in &p.merged_from {
+                merged_into.insert(m.clone(), s.name().to_string());
+            }
+            earlier.push((s.name().to_string(), p));
+        }
+    }
+    let mut live: Vec<Segment> = Vec::new();
+    for a in &opts.segments {
+        match dir.segment(a) {
+            Ok(s) => {
+                if !live.iter().any(|l| l.name() == s.name()) {
+                    live.push(s);
+                }
+            }
+            Err(e) => {
+                let name = a
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                match merged_into.get(&name) {
+                    Some(into) => {
+                        tracing::warn!(
+                            "segment {name} is gone: an earlier mergesegs merged it into {into}"
+                        );
+                        report.already_merged.push((name, into.clone()));
+                    }
+                    None => return Err(e),
+                }
+            }
+        }
+    }
+    let live = segstate::open_segments(
+        &dir,
+        &live
+            .iter()
+            .map(|s| s.path().to_path_buf())
+            .collect::<Vec<_>>(),
+    )?;
+    report.inputs = live.iter().map(|s| s.name().to_string()).collect();
+    if live.is_empty() {
+        tracing::info!("every segment given was already merged and removed: nothing to do");
+        return Ok(report);
+    }
+    // The same merge (same inputs, same options) already installed: a rerun, or a
+    // run killed while deleting its inputs. Only the deletion is left to do.
+    let requested: BTreeSet<String> = report
+        .inputs
+        .iter()
+        .cloned()
+        .chain(report.already_merged.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let done: Vec<String> = earlier
+        .iter()
+        .filter(|(_, p)| {
+            p.inputs.iter().cloned().collect::<BTreeSet<_>>() == requested
+                && p.filtered == opts.filter
+                && p.normalized == opts.normalize
+                && p.slice_size == opts.slice
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    if !done.is_empty() {
+        report.existing = done.clone();
+        if opts.delete_inputs {
+            for s in &live {
+                tracing::warn!(
+                    "segment {} is already merged into [{}]: finishing its deletion",
+                    s.name(),
+                    done.join(", ")
+                );
+                report.input_bytes += segstate::disk_bytes(s.path());
+                segstate::remove_dir(s.path())?;
+                report.deleted.push(s.name().to_string());
+            }
+        } else {
+            tracing::warn!(
+                "these segments are already merged into [{}] with the same options: nothing to do",
+                done.join(", ")
+            );
+        }
+        return Ok(report);
+    }
+
+    // Refuse before writing anything: unfetched, unparsed or unapplied inputs.
+    let mut inputs = Vec::new();
+    for s in &live {
+        if let Some(why) = applied.pending(s) {
+            return Err(Error::crawl_dir(
+                s.path(),
+                format!(
+                    "{why}. mergesegs only merges segments whose data already reached the crawldb and the linkdb, so that nothing is applied twice or lost; nothing was changed"
+                ),
+            ));
+        }
+        s.require("crawl_generate", "generate")?;
+        let meta = s.meta()?;
+        report.input_bytes += segstate::disk_bytes(s.path());
+        inputs.push(Input {
+            seg: s.clone(),
+            parts: meta.partitions.max(1),
+        });
+    }
+
+    let crawldb_meta = dir.crawldb_meta()?;
+    let keyer = Keyer {
+        policy: UrlPolicy::new(&cfg.urls, &crawldb_meta.seed_hosts)?,
+        filter: opts.filter,
+        normalize: opts.normalize,
+    };
+    let n = crawldb_meta.partitions.max(1);
+
+    // The winning fetch of every URL.
+    let mut winners: HashMap<String, (Millis, usize)> = HashMap::new();
+    for (k, inp) in inputs.iter().enumerate() {
+        for p in part_files(&inp.seg.dataset("crawl_fetch"))? {
+            for rows in read_part::<FetchRecord>(&p)? {
+                for r in rows? {
+                    report.input_rows += 1;
+                    let Some(key) = keyer.key(&r.url) else {
+                        report.filtered += 1;
+                        continue;
+                    };
+                    let cand = (r.fetch_time, k);
+                    let e = winners.entry(key).or_insert(cand);
+                    if cand > *e {
+                        *e = cand;
+                    }
+                }
+            }
+        }
+    }
+    if winners.is_empty() {
+        return Err(Error::input(
+            "mergesegs",
+            "no URL left to write (every fetch was filtered out); nothing was changed",
+        ));
+    }
+    report.superseded = report.input_rows - report.filtered - winners.len() as u64;
+
+    // Slices: URLs in sorted order, cut every `slice` URLs.
+    let mut slice_of = HashMap::new();
+    let mut slices = 1;
+    if let Some(size) = opts.slice
+        && winners.len() as u64 > size
+    {
+        let mut keys: Vec<&String> = winners.keys().collect();
+        keys.sort();
+        let size = size as usize;
+        slices = keys.len().div_ceil(size);
+        for (j, key) in keys.into_iter().enumerate() {
+            slice_of.insert(key.clone(), j / size);
+        }
+    }
+
+    // Output names: after every existing segment name, never one already recorded.
+    let mut names: Vec<String> = Vec::new();
+    let newest_input = report.inputs.last().cloned().unwrap_or_default();
+    // From a few seconds back (so the clock is soon past the last name; see below),
+    // but after the newest input.
+    let newest_secs = chrono::NaiveDateTime::parse_from_str(&newest_input, "%Y%m%d%H%M%S")
+        .map(|d| d.and_utc().timestamp())
+        .unwrap_or(0);
+    let mut t = (now_millis() / 1000 - slices as i64).max(newest_secs + 1);
+    while names.len() < slices {
+        let name = chrono::DateTime::from_timestamp(t, 0)
+            .map(|d| d.format("%Y%m%d%H%M%S").to_string())
+            .unwrap_or_else(|| format!("{t:014}"));
+        t += 1;
+        let taken = dir.segments_dir().join(&name).exists()
+            || applied.crawldb.contains(&name)
+            || applied.linkdb.as_ref().is_some_and(|l| l.contains(&name))
+            || names.contains(&name);
+        if !taken && name > newest_input {
+            names.push(name);
+        }
+    }
+    let last_name_secs = t - 1;
+
+    let mut datasets = vec!["crawl_generate", "crawl_fetch"];
+    for heavy in ["content", "parse_text"] {
+        if inputs.iter().any(|i| i.seg.has(heavy)) {
+            datasets.push(heavy);
+        }
+    }
+    datasets.extend(["parse_data", "crawl_parse"]);
+
+    let staged: Vec<StagedDataset> = names
+        .iter()
+        .map(|nm| StagedDataset::new(&dir.segments_dir().join(nm)))
+        .collect::<Result<_>>()?;
+    for st in &staged {
+        for d in &datasets {
+            let p = st.path().join(d);
+            fs::create_dir_all(&p).at(&p)?;
+        }
+    }
+    let plan = Plan {
+        inputs: &inputs,
+        n,
+        keyer: &keyer,
+        winners,
+        slice_of,
+        slices,
+        outputs: staged.iter().map(|s| s.path().to_path_buf()).collect(),
+        datasets: datasets.clone(),
+    };
+    let pb = crate::cli::progress_bar(n as u64, "mergesegs");
+    let stats = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let st = plan.merge_partition(i);
+            pb.inc(1);
+            st
+        })
+        .collect::<Result<Vec<PartStats>>>()?;
+    pb.finish_and_clear();
+
+    let now = now_millis();
+    let mut merged_from: BTreeSet<String> = report.inputs.iter().cloned().collect();
+    for inp in &inputs {
+        if let Some(p) = provenance(&inp.seg)? {
+            merged_from.extend(p.merged_from);
+        }
+    }
+    let generated_time = inputs
+        .iter()
+        .map(|i| i.seg.meta().map(|m| m.generated_time))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .max()
+        .unwrap_or(now);
+    for (s, st) in staged.iter().enumerate() {
+        for d in &datasets {
+            storage::write_atomic(
+                &st.path().join(d).join(SUCCESS_MARKER),
+                chrono::Utc::now().to_rfc3339().as_bytes(),
+            )?;
+        }
+        let urls: u64 = stats.iter().map(|p| p.generate[s]).sum();
+        report.urls += stats.iter().map(|p| p.fetch[s]).sum::<u64>();
+        storage::write_json(
+            &st.path().join(SEGMENT_META),
+            &SegmentMeta {
+                name: names[s].clone(),
+                generated_time,
+                partitions: n,
+                urls,
+            },
+        )?;
+        storage::write_json(
+            &st.path().join(PROVENANCE),
+            &Provenance {
+                inputs: report.inputs.clone(),
+                merged_from: merged_from.iter().cloned().collect(),
+                merged_time: now,
+                slice: s,
+                slices,
+                filtered: opts.filter,
+                normalized: opts.normalize,
+                slice_size: opts.slice,
+            },
+        )?;
+        report.output_bytes += segstate::disk_bytes(st.path());
+    }
+    segstate::test_pause("mergesegs:staged");
+
+    // Record the outputs as applied, then install them. Names are recorded only once
+    // the clock is past them, so a segment `generate` creates later (named from the
+    // current time) can never take a recorded name, even if we are killed before
+    // the outputs are renamed into place.
+    while now_millis() / 1000 <= last_name_secs {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let cur = dir.crawldb_current();
+    let mut meta = dir.crawldb_meta()?;
+    meta.applied_segments.extend(names.iter().cloned());
+    storage::write_json(&cur.join(CRAWLDB_META), &meta)?;
+    if applied.linkdb.is_some() {
+        let p = dir.linkdb_current().join(LINKDB_META);
+        let mut lmeta: LinkDbMeta = storage::read_json(&p)?;
+        lmeta.inverted_segments.extend(names.iter().cloned());
+        storage::write_json(&p, &lmeta)?;
+    }
+    segstate::test_pause("mergesegs:recorded");
+    for st in staged {
+        report.outputs.push(st.commit()?);
+    }
+    segstate::test_pause("mergesegs:installed");
+    if opts.delete_inputs {
+        for s in &live {
+            segstate::remove_dir(s.path())?;
+            report.deleted.push(s.name().to_string());
+        }
+    }
+    Ok(report)
+}
+
+/// One empty row list per output slice.
+fn empty<R>(slices: usize) -> Vec<Vec<R>> {
+    (0..slices).map(|_| Vec::new()).collect()
+}
+
+impl Plan<'_> {
+    /// Whether input rows of `inp` for partition `i` are read from part `i` alone.
+    fn direct(&self, inp: &Input) -> bool {
+        !self.keyer.rewrites() && inp.parts == self.n
+    }
+
+    /// The output slice of a row of input `k` keyed (for newest-wins) by `key`
+    /// and partitioned by the host of `part_url`; `None` when it is dropped or
+    /// belongs to another partition than `i`.
+    fn place(&self, k: usize, key: &str, part_url: &str, direct: bool, i: usize) -> Option<usize> {
+        if self.winners.get(key).map(|w| w.1) != Some(k) {
+            return None;
+        }
+        if !direct && partition_for_host(&host_of(part_url), self.n) != i {
+            return None;
+        }
+        Some(self.slice_of.get(key).copied().unwrap_or(0))
+    }
+
+    /// Calls `f` for every row of dataset `ds` of input `inp` that may belong to
+    /// partition `i`.
+    fn rows<R: Record>(
+        &self,
+        inp: &Input,
+        ds: &str,
+        i: usize,
+        mut f: impl FnMut(R) -> Result<()>,
+    ) -> Result<()> {
+        if !inp.seg.has(ds) {
+            return Ok(());
+        }
+        let dir = inp.seg.dataset(ds);
+        let files = if self.direct(inp) {
+            let p = dir.join(part_name(i));
+            if p.is_file() { vec![p] } else { Vec::new() }
+        } else {
+            part_files(&dir)?
+        };
+        for p in files {
+            for rows in read_part::<R>(&p)? {
+                for r in rows? {
+                    f(r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn writers<R: Record>(&self, ds: &str, i: usize) -> Result<Vec<PartWriter<R>>> {
+        self.outputs
+            .iter()
+            .map(|o| PartWriter::<R>::create(&o.join(ds).join(part_name(i))))
+            .collect()
+    }
+
+    /// Writes per-slice rows, sorted by `key`, to part `i` of `ds`; returns rows per slice.
+    fn write_sorted<R: Record, K: Ord>(
+        &self,
+        ds: &str,
+        i: usize,
+        mut per_slice: Vec<Vec<R>>,
+        key: impl Fn(&R) -> K + Sync,
+    ) -> Result<Vec<u64>> {
+        let mut counts = Vec::with_capacity(self.slices);
+        for (w, rows) in self.writers::<R>(ds, i)?.into_iter().zip(&mut per_slice) {
+            rows.sort_by_key(|r| key(r));
+            let mut w = w;
+            for r in rows.drain(..) {
+                w.push(r)?;
+            }
+            counts.push(w.finish()?);
+        }
+        Ok(counts)
+    }
+
+    fn merge_partition(&self, i: usize) -> Result<PartStats> {
+        let direct: Vec<bool> = self.inputs.iter().map(|inp| self.direct(inp)).collect();
+        let kr = self.keyer.rewrites();
+
+        // crawl_generate and crawl_fetch: the winning segment's row of each URL.
+        let mut gen_rows: Vec<Vec<CrawlDatum>> = empty(self.slices);
+        let mut fetch_rows: Vec<Vec<FetchRecord>> = empty(self.slices);
+        for (k, inp) in self.inputs.iter().enumerate() {
+            self.rows::<CrawlDatum>(inp, "crawl_generate", i, |mut d| {
+                let Some(key) = self.keyer.key(&d.url) else {
+                    return Ok(());
+                };
+                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                    if kr {
+                        d.host = host_of(&key);
+                        d.url = key;
+                    }
+                    gen_rows[s].push(d);
+                }
+                Ok(())
+            })?;
+            self.rows::<FetchRecord>(inp, "crawl_fetch", i, |mut r| {
+                let Some(key) = self.keyer.key(&r.url) else {
+                    return Ok(());
+                };
+                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                    if kr {
+                        r.host = host_of(&key);
+                        r.url = key;
+                    }
+                    fetch_rows[s].push(r);
+                }
+                Ok(())
+            })?;
+        }
+        let generate = self.write_sorted("crawl_generate", i, gen_rows, |d| d.url.clone())?;
+        let fetch = self.write_sorted("crawl_fetch", i, fetch_rows, |r| r.url.clone())?;
+
+        // content and parse_text: streamed, a row group per FLUSH_BYTES.
+        if self.datasets.contains(&"content") {
+            let mut ws = self.writers::<ContentRecord>("content", i)?;
+            let mut buffered = vec![0usize; self.slices];
+            for (k, inp) in self.inputs.iter().enumerate() {
+                self.rows::<ContentRecord>(inp, "content", i, |mut r| {
+                    let Some(key) = self.keyer.key(&r.url) else {
+                        return Ok(());
+                    };
+                    if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                        if kr {
+                            r.host = host_of(&key);
+                            r.url = key;
+                        }
+                        buffered[s] += r.content.len();
+                        ws[s].push(r)?;
+                        if buffered[s] >= FLUSH_BYTES {
+                            ws[s].end_row_group()?;
+                            buffered[s] = 0;
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            for w in ws {
+                w.finish()?;
+            }
+        }
+        if self.datasets.contains(&"parse_text") {
+            let mut ws = self.writers::<ParseTextRecord>("parse_text", i)?;
+            let mut buffered = vec![0usize; self.slices];
+            for (k, inp) in self.inputs.iter().enumerate() {
+                self.rows::<ParseTextRecord>(inp, "parse_text", i, |mut r| {
+                    let Some(key) = self.keyer.key(&r.url) else {
+                        return Ok(());
+                    };
+                    if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                        if kr {
+                            r.url = key;
+                        }
+                        buffered[s] += r.text.len() + r.main_text.as_ref().map_or(0, |t| t.len());
+                        ws[s].push(r)?;
+                        if buffered[s] >= FLUSH_BYTES {
+                            ws[s].end_row_group()?;
+                            buffered[s] = 0;
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            for w in ws {
+                w.finish()?;
+            }
+        }
+
+        // parse_data: the winning segment's parse of each page.
+        let mut data_rows: Vec<Vec<ParseDataRecord>> = empty(self.slices);
+        // crawl_parse: signature rows by their URL, link rows by the page they are on.
+        let mut cp_rows: Vec<Vec<CrawlParseRecord>> = empty(self.slices);
+        for (k, inp) in self.inputs.iter().enumerate() {
+            self.rows::<ParseDataRecord>(inp, "parse_data", i, |mut r| {
+                let Some(key) = self.keyer.key(&r.url) else {
+                    return Ok(());
+                };
+                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                    if kr {
+                        r.url = key;
+                    }
+                    data_rows[s].push(r);
+                }
+                Ok(())
+            })?;
+            self.rows::<CrawlParseRecord>(inp, "crawl_parse", i, |mut r| {
+                let Some(url) = self.keyer.key(&r.url) else {
+                    return Ok(());
+                };
+                let page = match (&r.kind[..], &r.from_url) {
+                    ("link", Some(from)) => match self.keyer.key(from) {
+                        Some(f) => f,
+                        None => return Ok(()),
+                    },
+                    _ => url.clone(),
+                };
+                if let Some(s) = self.place(k, &page, &url, direct[k], i) {
+                    if kr {
+                        r.host = host_of(&url);
+                        r.url = url;
+                        if r.from_url.is_some() && r.kind == "link" {
+                            r.from_url = Some(page);
+                        }
+                    }
+                    cp_rows[s].push(r);
+                }
+                Ok(())
+            })?;
+        }
+        self.write_sorted("parse_data", i, data_rows, |r| r.url.clone())?;
+        self.write_sorted("crawl_parse", i, cp_rows, |r| {
+            (r.url.clone(), r.kind.clone(), r.from_url.clone())
+        })?;
+        Ok(PartStats { generate, fetch })
+    }
+}

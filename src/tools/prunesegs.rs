@@ -1,0 +1,194 @@
+//! `prunesegs`: frees disk by deleting what segments no longer need to hold once
+//! their data reached the crawldb and the linkdb.
+//!
+//! By default the heavy datasets are deleted, `content/` (raw pages) and
+//! `parse_text/` (extracted text), and the light ones are kept:
+//! `crawl_generate/`, `crawl_fetch/` (what `readseg --list` reports),
+//! `parse_data/` (the outlinks from which `pagerank` with `source = "crawl"`
+//! builds its graph, and from which `linkdb --all` rebuilds the linkdb) and
+//! `crawl_parse/`. So pruning never changes the page graph or any score. With
+//! `--whole` entire segments are deleted; that is refused while
+//! `[pagerank] source = "crawl"`, since it would silently drop their links from
+//! the graph.
+//!
+//! Only segments whose data is applied (fetched, parsed, in the crawldb's
+//! `applied_segments` and, when there is a linkdb, in its `inverted_segments`) are
+//! touched; others are listed with the reason and kept. Named segments that are
+//! not applied are an error. `--older-than DAYS` (by generate time) and
+//! `--keep-newest K` narrow the choice; `--dry-run` lists what would go and the
+//! bytes it would free without changing anything.
+//!
+//! Crash safety: the tool holds the crawldb and linkdb locks; each dataset (or
+//! segment) is renamed away in one step, then deleted, and the next run removes
+//! anything a kill left half deleted.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::segstate::{self, Applied};
+use crate::config::Config;
+use crate::datum::Millis;
+use crate::error::{Error, Result};
+use crate::layout::{CrawlDir, Segment};
+
+/// The datasets deleted by default.
+pub const HEAVY_DATASETS: [&str; 2] = ["content", "parse_text"];
+
+/// Options of one prunesegs run.
+#[derive(Debug, Clone, Default)]
+pub struct PruneOptions {
+    /// Only these segments (names or paths); empty = every segment.
+    pub segments: Vec<PathBuf>,
+    /// Only segments generated at least this many days before `now`.
+    pub older_than_days: Option<f64>,
+    /// Never touch the newest K segments of the crawl.
+    pub keep_newest: usize,
+    /// Delete whole segments instead of their heavy datasets.
+    pub whole: bool,
+    /// List what would be deleted; change nothing.
+    pub dry_run: bool,
+    /// The time ages are measured from (ms UTC).
+    pub now: Millis,
+}
+
+/// What happens (or would happen) to one segment.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PruneEntry {
+    /// The segment's name.
+    pub segment: String,
+    /// `delete_segment`, `delete_datasets`, or `keep`.
+    pub action: String,
+    /// The datasets deleted (or to be deleted); with `delete_segment`, all present.
+    pub datasets: Vec<String>,
+    /// Bytes freed (or to be freed).
+    pub bytes: u64,
+    /// Why it is kept.
+    pub reason: Option<String>,
+}
+
+/// What a prunesegs run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PruneReport {
+    /// One entry per segment considered, oldest first.
+    pub entries: Vec<PruneEntry>,
+    /// Bytes freed (or, with `dry_run`, that would be freed).
+    pub bytes: u64,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// Runs prunesegs on the crawl directory `root`.
+pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<PruneReport> {
+    let dir = CrawlDir::open_existing(root)?;
+    if opts.whole && cfg.pagerank.source == "crawl" {
+        return Err(Error::input(
+            "--whole",
+            "deleting whole segments would delete their parse_data, from which pagerank builds its graph while [pagerank] source = \"crawl\" (the configured source); set source = \"linkdb\" in the config, or prune only the heavy datasets (content, parse_text) by leaving out --whole. Nothing was changed",
+        ));
+    }
+    if let Some(d) = opts.older_than_days
+        && !(d >= 0.0 && d.is_finite())
+    {
+        return Err(Error::input(
+            "--older-than",
+            format!("{d}: must be a number of days, 0 or more"),
+        ));
+    }
+    let applied = Applied::lock(&dir, "prunesegs")?;
+    if !opts.dry_run {
+        segstate::clean_leftovers(&dir)?;
+    }
+    let all = dir.segments()?;
+    let named = !opts.segments.is_empty();
+    let chosen: Vec<Segment> = if named {
+        segstate::open_segments(&dir, &opts.segments)?
+    } else {
+        all.clone()
+    };
+    // Named segments must be prunable: refuse before deleting anything.
+    if named {
+        for s in &chosen {
+            if let Some(why) = applied.pending(s) {
+                return Err(Error::crawl_dir(
+                    s.path(),
+                    format!(
+                        "{why}. prunesegs never deletes data that has not reached the crawldb and the linkdb; nothing was changed"
+                    ),
+                ));
+            }
+        }
+    }
+    let newest: Vec<&str> = all
+        .iter()
+        .rev()
+        .take(opts.keep_newest)
+        .map(|s| s.name())
+        .collect();
+    let mut report = PruneReport {
+        dry_run: opts.dry_run,
+        ..Default::default()
+    };
+    for s in &chosen {
+        let mut e = PruneEntry {
+            segment: s.name().to_string(),
+            action: "keep".into(),
+            ..Default::default()
+        };
+        let generated = s.meta()?.generated_time;
+        e.reason = if newest.contains(&s.name()) {
+            Some(format!("among the newest {} segments", opts.keep_newest))
+        } else if let Some(days) = opts.older_than_days
+            && (opts.now - generated) < (days * 86_400_000.0) as i64
+        {
+            Some(format!("generated less than {days} days ago"))
+        } else {
+            applied.pending(s)
+        };
+        if e.reason.is_none() {
+            if opts.whole {
+                e.action = "delete_segment".into();
+                e.datasets = crate::layout::SEGMENT_DATASETS
+                    .iter()
+                    .filter(|d| s.dataset(d).exists())
+                    .map(|d| d.to_string())
+                    .collect();
+                e.bytes = segstate::disk_bytes(s.path());
+            } else {
+                e.datasets = HEAVY_DATASETS
+                    .iter()
+                    .filter(|d| s.dataset(d).exists())
+                    .map(|d| d.to_string())
+                    .collect();
+                if e.datasets.is_empty() {
+                    e.reason = Some("already pruned (no content, no parse_text)".into());
+                } else {
+                    e.action = "delete_datasets".into();
+                    e.bytes = e
+                        .datasets
+                        .iter()
+                        .map(|d| segstate::disk_bytes(&s.dataset(d)))
+                        .sum();
+                }
+            }
+        }
+        report.bytes += e.bytes;
+        report.entries.push(e);
+    }
+    if opts.dry_run {
+        return Ok(report);
+    }
+    for (s, e) in chosen.iter().zip(&report.entries) {
+        match e.action.as_str() {
+            "delete_segment" => segstate::remove_dir(s.path())?,
+            "delete_datasets" => {
+                for d in &e.datasets {
+                    segstate::remove_dir(&s.dataset(d))?;
+                    segstate::test_pause("prunesegs:deleted-one");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,202 @@
+//! What the segment maintenance tools ([`super::mergesegs`], [`super::prunesegs`])
+//! share: which segments already reached the crawldb and the linkdb, crash-safe
+//! removal of segments and datasets, and the clean-up of what a killed run left.
+//!
+//! Both tools hold the crawldb lock (and the linkdb lock when there is a linkdb)
+//! for their whole run, so `generate`, `updatedb` and `linkdb` cannot change what
+//! is applied, or stage a segment, while they work.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::graph::linkdb;
+use crate::layout::{self, CrawlDir, Lock, Segment};
+
+/// Test-only hook shared by `mergesegs` and `prunesegs`: `POINT:SECONDS` makes the
+/// tool sleep that long when it reaches the named point, so tests can kill it there.
+/// Never set it in production.
+pub const TEST_PAUSE_ENV: &str = "TRAWL_TEST_PAUSE_SEGTOOLS";
+
+/// Sleeps when [`TEST_PAUSE_ENV`] names `point`.
+pub fn test_pause(point: &str) {
+    let Ok(v) = std::env::var(TEST_PAUSE_ENV) else {
+        return;
+    };
+    let Some((p, secs)) = v.rsplit_once(':') else {
+        return;
+    };
+    if p == point
+        && let Ok(secs) = secs.parse::<f64>()
+        && secs > 0.0
+    {
+        tracing::warn!("{TEST_PAUSE_ENV} set: pausing {secs}s at {point} (test-only)");
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    }
+}
+
+/// The locks a segment tool holds, and what the crawldb and linkdb have applied.
+#[derive(Debug)]
+pub struct Applied {
+    _crawldb_lock: Lock,
+    _linkdb_lock: Option<Lock>,
+    /// Segments merged into the current crawldb (`applied_segments`).
+    pub crawldb: BTreeSet<String>,
+    /// Segments inverted into the current linkdb, or `None` without a linkdb.
+    pub linkdb: Option<BTreeSet<String>>,
+}
+
+impl Applied {
+    /// Takes the crawldb lock (and the linkdb lock when a linkdb exists) for
+    /// `stage`, repairs interrupted installs, and reads what is applied.
+    pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Applied> {
+        let crawldb_lock = crate::crawldb::lock(dir, stage)?;
+        let linkdb_lock = if dir.linkdb().is_dir() {
+            let l = Lock::acquire(&dir.linkdb().join(".lock"), stage)?;
+            layout::recover_versioned(&dir.linkdb())?;
+            Some(l)
+        } else {
+            None
+        };
+        let crawldb = dir.crawldb_meta()?.applied_segments.into_iter().collect();
+        let linkdb = linkdb::read_meta(dir)?.map(|m| m.inverted_segments.into_iter().collect());
+        Ok(Applied {
+            _crawldb_lock: crawldb_lock,
+            _linkdb_lock: linkdb_lock,
+            crawldb,
+            linkdb,
+        })
+    }
+
+    /// Why `seg` has data that has not reached the crawldb or the linkdb yet, with
+    /// what to run; `None` when everything it holds is applied.
+    pub fn pending(&self, seg: &Segment) -> Option<String> {
+        let name = seg.name();
+        if !seg.has("crawl_fetch") {
+            return Some(format!(
+                "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}`, `parse`, `updatedb` and `linkdb` on it first"
+            ));
+        }
+        if !seg.has("parse_data") || !seg.has("crawl_parse") {
+            return Some(format!(
+                "segment {name} is not parsed (no complete parse_data/ and crawl_parse/): run `parse {name}`, then `updatedb` and `linkdb` on it first"
+            ));
+        }
+        if !self.crawldb.contains(name) {
+            return Some(format!(
+                "segment {name} is not applied to the crawldb yet: run `updatedb {name}` first"
+            ));
+        }
+        if let Some(l) = &self.linkdb
+            && !l.contains(name)
+        {
+            return Some(format!(
+                "segment {name} is not inverted into the linkdb yet: run `linkdb {name}` first"
+            ));
+        }
+        None
+    }
+}
+
+/// Removes a directory crash-safely: renamed to `<name>.tmp-trash-<pid>` first (one
+/// atomic step after which readers no longer see it), then deleted; a kill during
+/// the deletion leaves only the trash directory, removed by [`clean_leftovers`].
+pub fn remove_dir(path: &Path) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let trash = path.with_file_name(format!("{name}.tmp-trash-{}", std::process::id()));
+    fs::rename(path, &trash).at(path)?;
+    fs::remove_dir_all(&trash).at(&trash)?;
+    Ok(())
+}
+
+/// Removes what killed segment tools (and killed `generate`s) left: every
+/// `segments/*.tmp-*` (a staged segment or a segment being deleted) and every
+/// `segments/*/*.tmp-trash-*` (a dataset being deleted). Call only while holding
+/// the crawldb lock: `generate` stages its segments under that lock, so no live
+/// process owns them. Returns the paths removed.
+pub fn clean_leftovers(dir: &CrawlDir) -> Result<Vec<PathBuf>> {
+    let segs = dir.segments_dir();
+    let mut removed = Vec::new();
+    if !segs.is_dir() {
+        return Ok(removed);
+    }
+    for entry in fs::read_dir(&segs).at(&segs)? {
+        let entry = entry.at(&segs)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if name.contains(".tmp-") {
+            rm(&path)?;
+            removed.push(path);
+        } else if path.is_dir() {
+            for inner in fs::read_dir(&path).at(&path)? {
+                let inner = inner.at(&path)?;
+                if inner.file_name().to_string_lossy().contains(".tmp-trash-") {
+                    rm(&inner.path())?;
+                    removed.push(inner.path());
+                }
+            }
+        }
+    }
+    for p in &removed {
+        tracing::info!("removed leftover of an interrupted run: {}", p.display());
+    }
+    Ok(removed)
+}
+
+fn rm(p: &Path) -> Result<()> {
+    if p.is_dir() {
+        fs::remove_dir_all(p).at(p)
+    } else {
+        fs::remove_file(p).at(p)
+    }
+}
+
+/// Bytes of the files under `path` (0 when it does not exist).
+pub fn disk_bytes(path: &Path) -> u64 {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    let Ok(entries) = fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| disk_bytes(&e.path()))
+        .sum()
+}
+
+/// Opens the segments named on the command line, with an error naming a bad one.
+pub fn open_segments(dir: &CrawlDir, args: &[PathBuf]) -> Result<Vec<Segment>> {
+    let mut out: Vec<Segment> = Vec::new();
+    for a in args {
+        let seg = dir.segment(a)?;
+        if seg.path().parent() != Some(dir.segments_dir().as_path())
+            && seg
+                .path()
+                .parent()
+                .map(fs::canonicalize)
+                .and_then(|r| r.ok())
+                != fs::canonicalize(dir.segments_dir()).ok()
+        {
+            return Err(Error::crawl_dir(
+                seg.path(),
+                format!(
+                    "not a segment of the crawl directory {} (segment tools only work on <crawl-dir>/segments/)",
+                    dir.root().display()
+                ),
+            ));
+        }
+        if !out.iter().any(|s| s.name() == seg.name()) {
+            out.push(seg);
+        }
+    }
+    out.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(out)
+}
