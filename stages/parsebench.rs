@@ -1,6 +1,7 @@
 //! `parsebench`: measures parse throughput (MB/s of HTML through the whole page
 //! pipeline: charset, DOM, walk, links, main text, signatures) on the corpus
-//! pages (when present) and on generated pages.
+//! pages (when present), on the test web's own pages (a `testweb` web generated
+//! in-process) and on generated link-heavy article pages.
 
 use std::time::Instant;
 
@@ -10,6 +11,7 @@ use rayon::prelude::*;
 use trawl::Config;
 use trawl::parse::corpus;
 use trawl::parse::{PageInput, ParseOptions, parse_page};
+use trawl::testweb::{self, WebSpec};
 use trawl::urls::UrlPolicy;
 
 /// Parse throughput benchmark.
@@ -17,7 +19,8 @@ use trawl::urls::UrlPolicy;
 #[command(
     about = "Measure parse throughput in MB/s",
     long_about = "Parses the corpus pages (from $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora, \
-when present) and generated pages through the same per-page pipeline as the parse stage, in parallel \
+when present), every 200 HTML page of a test web (the synthetic web `testweb` serves, generated in-process) \
+and generated link-heavy pages through the same per-page pipeline as the parse stage, in parallel \
 with rayon, and prints MB/s. Build with --release for meaningful figures."
 )]
 struct Args {
@@ -27,6 +30,12 @@ struct Args {
     /// Generated pages per pass.
     #[arg(long, default_value_t = 2000)]
     generated: usize,
+    /// Hosts of the test web whose pages are measured (0 = skip that set).
+    #[arg(long, default_value_t = 300)]
+    testweb_hosts: usize,
+    /// Regular pages per test-web host.
+    #[arg(long, default_value_t = 20)]
+    testweb_pages: usize,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -52,23 +61,20 @@ fn generated_page(i: usize) -> String {
     s
 }
 
-fn bench(
-    name: &str,
-    pages: &[(String, Vec<u8>)],
-    rounds: usize,
-    opts: &ParseOptions,
-    policy: &UrlPolicy,
-) {
-    let bytes: usize = pages.iter().map(|(_, b)| b.len()).sum();
+/// A page to parse: URL, Content-Type, body.
+type Page = (String, &'static str, Vec<u8>);
+
+fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy: &UrlPolicy) {
+    let bytes: usize = pages.iter().map(|(_, _, b)| b.len()).sum();
     let started = Instant::now();
     let mut links = 0usize;
     for _ in 0..rounds {
         links += pages
             .par_iter()
-            .map(|(url, body)| {
+            .map(|(url, content_type, body)| {
                 let input = PageInput {
                     url,
-                    content_type: Some("text/html"),
+                    content_type: Some(content_type),
                     headers: &[],
                     content: body,
                     truncated: false,
@@ -112,18 +118,32 @@ fn main() -> anyhow::Result<()> {
     );
     match corpus::corpora_dir() {
         Some(dir) => {
-            let pages: Vec<(String, Vec<u8>)> = corpus::load_pages(&dir)?
+            let pages: Vec<Page> = corpus::load_pages(&dir)?
                 .into_iter()
-                .map(|p| (corpus::PAGE_URL.to_string(), p.source))
+                .map(|p| (corpus::PAGE_URL.to_string(), "text/html", p.source))
                 .collect();
             bench("corpus", &pages, args.rounds, &opts, &policy);
         }
         None => println!("corpus: skipped (corpus not found)"),
     }
-    let generated: Vec<(String, Vec<u8>)> = (0..args.generated)
+    if args.testweb_hosts > 0 {
+        let web = testweb::generate(&WebSpec {
+            hosts: args.testweb_hosts,
+            pages_per_host: args.testweb_pages,
+            ..WebSpec::default()
+        })?;
+        let pages: Vec<Page> = web
+            .resources()
+            .filter(|r| r.status == 200 && r.content_type.starts_with("text/html"))
+            .map(|r| (r.url.clone(), r.content_type, r.body.clone()))
+            .collect();
+        bench("testweb", &pages, args.rounds, &opts, &policy);
+    }
+    let generated: Vec<Page> = (0..args.generated)
         .map(|i| {
             (
                 format!("http://gen{}.test/page/{i}", i % 50),
+                "text/html",
                 generated_page(i).into_bytes(),
             )
         })

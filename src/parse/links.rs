@@ -24,18 +24,23 @@ pub struct ResolvedLink {
 /// Schemes that never name a fetchable page.
 fn is_dropped_scheme(href: &str) -> bool {
     let h = href.trim_start();
-    let colon = match h.find(':') {
-        Some(c) => c,
-        None => return false,
+    let Some(colon) = h.find(':') else {
+        return false;
     };
-    let scheme: String = h[..colon]
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect::<String>()
-        .to_ascii_lowercase();
+    // The scheme, lowercased and without ASCII whitespace, in a stack buffer:
+    // no allocation per link.
+    let mut scheme = [0u8; 10];
+    let mut n = 0;
+    for b in h[..colon].bytes().filter(|b| !b.is_ascii_whitespace()) {
+        if n == scheme.len() {
+            return false;
+        }
+        scheme[n] = b.to_ascii_lowercase();
+        n += 1;
+    }
     matches!(
-        scheme.as_str(),
-        "javascript" | "mailto" | "data" | "tel" | "vbscript" | "about" | "sms" | "file"
+        &scheme[..n],
+        b"javascript" | b"mailto" | b"data" | b"tel" | b"vbscript" | b"about" | b"sms" | b"file"
     )
 }
 
@@ -197,6 +202,18 @@ mod tests {
         );
         assert_eq!(urls(&v), vec!["http://a.test/x"]);
         assert_eq!(v[0].link.anchor, "A very lon");
+        for dropped in [
+            " JavaScript:x",
+            "java\tscript:x",
+            "DATA:x",
+            "vbscript:x",
+            "about:blank",
+        ] {
+            assert!(is_dropped_scheme(dropped), "{dropped}");
+        }
+        for kept in ["http://x", "/a:b", "javascripts:x", "x", "ja\u{e9}:x"] {
+            assert!(!is_dropped_scheme(kept), "{kept}");
+        }
     }
 
     #[test]
