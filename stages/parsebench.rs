@@ -36,6 +36,13 @@ struct Args {
     /// Regular pages per test-web host.
     #[arg(long, default_value_t = 20)]
     testweb_pages: usize,
+    /// Measure only these page sets (comma-separated: corpus, testweb, generated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "corpus,testweb,generated"
+    )]
+    sets: Vec<String>,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -64,9 +71,23 @@ fn generated_page(i: usize) -> String {
 /// A page to parse: URL, Content-Type, body.
 type Page = (String, &'static str, Vec<u8>);
 
+/// CPU time used so far by all threads of this process (from
+/// `/proc/self/task/*/schedstat`, nanoseconds), when the system exposes it.
+/// Unlike wall time it barely changes when other processes compete for the
+/// cores, so it shows what the parser costs on a busy machine.
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy: &UrlPolicy) {
     let bytes: usize = pages.iter().map(|(_, _, b)| b.len()).sum();
     let started = Instant::now();
+    let cpu_start = process_cpu_ns();
     let mut links = 0usize;
     for _ in 0..rounds {
         links += pages
@@ -84,6 +105,9 @@ fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy:
             .sum::<usize>();
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let cpu_secs = cpu_start
+        .zip(process_cpu_ns())
+        .map(|(a, b)| (b.saturating_sub(a) as f64 / 1e9).max(1e-9));
     let mb = (bytes * rounds) as f64 / 1e6;
     println!(
         "{name}: {} pages x {rounds} rounds, {:.1} MB in {:.2}s = {:.1} MB/s ({:.0} pages/s, {} outlinks)",
@@ -94,6 +118,14 @@ fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy:
         (pages.len() * rounds) as f64 / secs,
         links
     );
+    if let Some(cpu) = cpu_secs {
+        let threads = rayon::current_num_threads();
+        println!(
+            "  {name}: {cpu:.2} CPU-s = {:.1} MB per CPU-second ({:.1} MB/s with {threads} threads all on free cores)",
+            mb / cpu,
+            mb / cpu * threads as f64
+        );
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -116,7 +148,13 @@ fn main() -> anyhow::Result<()> {
             ""
         }
     );
-    match corpus::corpora_dir() {
+    let wanted = |set: &str| args.sets.iter().any(|s| s.trim() == set);
+    for set in &args.sets {
+        if !["corpus", "testweb", "generated"].contains(&set.trim()) {
+            anyhow::bail!("--sets: unknown page set {set:?} (use corpus, testweb, generated)");
+        }
+    }
+    match corpus::corpora_dir().filter(|_| wanted("corpus")) {
         Some(dir) => {
             let pages: Vec<Page> = corpus::load_pages(&dir)?
                 .into_iter()
@@ -124,9 +162,10 @@ fn main() -> anyhow::Result<()> {
                 .collect();
             bench("corpus", &pages, args.rounds, &opts, &policy);
         }
-        None => println!("corpus: skipped (corpus not found)"),
+        None if wanted("corpus") => println!("corpus: skipped (corpus not found)"),
+        None => {}
     }
-    if args.testweb_hosts > 0 {
+    if args.testweb_hosts > 0 && wanted("testweb") {
         let web = testweb::generate(&WebSpec {
             hosts: args.testweb_hosts,
             pages_per_host: args.testweb_pages,
@@ -138,6 +177,9 @@ fn main() -> anyhow::Result<()> {
             .map(|r| (r.url.clone(), r.content_type, r.body.clone()))
             .collect();
         bench("testweb", &pages, args.rounds, &opts, &policy);
+    }
+    if !wanted("generated") {
+        return Ok(());
     }
     let generated: Vec<Page> = (0..args.generated)
         .map(|i| {

@@ -78,46 +78,63 @@ pub fn resolve(
 ) -> Vec<ResolvedLink> {
     let mut out: Vec<ResolvedLink> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
+    // What each distinct raw href became (index into `out`, or `None` when it
+    // was dropped or over the cap): repeated hrefs (navigation, headers and
+    // footers repeat links) are resolved and normalized once.
+    let mut by_href: HashMap<&str, Option<usize>> = HashMap::new();
     for r in raw {
-        if is_dropped_scheme(&r.href) {
-            continue;
-        }
-        let Some(url) = resolve_raw(base, &r.href) else {
-            continue;
-        };
-        if !opts.schemes.iter().any(|s| s == url.scheme()) {
-            continue;
-        }
-        let Ok(url) = policy.normalize(url) else {
-            continue;
-        };
         let anchor_src = if r.text.is_empty() { &r.alt } else { &r.text };
-        let anchor = truncate_chars(anchor_src, opts.max_anchor_length);
-        let key = url.as_str().to_string();
-        if let Some(&i) = seen.get(&key) {
-            let existing = &mut out[i].link;
-            if existing.anchor.is_empty() && !anchor.is_empty() {
-                existing.anchor = anchor;
+        if let Some(&known) = by_href.get(r.href.as_str()) {
+            if let Some(i) = known {
+                merge(&mut out[i].link, anchor_src, r.nofollow, opts);
             }
-            // A link is nofollow only when every occurrence is.
-            existing.nofollow &= r.nofollow;
             continue;
         }
-        if out.len() >= opts.max_outlinks {
-            continue;
-        }
-        let allowed = policy.check_url(url).is_ok();
-        seen.insert(key.clone(), out.len());
-        out.push(ResolvedLink {
-            link: Outlink {
-                url: key,
-                anchor,
-                nofollow: r.nofollow,
-            },
-            allowed,
+        let slot = resolve_one(base, r, policy, opts).and_then(|url| {
+            if let Some(&i) = seen.get(url.as_str()) {
+                merge(&mut out[i].link, anchor_src, r.nofollow, opts);
+                return Some(i);
+            }
+            if out.len() >= opts.max_outlinks {
+                return None;
+            }
+            let allowed = policy.check_normalized(&url).is_ok();
+            let key: String = url.into();
+            seen.insert(key.clone(), out.len());
+            out.push(ResolvedLink {
+                link: Outlink {
+                    url: key,
+                    anchor: truncate_chars(anchor_src, opts.max_anchor_length),
+                    nofollow: r.nofollow,
+                },
+                allowed,
+            });
+            Some(out.len() - 1)
         });
+        by_href.insert(r.href.as_str(), slot);
     }
     out
+}
+
+/// The normalized URL of one raw link, or `None` when it is dropped.
+fn resolve_one(base: &Url, r: &RawLink, policy: &UrlPolicy, opts: &LinkOptions) -> Option<Url> {
+    if is_dropped_scheme(&r.href) {
+        return None;
+    }
+    let url = resolve_raw(base, &r.href)?;
+    if !opts.schemes.iter().any(|s| s == url.scheme()) {
+        return None;
+    }
+    policy.normalize(url).ok()
+}
+
+/// Another occurrence of a link already kept: the first non-empty anchor wins,
+/// and a link is nofollow only when every occurrence is.
+fn merge(existing: &mut Outlink, anchor_src: &str, nofollow: bool, opts: &LinkOptions) {
+    if existing.anchor.is_empty() && !anchor_src.is_empty() {
+        existing.anchor = truncate_chars(anchor_src, opts.max_anchor_length);
+    }
+    existing.nofollow &= nofollow;
 }
 
 #[cfg(test)]
