@@ -499,3 +499,60 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     assert_eq!(urls, want);
     assert_eq!(links_from("http://n.test/many"), 10);
 }
+
+/// A page over the per-page time budget becomes `parse_failed` / `time_budget`
+/// with the phase in `metadata.error`; the stage goes on with the other pages.
+#[test]
+fn time_budget_fails_the_page_not_the_stage() {
+    // About 3 MB of paragraphs: building its DOM alone takes far more than 1 ms.
+    let big = "<p>Many words in many paragraphs, again and again.</p>\n".repeat(55_000);
+    let rows = vec![
+        content(
+            "http://t.test/big",
+            "text/html",
+            big.into_bytes(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://t.test/i.png",
+            "image/png",
+            vec![0x89, b'P', b'N', b'G'],
+            1.0,
+            0,
+            vec![],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let out = run_parse(&root, &cfg, &["--max-page-millis", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("2 pages (1 success, 1 failed)"), "{stderr}");
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let big = data.iter().find(|d| d.url == "http://t.test/big").unwrap();
+    assert_eq!(
+        (big.status.as_str(), big.reason.as_str()),
+        ("parse_failed", "time_budget")
+    );
+    assert!(
+        big.metadata
+            .get("error")
+            .is_some_and(|e| e.starts_with("after ")),
+        "{:?}",
+        big.metadata
+    );
+    assert!(big.outlinks.is_empty() && big.signature.is_none());
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    assert_eq!(
+        text.iter()
+            .find(|t| t.url == "http://t.test/big")
+            .unwrap()
+            .text,
+        ""
+    );
+}
