@@ -556,3 +556,216 @@ fn time_budget_fails_the_page_not_the_stage() {
         ""
     );
 }
+
+/// Pages in every charset the issue lists, through the `parse` binary: declared
+/// honestly in `<meta>`, not declared at all, and declared wrongly in the HTTP header.
+#[test]
+fn charsets_honest_undeclared_and_lying() {
+    const SAMPLES: &[(&str, &str)] = &[
+        (
+            "GBK",
+            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
+        ),
+        (
+            "gb18030",
+            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
+        ),
+        (
+            "Big5",
+            "中華民國的首都是臺北。這是一個關於網路爬蟲的繁體中文測試頁面，內容包含常見的漢字與標點符號。",
+        ),
+        (
+            "Shift_JIS",
+            "日本語のテキストです。東京は日本の首都であり、多くの人々が住んでいます。ウェブクローラーの試験。",
+        ),
+        (
+            "EUC-KR",
+            "한국어 텍스트입니다. 서울은 대한민국의 수도이며 많은 사람들이 살고 있습니다. 웹 크롤러 시험.",
+        ),
+        (
+            "windows-1251",
+            "Москва является столицей Российской Федерации. Это тестовая страница для проверки кодировки.",
+        ),
+        (
+            "windows-1252",
+            "Le cœur de la cité médiévale était très animé; les élèves français étudiaient à l'école.",
+        ),
+        (
+            "UTF-8",
+            "Grüße aus Köln — 日本語 — Ελληνικά — Русский текст для проверки.",
+        ),
+    ];
+    let page = |body: &str, meta: Option<&str>| {
+        let m = meta
+            .map(|l| format!("<meta charset=\"{l}\">"))
+            .unwrap_or_default();
+        format!(
+            "<!doctype html><html><head>{m}<title>t</title></head><body><p>{body}</p><p>{body}</p></body></html>"
+        )
+    };
+    let mut rows = Vec::new();
+    for (i, (label, text)) in SAMPLES.iter().enumerate() {
+        let enc = encoding_rs::Encoding::for_label(label.as_bytes()).unwrap();
+        let bytes = |html: String| enc.encode(&html).0.into_owned();
+        let lie = if *label == "UTF-8" {
+            "ISO-8859-1"
+        } else {
+            "utf-8"
+        };
+        rows.push(content(
+            &format!("http://c{i}.test/honest"),
+            "text/html",
+            bytes(page(text, Some(label))),
+            1.0,
+            0,
+            vec![],
+        ));
+        rows.push(content(
+            &format!("http://c{i}.test/undeclared"),
+            "text/html",
+            bytes(page(text, None)),
+            1.0,
+            0,
+            vec![],
+        ));
+        rows.push(content(
+            &format!("http://c{i}.test/lying"),
+            &format!("text/html; charset={lie}"),
+            bytes(page(text, None)),
+            1.0,
+            0,
+            vec![],
+        ));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = write_config(tmp.path());
+    let out = run_parse(&root, &cfg, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    for (i, (label, sample)) in SAMPLES.iter().enumerate() {
+        let name = encoding_rs::Encoding::for_label(label.as_bytes())
+            .unwrap()
+            .name();
+        for (variant, source) in [
+            ("honest", "meta"),
+            ("undeclared", "detected"),
+            ("lying", "detected"),
+        ] {
+            let url = format!("http://c{i}.test/{variant}");
+            let d = data.iter().find(|d| d.url == url).unwrap();
+            let t = text.iter().find(|t| t.url == url).unwrap();
+            assert!(
+                t.text.contains(sample),
+                "{label} {variant}: decoded as {:?}: {}",
+                d.charset,
+                t.text
+            );
+            assert_eq!(
+                d.charset_source.as_deref(),
+                Some(source),
+                "{label} {variant}"
+            );
+            if variant == "honest" {
+                assert_eq!(d.charset.as_deref(), Some(name), "{label}");
+            }
+            if variant == "lying" {
+                assert!(
+                    d.metadata.contains_key("declared_charset"),
+                    "{label}: {:?}",
+                    d.metadata
+                );
+            }
+        }
+    }
+}
+
+/// Every link source the issue lists, through the `parse` binary: `a`, `area`,
+/// `frame`, `iframe`, meta refresh, against `<base href>`; image alt as anchor,
+/// anchors cut to `max_anchor_length`; nofollow links kept as link rows when
+/// `ignore_nofollow_links = false`.
+#[test]
+fn link_sources_base_anchors_and_nofollow_config() {
+    let html = br#"<html><head><base href="http://cdn.test/root/">
+        <meta http-equiv="refresh" content="5; url=refreshed.html"></head>
+        <body><a href="a.html">Anchor text longer than five</a>
+        <a href="img.html"><img src="x.png" alt="Picture"></a>
+        <map name="m"><area href="area.html" alt="Area"></map>
+        <iframe src="inner.html"></iframe>
+        <a rel="nofollow" href="nf.html">nf</a></body></html>"#;
+    let frames =
+        br#"<html><frameset><frame src="/left.html"><frame src="/right.html"></frameset></html>"#;
+    let rows = vec![
+        content(
+            "http://l.test/dir/page",
+            "text/html",
+            html.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://f.test/",
+            "text/html",
+            frames.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(
+        &cfg,
+        "[parse]\nignore_nofollow_links = false\nmax_anchor_length = 5\n",
+    )
+    .unwrap();
+    let out = run_parse(&root, &cfg, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
+    let links = |u: &str| -> Vec<(String, String, bool)> {
+        get(u)
+            .outlinks
+            .iter()
+            .map(|l| (l.url.clone(), l.anchor.clone(), l.nofollow))
+            .collect()
+    };
+    let l = |u: &str, a: &str, nf: bool| (u.to_string(), a.to_string(), nf);
+    assert_eq!(
+        links("http://l.test/dir/page"),
+        vec![
+            l("http://cdn.test/root/refreshed.html", "", false),
+            l("http://cdn.test/root/a.html", "Ancho", false),
+            l("http://cdn.test/root/img.html", "Pictu", false),
+            l("http://cdn.test/root/area.html", "Area", false),
+            l("http://cdn.test/root/inner.html", "", false),
+            l("http://cdn.test/root/nf.html", "nf", true),
+        ]
+    );
+    assert_eq!(
+        links("http://f.test/"),
+        vec![
+            l("http://f.test/left.html", "", false),
+            l("http://f.test/right.html", "", false),
+        ]
+    );
+    let cp: Vec<CrawlParseRecord> = storage::read_dataset(&seg.join("crawl_parse")).unwrap();
+    assert!(
+        cp.iter()
+            .any(|r| r.kind == "link" && r.url == "http://cdn.test/root/nf.html"),
+        "nofollow link kept when ignore_nofollow_links = false"
+    );
+}
