@@ -14,7 +14,8 @@ echo "   then politeness (1000 hosts x 10 pages, delay 1 s: achieved rate vs the
 "$BIN/fetchbench" --hosts 1000 --pages 100 --polite-hosts 1000 --polite-pages 10 --delay 1
 
 echo
-echo "== parse: MB/s of HTML (links + text + main text + signatures)"
+echo "== parse: MB/s of HTML (links + text + main text + signatures) on the corpus pages,"
+echo "   the test web's own pages (300 hosts) and generated link-heavy pages"
 "$BIN/parsebench"
 
 for n in ${BENCH_SIZES:-1000000}; do

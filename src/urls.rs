@@ -141,6 +141,17 @@ impl UrlPolicy {
             return Err(Reject::Scheme(url.scheme().to_string()));
         }
         let url = self.normalize(url)?;
+        self.check_normalized(&url)?;
+        Ok(url)
+    }
+
+    /// The filters of [`UrlPolicy::check_url`] (scheme, length, trap, rules,
+    /// scope) on a URL that [`UrlPolicy::normalize`] returned, without
+    /// normalizing it again: `check_url(u)` is `normalize(u)` then this.
+    pub fn check_normalized(&self, url: &Url) -> std::result::Result<(), Reject> {
+        if !self.schemes.iter().any(|s| s == url.scheme()) {
+            return Err(Reject::Scheme(url.scheme().to_string()));
+        }
         let s = url.as_str();
         if s.len() > self.max_length {
             return Err(Reject::TooLong(s.len()));
@@ -165,7 +176,7 @@ impl UrlPolicy {
         if !in_scope {
             return Err(Reject::OutOfScope);
         }
-        Ok(url)
+        Ok(())
     }
 
     /// Normalization alone (no filters except syntax and host).
@@ -183,9 +194,14 @@ impl UrlPolicy {
             url.set_host(Some(&trimmed))
                 .map_err(|e| Reject::Syntax(e.to_string()))?;
         }
-        let path = normalize_escapes(&collapse_slashes(url.path()));
-        let path = strip_path_session(&path, &self.session_params);
-        url.set_path(&path);
+        // A path without `//`, `%` or `;` is already normalized (the common case:
+        // no rewriting, no re-parse).
+        let p = url.path();
+        if p.contains("//") || p.contains('%') || p.contains(';') {
+            let path = normalize_escapes(&collapse_slashes(p));
+            let path = strip_path_session(&path, &self.session_params);
+            url.set_path(&path);
+        }
         if let Some(q) = url.query() {
             let q = normalize_query(q, &self.session_params, self.sort_query);
             url.set_query(if q.is_empty() { None } else { Some(&q) });
@@ -311,20 +327,24 @@ fn normalize_query(q: &str, params: &HashSet<String>, sort: bool) -> String {
 
 /// A path whose segments repeat (`/a/b/a/b/a/b/`) or that nests absurdly deep.
 fn is_trap(path: &str) -> bool {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if segs.len() > 30 {
-        return true;
-    }
-    // The same segment three or more times, or the same pair of segments repeated.
-    let mut counts = std::collections::HashMap::new();
-    for s in &segs {
-        let c = counts.entry(*s).or_insert(0);
-        *c += 1;
-        if *c >= 3 {
+    // Up to 31 segments in a stack array (no allocation per URL).
+    let mut segs: [&str; 31] = [""; 31];
+    let mut n = 0;
+    for s in path.split('/').filter(|s| !s.is_empty()) {
+        if n == segs.len() {
             return true;
         }
+        segs[n] = s;
+        n += 1;
     }
-    false
+    if n > 30 {
+        return true;
+    }
+    // The same segment three or more times.
+    let segs = &segs[..n];
+    segs.iter()
+        .enumerate()
+        .any(|(i, s)| segs[..i].iter().filter(|x| *x == s).count() >= 2)
 }
 
 fn parse_rules(path: &Path) -> Result<Vec<Rule>> {

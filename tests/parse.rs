@@ -311,3 +311,461 @@ fn interrupted_run_leftovers_are_replaced() {
     let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
     assert_eq!(text.len(), 6);
 }
+
+/// Issue 4's metadata, non-HTML and link requirements, through the `parse` binary:
+/// keywords, lang and headings recorded; text/plain parsed as text; PDF and images
+/// recorded with type and size and no outlinks; `X-Robots-Tag` noarchive and
+/// agent-specific values; entities and whitespace in `href`; `--max-outlinks`.
+#[test]
+fn metadata_non_html_robots_headers_and_outlink_cap() {
+    let meta = br#"<!DOCTYPE html><html lang="fr-CA"><head><title>Meta page</title>
+        <meta name="keywords" content="crawler,  parquet ,rust">
+        <meta name="description" content="  About   meta  "></head>
+        <body><h1>Main <em>title</em></h1><h2>Part one</h2><h2>Part two</h2><h3>Detail</h3>
+        <p>Words of the page.</p>
+        <a href="/q?a=1&amp;b=2&#38;c=3">entities</a>
+        <a href="
+           /w/x.html  ">whitespace</a>
+        <a href="/e&#x2F;f">hex entity</a>
+        <a href="/p#frag">fragment</a></body></html>"#;
+    let plain = b"Plain  text file\n\nwith <a href=\"/not-a-link\">markup</a> shown as text.\n";
+    let pdf =
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n(http://m.test/in-pdf)\n%%EOF\n".to_vec();
+    let jpeg = vec![0xff, 0xd8, 0xff, 0xe0, 0, 16, b'J', b'F', b'I', b'F', 0, 1];
+    let many: String = (0..30)
+        .map(|i| format!("<a href='/l{i}'>link {i}</a> "))
+        .collect();
+    let hdr = |v: &str| {
+        vec![Header {
+            name: "X-Robots-Tag".into(),
+            value: v.into(),
+        }]
+    };
+    let rows = vec![
+        content(
+            "http://m.test/meta",
+            "text/html",
+            meta.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://m.test/plain.txt",
+            "text/plain; charset=utf-8",
+            plain.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://m.test/doc.pdf",
+            "application/pdf",
+            pdf.clone(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://m.test/pic.jpg",
+            "image/jpeg",
+            jpeg.clone(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://n.test/noarchive",
+            "text/html",
+            b"<p>Archive me not.</p><a href='/a1'>a1</a>".to_vec(),
+            1.0,
+            0,
+            hdr("noarchive"),
+        ),
+        content(
+            "http://n.test/agent",
+            "text/html",
+            b"<p>Agent specific.</p><a href='/a2'>a2</a>".to_vec(),
+            1.0,
+            0,
+            // Ours applies; another crawler's does not.
+            vec![
+                hdr("otherbot: noindex, nofollow").remove(0),
+                hdr("trawl: noindex").remove(0),
+            ],
+        ),
+        content(
+            "http://n.test/many",
+            "text/html",
+            many.into_bytes(),
+            1.0,
+            0,
+            vec![],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = write_config(tmp.path());
+    let out = run_parse(&root, &cfg, &["--max-outlinks", "10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("7 pages (7 success, 0 failed)"), "{stderr}");
+
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    let cp: Vec<CrawlParseRecord> = storage::read_dataset(&seg.join("crawl_parse")).unwrap();
+    let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
+    let text_of = |u: &str| text.iter().find(|t| t.url == u).unwrap();
+    let md = |d: &ParseDataRecord, k: &str| d.metadata.get(k).cloned();
+    let links_from = |u: &str| {
+        cp.iter()
+            .filter(|r| r.kind == "link" && r.from_url.as_deref() == Some(u))
+            .count()
+    };
+
+    // Metadata: lang, keywords, description, headings h1-h3 (one per line).
+    let m = get("http://m.test/meta");
+    assert_eq!(m.lang.as_deref(), Some("fr-CA"));
+    assert_eq!(md(m, "keywords").as_deref(), Some("crawler, parquet ,rust"));
+    assert_eq!(md(m, "description").as_deref(), Some("About meta"));
+    assert_eq!(md(m, "h1").as_deref(), Some("Main title"));
+    assert_eq!(md(m, "h2").as_deref(), Some("Part one\nPart two"));
+    assert_eq!(md(m, "h3").as_deref(), Some("Detail"));
+    // Entities decoded, surrounding whitespace and newlines in href ignored, fragment dropped.
+    let urls: Vec<&str> = m.outlinks.iter().map(|l| l.url.as_str()).collect();
+    assert_eq!(
+        urls,
+        vec![
+            "http://m.test/q?a=1&b=2&c=3",
+            "http://m.test/w/x.html",
+            "http://m.test/e/f",
+            "http://m.test/p"
+        ]
+    );
+
+    // text/plain: decoded text, whitespace collapsed, no outlinks, no main text.
+    let p = get("http://m.test/plain.txt");
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_str()),
+        ("parse_success", "ok")
+    );
+    assert_eq!(p.charset.as_deref(), Some("UTF-8"));
+    assert!(p.outlinks.is_empty() && p.signature.is_some() && p.simhash.is_some());
+    let pt = text_of("http://m.test/plain.txt");
+    assert_eq!(
+        pt.text,
+        "Plain text file with <a href=\"/not-a-link\">markup</a> shown as text."
+    );
+    assert_eq!(pt.main_text, None);
+    assert_eq!(links_from("http://m.test/plain.txt"), 0);
+
+    // PDF and image: type and size recorded, no text, no outlinks, signature of the bytes.
+    for (url, ty, body) in [
+        ("http://m.test/doc.pdf", "application/pdf", &pdf),
+        ("http://m.test/pic.jpg", "image/jpeg", &jpeg),
+    ] {
+        let d = get(url);
+        assert_eq!(
+            (d.status.as_str(), d.reason.as_str()),
+            ("parse_success", "not_html")
+        );
+        assert_eq!(md(d, "type").as_deref(), Some(ty));
+        assert_eq!(md(d, "size"), Some(body.len().to_string()));
+        assert!(d.outlinks.is_empty() && d.simhash.is_none() && d.title.is_none());
+        assert_eq!(
+            d.signature.as_deref(),
+            Some(blake3::hash(body).to_hex().as_str())
+        );
+        assert_eq!(text_of(url).text, "");
+        assert_eq!(links_from(url), 0);
+        // A signature row still feeds updatedb's not-modified test.
+        assert!(cp.iter().any(|r| r.kind == "signature" && r.url == url));
+    }
+
+    // X-Robots-Tag: noarchive recorded, links still followed.
+    let n = get("http://n.test/noarchive");
+    assert!(n.noarchive && !n.noindex && !n.nofollow);
+    assert_eq!(links_from("http://n.test/noarchive"), 1);
+    // Only the value addressed to our agent applies.
+    let a = get("http://n.test/agent");
+    assert!(a.noindex && !a.nofollow && !a.noarchive);
+    assert_eq!(links_from("http://n.test/agent"), 1);
+
+    // --max-outlinks 10: the first ten links in document order.
+    let many = get("http://n.test/many");
+    let urls: Vec<String> = many.outlinks.iter().map(|l| l.url.clone()).collect();
+    let want: Vec<String> = (0..10).map(|i| format!("http://n.test/l{i}")).collect();
+    assert_eq!(urls, want);
+    assert_eq!(links_from("http://n.test/many"), 10);
+}
+
+/// A page over the per-page time budget becomes `parse_failed` / `time_budget`
+/// with the phase in `metadata.error`; the stage goes on with the other pages.
+#[test]
+fn time_budget_fails_the_page_not_the_stage() {
+    // About 3 MB of paragraphs: building its DOM alone takes far more than 1 ms.
+    let big = "<p>Many words in many paragraphs, again and again.</p>\n".repeat(55_000);
+    let rows = vec![
+        content(
+            "http://t.test/big",
+            "text/html",
+            big.into_bytes(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://t.test/i.png",
+            "image/png",
+            vec![0x89, b'P', b'N', b'G'],
+            1.0,
+            0,
+            vec![],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let out = run_parse(&root, &cfg, &["--max-page-millis", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("2 pages (1 success, 1 failed)"), "{stderr}");
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let big = data.iter().find(|d| d.url == "http://t.test/big").unwrap();
+    assert_eq!(
+        (big.status.as_str(), big.reason.as_str()),
+        ("parse_failed", "time_budget")
+    );
+    assert!(
+        big.metadata
+            .get("error")
+            .is_some_and(|e| e.starts_with("after ")),
+        "{:?}",
+        big.metadata
+    );
+    assert!(big.outlinks.is_empty() && big.signature.is_none());
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    assert_eq!(
+        text.iter()
+            .find(|t| t.url == "http://t.test/big")
+            .unwrap()
+            .text,
+        ""
+    );
+}
+
+/// Pages in every charset the issue lists, through the `parse` binary: declared
+/// honestly in `<meta>`, not declared at all, and declared wrongly in the HTTP header.
+#[test]
+fn charsets_honest_undeclared_and_lying() {
+    const SAMPLES: &[(&str, &str)] = &[
+        (
+            "GBK",
+            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
+        ),
+        (
+            "gb18030",
+            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
+        ),
+        (
+            "Big5",
+            "中華民國的首都是臺北。這是一個關於網路爬蟲的繁體中文測試頁面，內容包含常見的漢字與標點符號。",
+        ),
+        (
+            "Shift_JIS",
+            "日本語のテキストです。東京は日本の首都であり、多くの人々が住んでいます。ウェブクローラーの試験。",
+        ),
+        (
+            "EUC-KR",
+            "한국어 텍스트입니다. 서울은 대한민국의 수도이며 많은 사람들이 살고 있습니다. 웹 크롤러 시험.",
+        ),
+        (
+            "windows-1251",
+            "Москва является столицей Российской Федерации. Это тестовая страница для проверки кодировки.",
+        ),
+        (
+            "windows-1252",
+            "Le cœur de la cité médiévale était très animé; les élèves français étudiaient à l'école.",
+        ),
+        (
+            "UTF-8",
+            "Grüße aus Köln — 日本語 — Ελληνικά — Русский текст для проверки.",
+        ),
+    ];
+    let page = |body: &str, meta: Option<&str>| {
+        let m = meta
+            .map(|l| format!("<meta charset=\"{l}\">"))
+            .unwrap_or_default();
+        format!(
+            "<!doctype html><html><head>{m}<title>t</title></head><body><p>{body}</p><p>{body}</p></body></html>"
+        )
+    };
+    let mut rows = Vec::new();
+    for (i, (label, text)) in SAMPLES.iter().enumerate() {
+        let enc = encoding_rs::Encoding::for_label(label.as_bytes()).unwrap();
+        let bytes = |html: String| enc.encode(&html).0.into_owned();
+        let lie = if *label == "UTF-8" {
+            "ISO-8859-1"
+        } else {
+            "utf-8"
+        };
+        rows.push(content(
+            &format!("http://c{i}.test/honest"),
+            "text/html",
+            bytes(page(text, Some(label))),
+            1.0,
+            0,
+            vec![],
+        ));
+        rows.push(content(
+            &format!("http://c{i}.test/undeclared"),
+            "text/html",
+            bytes(page(text, None)),
+            1.0,
+            0,
+            vec![],
+        ));
+        rows.push(content(
+            &format!("http://c{i}.test/lying"),
+            &format!("text/html; charset={lie}"),
+            bytes(page(text, None)),
+            1.0,
+            0,
+            vec![],
+        ));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = write_config(tmp.path());
+    let out = run_parse(&root, &cfg, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    for (i, (label, sample)) in SAMPLES.iter().enumerate() {
+        let name = encoding_rs::Encoding::for_label(label.as_bytes())
+            .unwrap()
+            .name();
+        for (variant, source) in [
+            ("honest", "meta"),
+            ("undeclared", "detected"),
+            ("lying", "detected"),
+        ] {
+            let url = format!("http://c{i}.test/{variant}");
+            let d = data.iter().find(|d| d.url == url).unwrap();
+            let t = text.iter().find(|t| t.url == url).unwrap();
+            assert!(
+                t.text.contains(sample),
+                "{label} {variant}: decoded as {:?}: {}",
+                d.charset,
+                t.text
+            );
+            assert_eq!(
+                d.charset_source.as_deref(),
+                Some(source),
+                "{label} {variant}"
+            );
+            if variant == "honest" {
+                assert_eq!(d.charset.as_deref(), Some(name), "{label}");
+            }
+            if variant == "lying" {
+                assert!(
+                    d.metadata.contains_key("declared_charset"),
+                    "{label}: {:?}",
+                    d.metadata
+                );
+            }
+        }
+    }
+}
+
+/// Every link source the issue lists, through the `parse` binary: `a`, `area`,
+/// `frame`, `iframe`, meta refresh, against `<base href>`; image alt as anchor,
+/// anchors cut to `max_anchor_length`; nofollow links kept as link rows when
+/// `ignore_nofollow_links = false`.
+#[test]
+fn link_sources_base_anchors_and_nofollow_config() {
+    let html = br#"<html><head><base href="http://cdn.test/root/">
+        <meta http-equiv="refresh" content="5; url=refreshed.html"></head>
+        <body><a href="a.html">Anchor text longer than five</a>
+        <a href="img.html"><img src="x.png" alt="Picture"></a>
+        <map name="m"><area href="area.html" alt="Area"></map>
+        <iframe src="inner.html"></iframe>
+        <a rel="nofollow" href="nf.html">nf</a></body></html>"#;
+    let frames =
+        br#"<html><frameset><frame src="/left.html"><frame src="/right.html"></frameset></html>"#;
+    let rows = vec![
+        content(
+            "http://l.test/dir/page",
+            "text/html",
+            html.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+        content(
+            "http://f.test/",
+            "text/html",
+            frames.to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(
+        &cfg,
+        "[parse]\nignore_nofollow_links = false\nmax_anchor_length = 5\n",
+    )
+    .unwrap();
+    let out = run_parse(&root, &cfg, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
+    let links = |u: &str| -> Vec<(String, String, bool)> {
+        get(u)
+            .outlinks
+            .iter()
+            .map(|l| (l.url.clone(), l.anchor.clone(), l.nofollow))
+            .collect()
+    };
+    let l = |u: &str, a: &str, nf: bool| (u.to_string(), a.to_string(), nf);
+    assert_eq!(
+        links("http://l.test/dir/page"),
+        vec![
+            l("http://cdn.test/root/refreshed.html", "", false),
+            l("http://cdn.test/root/a.html", "Ancho", false),
+            l("http://cdn.test/root/img.html", "Pictu", false),
+            l("http://cdn.test/root/area.html", "Area", false),
+            l("http://cdn.test/root/inner.html", "", false),
+            l("http://cdn.test/root/nf.html", "nf", true),
+        ]
+    );
+    assert_eq!(
+        links("http://f.test/"),
+        vec![
+            l("http://f.test/left.html", "", false),
+            l("http://f.test/right.html", "", false),
+        ]
+    );
+    let cp: Vec<CrawlParseRecord> = storage::read_dataset(&seg.join("crawl_parse")).unwrap();
+    assert!(
+        cp.iter()
+            .any(|r| r.kind == "link" && r.url == "http://cdn.test/root/nf.html"),
+        "nofollow link kept when ignore_nofollow_links = false"
+    );
+}

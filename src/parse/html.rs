@@ -44,7 +44,7 @@ pub struct Block {
 #[derive(Debug, Clone)]
 pub struct ElemInfo {
     /// Its tag name.
-    pub tag: String,
+    pub tag: &'static str,
     /// The enclosing block element.
     pub parent: Option<usize>,
     /// First block inside it.
@@ -98,59 +98,61 @@ impl Extract {
     }
 }
 
-fn is_block(tag: &str) -> bool {
-    matches!(
-        tag,
-        "address"
-            | "article"
-            | "aside"
-            | "blockquote"
-            | "body"
-            | "center"
-            | "dd"
-            | "details"
-            | "dialog"
-            | "dir"
-            | "div"
-            | "dl"
-            | "dt"
-            | "fieldset"
-            | "figcaption"
-            | "figure"
-            | "footer"
-            | "form"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "header"
-            | "hgroup"
-            | "hr"
-            | "li"
-            | "main"
-            | "menu"
-            | "nav"
-            | "ol"
-            | "p"
-            | "pre"
-            | "section"
-            | "summary"
-            | "table"
-            | "tbody"
-            | "thead"
-            | "tfoot"
-            | "tr"
-            | "td"
-            | "th"
-            | "ul"
-            | "caption"
-            | "option"
-            | "legend"
-            | "html"
-            | "frameset"
-    )
+/// The tag as a `'static` name when it is a block-level element (a boundary
+/// between text blocks and a candidate for main-text scoring).
+fn block_tag(tag: &str) -> Option<&'static str> {
+    Some(match tag {
+        "address" => "address",
+        "article" => "article",
+        "aside" => "aside",
+        "blockquote" => "blockquote",
+        "body" => "body",
+        "center" => "center",
+        "dd" => "dd",
+        "details" => "details",
+        "dialog" => "dialog",
+        "dir" => "dir",
+        "div" => "div",
+        "dl" => "dl",
+        "dt" => "dt",
+        "fieldset" => "fieldset",
+        "figcaption" => "figcaption",
+        "figure" => "figure",
+        "footer" => "footer",
+        "form" => "form",
+        "h1" => "h1",
+        "h2" => "h2",
+        "h3" => "h3",
+        "h4" => "h4",
+        "h5" => "h5",
+        "h6" => "h6",
+        "header" => "header",
+        "hgroup" => "hgroup",
+        "hr" => "hr",
+        "li" => "li",
+        "main" => "main",
+        "menu" => "menu",
+        "nav" => "nav",
+        "ol" => "ol",
+        "p" => "p",
+        "pre" => "pre",
+        "section" => "section",
+        "summary" => "summary",
+        "table" => "table",
+        "tbody" => "tbody",
+        "thead" => "thead",
+        "tfoot" => "tfoot",
+        "tr" => "tr",
+        "td" => "td",
+        "th" => "th",
+        "ul" => "ul",
+        "caption" => "caption",
+        "option" => "option",
+        "legend" => "legend",
+        "html" => "html",
+        "frameset" => "frameset",
+        _ => return None,
+    })
 }
 
 /// Elements whose text is not visible.
@@ -176,21 +178,20 @@ fn is_hidden(tag: &str) -> bool {
     )
 }
 
-/// An element's attributes, read once (scraper's `attr()` interns the name on
-/// every call, which is costly when done for several names per element).
+/// An element's attributes, looked up by scanning the element's short list
+/// (scraper's `attr()` interns the name on every call, which is costly when
+/// done for several names per element).
 struct Attrs<'a> {
-    list: Vec<(&'a str, &'a str)>,
+    el: &'a scraper::node::Element,
 }
 
 impl<'a> Attrs<'a> {
     fn of(el: &'a scraper::node::Element) -> Self {
-        Attrs {
-            list: el.attrs().collect(),
-        }
+        Attrs { el }
     }
 
     fn get(&self, name: &str) -> Option<&'a str> {
-        self.list.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+        self.el.attrs().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 }
 
@@ -322,7 +323,11 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn flush(&mut self) {
-        let text = collapse(&self.buf);
+        // `buf` is collapsed as it is filled: only a trailing space is left to trim.
+        if self.buf.ends_with(' ') {
+            self.buf.pop();
+        }
+        let text = self.buf.as_str().to_owned();
         self.buf.clear();
         let link_chars = std::mem::take(&mut self.buf_link_chars);
         if text.is_empty() {
@@ -346,7 +351,7 @@ impl Walker<'_> {
         if self.hidden > 0 {
             return;
         }
-        self.buf.push_str(t);
+        push_collapsed(&mut self.buf, t);
         if let Some(l) = self.links.last_mut() {
             push_collapsed(&mut l.text, t);
             self.buf_link_chars += t.chars().filter(|c| !c.is_whitespace()).count();
@@ -388,7 +393,7 @@ impl Walker<'_> {
                     l.alt = collapse(alt);
                 }
             }
-            "br" => self.buf.push(' '),
+            "br" => push_collapsed(&mut self.buf, " "),
             "frame" | "iframe" => {
                 if let Some(src) = a.get("src") {
                     self.out.links.push(RawLink {
@@ -431,24 +436,27 @@ impl Walker<'_> {
             });
             return Frame::Link;
         }
-        if matches!(tag, "h1" | "h2" | "h3") && self.heading.is_none() && self.hidden == 0 {
+        if let Some(h @ ("h1" | "h2" | "h3")) = block_tag(tag)
+            && self.heading.is_none()
+            && self.hidden == 0
+        {
             self.flush();
-            self.heading = Some((tag.as_bytes()[1] - b'0', String::new()));
-            return self.open_block(a, tag);
+            self.heading = Some((h.as_bytes()[1] - b'0', String::new()));
+            return self.open_block(a, h);
         }
-        if is_block(tag) {
+        if let Some(tag) = block_tag(tag) {
             self.flush();
             return self.open_block(a, tag);
         }
         Frame::Plain
     }
 
-    fn open_block(&mut self, a: &Attrs<'_>, tag: &str) -> Frame {
+    fn open_block(&mut self, a: &Attrs<'_>, tag: &'static str) -> Frame {
         let cw = class_weight(a.get("class").unwrap_or(""), a.get("id").unwrap_or(""));
         let boiler = cw < 0 || tag_is_boiler(tag);
         let idx = self.out.elems.len();
         self.out.elems.push(ElemInfo {
-            tag: tag.to_string(),
+            tag,
             parent: self.block_stack.last().copied(),
             start: self.out.blocks.len(),
             end: self.out.blocks.len(),

@@ -24,18 +24,23 @@ pub struct ResolvedLink {
 /// Schemes that never name a fetchable page.
 fn is_dropped_scheme(href: &str) -> bool {
     let h = href.trim_start();
-    let colon = match h.find(':') {
-        Some(c) => c,
-        None => return false,
+    let Some(colon) = h.find(':') else {
+        return false;
     };
-    let scheme: String = h[..colon]
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect::<String>()
-        .to_ascii_lowercase();
+    // The scheme, lowercased and without ASCII whitespace, in a stack buffer:
+    // no allocation per link.
+    let mut scheme = [0u8; 10];
+    let mut n = 0;
+    for b in h[..colon].bytes().filter(|b| !b.is_ascii_whitespace()) {
+        if n == scheme.len() {
+            return false;
+        }
+        scheme[n] = b.to_ascii_lowercase();
+        n += 1;
+    }
     matches!(
-        scheme.as_str(),
-        "javascript" | "mailto" | "data" | "tel" | "vbscript" | "about" | "sms" | "file"
+        &scheme[..n],
+        b"javascript" | b"mailto" | b"data" | b"tel" | b"vbscript" | b"about" | b"sms" | b"file"
     )
 }
 
@@ -73,46 +78,63 @@ pub fn resolve(
 ) -> Vec<ResolvedLink> {
     let mut out: Vec<ResolvedLink> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
+    // What each distinct raw href became (index into `out`, or `None` when it
+    // was dropped or over the cap): repeated hrefs (navigation, headers and
+    // footers repeat links) are resolved and normalized once.
+    let mut by_href: HashMap<&str, Option<usize>> = HashMap::new();
     for r in raw {
-        if is_dropped_scheme(&r.href) {
-            continue;
-        }
-        let Some(url) = resolve_raw(base, &r.href) else {
-            continue;
-        };
-        if !opts.schemes.iter().any(|s| s == url.scheme()) {
-            continue;
-        }
-        let Ok(url) = policy.normalize(url) else {
-            continue;
-        };
         let anchor_src = if r.text.is_empty() { &r.alt } else { &r.text };
-        let anchor = truncate_chars(anchor_src, opts.max_anchor_length);
-        let key = url.as_str().to_string();
-        if let Some(&i) = seen.get(&key) {
-            let existing = &mut out[i].link;
-            if existing.anchor.is_empty() && !anchor.is_empty() {
-                existing.anchor = anchor;
+        if let Some(&known) = by_href.get(r.href.as_str()) {
+            if let Some(i) = known {
+                merge(&mut out[i].link, anchor_src, r.nofollow, opts);
             }
-            // A link is nofollow only when every occurrence is.
-            existing.nofollow &= r.nofollow;
             continue;
         }
-        if out.len() >= opts.max_outlinks {
-            continue;
-        }
-        let allowed = policy.check_url(url).is_ok();
-        seen.insert(key.clone(), out.len());
-        out.push(ResolvedLink {
-            link: Outlink {
-                url: key,
-                anchor,
-                nofollow: r.nofollow,
-            },
-            allowed,
+        let slot = resolve_one(base, r, policy, opts).and_then(|url| {
+            if let Some(&i) = seen.get(url.as_str()) {
+                merge(&mut out[i].link, anchor_src, r.nofollow, opts);
+                return Some(i);
+            }
+            if out.len() >= opts.max_outlinks {
+                return None;
+            }
+            let allowed = policy.check_normalized(&url).is_ok();
+            let key: String = url.into();
+            seen.insert(key.clone(), out.len());
+            out.push(ResolvedLink {
+                link: Outlink {
+                    url: key,
+                    anchor: truncate_chars(anchor_src, opts.max_anchor_length),
+                    nofollow: r.nofollow,
+                },
+                allowed,
+            });
+            Some(out.len() - 1)
         });
+        by_href.insert(r.href.as_str(), slot);
     }
     out
+}
+
+/// The normalized URL of one raw link, or `None` when it is dropped.
+fn resolve_one(base: &Url, r: &RawLink, policy: &UrlPolicy, opts: &LinkOptions) -> Option<Url> {
+    if is_dropped_scheme(&r.href) {
+        return None;
+    }
+    let url = resolve_raw(base, &r.href)?;
+    if !opts.schemes.iter().any(|s| s == url.scheme()) {
+        return None;
+    }
+    policy.normalize(url).ok()
+}
+
+/// Another occurrence of a link already kept: the first non-empty anchor wins,
+/// and a link is nofollow only when every occurrence is.
+fn merge(existing: &mut Outlink, anchor_src: &str, nofollow: bool, opts: &LinkOptions) {
+    if existing.anchor.is_empty() && !anchor_src.is_empty() {
+        existing.anchor = truncate_chars(anchor_src, opts.max_anchor_length);
+    }
+    existing.nofollow &= nofollow;
 }
 
 #[cfg(test)]
@@ -197,6 +219,18 @@ mod tests {
         );
         assert_eq!(urls(&v), vec!["http://a.test/x"]);
         assert_eq!(v[0].link.anchor, "A very lon");
+        for dropped in [
+            " JavaScript:x",
+            "java\tscript:x",
+            "DATA:x",
+            "vbscript:x",
+            "about:blank",
+        ] {
+            assert!(is_dropped_scheme(dropped), "{dropped}");
+        }
+        for kept in ["http://x", "/a:b", "javascripts:x", "x", "ja\u{e9}:x"] {
+            assert!(!is_dropped_scheme(kept), "{kept}");
+        }
     }
 
     #[test]

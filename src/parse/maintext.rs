@@ -89,7 +89,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         if !scored[i] || el.tag == "body" || el.tag == "html" {
             continue;
         }
-        let s = (points[i] + tag_bonus(&el.tag) + el.class_weight as f64)
+        let s = (points[i] + tag_bonus(el.tag) + el.class_weight as f64)
             * (1.0 - density(el.start, el.end));
         finals[i] = s;
         if best.is_none_or(|(_, b)| s > b) {

@@ -2,11 +2,18 @@
 //! duplicate detection) and a 64-bit SimHash over word 3-shingles (for near
 //! duplicates: pages whose SimHashes differ in few bits share most shingles).
 
-use super::text::tokens;
+use super::text::for_each_token;
 
 /// Lowercased word tokens joined by single spaces: the normalized text signed.
 pub fn normalize(text: &str) -> String {
-    tokens(text).join(" ")
+    let mut out = String::with_capacity(text.len());
+    for_each_token(text, |t| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+    });
+    out
 }
 
 /// blake3 of the normalized text, hex; `None` when the text has no words.
@@ -18,19 +25,22 @@ pub fn text_signature(text: &str) -> Option<String> {
 /// Both signatures of a text, tokenizing it once: (blake3 of the normalized
 /// text, SimHash); `(None, None)` when the text has no words.
 pub fn sign(text: &str) -> (Option<String>, Option<u64>) {
-    let toks = tokens(text);
-    if toks.is_empty() {
+    let mut norm = String::with_capacity(text.len());
+    let mut hashes: Vec<u64> = Vec::with_capacity(text.len() / 6 + 1);
+    for_each_token(text, |t| {
+        if !norm.is_empty() {
+            norm.push(' ');
+        }
+        norm.push_str(t);
+        hashes.push(token_hash(t));
+    });
+    if hashes.is_empty() {
         return (None, None);
     }
-    let mut h = blake3::Hasher::new();
-    for (i, t) in toks.iter().enumerate() {
-        if i > 0 {
-            h.update(b" ");
-        }
-        h.update(t.as_bytes());
-    }
-    let hashes: Vec<u64> = toks.iter().map(|t| token_hash(t)).collect();
-    (Some(h.finalize().to_hex().to_string()), simhash_of(&hashes))
+    (
+        Some(blake3::hash(norm.as_bytes()).to_hex().to_string()),
+        simhash_of(&hashes),
+    )
 }
 
 /// blake3 of raw bytes, hex.
@@ -60,7 +70,8 @@ fn mix(mut z: u64) -> u64 {
 /// shingle's hash mixes its three token hashes at different rotations, so word
 /// order matters. `None` when the text has no words.
 pub fn simhash(text: &str) -> Option<u64> {
-    let toks: Vec<u64> = tokens(text).iter().map(|t| token_hash(t)).collect();
+    let mut toks: Vec<u64> = Vec::new();
+    for_each_token(text, |t| toks.push(token_hash(t)));
     simhash_of(&toks)
 }
 
@@ -68,26 +79,27 @@ fn simhash_of(toks: &[u64]) -> Option<u64> {
     if toks.is_empty() {
         return None;
     }
-    let mut counts = [0i32; 64];
+    // Count, per bit, the features that have it set (a branch-free loop the
+    // compiler vectorizes); a bit of the result is set when more than half
+    // of the features have it, i.e. when Charikar's +1/-1 sum is positive.
+    let mut ones = [0u32; 64];
     let mut add = |v: u64| {
-        for (bit, c) in counts.iter_mut().enumerate() {
-            if v >> bit & 1 == 1 {
-                *c += 1;
-            } else {
-                *c -= 1;
-            }
+        for (bit, c) in ones.iter_mut().enumerate() {
+            *c += ((v >> bit) & 1) as u32;
         }
     };
-    if toks.len() < 3 {
+    let features = if toks.len() < 3 {
         toks.iter().for_each(|&t| add(t));
+        toks.len()
     } else {
         for w in toks.windows(3) {
             add(mix(w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42)));
         }
-    }
+        toks.len() - 2
+    };
     let mut out = 0u64;
-    for (bit, c) in counts.iter().enumerate() {
-        if *c > 0 {
+    for (bit, c) in ones.iter().enumerate() {
+        if 2 * (*c as usize) > features {
             out |= 1 << bit;
         }
     }

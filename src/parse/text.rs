@@ -1,19 +1,37 @@
 //! Small text helpers: whitespace collapsing, char-boundary truncation, word tokens.
 
+/// Whether `c` separates words for [`push_collapsed`]: Unicode whitespace or NUL.
+#[inline]
+fn is_space(c: char) -> bool {
+    if c.is_ascii() {
+        matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{0}')
+    } else {
+        c.is_whitespace()
+    }
+}
+
 /// Appends `s` to `out` with every run of whitespace turned into one space;
 /// `out`'s trailing space state is respected so pieces can be appended in turn.
 pub fn push_collapsed(out: &mut String, s: &str) {
     let mut space = out.is_empty() || out.ends_with(' ');
-    for c in s.chars() {
-        if c.is_whitespace() || c == '\u{0}' {
+    // Copies runs of non-space text in one go rather than char by char.
+    let mut run: Option<usize> = None;
+    for (i, c) in s.char_indices() {
+        if is_space(c) {
+            if let Some(start) = run.take() {
+                out.push_str(&s[start..i]);
+                space = false;
+            }
             if !space {
                 out.push(' ');
                 space = true;
             }
-        } else {
-            out.push(c);
-            space = false;
+        } else if run.is_none() {
+            run = Some(i);
         }
+    }
+    if let Some(start) = run {
+        out.push_str(&s[start..]);
     }
 }
 
@@ -39,23 +57,39 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
 /// yields one token per ideograph so shingles and overlap measures still work.
 pub fn tokens(s: &str) -> Vec<String> {
     let mut out = Vec::new();
+    for_each_token(s, |t| out.push(t.to_string()));
+    out
+}
+
+/// Calls `f` with each of [`tokens`]`(s)` in turn, without allocating a string
+/// per token (one buffer is reused).
+pub fn for_each_token(s: &str, mut f: impl FnMut(&str)) {
     let mut cur = String::new();
     for c in s.chars() {
-        if is_ideographic(c) {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() {
+                cur.push(c.to_ascii_lowercase());
+            } else if !cur.is_empty() {
+                f(&cur);
+                cur.clear();
             }
-            out.push(c.to_string());
+        } else if is_ideographic(c) {
+            if !cur.is_empty() {
+                f(&cur);
+                cur.clear();
+            }
+            let mut b = [0u8; 4];
+            f(c.encode_utf8(&mut b));
         } else if c.is_alphanumeric() {
             cur.extend(c.to_lowercase());
         } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+            f(&cur);
+            cur.clear();
         }
     }
     if !cur.is_empty() {
-        out.push(cur);
+        f(&cur);
     }
-    out
 }
 
 fn is_ideographic(c: char) -> bool {
@@ -76,11 +110,14 @@ mod tests {
         let mut s = String::from("a ");
         push_collapsed(&mut s, "  b");
         assert_eq!(s, "a b");
+        push_collapsed(&mut s, "\u{a0}c\u{3000}\u{b}d\u{85}é ");
+        assert_eq!(s, "a b c d é ");
     }
 
     #[test]
     fn tokenizes() {
         assert_eq!(tokens("Hello, World! x2"), vec!["hello", "world", "x2"]);
         assert_eq!(tokens("東京abc"), vec!["東", "京", "abc"]);
+        assert_eq!(tokens("ÉTÉ déjà-vu ß"), vec!["été", "déjà", "vu", "ß"]);
     }
 }
