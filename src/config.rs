@@ -315,6 +315,9 @@ pub struct PageRankConfig {
     pub hits: bool,
     /// Also compute HostRank (PageRank of the host graph) into `pagerank/hosts/`.
     pub hostrank: bool,
+    /// Drop links whose source and target have the same host (self-links included)
+    /// from the page graph.
+    pub ignore_internal: bool,
 }
 
 impl Default for PageRankConfig {
@@ -328,6 +331,7 @@ impl Default for PageRankConfig {
             teleport: "uniform".into(),
             hits: false,
             hostrank: false,
+            ignore_internal: false,
         }
     }
 }
