@@ -2,6 +2,9 @@
 # make bench: every benchmark, printing its figures (wall time, rates, peak RSS).
 # Benchmarks measure; tests never assert timings. BENCH_SIZES (default "1000000")
 # lists the crawldb sizes for updatedb/generate, e.g. BENCH_SIZES="1000000 10000000".
+# GRAPH_SIZES (default "1000000") lists the page counts of the PageRank graphs (10
+# links per page), e.g. GRAPH_SIZES="1000000 10000000" (10M pages: ~2.2 GB RAM,
+# ~0.8 GB of Parquet in $BENCH_OUT, several minutes).
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${BENCH_OUT:-bench-out}
@@ -27,6 +30,10 @@ for n in ${BENCH_SIZES:-1000000}; do
   rm -rf "$OUT/crawldb-$n"
 done
 
-echo
-echo "== graph: PageRank on 1M pages / 10M links"
-"$BIN/graphbench" --pages 1000000 --links 10000000
+for n in ${GRAPH_SIZES:-1000000}; do
+  echo
+  echo "== graph: PageRank on $n pages / $((n * 10)) links"
+  rm -rf "$OUT/graph-$n"
+  "$BIN/graphbench" --pages "$n" --links $((n * 10)) --dir "$OUT/graph-$n"
+  rm -rf "$OUT/graph-$n"
+done

@@ -340,6 +340,9 @@ pub struct PageRankConfig {
     pub hits: bool,
     /// Also compute HostRank (PageRank of the host graph) into `pagerank/hosts/`.
     pub hostrank: bool,
+    /// Drop links whose source and target have the same host (self-links included)
+    /// from the page graph.
+    pub ignore_internal: bool,
 }
 
 impl Default for PageRankConfig {
@@ -353,6 +356,7 @@ impl Default for PageRankConfig {
             teleport: "uniform".into(),
             hits: false,
             hostrank: false,
+            ignore_internal: false,
         }
     }
 }

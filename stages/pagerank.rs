@@ -57,6 +57,10 @@ struct Args {
     /// Teleport target (pagerank.teleport, default uniform).
     #[arg(long, value_enum)]
     teleport: Option<Teleport>,
+    /// Leave links between pages of the same host out of the graph (sets
+    /// pagerank.ignore_internal = true).
+    #[arg(long)]
+    ignore_internal: bool,
     /// Do not write scores into the crawldb (sets pagerank.update_crawldb = false).
     #[arg(long)]
     no_update_crawldb: bool,
@@ -89,6 +93,7 @@ fn main() -> anyhow::Result<()> {
     }
     pc.hits |= args.hits;
     pc.hostrank |= args.hostrank;
+    pc.ignore_internal |= args.ignore_internal;
     if args.no_update_crawldb {
         pc.update_crawldb = false;
     }

@@ -376,3 +376,35 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
     assert!(c > 0.0 && (c - ax).abs() < 1e-12, "{c} {ax}");
     assert!(a > hub && hub > 5.0 * c, "{a} {c} {hub}");
 }
+
+#[test]
+fn pagerank_ignore_internal_equals_the_linkdb_graph() {
+    let tmp = crawl();
+    let root = tmp.path();
+    // The page graph without same-host links is the linkdb's graph (internal links
+    // dropped by default): same nodes, edges and scores.
+    let summary = ok(
+        PAGERANK,
+        root,
+        &["--ignore-internal", "--no-update-crawldb"],
+    );
+    assert!(summary.contains("5 nodes, 8 edges"), "{summary}");
+    let crawl_rows = pagerank_rows(root);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("pagerank/_meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["ignore_internal"], true);
+    ok(LINKDB, root, &[]);
+    ok(
+        PAGERANK,
+        root,
+        &["--source", "linkdb", "--no-update-crawldb"],
+    );
+    let linkdb_rows = pagerank_rows(root);
+    assert_eq!(crawl_rows.len(), 5);
+    assert_eq!(crawl_rows, linkdb_rows);
+    assert!(
+        !crawl_rows
+            .iter()
+            .any(|r| r.url.starts_with("http://hub.test/a"))
+    );
+}

@@ -26,6 +26,14 @@ impl Csr {
         Csr { offsets, targets }
     }
 
+    /// A CSR from its arrays: `offsets` of length `n + 1`, non-decreasing, starting
+    /// at 0 and ending at `targets.len()`; every list ascending, ids below `n`.
+    pub(crate) fn from_parts(offsets: Vec<u64>, targets: Vec<u32>) -> Csr {
+        debug_assert_eq!(offsets.first().copied(), Some(0));
+        debug_assert_eq!(offsets.last().copied(), Some(targets.len() as u64));
+        Csr { offsets, targets }
+    }
+
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
         self.offsets.len() - 1

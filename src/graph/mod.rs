@@ -1,11 +1,12 @@
 //! The link graph: the `linkdb` stage (inverted outlinks) and the `pagerank` stage
 //! (PageRank, HITS and HostRank over the page graph).
 //!
-//! Building a graph: the URLs of the edge source ([`source`]) are given dense `u32`
-//! ids by a partitioned sort ([`ids`]): each URL goes to its host's partition, every
-//! partition is sorted and deduplicated in parallel, and ids are assigned partition
-//! by partition in URL order. A second scan maps the edges to id pairs by binary
-//! search, and the sorted, deduplicated edges become CSR arrays ([`csr`]).
+//! Building a graph ([`ids`]) takes two passes over the edge source and holds no
+//! edge list: the first interns every URL into a sharded string-arena hash table
+//! and counts out-links; the URLs are then ordered by (host partition, URL) into
+//! dense `u32` ids; the second pass looks each edge's ends up and writes the
+//! target straight into the out-link CSR ([`csr`]), whose lists are then sorted and
+//! deduplicated.
 
 pub mod bench;
 pub mod csr;

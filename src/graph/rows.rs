@@ -84,6 +84,9 @@ pub struct PageRankMeta {
     pub hits: bool,
     /// Whether `hosts/` was written.
     pub hostrank: bool,
+    /// Whether links within a host were left out of the graph.
+    #[serde(default)]
+    pub ignore_internal: bool,
     /// When it was written (ms UTC).
     pub written_time: i64,
 }

@@ -9,6 +9,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::ids::url_host;
 use crate::error::{Error, IoContext, Result};
 use crate::layout::CrawlDir;
 use crate::storage::{self, ROW_GROUP_ROWS};
@@ -27,12 +28,24 @@ pub enum EdgeKind {
 pub struct EdgeSource {
     kind: EdgeKind,
     files: Vec<PathBuf>,
+    skip_internal: bool,
 }
 
 impl EdgeSource {
     /// Edges from explicit files.
     pub fn new(kind: EdgeKind, files: Vec<PathBuf>) -> Self {
-        EdgeSource { kind, files }
+        EdgeSource {
+            kind,
+            files,
+            skip_internal: false,
+        }
+    }
+
+    /// Drops (when `yes`) every edge whose source and target have the same host,
+    /// self-links included.
+    pub fn ignore_internal(mut self, yes: bool) -> Self {
+        self.skip_internal = yes;
+        self
     }
 
     /// The page graph of a crawl: `parse_data` of every segment that has it complete.
@@ -68,8 +81,20 @@ impl EdgeSource {
         &self.files
     }
 
-    /// Calls `f(source_url, target_url)` for every edge of one file.
+    /// Calls `f(source_url, target_url)` for every edge of one file (but internal
+    /// ones when they are ignored).
     pub fn scan_file(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
+        if self.skip_internal {
+            return self.scan_all(path, &mut |s, d| {
+                if url_host(s) != url_host(d) {
+                    f(s, d)
+                }
+            });
+        }
+        self.scan_all(path, f)
+    }
+
+    fn scan_all(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
         let cols: &[&str] = match self.kind {
             EdgeKind::ParseData => &["url", "outlinks"],
             EdgeKind::LinkDb => &["url", "from_url"],

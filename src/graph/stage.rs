@@ -56,7 +56,8 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     let source = match pc.source.as_str() {
         "linkdb" => EdgeSource::linkdb(dir)?,
         _ => EdgeSource::crawl(dir)?,
-    };
+    }
+    .ignore_internal(pc.ignore_internal);
     let graph = build_graph(&source, partitions)?;
     let inl = graph.out.transpose();
     let outdeg = out_degrees(&graph.out);
@@ -145,6 +146,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         partitions: graph.partitions(),
         hits: pc.hits,
         hostrank: pc.hostrank,
+        ignore_internal: pc.ignore_internal,
         written_time: now_millis(),
     };
     storage::write_json(&staged.path().join(PAGERANK_META), &meta)?;
