@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, printing its figures (wall time, rates, peak RSS).
 # Benchmarks measure; tests never assert timings. BENCH_SIZES (default "1000000")
-# lists the crawldb sizes for updatedb/generate, e.g. BENCH_SIZES="1000000 10000000".
+# lists the crawldb sizes for updatedb/generate, e.g. BENCH_SIZES="1000000 10000000 30000000"
+# (30M: about 200 MB of Parquet under bench-out/, removed after its run).
 # GRAPH_SIZES (default "1000000") lists the page counts of the PageRank graphs (10
 # links per page), e.g. GRAPH_SIZES="1000000 10000000" (10M pages: ~2.2 GB RAM,
 # ~0.8 GB of Parquet in $BENCH_OUT, several minutes).

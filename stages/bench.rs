@@ -12,7 +12,8 @@ use clap::Parser;
     about = "Measure updatedb and generate (wall time, peak RSS)",
     long_about = "Runs each measured stage in a fresh child process (so peak RSS, read from \
 /proc/self/status VmHWM, is that stage's alone) on a crawl directory written by `benchgen`, and \
-prints one line per stage: stage, rows, seconds, peak MiB. updatedb applies the benchgen segment; \
+prints one line per stage: stage, rows, seconds, rows per second (rows written by updatedb, \
+rows scanned by generate), peak MiB. updatedb applies the benchgen segment; \
 generate then selects --top-n URLs with at most --max-per-host per host."
 )]
 struct Args {
@@ -47,12 +48,14 @@ fn main() -> anyhow::Result<()> {
         Some("updatedb") => {
             let t = Instant::now();
             let r = trawl::crawldb::updatedb::run(&dir, &cfg, &Default::default())?;
+            let secs = t.elapsed().as_secs_f64();
             println!(
-                "updatedb\t{} rows ({} fetched, {} added)\t{:.2}s\t{:.0} MiB",
+                "updatedb\t{} rows ({} fetched, {} added)\t{:.2}s\t{:.0} rows/s\t{:.0} MiB",
                 r.rows,
                 r.fetched,
                 r.added,
-                t.elapsed().as_secs_f64(),
+                secs,
+                r.rows as f64 / secs,
                 peak_rss_mib()
             );
         }
@@ -62,11 +65,13 @@ fn main() -> anyhow::Result<()> {
             opts.top_n = args.top_n;
             opts.max_per_host = args.max_per_host;
             let r = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
+            let secs = t.elapsed().as_secs_f64();
             println!(
-                "generate\t{} selected of {} scanned\t{:.2}s\t{:.0} MiB",
+                "generate\t{} selected of {} scanned\t{:.2}s\t{:.0} rows/s\t{:.0} MiB",
                 r.urls.iter().sum::<u64>(),
                 r.scanned,
-                t.elapsed().as_secs_f64(),
+                secs,
+                r.scanned as f64 / secs,
                 peak_rss_mib()
             );
         }

@@ -28,6 +28,9 @@ struct Args {
     /// Cut this many fetch lists of --top-n URLs at once.
     #[arg(long, value_name = "K", default_value_t = 1)]
     max_segments: usize,
+    /// Select URLs due up to DAYS days from now (Nutch's -adddays); fractions allowed.
+    #[arg(long, value_name = "DAYS", default_value_t = 0.0)]
+    add_days: f64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,6 +45,12 @@ fn main() -> anyhow::Result<()> {
         opts.max_per_host = m;
     }
     opts.segments = args.max_segments.max(1);
+    anyhow::ensure!(
+        args.add_days.is_finite() && args.add_days >= 0.0,
+        "--add-days {}: expected a number of days >= 0",
+        args.add_days
+    );
+    opts.lookahead = (args.add_days * 86_400_000.0).round() as i64;
     let report = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
     for s in &report.segments {
         println!("{}", s.display());

@@ -1,23 +1,27 @@
 //! `generate`: selects the URLs due for fetching into new segments (fetch lists).
 //!
-//! Per crawldb partition, in parallel, the part is streamed once; due and eligible
-//! rows go into a bounded per-host (or per-domain) top-k heap of `max_per_host`
-//! entries, and the partition keeps its best `top_n x segments` rows. The partition
-//! results are merged by (score desc, url asc), the per-host/domain cap is applied
-//! again over all partitions (a domain may span partitions) and the best
-//! `top_n x segments` are cut into `segments` fetch lists of at most `top_n`.
-//! Memory: O(hosts x max_per_host + partitions x top_n), never the whole crawldb.
+//! Per crawldb partition, in parallel, pass 1 reads four columns and keeps the
+//! partition's best `top_n x segments` candidates (16 bytes each: score, row, host
+//! or domain id), at most `max_per_host` per host or domain. From their scores, a
+//! global threshold decides which rows can make the cut; pass 2 reads just those rows
+//! (a Parquet row selection), merges them by (score desc, url asc), applies the
+//! per-domain cap across partitions (a domain may span partitions) and cuts the best
+//! `top_n x segments` into `segments` fetch lists of at most `top_n`. Memory:
+//! O(partitions x top_n x 16 bytes + the rows selected), never the whole crawldb.
+//! See [`select`] for the kernels.
 //!
 //! URLs held by a pending fetch list (a segment not yet applied by updatedb,
 //! generated less than `generate.gen_delay` seconds ago) are not handed out again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use arrow::array::UInt32Array;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 use crate::config::Config;
-use crate::crawldb::select::{self, Cand, Rules};
+use crate::crawldb::select::{self, Rules};
 use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
@@ -34,8 +38,11 @@ pub struct GenerateOptions {
     pub max_per_host: usize,
     /// Fetch lists to cut.
     pub segments: usize,
-    /// The time deciding due-ness (ms); normally now.
+    /// The time (ms); normally now. It names the segments, dates them and decides
+    /// which pending fetch lists still hold their URLs.
     pub now: Millis,
+    /// URLs due up to this long after `now` (ms) are selected (Nutch's -adddays).
+    pub lookahead: Millis,
 }
 
 impl GenerateOptions {
@@ -46,6 +53,7 @@ impl GenerateOptions {
             max_per_host: cfg.generate.max_per_host,
             segments: 1,
             now: now_millis(),
+            lookahead: 0,
         }
     }
 }
@@ -111,7 +119,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
     let n = meta.partitions;
     let k = opts.segments.max(1);
     let rules = Rules {
-        now: opts.now,
+        now: opts.now.saturating_add(opts.lookahead),
         min_score: cfg.generate.min_score,
         max_per_key: opts.max_per_host,
         by_domain: cfg.generate.count_mode == "domain",
@@ -124,6 +132,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         opts.now,
         cfg.generate.gen_delay,
     )?;
+    let started = std::time::Instant::now();
     let pb = crate::cli::progress_bar(n as u64, "generate");
     let parts = (0..n)
         .into_par_iter()
@@ -137,45 +146,52 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
     drop(pending);
 
     let mut report = GenerateReport::default();
-    let mut cands: Vec<(usize, Cand)> = Vec::new();
-    for (i, p) in parts.into_iter().enumerate() {
+    for p in &parts {
         report.scanned += p.scanned;
         report.due += p.due;
         report.pending += p.pending;
-        cands.extend(p.cands.into_iter().map(|c| (i, c)));
     }
-    cands.par_sort_unstable_by(|a, b| select::better_first(&a.1, &b.1));
-    // Host caps are exact per part (a host lives in one part); a domain may span
-    // parts, so its cap is applied again over all of them.
-    let mut counts: HashMap<std::sync::Arc<str>, usize> = HashMap::new();
-    // lists[segment][part] = candidates
-    let mut lists: Vec<Vec<Vec<Cand>>> = Vec::new();
-    let mut taken = 0usize;
-    for (i, c) in cands {
-        if taken >= rules.limit {
-            break;
-        }
-        if rules.by_domain && rules.max_per_key > 0 {
-            let cnt = counts.entry(c.key.clone()).or_default();
-            if *cnt >= rules.max_per_key {
-                continue;
-            }
-            *cnt += 1;
-        }
-        let j = taken / opts.top_n.max(1);
-        if lists.len() <= j {
-            lists.push((0..n).map(|_| Vec::new()).collect());
-        }
-        lists[j][i].push(c);
-        taken += 1;
+    // From scores alone: the rows of each part that can make the cut.
+    tracing::debug!(
+        "generate: pass 1 (rank) {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    let plan = select::plan(&parts, &rules);
+    tracing::debug!(
+        "generate: plan {:.2}s, {} rows to read",
+        started.elapsed().as_secs_f64(),
+        plan.rows.iter().map(Vec::len).sum::<usize>()
+    );
+    drop(parts);
+    if plan.rows.iter().all(|r| r.is_empty()) {
+        return Ok(report);
     }
+    // Pass 2: read those rows (all columns) once, then order them exactly.
+    let batches = plan
+        .rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, rows)| select::read_rows(&current_part(&dir, i), rows))
+        .collect::<Result<Vec<_>>>()?;
+    let part_rows: Vec<select::PartRows<'_>> = batches
+        .iter()
+        .zip(&plan.rows)
+        .map(|(batch, cands)| select::PartRows { batch, cands })
+        .collect();
+    // lists[segment][part] = row indices into batches[part], best first.
+    tracing::debug!(
+        "generate: pass 2 (read) {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    let lists = select::select(&part_rows, &plan, &rules, opts.top_n)?;
+    tracing::debug!("generate: select {:.2}s", started.elapsed().as_secs_f64());
     if lists.is_empty() {
         return Ok(report);
     }
-    // Stage every segment, then fill part i of each from one read of crawldb part i.
+    // Stage every segment, then write part i of each from batches[i].
     let mut staged = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for (j, list) in lists.iter().enumerate() {
+    for list in &lists {
         let mut t = opts.now;
         let name = loop {
             let name = layout::new_segment_name(&dir, t);
@@ -200,34 +216,31 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         report.urls.push(urls);
         names.push(name);
         staged.push(seg);
-        debug_assert_eq!(staged.len(), j + 1);
     }
     let gen_dirs: Vec<PathBuf> = staged
         .iter()
         .map(|s| s.path().join("crawl_generate"))
         .collect();
-    // Transpose to per part: part i -> one row-order list per segment.
-    let mut per_part: Vec<Vec<Vec<u32>>> = (0..n).map(|_| Vec::new()).collect();
-    for list in lists {
-        for (i, rows) in list.into_iter().enumerate() {
-            per_part[i].push(select::interleave(rows));
-        }
-    }
-    per_part
+    (0..n)
         .into_par_iter()
-        .enumerate()
-        .map(|(i, rows)| {
-            let mut writers = gen_dirs
-                .iter()
-                .map(|d| PartWriter::<CrawlDatum>::create(&d.join(storage::part_name(i))))
-                .collect::<Result<Vec<_>>>()?;
-            select::copy_rows(&current_part(&dir, i), &rows, &mut writers)?;
-            for w in writers {
+        .map(|i| {
+            let batch = &batches[i];
+            let hosts = select::HostIds::new(batch)?;
+            for (list, d) in lists.iter().zip(&gen_dirs) {
+                let mut w = PartWriter::<CrawlDatum>::create(&d.join(storage::part_name(i)))?;
+                let rows = &list[i];
+                if !rows.is_empty() {
+                    let idx = UInt32Array::from(select::interleave(&hosts, rows));
+                    let b = arrow::compute::take_record_batch(batch, &idx)
+                        .map_err(|e| crate::error::Error::arrow("generate", e))?;
+                    w.write_batch(&b)?;
+                }
                 w.finish()?;
             }
             Ok(())
         })
         .collect::<Result<Vec<()>>>()?;
+    tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     for (seg, d) in staged.into_iter().zip(&gen_dirs) {
         storage::write_atomic(
             &d.join(storage::SUCCESS_MARKER),

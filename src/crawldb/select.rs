@@ -1,32 +1,41 @@
-//! generate's columnar kernels: pass 1 ranks a crawldb part from a projection of
-//! five columns (no row decoding); pass 2 copies the chosen rows, as Arrow arrays,
-//! into the fetch lists' parts.
+//! generate's columnar kernels.
 //!
-//! Within a part, rows are sorted by URL, so a row's index orders it like its URL:
-//! the per-host heaps break score ties by index and never look at the URL string.
+//! * Pass 1 ([`rank_part`]) ranks a crawldb part from a projection of four columns
+//!   (`host, status, fetch_time, score`; `url` only while a pending fetch list must
+//!   be checked). A candidate is 16 bytes (score, row, key id): no URL is copied and
+//!   nothing is allocated per row. Within a part, rows are sorted by URL, so a row's
+//!   index orders it like its URL; the per-host cap therefore breaks score ties by
+//!   row index and never looks at a string. The rows of a host come in runs (mostly
+//!   one run), and each run is trimmed to `max_per_host` as it grows.
+//! * [`plan`] finds, from the candidates' scores alone, the smallest set of rows per
+//!   part that surely holds the final selection (everything above the global score
+//!   threshold, and at the threshold only as many ties as can still be taken).
+//! * Pass 2 ([`read_rows`]) reads each part once more and keeps those rows as Arrow
+//!   arrays (a filter); [`select`] orders them exactly (score descending, URL
+//!   ascending), applies the per-domain cap across parts and cuts the fetch lists;
+//!   [`interleave`] orders each list's rows of a part so hosts alternate, and the
+//!   rows are written with one `take` per list.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, UInt32Array};
-use arrow::datatypes::{Float64Type, TimestampMillisecondType};
+use arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use arrow::datatypes::{
+    DataType, FieldRef, Float64Type, Int32Type, Schema, TimestampMillisecondType,
+};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+    RowSelector,
+};
 
 use crate::datum::{CrawlDatum, DbStatus, Millis};
 use crate::error::{Error, Result};
-use crate::storage::{self, PartWriter};
+use crate::storage;
 use crate::urls::registrable_domain;
-
-/// Columns of the crawldb schema pass 1 reads.
-const COL_URL: usize = 0;
-const COL_HOST: usize = 1;
-const COL_STATUS: usize = 2;
-const COL_FETCH_TIME: usize = 3;
-const COL_SCORE: usize = 8;
 
 /// What makes a row eligible and how it is capped.
 #[derive(Debug, Clone)]
@@ -39,74 +48,96 @@ pub struct Rules {
     pub max_per_key: usize,
     /// Cap by registrable domain instead of host.
     pub by_domain: bool,
-    /// Rows kept per part (top_n x segments).
+    /// Rows kept in all (top_n x segments).
     pub limit: usize,
 }
 
-/// A candidate row of one part.
-#[derive(Debug, Clone)]
+impl Rules {
+    fn capped(&self) -> bool {
+        self.max_per_key > 0
+    }
+}
+
+/// A candidate row of one part (16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cand {
     /// Its score.
     pub score: f64,
     /// Its row index in the part.
     pub row: u32,
-    /// Its URL.
-    pub url: Box<str>,
-    /// Its host.
-    pub host: Arc<str>,
-    /// What the cap counts (host or registrable domain).
-    pub key: Arc<str>,
+    /// What the cap counts (host or registrable domain), an index into
+    /// [`Ranked::keys`].
+    pub key: u32,
 }
 
-/// Heap order within one part: the worst (lowest score, then highest row) is greatest.
-struct Worst(Cand);
+/// Part order: score descending, then row (= URL) ascending.
+pub fn better(a: &Cand, b: &Cand) -> Ordering {
+    b.score.total_cmp(&a.score).then(a.row.cmp(&b.row))
+}
 
-impl PartialEq for Worst {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+/// Keeps the best `k` of `v[from..]` (any order).
+fn trim(v: &mut Vec<Cand>, from: usize, k: usize) {
+    if v.len() - from > k {
+        if k == 0 {
+            v.truncate(from);
+            return;
+        }
+        v[from..].select_nth_unstable_by(k - 1, better);
+        v.truncate(from + k);
     }
-}
-impl Eq for Worst {}
-impl PartialOrd for Worst {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Worst {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.0.score
-            .total_cmp(&self.0.score)
-            .then(self.0.row.cmp(&o.0.row))
-    }
-}
-
-fn beats(score: f64, row: u32, worst: &Cand) -> bool {
-    score > worst.score || (score == worst.score && row < worst.row)
-}
-
-/// Whether a bounded heap of size `k` would admit (score, row).
-fn admits(heap: &BinaryHeap<Worst>, k: usize, score: f64, row: u32) -> bool {
-    k > 0 && (heap.len() < k || heap.peek().is_some_and(|w| beats(score, row, &w.0)))
-}
-
-fn push(heap: &mut BinaryHeap<Worst>, k: usize, c: Cand) {
-    if heap.len() >= k {
-        heap.pop();
-    }
-    heap.push(Worst(c));
 }
 
 /// Pass 1 result for one part.
 #[derive(Debug, Default)]
 pub struct Ranked {
-    /// The part's best candidates (at most `limit`), any order.
+    /// The part's best candidates (at most `limit`, at most `max_per_key` per key);
+    /// sorted by [`better`] when capping by domain, else in any order.
     pub cands: Vec<Cand>,
+    /// Key names (host, or registrable domain), indexed by [`Cand::key`].
+    pub keys: Vec<Box<str>>,
     /// Rows read.
     pub scanned: u64,
     /// Rows due and eligible.
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+}
+
+/// Interns key names as dense ids, remembering the last host (a host's rows come
+/// in runs, so almost every row is a hit).
+#[derive(Default)]
+struct Keys {
+    ids: HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+    last_host: String,
+    last_key: Option<u32>,
+}
+
+impl Keys {
+    fn key_of(&mut self, host: &str, by_domain: bool) -> u32 {
+        if let Some(k) = self.last_key.filter(|_| self.last_host == host) {
+            return k;
+        }
+        let name = if by_domain {
+            registrable_domain(host)
+        } else {
+            host.to_string()
+        };
+        let k = match self.ids.get(name.as_str()) {
+            Some(k) => *k,
+            None => {
+                let k = self.names.len() as u32;
+                let name: Box<str> = name.into();
+                self.names.push(name.clone());
+                self.ids.insert(name, k);
+                k
+            }
+        };
+        self.last_host.clear();
+        self.last_host.push_str(host);
+        self.last_key = Some(k);
+        k
+    }
 }
 
 /// Pass 1: ranks the part at `path` (missing = empty).
@@ -118,209 +149,606 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
-    let mask = ProjectionMask::roots(
-        builder.parquet_schema(),
-        [COL_URL, COL_HOST, COL_STATUS, COL_FETCH_TIME, COL_SCORE],
-    );
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(storage::ROW_GROUP_ROWS)
-        .build()
-        .map_err(|e| Error::parquet(path, e))?;
+    let mut wanted = vec!["host", "status", "fetch_time", "score"];
+    if !pending.is_empty() {
+        wanted.push("url");
+    }
     let bad = |what: &str| {
         Error::crawl_dir(
             path,
-            format!("crawldb part has an unexpected {what} column; is it a trawl crawldb?"),
+            format!("crawldb part has no or an unexpected {what} column; is it a trawl crawldb?"),
         )
     };
-    let mut per_key: HashMap<Arc<str>, BinaryHeap<Worst>> = HashMap::new();
-    let mut all: BinaryHeap<Worst> = BinaryHeap::new();
-    let mut last: Option<(Arc<str>, Arc<str>)> = None;
+    // host and status are read as the dictionaries they are stored as: a batch's
+    // rows are mapped through its dictionary, never compared as strings.
+    let hint: Vec<FieldRef> = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match (f.name().as_str(), f.data_type()) {
+            ("host" | "status", DataType::Utf8) => Arc::new(f.as_ref().clone().with_data_type(
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            )),
+            _ => f.clone(),
+        })
+        .collect();
+    let hint = Arc::new(Schema::new_with_metadata(
+        hint,
+        builder.schema().metadata().clone(),
+    ));
+    let mut roots = Vec::new();
+    for w in &wanted {
+        roots.push(hint.index_of(w).map_err(|_| bad(w))?);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    drop(builder);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(
+        file,
+        ArrowReaderOptions::new().with_schema(hint),
+    )
+    .map_err(|e| Error::parquet(path, e))?
+    .with_projection(mask)
+    .with_batch_size(storage::ROW_GROUP_ROWS)
+    .build()
+    .map_err(|e| Error::parquet(path, e))?;
+    let k = if rules.capped() {
+        rules.max_per_key
+    } else {
+        rules.limit
+    };
+    let mut keys = Keys::default();
+    let mut seen: Vec<bool> = Vec::new();
+    let mut split_runs = false;
+    let mut ents: Vec<Cand> = Vec::new();
+    let mut run_start = 0usize;
+    let mut run_key: Option<u32> = None;
     let duplicate = DbStatus::DbDuplicate.as_str();
     let mut row: u32 = 0;
     for batch in reader {
         let batch = batch.map_err(|e| Error::arrow(path.display().to_string(), e))?;
-        // Projected columns keep schema order: url, host, status, fetch_time, score.
-        let url = batch
-            .column(0)
-            .as_string_opt::<i32>()
-            .ok_or_else(|| bad("url"))?;
-        let host = batch
-            .column(1)
+        let col = |name: &str| batch.column_by_name(name).ok_or_else(|| bad(name));
+        let host = col("host")?
+            .as_dictionary_opt::<Int32Type>()
+            .ok_or_else(|| bad("host"))?;
+        let host_names = host
+            .values()
             .as_string_opt::<i32>()
             .ok_or_else(|| bad("host"))?;
-        let status = batch
-            .column(2)
-            .as_string_opt::<i32>()
+        let status = col("status")?
+            .as_dictionary_opt::<Int32Type>()
             .ok_or_else(|| bad("status"))?;
-        let ft = batch
-            .column(3)
+        let dup: Vec<bool> = status
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad("status"))?
+            .iter()
+            .map(|v| v == Some(duplicate))
+            .collect();
+        let (host_idx, status_idx) = (host.keys().values(), status.keys().values());
+        // Key id of each host dictionary entry, filled as entries are met.
+        let mut key_of = vec![u32::MAX; host_names.len()];
+        let ft = col("fetch_time")?
             .as_primitive_opt::<TimestampMillisecondType>()
             .ok_or_else(|| bad("fetch_time"))?;
-        let score = batch
-            .column(4)
+        let score = col("score")?
             .as_primitive_opt::<Float64Type>()
             .ok_or_else(|| bad("score"))?;
+        let url = if pending.is_empty() {
+            None
+        } else {
+            Some(
+                col("url")?
+                    .as_string_opt::<i32>()
+                    .ok_or_else(|| bad("url"))?,
+            )
+        };
+        let (fts, scores) = (ft.values(), score.values());
         for i in 0..batch.num_rows() {
             let r = row;
             row += 1;
-            out.scanned += 1;
-            let s = score.value(i);
-            if ft.value(i) > rules.now || s < rules.min_score || status.value(i) == duplicate {
+            let s = scores[i];
+            if fts[i] > rules.now
+                || s < rules.min_score
+                || dup.get(status_idx[i] as usize).copied().unwrap_or(false)
+            {
                 continue;
             }
-            if !pending.is_empty() && pending.contains(url.value(i)) {
+            if let Some(url) = url
+                && pending.contains(url.value(i))
+            {
                 out.pending += 1;
                 continue;
             }
             out.due += 1;
-            let h = host.value(i);
-            if last.as_ref().is_none_or(|(lh, _)| &**lh != h) {
-                let ha: Arc<str> = Arc::from(h);
-                let key = if rules.by_domain {
-                    Arc::from(registrable_domain(h).as_str())
-                } else {
-                    ha.clone()
-                };
-                last = Some((ha, key));
-            }
-            let Some((ha, key)) = &last else { continue };
-            let heap = if rules.max_per_key == 0 {
-                &mut all
-            } else {
-                match per_key.get_mut(&**key) {
-                    Some(h) => h,
-                    None => per_key.entry(key.clone()).or_default(),
+            let key = if rules.capped() {
+                let h = host_idx[i] as usize;
+                match key_of.get(h) {
+                    Some(&k) if k != u32::MAX => k,
+                    Some(_) => {
+                        let k = keys.key_of(host_names.value(h), rules.by_domain);
+                        key_of[h] = k;
+                        k
+                    }
+                    None => return Err(bad("host")),
                 }
-            };
-            let k = if rules.max_per_key == 0 {
-                rules.limit
             } else {
-                rules.max_per_key
+                0
             };
-            if admits(heap, k, s, r) {
-                let c = Cand {
-                    score: s,
-                    row: r,
-                    url: url.value(i).into(),
-                    host: ha.clone(),
-                    key: key.clone(),
-                };
-                push(heap, k, c);
+            if run_key != Some(key) {
+                // A run of one key ends: keep its best k.
+                if rules.capped() {
+                    trim(&mut ents, run_start, k);
+                    if let Some(prev) = run_key {
+                        seen[prev as usize] = true;
+                    }
+                    if seen.len() <= key as usize {
+                        seen.resize(key as usize + 1, false);
+                    }
+                    split_runs |= seen[key as usize];
+                }
+                run_start = ents.len();
+                run_key = Some(key);
+            }
+            ents.push(Cand {
+                score: s,
+                row: r,
+                key,
+            });
+            if ents.len() - run_start >= 2 * k.max(1) {
+                trim(&mut ents, run_start, k);
             }
         }
+        out.scanned += batch.num_rows() as u64;
     }
-    for (_, heap) in per_key {
-        for Worst(c) in heap {
-            if admits(&all, rules.limit, c.score, c.row) {
-                push(&mut all, rules.limit, c);
+    trim(&mut ents, run_start, k);
+    if split_runs {
+        // Some key came in several runs (hosts whose URLs do not sort together, e.g.
+        // http and https): cap each key over all its runs.
+        ents.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| better(a, b)));
+        let mut kept = 0usize;
+        let mut i = 0usize;
+        while i < ents.len() {
+            let key = ents[i].key;
+            let mut j = i;
+            while j < ents.len() && ents[j].key == key {
+                if j - i < k {
+                    ents[kept] = ents[j];
+                    kept += 1;
+                }
+                j += 1;
             }
+            i = j;
         }
+        ents.truncate(kept);
     }
-    out.cands = all.into_iter().map(|w| w.0).collect();
+    trim(&mut ents, 0, rules.limit);
+    if rules.by_domain && rules.capped() {
+        ents.sort_unstable_by(better);
+    }
+    ents.shrink_to_fit();
+    out.cands = ents;
+    out.keys = keys.names;
     Ok(out)
 }
 
-/// Global order: score descending, then URL ascending.
-pub fn better_first(a: &Cand, b: &Cand) -> Ordering {
-    b.score.total_cmp(&a.score).then_with(|| a.url.cmp(&b.url))
-}
-
-/// Orders one fetch list's rows of a part so hosts alternate (round robin over
-/// hosts, each host's rows best first); returns row indices.
-pub fn interleave(mut rows: Vec<Cand>) -> Vec<u32> {
-    rows.sort_by(better_first);
-    let total = rows.len();
-    let mut by_host: BTreeMap<Arc<str>, std::vec::IntoIter<Cand>> = BTreeMap::new();
-    let mut groups: BTreeMap<Arc<str>, Vec<Cand>> = BTreeMap::new();
-    for c in rows {
-        groups.entry(c.host.clone()).or_default().push(c);
-    }
-    for (h, v) in groups {
-        by_host.insert(h, v.into_iter());
-    }
-    let mut queues: Vec<_> = by_host.into_values().collect();
-    let mut out = Vec::with_capacity(total);
-    while out.len() < total {
-        for q in queues.iter_mut() {
-            if let Some(c) = q.next() {
-                out.push(c.row);
-            }
+/// Walks the candidates of all parts (each sorted by [`better`]) by score
+/// descending (ties in any order), calling `f(part, index)` until it returns false.
+fn walk_by_score(parts: &[Ranked], mut f: impl FnMut(usize, usize) -> bool) {
+    #[derive(PartialEq)]
+    struct Head(f64, usize, usize);
+    impl Eq for Head {}
+    impl PartialOrd for Head {
+        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            Some(self.cmp(o))
         }
     }
-    out
+    impl Ord for Head {
+        fn cmp(&self, o: &Self) -> Ordering {
+            self.0.total_cmp(&o.0).then(o.1.cmp(&self.1))
+        }
+    }
+    let mut heap: BinaryHeap<Head> = parts
+        .iter()
+        .enumerate()
+        .filter_map(|(p, r)| r.cands.first().map(|c| Head(c.score, p, 0)))
+        .collect();
+    while let Some(Head(_, p, i)) = heap.pop() {
+        if !f(p, i) {
+            return;
+        }
+        if let Some(c) = parts[p].cands.get(i + 1) {
+            heap.push(Head(c.score, p, i + 1));
+        }
+    }
 }
 
-/// Pass 2: reads the part at `path` and writes, for each fetch list `j`, the rows
-/// `lists[j]` (row indices, in the order given) into `writers[j]`.
-pub fn copy_rows(
-    path: &Path,
-    lists: &[Vec<u32>],
-    writers: &mut [PartWriter<CrawlDatum>],
-) -> Result<()> {
-    let mut wanted: Vec<u32> = lists.iter().flatten().copied().collect();
-    if wanted.is_empty() {
-        return Ok(());
+/// Per part, the candidates that may make the final selection, sorted by row.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// `rows[part]`: candidates to read in pass 2, by row ascending.
+    pub rows: Vec<Vec<Cand>>,
+    /// With `by_domain`: the global domain id of each part's key ids.
+    pub domains: Vec<Vec<u32>>,
+}
+
+/// Finds, from scores alone, the candidates that surely contain the final
+/// selection: the best `limit` (after the per-domain cap across parts) by score
+/// decide a threshold score; everything better is kept, and at the threshold (and
+/// at a full domain's lowest kept score) the ties, which only URLs can order.
+pub fn plan(parts: &[Ranked], rules: &Rules) -> Plan {
+    let n = parts.len();
+    let by_domain = rules.by_domain && rules.capped();
+    // Global domain ids.
+    let mut domains: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut ndomains = 0usize;
+    if by_domain {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        for (p, r) in parts.iter().enumerate() {
+            domains[p] = r
+                .keys
+                .iter()
+                .map(|name| {
+                    *ids.entry(name).or_insert_with(|| {
+                        ndomains += 1;
+                        (ndomains - 1) as u32
+                    })
+                })
+                .collect();
+        }
     }
-    wanted.sort_unstable();
+    if !by_domain {
+        return Plan {
+            rows: plan_by_score(parts, rules.limit),
+            domains,
+        };
+    }
+    // Walk by score: count what the domain caps let through up to `limit`.
+    let mut counts = vec![0usize; ndomains];
+    // Lowest score a full domain keeps.
+    let mut floor: Vec<Option<f64>> = vec![None; ndomains];
+    let mut taken = 0usize;
+    let mut threshold: Option<f64> = None;
+    walk_by_score(parts, |p, i| {
+        let c = parts[p].cands[i];
+        if threshold.is_some_and(|t| c.score.total_cmp(&t) == Ordering::Less) {
+            return false;
+        }
+        let d = domains[p][c.key as usize] as usize;
+        if counts[d] >= rules.max_per_key {
+            return true;
+        }
+        counts[d] += 1;
+        if counts[d] == rules.max_per_key {
+            floor[d] = Some(c.score);
+        }
+        taken += 1;
+        if taken == rules.limit {
+            threshold = Some(c.score);
+        }
+        true
+    });
+    // At the threshold and at a full domain's floor, ties stay: only URLs order them.
+    let rows = parts
+        .iter()
+        .enumerate()
+        .map(|(p, r)| {
+            let mut v: Vec<Cand> = r
+                .cands
+                .iter()
+                .filter(|c| {
+                    let d = domains[p][c.key as usize] as usize;
+                    let below =
+                        |t: Option<f64>| t.is_some_and(|t| c.score.total_cmp(&t) == Ordering::Less);
+                    !below(threshold) && !below(floor[d])
+                })
+                .copied()
+                .collect();
+            v.sort_unstable_by_key(|c| c.row);
+            v
+        })
+        .collect();
+    Plan { rows, domains }
+}
+
+/// [`plan`] without a per-domain cap: the `limit`-th best score over all parts is
+/// the threshold; every candidate above it is kept, and of those tied at it, the
+/// first `needed` rows (= URLs) of each part, `needed` being what is left to take.
+fn plan_by_score(parts: &[Ranked], limit: usize) -> Vec<Vec<Cand>> {
+    use rayon::prelude::*;
+    let total: usize = parts.iter().map(|r| r.cands.len()).sum();
+    let threshold = (total > limit && limit > 0).then(|| {
+        let mut scores: Vec<f64> = parts
+            .iter()
+            .flat_map(|r| r.cands.iter().map(|c| c.score))
+            .collect();
+        *scores
+            .select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a))
+            .1
+    });
+    let above = |c: &Cand, t: f64| c.score.total_cmp(&t) == Ordering::Greater;
+    let needed = threshold.map(|t| {
+        limit
+            - parts
+                .iter()
+                .map(|r| r.cands.iter().filter(|c| above(c, t)).count())
+                .sum::<usize>()
+    });
+    parts
+        .par_iter()
+        .map(|r| {
+            let Some(t) = threshold else {
+                let mut v = r.cands.clone();
+                v.sort_unstable_by_key(|c| c.row);
+                return v;
+            };
+            let mut v: Vec<Cand> = r.cands.iter().filter(|c| above(c, t)).copied().collect();
+            let mut ties: Vec<Cand> = r
+                .cands
+                .iter()
+                .filter(|c| c.score.total_cmp(&t) == Ordering::Equal)
+                .copied()
+                .collect();
+            let needed = needed.unwrap_or(0);
+            if ties.len() > needed {
+                if needed == 0 {
+                    ties.clear();
+                } else {
+                    ties.select_nth_unstable_by_key(needed - 1, |c| c.row);
+                    ties.truncate(needed);
+                }
+            }
+            v.extend(ties);
+            v.sort_unstable_by_key(|c| c.row);
+            v
+        })
+        .collect()
+}
+
+/// Pass 2: reads the part at `path` and keeps the rows `rows` (ascending), as one
+/// record batch with the crawldb schema, in row order. Only those rows are decoded
+/// (a Parquet row selection; the others are skipped).
+pub fn read_rows(path: &Path, rows: &[Cand]) -> Result<RecordBatch> {
+    let schema = CrawlDatum::schema();
+    if rows.is_empty() {
+        return Ok(RecordBatch::new_empty(schema));
+    }
+    let changed = || Error::crawl_dir(path, "crawldb part changed while generate was reading it");
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::parquet(path, e))?
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let mut selectors = Vec::new();
+    let mut at = 0u64;
+    let mut i = 0usize;
+    while i < rows.len() {
+        let start = rows[i].row as u64;
+        let mut end = start + 1;
+        i += 1;
+        while i < rows.len() && rows[i].row as u64 == end {
+            end += 1;
+            i += 1;
+        }
+        if start < at || end > total {
+            return Err(changed());
+        }
+        if start > at {
+            selectors.push(RowSelector::skip((start - at) as usize));
+        }
+        selectors.push(RowSelector::select((end - start) as usize));
+        at = end;
+    }
+    if total > at {
+        selectors.push(RowSelector::skip((total - at) as usize));
+    }
+    let reader = builder
+        .with_row_selection(RowSelection::from(selectors))
+        .with_row_selection_policy(RowSelectionPolicy::Selectors)
         .with_batch_size(storage::ROW_GROUP_ROWS)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     let arrow_err = |e: arrow::error::ArrowError| Error::arrow(path.display().to_string(), e);
-    let schema = CrawlDatum::schema();
     let mut picked = Vec::new();
-    let mut next = 0usize;
-    let mut base: u32 = 0;
     for batch in reader {
-        let batch = batch.map_err(|e| Error::arrow(path.display().to_string(), e))?;
-        let n = batch.num_rows() as u32;
-        let mut mask = vec![false; n as usize];
-        let mut any = false;
-        while next < wanted.len() && wanted[next] < base + n {
-            mask[(wanted[next] - base) as usize] = true;
-            any = true;
-            next += 1;
-        }
-        if any {
-            let b = arrow::compute::filter_record_batch(&batch, &BooleanArray::from(mask))
-                .map_err(arrow_err)?;
-            picked.push(
-                RecordBatch::try_new(schema.clone(), b.columns().to_vec()).map_err(arrow_err)?,
-            );
-        }
-        base += n;
+        let b = batch.map_err(arrow_err)?;
+        picked.push(RecordBatch::try_new(schema.clone(), b.columns().to_vec()).map_err(arrow_err)?);
     }
     let all = arrow::compute::concat_batches(&schema, &picked).map_err(arrow_err)?;
-    drop(picked);
-    // Position of each wanted row in `all` (wanted is sorted, as `all` is).
-    let pos: HashMap<u32, u32> = wanted
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (*r, i as u32))
-        .collect();
-    for (list, w) in lists.iter().zip(writers.iter_mut()) {
-        if list.is_empty() {
-            continue;
-        }
-        let idx: UInt32Array = list.iter().map(|r| pos.get(r).copied()).collect();
-        if idx.null_count() > 0 {
-            return Err(Error::crawl_dir(
-                path,
-                "crawldb part changed while generate was reading it",
-            ));
-        }
-        let b = arrow::compute::take_record_batch(&all, &idx).map_err(arrow_err)?;
-        w.write_batch(&b)?;
+    if all.num_rows() != rows.len() {
+        return Err(changed());
     }
-    Ok(())
+    Ok(all)
+}
+
+/// One part's pass-2 rows with what ordering them needs.
+pub struct PartRows<'a> {
+    /// The rows read (crawldb schema), aligned with `cands`.
+    pub batch: &'a RecordBatch,
+    /// Their candidates.
+    pub cands: &'a [Cand],
+}
+
+fn strings<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| Error::arrow("generate", format!("crawldb rows without a {name} column")))
+}
+
+/// The exact selection: merges the planned rows of all parts by score descending,
+/// then URL ascending (within a part, row order is URL order, so URLs are compared
+/// only between parts), applies the per-domain cap across parts, keeps the first
+/// `limit` and cuts them into fetch lists of `per_list`. Returns, per list, per
+/// part, the indices into that part's batch, best first.
+pub fn select(
+    parts: &[PartRows<'_>],
+    plan: &Plan,
+    rules: &Rules,
+    per_list: usize,
+) -> Result<Vec<Vec<Vec<u32>>>> {
+    use rayon::prelude::*;
+    let urls = parts
+        .iter()
+        .map(|p| strings(p.batch, "url"))
+        .collect::<Result<Vec<_>>>()?;
+    // Each part's indices, best first.
+    let orders: Vec<Vec<u32>> = parts
+        .par_iter()
+        .map(|p| {
+            let mut o: Vec<u32> = (0..p.cands.len() as u32).collect();
+            o.sort_unstable_by(|&a, &b| better(&p.cands[a as usize], &p.cands[b as usize]));
+            o
+        })
+        .collect();
+    struct Head<'a> {
+        score: f64,
+        url: &'a str,
+        part: usize,
+        at: usize,
+    }
+    impl PartialEq for Head<'_> {
+        fn eq(&self, o: &Self) -> bool {
+            self.cmp(o) == Ordering::Equal
+        }
+    }
+    impl Eq for Head<'_> {}
+    impl PartialOrd for Head<'_> {
+        fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+    impl Ord for Head<'_> {
+        // The best (highest score, then lowest URL) is the greatest.
+        fn cmp(&self, o: &Self) -> Ordering {
+            self.score
+                .total_cmp(&o.score)
+                .then_with(|| o.url.cmp(self.url))
+        }
+    }
+    let head = |part: usize, at: usize| {
+        orders[part].get(at).map(|&i| Head {
+            score: parts[part].cands[i as usize].score,
+            url: urls[part].value(i as usize),
+            part,
+            at,
+        })
+    };
+    let mut heap: BinaryHeap<Head<'_>> = (0..parts.len()).filter_map(|p| head(p, 0)).collect();
+    let by_domain = rules.by_domain && rules.capped();
+    let mut counts: HashMap<u32, usize> = HashMap::new();
+    let mut lists: Vec<Vec<Vec<u32>>> = Vec::new();
+    let mut taken = 0usize;
+    while let Some(h) = heap.pop() {
+        if taken >= rules.limit {
+            break;
+        }
+        let (p, i) = (h.part, orders[h.part][h.at]);
+        if let Some(next) = head(p, h.at + 1) {
+            heap.push(next);
+        }
+        if by_domain {
+            let key = parts[p].cands[i as usize].key;
+            let cnt = counts.entry(plan.domains[p][key as usize]).or_default();
+            if *cnt >= rules.max_per_key {
+                continue;
+            }
+            *cnt += 1;
+        }
+        let j = taken / per_list.max(1);
+        if lists.len() <= j {
+            lists.push(vec![Vec::new(); parts.len()]);
+        }
+        lists[j][p].push(i);
+        taken += 1;
+    }
+    Ok(lists)
+}
+
+/// The hosts of a part's pass-2 rows as dense ids numbered in host-name order
+/// (rows are in URL order, so a host's rows mostly come in one run).
+#[derive(Debug, Clone)]
+pub struct HostIds {
+    /// Host id of each row.
+    pub of_row: Vec<u32>,
+    /// Number of hosts.
+    pub hosts: usize,
+}
+
+impl HostIds {
+    /// Numbers the hosts of `batch` (crawldb schema).
+    pub fn new(batch: &RecordBatch) -> Result<Self> {
+        let hosts = strings(batch, "host")?;
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut of_row = Vec::with_capacity(hosts.len());
+        let mut last: Option<(&str, u32)> = None;
+        for r in 0..hosts.len() {
+            let h = hosts.value(r);
+            let id = match last {
+                Some((lh, id)) if lh == h => id,
+                _ => {
+                    let n = ids.len() as u32;
+                    *ids.entry(h).or_insert(n)
+                }
+            };
+            last = Some((h, id));
+            of_row.push(id);
+        }
+        // Renumber in name order.
+        let mut names: Vec<(&str, u32)> = ids.into_iter().collect();
+        names.sort_unstable();
+        let mut rank = vec![0u32; names.len()];
+        for (i, (_, id)) in names.iter().enumerate() {
+            rank[*id as usize] = i as u32;
+        }
+        for id in &mut of_row {
+            *id = rank[*id as usize];
+        }
+        Ok(HostIds {
+            of_row,
+            hosts: names.len(),
+        })
+    }
+}
+
+/// Orders one fetch list's rows of a part so hosts alternate: round robin over the
+/// hosts in name order, each host's rows in the order given (best first). `rows`
+/// index the rows `hosts` numbers; returns them reordered.
+pub fn interleave(hosts: &HostIds, rows: &[u32]) -> Vec<u32> {
+    // Rows grouped by host (counting sort), keeping the given order within a host.
+    let mut start = vec![0u32; hosts.hosts + 1];
+    for &r in rows {
+        start[hosts.of_row[r as usize] as usize + 1] += 1;
+    }
+    for i in 0..hosts.hosts {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut grouped = vec![0u32; rows.len()];
+    for &r in rows {
+        let h = hosts.of_row[r as usize] as usize;
+        grouped[fill[h] as usize] = r;
+        fill[h] += 1;
+    }
+    // Round robin over the non-empty hosts.
+    let mut queues: Vec<(u32, u32)> = (0..hosts.hosts)
+        .filter(|&h| start[h] < start[h + 1])
+        .map(|h| (start[h], start[h + 1]))
+        .collect();
+    let mut out = Vec::with_capacity(rows.len());
+    while !queues.is_empty() {
+        for q in queues.iter_mut() {
+            out.push(grouped[q.0 as usize]);
+            q.0 += 1;
+        }
+        queues.retain(|q| q.0 < q.1);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::PartWriter;
+    use std::collections::BTreeMap;
 
     fn datum(url: &str, host: &str, score: f64) -> CrawlDatum {
         let mut d = CrawlDatum::unfetched(url.into(), host.into(), 100, 1);
@@ -328,26 +756,58 @@ mod tests {
         d
     }
 
-    fn cand(url: &str, host: &str, score: f64, row: u32) -> Cand {
-        Cand {
-            score,
-            row,
-            url: url.into(),
-            host: Arc::from(host),
-            key: Arc::from(host),
+    fn write_part(path: &Path, mut rows: Vec<CrawlDatum>) {
+        rows.sort_by(|a, b| a.url.cmp(&b.url));
+        let mut w = PartWriter::<CrawlDatum>::create(path).unwrap();
+        for r in rows {
+            w.push(r).unwrap();
         }
+        w.finish().unwrap();
+    }
+
+    /// The whole selection on parts: lists[segment][part] = URLs in written order.
+    fn run(paths: &[std::path::PathBuf], rules: &Rules, per_list: usize) -> Vec<Vec<Vec<String>>> {
+        let ranked: Vec<Ranked> = paths
+            .iter()
+            .map(|p| rank_part(p, rules, &HashSet::new()).unwrap())
+            .collect();
+        let plan = plan(&ranked, rules);
+        let batches: Vec<RecordBatch> = paths
+            .iter()
+            .zip(&plan.rows)
+            .map(|(p, rows)| read_rows(p, rows).unwrap())
+            .collect();
+        let parts: Vec<PartRows<'_>> = batches
+            .iter()
+            .zip(&plan.rows)
+            .map(|(batch, cands)| PartRows { batch, cands })
+            .collect();
+        let lists = select(&parts, &plan, rules, per_list).unwrap();
+        lists
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .enumerate()
+                    .map(|(p, rows)| {
+                        let urls = strings(&batches[p], "url").unwrap();
+                        interleave(&HostIds::new(&batches[p]).unwrap(), rows)
+                            .into_iter()
+                            .map(|r| urls.value(r as usize).to_string())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     #[test]
     fn interleaves_hosts_best_first() {
-        let rows = vec![
-            cand("a1", "a", 3.0, 0),
-            cand("a2", "a", 2.0, 1),
-            cand("a3", "a", 1.0, 2),
-            cand("b1", "b", 1.0, 3),
-            cand("c1", "c", 5.0, 4),
-        ];
-        assert_eq!(interleave(rows), [0, 3, 4, 1, 2]);
+        // Rows 0..5: a1 (a, 3.0), a2 (a, 2.0), a3 (a, 1.0), b1 (b, 1.0), c1 (c, 5.0),
+        // given best first (score desc, then URL).
+        let hosts = StringArray::from(vec!["a", "a", "a", "b", "c"]);
+        let b = RecordBatch::try_from_iter([("host", Arc::new(hosts) as _)]).unwrap();
+        let ids = HostIds::new(&b).unwrap();
+        assert_eq!(interleave(&ids, &[4, 0, 1, 2, 3]), [0, 3, 4, 1, 2]);
     }
 
     #[test]
@@ -366,11 +826,7 @@ mod tests {
         ];
         rows[4].fetch_time = 1000; // not due
         rows[5].status = DbStatus::DbDuplicate;
-        let mut w = PartWriter::<CrawlDatum>::create(&path).unwrap();
-        for r in rows {
-            w.push(r).unwrap();
-        }
-        w.finish().unwrap();
+        write_part(&path, rows);
         let rules = Rules {
             now: 500,
             min_score: 0.0,
@@ -381,25 +837,167 @@ mod tests {
         let pending: HashSet<String> = ["http://c.test/1".to_string()].into();
         let r = rank_part(&path, &rules, &pending).unwrap();
         assert_eq!((r.scanned, r.due, r.pending), (8, 4, 1));
-        let mut got: Vec<Cand> = r.cands;
-        got.sort_by(better_first);
-        let urls: Vec<&str> = got.iter().map(|c| &*c.url).collect();
         // a.test capped at 2: score 5 and the first of the two tied at 1.0 (by url).
-        assert_eq!(urls, ["http://a.test/2", "http://a.test/1"]);
+        let rows: Vec<u32> = r.cands.iter().map(|c| c.row).collect();
+        assert_eq!(rows, [1, 0]);
+        assert_eq!(&*r.keys[r.cands[0].key as usize], "a.test");
 
-        // copy_rows writes the chosen rows, in the order asked.
-        let out = t.path().join("out.parquet");
-        let mut ws = vec![PartWriter::<CrawlDatum>::create(&out).unwrap()];
-        copy_rows(&path, &[vec![1, 0, 6]], &mut ws).unwrap();
-        for w in ws {
-            w.finish().unwrap();
+        // The planned rows are read, in row order, with all columns.
+        let plan = plan(std::slice::from_ref(&r), &rules);
+        let b = read_rows(&path, &plan.rows[0]).unwrap();
+        let urls: Vec<&str> = strings(&b, "url").unwrap().iter().flatten().collect();
+        assert_eq!(urls, ["http://a.test/1", "http://a.test/2"]);
+        assert_eq!(b.schema(), CrawlDatum::schema());
+    }
+
+    /// A tiny deterministic generator (no rand dependency).
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
         }
-        let back: Vec<CrawlDatum> = storage::read_part_all(&out).unwrap();
-        let urls: Vec<&str> = back.iter().map(|d| d.url.as_str()).collect();
-        assert_eq!(
-            urls,
-            ["http://a.test/2", "http://a.test/1", "http://c.test/1"]
-        );
-        assert_eq!(back[0].score, 5.0);
+    }
+
+    /// The rules stated plainly: every eligible row of every part sorted by score
+    /// descending then URL, at most `max_per_key` per host or domain, the first
+    /// `limit`, cut into lists of `per_list`; within a list's part, hosts round
+    /// robin in name order, each host's rows best first.
+    fn reference(
+        parts: &[Vec<CrawlDatum>],
+        rules: &Rules,
+        per_list: usize,
+    ) -> Vec<Vec<Vec<String>>> {
+        let mut all: Vec<(usize, &CrawlDatum)> = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(p, rows)| rows.iter().map(move |d| (p, d)))
+            .filter(|(_, d)| {
+                d.fetch_time <= rules.now
+                    && d.score >= rules.min_score
+                    && d.status != DbStatus::DbDuplicate
+            })
+            .collect();
+        all.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then_with(|| a.1.url.cmp(&b.1.url))
+        });
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        let mut lists: Vec<Vec<Vec<&CrawlDatum>>> = Vec::new();
+        let mut taken = 0;
+        for (p, d) in all {
+            if taken >= rules.limit {
+                break;
+            }
+            if rules.max_per_key > 0 {
+                let key = if rules.by_domain {
+                    registrable_domain(&d.host)
+                } else {
+                    d.host.clone()
+                };
+                let c = counts.entry(key).or_default();
+                if *c >= rules.max_per_key {
+                    continue;
+                }
+                *c += 1;
+            }
+            let j = taken / per_list;
+            if lists.len() <= j {
+                lists.push(vec![Vec::new(); parts.len()]);
+            }
+            lists[j][p].push(d);
+            taken += 1;
+        }
+        lists
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .map(|rows| {
+                        let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+                        for d in &rows {
+                            groups
+                                .entry(d.host.as_str())
+                                .or_default()
+                                .push(d.url.as_str());
+                        }
+                        let mut qs: Vec<_> = groups.into_values().map(|v| v.into_iter()).collect();
+                        let mut out = Vec::new();
+                        while out.len() < rows.len() {
+                            for q in qs.iter_mut() {
+                                if let Some(u) = q.next() {
+                                    out.push(u.to_string());
+                                }
+                            }
+                        }
+                        out
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn selection_equals_the_plain_rules_on_random_parts() {
+        let t = tempfile::tempdir().unwrap();
+        let mut g = Lcg(7);
+        for case in 0..40 {
+            let nparts = 1 + g.next(4) as usize;
+            let mut parts: Vec<Vec<CrawlDatum>> = vec![Vec::new(); nparts];
+            // Hosts share registrable domains across parts; http and https URLs
+            // of one host do not sort together; scores tie often.
+            let nhosts = 1 + g.next(12);
+            for h in 0..nhosts {
+                let host = format!("h{}.d{}.test", h, h % 3);
+                let p = partition_for(&host, nparts);
+                for k in 0..g.next(30) {
+                    let scheme = if g.next(4) == 0 { "https" } else { "http" };
+                    let url = format!("{scheme}://{host}/p{k}");
+                    let mut d = datum(&url, &host, g.next(5) as f64 / 4.0);
+                    if g.next(10) == 0 {
+                        d.fetch_time = 1000;
+                    }
+                    if g.next(15) == 0 {
+                        d.status = DbStatus::DbDuplicate;
+                    }
+                    parts[p].push(d);
+                }
+            }
+            for rows in &mut parts {
+                rows.sort_by(|a, b| a.url.cmp(&b.url));
+            }
+            let paths: Vec<_> = (0..nparts)
+                .map(|p| {
+                    let path = t.path().join(format!("c{case}-{p}.parquet"));
+                    write_part(&path, parts[p].clone());
+                    path
+                })
+                .collect();
+            for by_domain in [false, true] {
+                for max_per_key in [0, 1, 3, 7] {
+                    for (limit, per_list) in [(5, 5), (12, 4), (40, 15), (1000, 1000)] {
+                        let rules = Rules {
+                            now: 500,
+                            min_score: 0.25,
+                            max_per_key,
+                            by_domain,
+                            limit,
+                        };
+                        assert_eq!(
+                            run(&paths, &rules, per_list),
+                            reference(&parts, &rules, per_list),
+                            "case {case}, {rules:?}, per list {per_list}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn partition_for(host: &str, n: usize) -> usize {
+        storage::partition_for_host(host, n)
     }
 }
