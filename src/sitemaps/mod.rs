@@ -105,7 +105,7 @@ pub struct SitemapSummary {
     pub not_due: u64,
     /// Sitemaps fetched that had problems (malformed, over a limit); their good part was kept.
     pub malformed: u64,
-    /// URLs accepted from the sitemaps fetched.
+    /// URLs accepted from the sitemaps fetched (child sitemaps of indexes not counted).
     pub urls_found: u64,
     /// Entries rejected (bad URL, out of scope, filtered, no loc).
     pub urls_rejected: u64,
@@ -347,7 +347,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
         if rec.problems > 0 {
             summary.malformed += 1;
         }
-        summary.urls_found += rec.urls_found as u64;
+        summary.urls_found += res.urls.len() as u64;
         summary.urls_rejected += rec.urls_rejected as u64;
         summary.urls_cut += rec.urls_cut as u64;
         for p in res.problems {
