@@ -243,7 +243,13 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     assert_eq!(count(&s, "fetched"), 0, "{s}");
     assert_eq!(count(&s, "not due"), files.len() as u64, "{s}");
     assert_eq!(count(&s, "added"), 0, "{s}");
-    let s = sitemap(&crawl, &config, &["--force"]);
+    // Forced, with a politeness delay: requests to the host are that far apart.
+    let polite_dir = dir.path().join("polite");
+    std::fs::create_dir_all(&polite_dir).unwrap();
+    let polite = write_config(&polite_dir, &web.addr, 0.25, "");
+    let t0 = trawl::datum::now_millis();
+    let s = sitemap(&crawl, &polite, &["--force"]);
+    let t1 = trawl::datum::now_millis();
     assert_eq!(count(&s, "fetched"), files.len() as u64, "{s}");
     assert_eq!(count(&s, "added"), 0, "{s}");
     assert_eq!(count(&s, "known"), want.len() as u64, "{s}");
@@ -313,5 +319,22 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
         .position(|l| l.host == SMAP_HOST && l.path == "/sitemap.xml")
         .unwrap();
     assert!(first_robots < first_sitemap);
+    let times: Vec<i64> = log
+        .iter()
+        .filter(|l| l.host == SMAP_HOST && l.time_ms >= t0 && l.time_ms <= t1)
+        .map(|l| l.time_ms)
+        .collect();
+    assert_eq!(
+        times.len(),
+        files.len() + 1,
+        "robots.txt and every sitemap once"
+    );
+    for w in times.windows(2) {
+        assert!(
+            w[1] - w[0] >= 225,
+            "requests {} ms apart, delay 250 ms",
+            w[1] - w[0]
+        );
+    }
     let _ = run_ok;
 }
