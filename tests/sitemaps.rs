@@ -308,6 +308,25 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("sitemaps.txt:2"), "{err}");
 
+    // sitemaps.max_sitemaps bounds a run, index children included; the rest is deferred.
+    let small_dir = dir.path().join("small");
+    std::fs::create_dir_all(&small_dir).unwrap();
+    let small = write_config(&small_dir, &web.addr, 0.0, "[sitemaps]\nmax_sitemaps = 3\n");
+    let s = sitemap(&crawl, &small, &["--force"]);
+    assert_eq!(count(&s, "fetched"), 3, "{s}");
+    assert!(count(&s, "deferred") >= 1, "{s}");
+    let nested = &sitemapdb(&crawl)[&format!("http://{SMAP_HOST}/sitemaps/nested-index.xml")];
+    assert_eq!(
+        (nested.status.as_str(), nested.reason.as_str()),
+        ("deferred", "max_sitemaps")
+    );
+    let s = sitemap(&crawl, &config, &[]);
+    assert!(
+        count(&s, "fetched") >= 1,
+        "the deferred child is due at once: {s}"
+    );
+    assert_eq!(count(&s, "added"), 0, "{s}");
+
     // Politeness: robots.txt of a sitemap host is read before its sitemaps.
     let log = web.stop();
     let first_robots = log
