@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One crawl round: generate -> fetch -> parse -> updatedb -> linkdb -> pagerank.
+# One crawl round: generate -> fetch -> parse -> updatedb -> linkdb -> pagerank -> sitemap.
 # Uses TRAWL_CRAWL_DIR and TRAWL_CONFIG (set by the Makefile); extra stage flags via
-# GENERATE_FLAGS, FETCH_FLAGS. Exits 0 without a round when generate finds nothing due.
+# GENERATE_FLAGS, FETCH_FLAGS, SITEMAP_FLAGS. When generate finds nothing due, only the
+# sitemap step runs (new or due sitemaps may bring new URLs for the next round).
 set -euo pipefail
 BIN=${BIN:-target/release}
 
@@ -10,7 +11,8 @@ segment=$("$BIN/generate" ${GENERATE_FLAGS:-})
 rc=$?
 set -e
 if [ "$rc" -eq 2 ]; then
-  echo "round: no URLs are due; nothing to do" >&2
+  echo "round: no URLs are due; checking sitemaps only" >&2
+  "$BIN/sitemap" ${SITEMAP_FLAGS:-}
   exit 0
 elif [ "$rc" -ne 0 ]; then
   exit "$rc"
@@ -20,3 +22,4 @@ fi
 "$BIN/updatedb" "$segment"
 "$BIN/linkdb" "$segment"
 "$BIN/pagerank"
+"$BIN/sitemap" ${SITEMAP_FLAGS:-}

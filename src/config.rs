@@ -394,7 +394,7 @@ impl Default for SitemapConfig {
             refetch_interval: 86400,
             max_urls: 50_000,
             max_bytes: 52_428_800,
-            max_sitemaps: 1000,
+            max_sitemaps: 100,
             default_priority: 0.5,
             lastmod_refetch: true,
         }

@@ -584,6 +584,7 @@ mod schema_doc_tests {
             ("linkdb", InlinkRecord::schema()),
             ("pagerank", PageRankRecord::schema()),
             ("robots", crate::fetch::robots::RobotsRecord::schema()),
+            ("sitemapdb", crate::sitemaps::SitemapRecord::schema()),
             ("pagerank_hits", crate::graph::rows::HitsRecord::schema()),
             (
                 "pagerank_hosts",

@@ -243,7 +243,13 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     assert_eq!(count(&s, "fetched"), 0, "{s}");
     assert_eq!(count(&s, "not due"), files.len() as u64, "{s}");
     assert_eq!(count(&s, "added"), 0, "{s}");
-    let s = sitemap(&crawl, &config, &["--force"]);
+    // Forced, with a politeness delay: requests to the host are that far apart.
+    let polite_dir = dir.path().join("polite");
+    std::fs::create_dir_all(&polite_dir).unwrap();
+    let polite = write_config(&polite_dir, &web.addr, 0.25, "");
+    let t0 = trawl::datum::now_millis();
+    let s = sitemap(&crawl, &polite, &["--force"]);
+    let t1 = trawl::datum::now_millis();
     assert_eq!(count(&s, "fetched"), files.len() as u64, "{s}");
     assert_eq!(count(&s, "added"), 0, "{s}");
     assert_eq!(count(&s, "known"), want.len() as u64, "{s}");
@@ -302,6 +308,25 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("sitemaps.txt:2"), "{err}");
 
+    // sitemaps.max_sitemaps bounds a run, index children included; the rest is deferred.
+    let small_dir = dir.path().join("small");
+    std::fs::create_dir_all(&small_dir).unwrap();
+    let small = write_config(&small_dir, &web.addr, 0.0, "[sitemaps]\nmax_sitemaps = 3\n");
+    let s = sitemap(&crawl, &small, &["--force"]);
+    assert_eq!(count(&s, "fetched"), 3, "{s}");
+    assert!(count(&s, "deferred") >= 1, "{s}");
+    let nested = &sitemapdb(&crawl)[&format!("http://{SMAP_HOST}/sitemaps/nested-index.xml")];
+    assert_eq!(
+        (nested.status.as_str(), nested.reason.as_str()),
+        ("deferred", "max_sitemaps")
+    );
+    let s = sitemap(&crawl, &config, &[]);
+    assert!(
+        count(&s, "fetched") >= 1,
+        "the deferred child is due at once: {s}"
+    );
+    assert_eq!(count(&s, "added"), 0, "{s}");
+
     // Politeness: robots.txt of a sitemap host is read before its sitemaps.
     let log = web.stop();
     let first_robots = log
@@ -313,5 +338,22 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
         .position(|l| l.host == SMAP_HOST && l.path == "/sitemap.xml")
         .unwrap();
     assert!(first_robots < first_sitemap);
+    let times: Vec<i64> = log
+        .iter()
+        .filter(|l| l.host == SMAP_HOST && l.time_ms >= t0 && l.time_ms <= t1)
+        .map(|l| l.time_ms)
+        .collect();
+    assert_eq!(
+        times.len(),
+        files.len() + 1,
+        "robots.txt and every sitemap once"
+    );
+    for w in times.windows(2) {
+        assert!(
+            w[1] - w[0] >= 225,
+            "requests {} ms apart, delay 250 ms",
+            w[1] - w[0]
+        );
+    }
     let _ = run_ok;
 }

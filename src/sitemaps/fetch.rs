@@ -45,6 +45,10 @@ struct Shared {
     now: Millis,
     first_wait: Duration,
     not_due: AtomicU64,
+    /// Fetch index children due or not (`--force`).
+    force: bool,
+    /// Sitemaps this run may still fetch beyond the planned jobs (index children).
+    budget: std::sync::atomic::AtomicI64,
 }
 
 /// Fetches every job (grouped by origin, origins in parallel) and the children of
@@ -57,6 +61,7 @@ pub fn fetch_all(
     known: &BTreeMap<String, SitemapRecord>,
     policy: &UrlPolicy,
     now: Millis,
+    force: bool,
 ) -> Result<(Vec<FetchResult>, u64)> {
     if jobs.is_empty() {
         return Ok((Vec::new(), 0));
@@ -70,6 +75,10 @@ pub fn fetch_all(
         now,
         first_wait: crate::fetch::initial_wait(&last_end, cfg.fetch.delay, now_millis()),
         not_due: AtomicU64::new(0),
+        force,
+        budget: std::sync::atomic::AtomicI64::new(
+            cfg.sitemaps.max_sitemaps as i64 - jobs.len() as i64,
+        ),
     });
     let mut by_origin: BTreeMap<String, VecDeque<Job>> = BTreeMap::new();
     for j in jobs {
@@ -203,17 +212,25 @@ async fn origin_task(
                 (Some(l), Some(f)) => l > f,
                 _ => false,
             };
-            if prev.is_some_and(|p| p.next_fetch_time > shared.now) && !changed {
+            if !shared.force && prev.is_some_and(|p| p.next_fetch_time > shared.now) && !changed {
                 shared.not_due.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            queue.push_back(Job {
+            let child_job = Job {
                 url,
                 scope: job.scope.clone(),
                 depth: job.depth + 1,
                 source: Source::Index,
                 referrer: Some(job.url.to_string()),
-            });
+            };
+            if shared.budget.fetch_sub(1, Ordering::Relaxed) <= 0 {
+                // Over sitemaps.max_sitemaps: remembered, due at once, fetched next run.
+                let mut r = failed(&shared, &child_job, "deferred", "max_sitemaps");
+                r.record.next_fetch_time = shared.now;
+                out.push(r);
+                continue;
+            }
+            queue.push_back(child_job);
         }
         out.push(FetchResult {
             record: rec,

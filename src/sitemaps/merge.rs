@@ -165,3 +165,134 @@ struct PartCounts {
     due_again: u64,
     rows: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sitemaps::parse::ChangeFreq;
+
+    const NOW: Millis = 1_800_000_000_000;
+    const DAY: i64 = 86_400;
+
+    fn entry(lastmod: Option<Millis>) -> SitemapUrl {
+        SitemapUrl {
+            url: "http://a.test/x".into(),
+            lastmod,
+            changefreq: None,
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn new_urls_take_priority_changefreq_and_lastmod() {
+        let cfg = Config::default();
+        let e = SitemapUrl {
+            url: "http://a.test/x".into(),
+            lastmod: Some(NOW - DAY * 1000),
+            changefreq: Some(ChangeFreq::Weekly),
+            priority: Some(0.7),
+        };
+        let d = new_datum(&e, "http://a.test/sitemap.xml", &cfg, NOW);
+        assert_eq!(d.status, DbStatus::DbUnfetched);
+        assert_eq!(
+            (d.score, d.fetch_interval, d.fetch_time),
+            (0.7, 7 * DAY, NOW)
+        );
+        assert_eq!(d.modified_time, Some(NOW - DAY * 1000));
+        assert_eq!(d.host, "a.test");
+        assert_eq!(d.metadata["sitemap"], "http://a.test/sitemap.xml");
+        assert_eq!(d.metadata["sitemap_changefreq"], "weekly");
+        assert_eq!(d.metadata["sitemap_priority"], "0.7");
+        assert!(d.metadata.contains_key("sitemap_lastmod"));
+        // Without fields: default priority and interval; `never` is capped.
+        let d = new_datum(&entry(None), "s", &cfg, NOW);
+        assert_eq!((d.score, d.fetch_interval), (0.5, 30 * DAY));
+        assert_eq!(d.modified_time, None);
+        let mut e = entry(None);
+        e.changefreq = Some(ChangeFreq::Never);
+        assert_eq!(new_datum(&e, "s", &cfg, NOW).fetch_interval, 90 * DAY);
+    }
+
+    #[test]
+    fn newer_lastmod_makes_a_fetched_url_due() {
+        let cfg = Config::default();
+        let fetched = |status: DbStatus| {
+            let mut d = CrawlDatum::unfetched("http://a.test/x".into(), "a.test".into(), 0, DAY);
+            d.status = status;
+            d.fetched_time = Some(NOW - 10 * DAY * 1000);
+            d.fetch_time = NOW + 20 * DAY * 1000;
+            d
+        };
+        // Changed after the last fetch: due now.
+        let mut d = fetched(DbStatus::DbFetched);
+        assert!(touch_known(
+            &mut d,
+            &entry(Some(NOW - DAY * 1000)),
+            &cfg,
+            NOW
+        ));
+        assert_eq!(d.fetch_time, NOW);
+        assert!(d.metadata.contains_key("sitemap_lastmod"));
+        // Older than the last fetch, absent, in the future: unchanged.
+        for lastmod in [Some(NOW - 11 * DAY * 1000), None, Some(NOW + DAY * 1000)] {
+            let mut d = fetched(DbStatus::DbNotmodified);
+            assert!(!touch_known(&mut d, &entry(lastmod), &cfg, NOW));
+            assert_eq!(d.fetch_time, NOW + 20 * DAY * 1000);
+        }
+        // Gone, redirected or never fetched URLs keep their record.
+        let mut d = fetched(DbStatus::DbGone);
+        assert!(!touch_known(
+            &mut d,
+            &entry(Some(NOW - DAY * 1000)),
+            &cfg,
+            NOW
+        ));
+        // Switched off.
+        let mut off = cfg.clone();
+        off.sitemaps.lastmod_refetch = false;
+        let mut d = fetched(DbStatus::DbFetched);
+        assert!(!touch_known(
+            &mut d,
+            &entry(Some(NOW - DAY * 1000)),
+            &off,
+            NOW
+        ));
+    }
+
+    #[test]
+    fn merge_adds_new_urls_once_and_keeps_known_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let crawl = CrawlDir::new(dir.path());
+        std::fs::create_dir_all(crawl.crawldb()).unwrap();
+        let cfg = Config::default();
+        let e = |u: &str| SitemapUrl {
+            priority: Some(0.9),
+            ..SitemapUrl {
+                url: u.into(),
+                lastmod: None,
+                changefreq: None,
+                priority: None,
+            }
+        };
+        let entries = vec![
+            (e("http://a.test/1"), "s1".to_string()),
+            (e("http://b.test/2"), "s2".to_string()),
+        ];
+        let r = merge_into_crawldb(&crawl, &cfg, &entries, &[], NOW).unwrap();
+        assert_eq!((r.added, r.known, r.rows), (2, 0, 2));
+        assert_eq!(r.added_per_sitemap["s1"], 1);
+        let more = vec![
+            (e("http://a.test/1"), "s3".to_string()),
+            (e("http://a.test/3"), "s3".to_string()),
+        ];
+        let r = merge_into_crawldb(&crawl, &cfg, &more, &["c.test".into()], NOW).unwrap();
+        assert_eq!((r.added, r.known, r.rows), (1, 1, 3));
+        let rows: Vec<CrawlDatum> = crate::storage::read_dataset(&crawl.crawldb_current()).unwrap();
+        let one = rows.iter().find(|d| d.url == "http://a.test/1").unwrap();
+        assert_eq!(
+            one.metadata["sitemap"], "s1",
+            "a known URL keeps its record"
+        );
+        assert_eq!(crawl.crawldb_meta().unwrap().seed_hosts, ["c.test"]);
+    }
+}

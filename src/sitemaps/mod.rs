@@ -86,7 +86,7 @@ pub struct Job {
 pub struct Options {
     /// Sitemap URLs given directly (`inject --sitemaps`); fetched even when not due.
     pub extra: Vec<Url>,
-    /// Fetch every known sitemap, due or not.
+    /// Fetch every known sitemap (and every child of the indexes fetched), due or not.
     pub force: bool,
     /// Skip discovery (robots.txt, probe, due records): only `extra` (inject).
     pub only_extra: bool,
@@ -103,9 +103,11 @@ pub struct SitemapSummary {
     pub failed: u64,
     /// Known sitemaps skipped because they are not due.
     pub not_due: u64,
+    /// Index children left for the next run (over `sitemaps.max_sitemaps`).
+    pub deferred: u64,
     /// Sitemaps fetched that had problems (malformed, over a limit); their good part was kept.
     pub malformed: u64,
-    /// URLs accepted from the sitemaps fetched.
+    /// URLs accepted from the sitemaps fetched (child sitemaps of indexes not counted).
     pub urls_found: u64,
     /// Entries rejected (bad URL, out of scope, filtered, no loc).
     pub urls_rejected: u64,
@@ -134,12 +136,13 @@ impl SitemapSummary {
             format!("crawldb {} urls", self.crawldb_rows)
         };
         format!(
-            "sitemaps fetched {} (not modified {}), failed {}, malformed {}, not due {}; urls found {}, rejected {}, cut {}, added {}, known {}, due again {}; {crawldb}",
+            "sitemaps fetched {} (not modified {}), failed {}, malformed {}, not due {}, deferred {}; urls found {}, rejected {}, cut {}, added {}, known {}, due again {}; {crawldb}",
             self.fetched,
             self.not_modified,
             self.failed,
             self.malformed,
             self.not_due,
+            self.deferred,
             self.urls_found,
             self.urls_rejected,
             self.urls_cut,
@@ -293,6 +296,7 @@ fn plan(
         jobs.push(job);
     }
     if jobs.len() > cfg.sitemaps.max_sitemaps {
+        summary.deferred += (jobs.len() - cfg.sitemaps.max_sitemaps) as u64;
         tracing::warn!(
             "{} sitemaps are due; fetching the first {} (sitemaps.max_sitemaps), the rest next run",
             jobs.len(),
@@ -330,7 +334,8 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
     seed_hosts.extend(extra_hosts.iter().cloned());
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
     tracing::info!("sitemap: {} sitemaps to fetch", jobs.len());
-    let (results, children_not_due) = fetch::fetch_all(cfg, root, jobs, &known, &policy, now)?;
+    let (results, children_not_due) =
+        fetch::fetch_all(cfg, root, jobs, &known, &policy, now, opts.force)?;
     summary.not_due += children_not_due;
 
     // Merge the URLs (first mention of a URL wins) into the crawldb.
@@ -342,12 +347,13 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
         match rec.status.as_str() {
             "ok" => summary.fetched += 1,
             "not_modified" => summary.not_modified += 1,
+            "deferred" => summary.deferred += 1,
             _ => summary.failed += 1,
         }
         if rec.problems > 0 {
             summary.malformed += 1;
         }
-        summary.urls_found += rec.urls_found as u64;
+        summary.urls_found += res.urls.len() as u64;
         summary.urls_rejected += rec.urls_rejected as u64;
         summary.urls_cut += rec.urls_cut as u64;
         for p in res.problems {
@@ -417,7 +423,7 @@ pub fn read_sitemap_list(path: &Path) -> Result<Vec<Url>> {
 /// `sitemap URL: position: reason`.
 pub fn print_problems(summary: &SitemapSummary) {
     for r in &summary.reports {
-        if r.status != "ok" && r.status != "not_modified" {
+        if !matches!(r.status.as_str(), "ok" | "not_modified" | "deferred") {
             eprintln!("{}: {} ({})", r.url, r.status, r.reason);
         }
     }

@@ -29,7 +29,7 @@ pub struct SitemapRecord {
     pub scope: Vec<String>,
     /// Index nesting depth (0 = named by robots.txt, inject or the probe).
     pub depth: i32,
-    /// `ok`, `not_modified`, `failed`, `robots_denied`, `too_deep`.
+    /// `ok`, `not_modified`, `failed`, `robots_denied`, `too_deep`, `deferred`.
     pub status: String,
     /// Why: `ok`, `http_404`, `timeout`, `redirect_other_host`, `crawl_delay`, ...
     pub reason: String,
