@@ -9,7 +9,7 @@ DIR=${DEMO_DIR:-${TRAWL_CRAWL_DIR:-crawl}}
 ROUNDS=${ROUNDS:-3}
 CONFIG=${TRAWL_CONFIG:-data/trawl.toml}
 ADDR=${DEMO_ADDR:-127.0.0.1:18080}
-WEB_FLAGS=${WEB_FLAGS:---seed 42 --hosts 20 --pages 40}
+WEB_FLAGS=${WEB_FLAGS:---seed 42 --hosts 20 --pages 40 --sitemaps}
 export TRAWL_CRAWL_DIR="$DIR" TRAWL_CONFIG="$CONFIG"
 
 if [ -e "$DIR" ] && [ ! -f "$DIR/.trawl-demo" ]; then
@@ -32,7 +32,7 @@ echo "demo: test web serving at $(cat "$DIR/testweb.addr") ($WEB_FLAGS)"
 "$BIN/inject" "$DIR/seeds.txt"
 for r in $(seq "$ROUNDS"); do
   echo "demo: round $r of $ROUNDS"
-  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh
+  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" SITEMAP_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh
 done
 
 echo

@@ -28,6 +28,9 @@ struct Args {
     /// Also try /sitemap.xml on every host of the crawldb (sitemaps.probe_sitemap_xml).
     #[arg(long)]
     probe: bool,
+    /// Seconds between two requests to one host (overrides `fetch.delay`, as `fetch --delay`).
+    #[arg(long, value_name = "SECS")]
+    delay: Option<f64>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,6 +38,9 @@ fn main() -> anyhow::Result<()> {
     let (mut cfg, dir) = args.common.setup()?;
     if args.probe {
         cfg.sitemaps.probe_sitemap_xml = true;
+    }
+    if let Some(d) = args.delay {
+        cfg.fetch.delay = d;
     }
     let started = Instant::now();
     let opts = trawl::sitemaps::Options {
