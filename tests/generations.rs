@@ -9,8 +9,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
 use trawl::CrawlDatum;
@@ -24,47 +22,13 @@ const DEFAULT_INTERVAL: i64 = 3600;
 /// schedule's ceiling is one year), so every known URL is due.
 const ADD_DAYS: &str = "400";
 
-/// `testweb serve` of one generation on a given address, killed on drop.
-struct Web {
-    child: Child,
-    addr: String,
-}
-
-impl Web {
-    fn start(dir: &Path, addr: &str, generation: u32) -> Web {
-        let addr_file = dir.join("testweb.addr");
-        let _ = std::fs::remove_file(&addr_file);
-        let child = Command::new(bin("testweb"))
-            .args(["serve", "--addr", addr])
-            .args(WEB)
-            .args(["--generation", &generation.to_string()])
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start testweb");
-        let started = Instant::now();
-        while !addr_file.is_file() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "testweb generation {generation} did not start on {addr}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let addr = std::fs::read_to_string(&addr_file)
-            .unwrap()
-            .trim()
-            .to_string();
-        Web { child, addr }
-    }
-}
-
-impl Drop for Web {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `testweb serve` of one generation on `addr` (the same address every generation, so
+/// the crawl's config keeps pointing at it).
+fn start_web(dir: &Path, addr: &str, generation: u32) -> TestWeb {
+    let g = generation.to_string();
+    let mut flags: Vec<&str> = WEB.to_vec();
+    flags.extend(["--generation", &g]);
+    TestWeb::start_on(dir, addr, &flags)
 }
 
 fn map_of(dir: &Path, generation: u32) -> SiteMap {
@@ -242,7 +206,7 @@ fn check_generation(
 fn pages_change_vanish_and_redirect_across_generations() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let mut web = Web::start(dir, "127.0.0.1:0", 0);
+    let mut web = start_web(dir, "127.0.0.1:0", 0);
     let addr = web.addr.clone();
     let config = write_config(
         dir,
@@ -280,7 +244,7 @@ fn pages_change_vanish_and_redirect_across_generations() {
     for g in 1..=GENERATIONS {
         // The next generation on the same address.
         drop(web);
-        web = Web::start(dir, &addr, g);
+        web = start_web(dir, &addr, g);
         assert_eq!(web.addr, addr);
         let map = map_of(dir, g);
         let before = crawldb(&crawl);

@@ -17,14 +17,20 @@ pub struct TestWeb {
 }
 
 impl TestWeb {
-    /// Starts the test web with `flags` (e.g. `["--seed", "7", "--hosts", "6"]`),
-    /// logging into `dir`.
+    /// Starts the test web with `flags` (e.g. `["--seed", "7", "--hosts", "6"]`) on a
+    /// free loopback port, logging into `dir`.
     pub fn start(dir: &Path, flags: &[&str]) -> TestWeb {
+        TestWeb::start_on(dir, "127.0.0.1:0", flags)
+    }
+
+    /// Starts the test web with `flags` on `addr` (e.g. the address a stopped one had,
+    /// to serve its next generation where the crawl's config points), logging into `dir`.
+    pub fn start_on(dir: &Path, addr: &str, flags: &[&str]) -> TestWeb {
         let addr_file = dir.join("testweb.addr");
         let log = dir.join("testweb.log");
         let _ = std::fs::remove_file(&addr_file);
         let child = Command::new(env!("CARGO_BIN_EXE_testweb"))
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(flags)
             .arg("--log")
             .arg(&log)
