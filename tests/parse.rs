@@ -561,40 +561,7 @@ fn time_budget_fails_the_page_not_the_stage() {
 /// honestly in `<meta>`, not declared at all, and declared wrongly in the HTTP header.
 #[test]
 fn charsets_honest_undeclared_and_lying() {
-    const SAMPLES: &[(&str, &str)] = &[
-        (
-            "GBK",
-            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
-        ),
-        (
-            "gb18030",
-            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
-        ),
-        (
-            "Big5",
-            "中華民國的首都是臺北。這是一個關於網路爬蟲的繁體中文測試頁面，內容包含常見的漢字與標點符號。",
-        ),
-        (
-            "Shift_JIS",
-            "日本語のテキストです。東京は日本の首都であり、多くの人々が住んでいます。ウェブクローラーの試験。",
-        ),
-        (
-            "EUC-KR",
-            "한국어 텍스트입니다. 서울은 대한민국의 수도이며 많은 사람들이 살고 있습니다. 웹 크롤러 시험.",
-        ),
-        (
-            "windows-1251",
-            "Москва является столицей Российской Федерации. Это тестовая страница для проверки кодировки.",
-        ),
-        (
-            "windows-1252",
-            "Le cœur de la cité médiévale était très animé; les élèves français étudiaient à l'école.",
-        ),
-        (
-            "UTF-8",
-            "Grüße aus Köln — 日本語 — Ελληνικά — Русский текст для проверки.",
-        ),
-    ];
+    let samples = charset_samples();
     let page = |body: &str, meta: Option<&str>| {
         let m = meta
             .map(|l| format!("<meta charset=\"{l}\">"))
@@ -604,7 +571,7 @@ fn charsets_honest_undeclared_and_lying() {
         )
     };
     let mut rows = Vec::new();
-    for (i, (label, text)) in SAMPLES.iter().enumerate() {
+    for (i, (label, text)) in samples.iter().enumerate() {
         let enc = encoding_rs::Encoding::for_label(label.as_bytes()).unwrap();
         let bytes = |html: String| enc.encode(&html).0.into_owned();
         let lie = if *label == "UTF-8" {
@@ -649,7 +616,7 @@ fn charsets_honest_undeclared_and_lying() {
     );
     let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
     let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
-    for (i, (label, sample)) in SAMPLES.iter().enumerate() {
+    for (i, (label, sample)) in samples.iter().enumerate() {
         let name = encoding_rs::Encoding::for_label(label.as_bytes())
             .unwrap()
             .name();
@@ -768,4 +735,29 @@ fn link_sources_base_anchors_and_nofollow_config() {
             .any(|r| r.kind == "link" && r.url == "http://cdn.test/root/nf.html"),
         "nofollow link kept when ignore_nofollow_links = false"
     );
+}
+
+/// One sample text per charset the parser must decode, as `(encoding label, text)`
+/// (tests/data/charset_samples.txt, shared with the other charset tests).
+fn charset_samples() -> Vec<(&'static str, &'static str)> {
+    let samples = include_str!("data/charset_samples.txt")
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .collect::<Vec<_>>();
+    let labels: Vec<&str> = samples.iter().map(|(label, _)| *label).collect();
+    assert_eq!(
+        labels,
+        [
+            "GBK",
+            "gb18030",
+            "Big5",
+            "Shift_JIS",
+            "EUC-KR",
+            "windows-1251",
+            "windows-1252",
+            "UTF-8"
+        ],
+        "tests/data/charset_samples.txt must hold one sample per listed charset"
+    );
+    samples
 }

@@ -334,40 +334,30 @@ mod tests {
     use super::*;
     use encoding_rs::{BIG5, EUC_KR, GB18030, GBK, SHIFT_JIS, WINDOWS_1251};
 
-    const SAMPLES: &[(&str, &str)] = &[
-        (
-            "GBK",
-            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
-        ),
-        (
-            "gb18030",
-            "中华人民共和国成立于一九四九年。北京是中国的首都，也是政治和文化中心。我们今天讨论网络爬虫的设计与实现。",
-        ),
-        (
-            "Big5",
-            "中華民國的首都是臺北。這是一個關於網路爬蟲的繁體中文測試頁面，內容包含常見的漢字與標點符號。",
-        ),
-        (
-            "Shift_JIS",
-            "日本語のテキストです。東京は日本の首都であり、多くの人々が住んでいます。ウェブクローラーの試験。",
-        ),
-        (
-            "EUC-KR",
-            "한국어 텍스트입니다. 서울은 대한민국의 수도이며 많은 사람들이 살고 있습니다. 웹 크롤러 시험.",
-        ),
-        (
-            "windows-1251",
-            "Москва является столицей Российской Федерации. Это тестовая страница для проверки кодировки.",
-        ),
-        (
-            "windows-1252",
-            "Le cœur de la cité médiévale était très animé; les élèves français étudiaient à l'école.",
-        ),
-        (
-            "UTF-8",
-            "Grüße aus Köln — 日本語 — Ελληνικά — Русский текст для проверки.",
-        ),
-    ];
+    /// One sample text per charset the parser must decode, as `(encoding label, text)`
+    /// (tests/data/charset_samples.txt, shared with the other charset tests).
+    fn samples() -> Vec<(&'static str, &'static str)> {
+        let samples = include_str!("../../tests/data/charset_samples.txt")
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .collect::<Vec<_>>();
+        let labels: Vec<&str> = samples.iter().map(|(label, _)| *label).collect();
+        assert_eq!(
+            labels,
+            [
+                "GBK",
+                "gb18030",
+                "Big5",
+                "Shift_JIS",
+                "EUC-KR",
+                "windows-1251",
+                "windows-1252",
+                "UTF-8"
+            ],
+            "tests/data/charset_samples.txt must hold one sample per listed charset"
+        );
+        samples
+    }
 
     fn page(body: &str, meta: Option<&str>) -> String {
         let m = meta
@@ -400,7 +390,7 @@ mod tests {
 
     #[test]
     fn honest_header_declaration() {
-        for (label, text) in SAMPLES {
+        for (label, text) in samples().iter() {
             let html = page(text, None);
             let (bytes, _, _) = enc(label).encode(&html);
             let ct = format!("text/html; charset={label}");
@@ -412,7 +402,7 @@ mod tests {
 
     #[test]
     fn honest_meta_declaration() {
-        for (label, text) in SAMPLES {
+        for (label, text) in samples().iter() {
             let html = page(text, Some(label));
             let (bytes, _, _) = enc(label).encode(&html);
             let d = decode(&bytes, Some("text/html"), None, true);
@@ -423,7 +413,7 @@ mod tests {
 
     #[test]
     fn undeclared_is_detected() {
-        for (label, text) in SAMPLES {
+        for (label, text) in samples().iter() {
             let html = page(text, None);
             let (bytes, _, _) = enc(label).encode(&html);
             let d = decode(&bytes, None, None, true);
@@ -438,7 +428,7 @@ mod tests {
 
     #[test]
     fn lying_declarations_are_overridden() {
-        for (label, text) in SAMPLES {
+        for (label, text) in samples().iter() {
             // Declared as something else: windows-1252 for CJK/Cyrillic, Shift_JIS for the rest.
             let lie = if *label == "windows-1252" || *label == "UTF-8" {
                 "Shift_JIS"
@@ -468,7 +458,7 @@ mod tests {
 
     #[test]
     fn legacy_pages_declared_utf8_are_detected() {
-        for (label, text) in SAMPLES.iter().filter(|(l, _)| *l != "UTF-8") {
+        for (label, text) in samples().iter().filter(|(l, _)| *l != "UTF-8") {
             let html = page(text, None);
             let (bytes, _, _) = enc(label).encode(&html);
             let d = decode(&bytes, Some("text/html; charset=utf-8"), None, true);
