@@ -278,6 +278,11 @@ pub struct UpdateDbConfig {
     pub schedule: String,
     /// Drop `db_gone` URLs from the crawldb.
     pub purge_gone: bool,
+    /// Segment rows (fetches, signatures, links) of one partition sorted in memory;
+    /// beyond it sorted runs are spilled to disk and merged. Peak memory of updatedb
+    /// grows with this (about 200-300 bytes a row, times the worker threads), not
+    /// with the segment size.
+    pub sort_buffer_rows: usize,
 }
 
 impl Default for UpdateDbConfig {
@@ -290,6 +295,7 @@ impl Default for UpdateDbConfig {
             max_interval: 90 * 86400,
             schedule: "default".into(),
             purge_gone: false,
+            sort_buffer_rows: 1_000_000,
         }
     }
 }

@@ -88,6 +88,11 @@ pub struct PartWriter<R: Record> {
 }
 
 impl<R: Record> PartWriter<R> {
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Creates `path` (truncating it).
     pub fn create(path: &Path) -> Result<Self> {
         let file = File::create(path).at(path)?;

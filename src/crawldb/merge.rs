@@ -1,5 +1,5 @@
 //! updatedb's merge kernel: one crawldb part (streamed as Arrow batches) merged with
-//! the segment rows of its partition (sorted by URL).
+//! the segment rows of its partition (streams sorted by URL, see [`crate::crawldb::spill`]).
 //!
 //! Rows the segment does not mention are passed through as Arrow rows, never decoded;
 //! only touched rows are decoded into `CrawlDatum`s, run through the state machine
@@ -7,7 +7,6 @@
 //! the untouched rows and the re-encoded ones), so URL order is kept.
 
 use std::fs::File;
-use std::ops::Range;
 use std::path::Path;
 
 use arrow::array::{AsArray, RecordBatch, UInt32Array};
@@ -20,7 +19,7 @@ use crate::records::FetchRecord;
 use crate::storage::{self, PartWriter};
 
 /// What a segment says about a URL besides its fetch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum SegRow {
     /// The parse signature.
     Sig(String),
@@ -29,7 +28,7 @@ pub enum SegRow {
 }
 
 /// A segment row with its key.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Keyed {
     /// The URL (sort key).
     pub url: String,
@@ -52,50 +51,79 @@ pub struct Totals {
     pub purged: u64,
 }
 
-struct Merger<'a> {
-    fetches: &'a [FetchRecord],
-    parse: &'a [Keyed],
-    fi: usize,
-    pi: usize,
+/// A stream of rows with its head row pulled.
+struct Peeked<I, T> {
+    rows: I,
+    head: Option<T>,
+}
+
+impl<I: Iterator<Item = Result<T>>, T> Peeked<I, T> {
+    fn new(mut rows: I) -> Result<Self> {
+        let head = rows.next().transpose()?;
+        Ok(Peeked { rows, head })
+    }
+
+    /// Moves the rows whose key is `url` (`key` gives a row's) to `out`.
+    fn take_while_key(
+        &mut self,
+        url: &str,
+        key: impl Fn(&T) -> &str,
+        out: &mut Vec<T>,
+    ) -> Result<()> {
+        while self.head.as_ref().is_some_and(|r| key(r) == url) {
+            let next = self.rows.next().transpose()?;
+            if let Some(r) = std::mem::replace(&mut self.head, next) {
+                out.push(r);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Merger<'a, F, P> {
+    fetches: Peeked<F, FetchRecord>,
+    parse: Peeked<P, Keyed>,
     ctx: &'a Ctx,
     admit: &'a (dyn Fn(&str) -> bool + Sync),
     totals: Totals,
 }
 
-impl<'a> Merger<'a> {
-    fn next_key(&self) -> Option<&'a str> {
-        let f = self.fetches.get(self.fi).map(|f| f.url.as_str());
-        let p = self.parse.get(self.pi).map(|p| p.url.as_str());
+impl<'a, F, P> Merger<'a, F, P>
+where
+    F: Iterator<Item = Result<FetchRecord>>,
+    P: Iterator<Item = Result<Keyed>>,
+{
+    fn next_key(&self) -> Option<&str> {
+        let f = self.fetches.head.as_ref().map(|f| f.url.as_str());
+        let p = self.parse.head.as_ref().map(|p| p.url.as_str());
         match (f, p) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn take(&mut self, url: &str) -> (Range<usize>, Range<usize>) {
-        let f0 = self.fi;
-        while self.fetches.get(self.fi).is_some_and(|f| f.url == url) {
-            self.fi += 1;
-        }
-        let p0 = self.pi;
-        while self.parse.get(self.pi).is_some_and(|p| p.url == url) {
-            self.pi += 1;
-        }
-        (f0..self.fi, p0..self.pi)
+    /// Takes every segment row of the smallest pending URL.
+    fn take_next(&mut self) -> Result<(String, Vec<FetchRecord>, Vec<Keyed>)> {
+        let url = self.next_key().unwrap_or_default().to_string();
+        let mut fr = Vec::new();
+        self.fetches
+            .take_while_key(&url, |f| f.url.as_str(), &mut fr)?;
+        let mut pr = Vec::new();
+        self.parse
+            .take_while_key(&url, |p| p.url.as_str(), &mut pr)?;
+        Ok((url, fr, pr))
     }
 
     fn apply(
         &mut self,
         url: &str,
         old: Option<CrawlDatum>,
-        fr: Range<usize>,
-        pr: Range<usize>,
+        fetches: Vec<FetchRecord>,
+        rows: Vec<Keyed>,
     ) -> Option<CrawlDatum> {
-        let rows = &self.parse[pr];
-        let fetches = &self.fetches[fr];
         let mut signature = None;
         let mut inlinks = Vec::new();
-        for k in rows {
+        for k in &rows {
             match &k.row {
                 SegRow::Sig(s) => signature = Some(s.as_str()),
                 SegRow::Link(l) => inlinks.push(l.clone()),
@@ -115,7 +143,7 @@ impl<'a> Merger<'a> {
             &host,
             old,
             Observed {
-                fetches,
+                fetches: &fetches,
                 signature,
                 inlinks: &inlinks,
             },
@@ -136,12 +164,13 @@ impl<'a> Merger<'a> {
 
 enum Step {
     Keep(u32),
-    Old(Range<usize>, Range<usize>),
-    New(String, Range<usize>, Range<usize>),
+    Old(Vec<FetchRecord>, Vec<Keyed>),
+    New(String, Vec<FetchRecord>, Vec<Keyed>),
 }
 
 /// Merges the part at `part` (missing = empty) with `fetches` and `parse` (both
-/// sorted by URL) into `w`. `admit` is the URL policy for new URLs.
+/// sorted by URL, fetches then by fetch time), writing the result to `w`.
+/// Slice form of [`merge_sorted`].
 pub fn merge_part(
     part: &Path,
     fetches: &[FetchRecord],
@@ -150,11 +179,35 @@ pub fn merge_part(
     admit: &(dyn Fn(&str) -> bool + Sync),
     w: &mut PartWriter<CrawlDatum>,
 ) -> Result<Totals> {
+    merge_sorted(
+        part,
+        fetches.iter().cloned().map(Ok),
+        parse.iter().cloned().map(Ok),
+        ctx,
+        admit,
+        w,
+    )
+}
+
+/// Merges the part at `part` (missing = empty) with the streams `fetches` (sorted by
+/// URL, then fetch time) and `parse` (sorted by URL; the rows of one URL in the
+/// order they apply), writing the result to `w`. Only the segment rows of the
+/// crawldb batch being merged are held in memory.
+pub fn merge_sorted<F, P>(
+    part: &Path,
+    fetches: F,
+    parse: P,
+    ctx: &Ctx,
+    admit: &(dyn Fn(&str) -> bool + Sync),
+    w: &mut PartWriter<CrawlDatum>,
+) -> Result<Totals>
+where
+    F: Iterator<Item = Result<FetchRecord>>,
+    P: Iterator<Item = Result<Keyed>>,
+{
     let mut m = Merger {
-        fetches,
-        parse,
-        fi: 0,
-        pi: 0,
+        fetches: Peeked::new(fetches)?,
+        parse: Peeked::new(parse)?,
         ctx,
         admit,
         totals: Totals::default(),
@@ -202,16 +255,16 @@ pub fn merge_part(
                 if prev.is_some_and(|p| p >= u) {
                     return Err(unsorted(u));
                 }
-                while let Some(k) = m.next_key().filter(|k| *k < u) {
-                    let (fr, pr) = m.take(k);
-                    plan.push(Step::New(k.to_string(), fr, pr));
+                while m.next_key().is_some_and(|k| k < u) {
+                    let (k, fr, pr) = m.take_next()?;
+                    plan.push(Step::New(k, fr, pr));
                 }
                 if m.next_key() == Some(u) {
-                    let (fr, pr) = m.take(u);
+                    let (_, fr, pr) = m.take_next()?;
                     plan.push(Step::Old(fr, pr));
                     touched.push(r as u32);
                 } else if ctx.cfg.purge_gone && status.value(r) == gone {
-                    plan.push(Step::Old(0..0, 0..0));
+                    plan.push(Step::Old(Vec::new(), Vec::new()));
                     touched.push(r as u32);
                 } else {
                     plan.push(Step::Keep(r as u32));
@@ -263,13 +316,17 @@ pub fn merge_part(
         if last_url.as_deref().is_some_and(|l| l >= k) {
             return Err(unsorted(k));
         }
-        let (fr, pr) = m.take(k);
-        if let Some(d) = m.apply(k, None, fr, pr) {
+        let (k, fr, pr) = m.take_next()?;
+        if let Some(d) = m.apply(&k, None, fr, pr) {
             tail.push(d);
         }
+        if tail.len() == storage::ROW_GROUP_ROWS {
+            w.write_batch(&storage::to_batch(&tail)?)?;
+            tail.clear();
+        }
     }
-    for chunk in tail.chunks(storage::ROW_GROUP_ROWS) {
-        w.write_batch(&storage::to_batch(chunk)?)?;
+    if !tail.is_empty() {
+        w.write_batch(&storage::to_batch(&tail)?)?;
     }
     Ok(m.totals)
 }

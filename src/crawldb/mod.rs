@@ -14,6 +14,7 @@ pub mod readdb;
 pub mod schedule;
 pub mod scoring;
 pub mod select;
+pub mod spill;
 pub mod state;
 pub mod stream;
 pub mod updatedb;

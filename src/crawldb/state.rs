@@ -11,7 +11,7 @@ use crate::records::FetchRecord;
 pub const REASON_TIME_LIMIT: &str = "time_limit";
 
 /// One way a URL is reached in a segment: an outlink or a redirect.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Inlink {
     /// Score contribution (OPIC share; for a redirect, the source's score).
     pub score: f64,

@@ -109,6 +109,36 @@ fn open_batches(path: &Path) -> Result<Batches> {
     })))
 }
 
+/// Like [`read_partition`], but hands the rows to `f` one record batch at a time
+/// (at most [`storage::ROW_GROUP_ROWS`] rows), never holding the whole partition.
+pub fn scan_partition<R: Record>(
+    dataset: &Path,
+    part: usize,
+    parts: usize,
+    dataset_parts: usize,
+    host_of: impl Fn(&R) -> &str,
+    mut f: impl FnMut(Vec<R>) -> Result<()>,
+) -> Result<()> {
+    if dataset_parts == parts {
+        let p = dataset.join(storage::part_name(part));
+        if !p.is_file() {
+            return Ok(());
+        }
+        for rows in storage::read_part::<R>(&p)? {
+            f(rows?)?;
+        }
+        return Ok(());
+    }
+    for p in storage::part_files(dataset)? {
+        for rows in storage::read_part::<R>(&p)? {
+            let mut rows = rows?;
+            rows.retain(|r| partition_for_host(host_of(r), parts) == part);
+            f(rows)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads the rows of host partition `part` (of `parts`) of a segment dataset whose
 /// own partition count is `dataset_parts`: the matching part file when the counts
 /// agree, else every part filtered by host. A missing part file is empty.

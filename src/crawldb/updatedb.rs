@@ -2,7 +2,8 @@
 //!
 //! Per crawldb partition, in parallel: the segment rows of that partition
 //! (`crawl_fetch`, `crawl_parse`, plus redirect targets routed to their host's
-//! partition) are read and sorted by URL, then merged with the streamed crawldb
+//! partition) are read batch by batch and sorted by URL (an external sort bounded
+//! by `updatedb.sort_buffer_rows`, see [`crate::crawldb::spill`]), then merged with the streamed crawldb
 //! part; each URL goes through [`state::reduce`]. Segments already listed in
 //! `applied_segments` are skipped, so applying a segment twice changes nothing.
 
@@ -10,8 +11,9 @@ use std::collections::HashSet;
 
 use crate::config::Config;
 use crate::crawldb::merge::{self, Keyed, SegRow};
+use crate::crawldb::spill::Sorter;
 use crate::crawldb::state::{Ctx, Inlink};
-use crate::crawldb::stream::read_partition;
+use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
 use crate::error::{Error, Result};
@@ -54,6 +56,16 @@ struct PartStats {
 
 /// Runs updatedb on `root`.
 pub fn run(root: &std::path::Path, cfg: &Config, opts: &UpdateOptions) -> Result<UpdateReport> {
+    run_at(root, cfg, opts, now_millis())
+}
+
+/// [`run`] as of the time `now` (ms UTC).
+fn run_at(
+    root: &std::path::Path,
+    cfg: &Config,
+    opts: &UpdateOptions,
+    now: crate::datum::Millis,
+) -> Result<UpdateReport> {
     let dir = CrawlDir::open_existing(root)?;
     let _lock = lock(&dir, "updatedb")?;
     let mut meta = dir.crawldb_meta()?;
@@ -112,7 +124,6 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &UpdateOptions) -> Result
     }
 
     let n = meta.partitions;
-    let now = now_millis();
     let mut ctx = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     ctx.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
@@ -190,56 +201,79 @@ fn merge_partition(
     policy: &UrlPolicy,
     w: &mut PartWriter<CrawlDatum>,
 ) -> Result<PartStats> {
-    let mut fetches: Vec<FetchRecord> = Vec::new();
-    let mut parse: Vec<Keyed> = Vec::new();
+    // Segment rows are sorted by an external sort bounded by `sort_buffer_rows`;
+    // spilled runs live in the staged crawldb version (removed with it on a crash).
+    let spill_dir = w
+        .path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| dir.crawldb());
+    let budget = ctx.cfg.sort_buffer_rows.max(1);
+    let mut fetches: Sorter<FetchRecord> =
+        Sorter::new(&spill_dir, &format!("updatedb-{i:05}-fetch"));
+    let mut parse: Sorter<Keyed> = Sorter::new(&spill_dir, &format!("updatedb-{i:05}-parse"));
+    let full = |f: &Sorter<FetchRecord>, p: &Sorter<Keyed>| f.buffered() + p.buffered() >= budget;
     for (s, seg_parts) in segments {
-        fetches.extend(read_partition(
+        scan_partition(
             &s.dataset("crawl_fetch"),
             i,
             n,
             *seg_parts,
             |r: &FetchRecord| &r.host,
-        )?);
+            |rows| {
+                for r in rows {
+                    fetches.push(r);
+                    if full(&fetches, &parse) {
+                        fetches.spill()?;
+                        parse.spill()?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
         if s.has("crawl_parse") {
-            let rows: Vec<CrawlParseRecord> = read_partition(
+            scan_partition(
                 &s.dataset("crawl_parse"),
                 i,
                 n,
                 *seg_parts,
                 |r: &CrawlParseRecord| &r.host,
-            )?;
-            for r in rows {
-                match r.kind.as_str() {
-                    "signature" => {
-                        if let Some(sig) = r.signature {
-                            parse.push(Keyed {
-                                url: r.url,
-                                host: r.host,
-                                row: SegRow::Sig(sig),
-                            });
+                |rows| {
+                    for r in rows {
+                        let row = match r.kind.as_str() {
+                            "signature" => match r.signature {
+                                Some(sig) => SegRow::Sig(sig),
+                                None => continue,
+                            },
+                            "link" => SegRow::Link(Inlink {
+                                score: r.score,
+                                depth: r.depth,
+                                redirect: false,
+                            }),
+                            other => {
+                                return Err(Error::crawl_dir(
+                                    s.dataset("crawl_parse"),
+                                    format!(
+                                        "unknown row kind {other:?} for {}; re-run parse on segment {}",
+                                        r.url,
+                                        s.name()
+                                    ),
+                                ));
+                            }
+                        };
+                        parse.push(Keyed {
+                            url: r.url,
+                            host: r.host,
+                            row,
+                        });
+                        if full(&fetches, &parse) {
+                            fetches.spill()?;
+                            parse.spill()?;
                         }
                     }
-                    "link" => parse.push(Keyed {
-                        url: r.url,
-                        host: r.host,
-                        row: SegRow::Link(Inlink {
-                            score: r.score,
-                            depth: r.depth,
-                            redirect: false,
-                        }),
-                    }),
-                    other => {
-                        return Err(Error::crawl_dir(
-                            s.dataset("crawl_parse"),
-                            format!(
-                                "unknown row kind {other:?} for {}; re-run parse on segment {}",
-                                r.url,
-                                s.name()
-                            ),
-                        ));
-                    }
-                }
-            }
+                    Ok(())
+                },
+            )?;
         }
     }
     for (url, host, inl) in redirects {
@@ -248,16 +282,128 @@ fn merge_partition(
             host,
             row: SegRow::Link(inl),
         });
+        if full(&fetches, &parse) {
+            fetches.spill()?;
+            parse.spill()?;
+        }
     }
-    fetches.sort_by(|a, b| a.url.cmp(&b.url).then(a.fetch_time.cmp(&b.fetch_time)));
-    parse.sort_by(|a, b| a.url.cmp(&b.url));
+    let runs = fetches.runs() + parse.runs();
+    if runs > 0 {
+        tracing::debug!(
+            "partition {i}: segment rows beyond updatedb.sort_buffer_rows = {budget}: merging {runs} sorted runs spilled to {}",
+            spill_dir.display()
+        );
+    }
 
     let admit = |url: &str| policy.check(url).is_ok();
-    let t = merge::merge_part(&current_part(dir, i), &fetches, &parse, ctx, &admit, w)?;
+    let t = merge::merge_sorted(
+        &current_part(dir, i),
+        fetches.finish()?,
+        parse.finish()?,
+        ctx,
+        &admit,
+        w,
+    )?;
     Ok(PartStats {
         rows: t.rows,
         added: t.added,
         fetched: t.fetched,
         purged: t.purged,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::crawldb::benchgen::{self, BenchSpec};
+    use crate::storage;
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let dest = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &dest);
+            } else {
+                std::fs::copy(e.path(), &dest).unwrap();
+            }
+        }
+    }
+
+    fn files_named(dir: &Path, suffix: &str, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files_named(&p, suffix, out);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                out.push(p);
+            }
+        }
+    }
+
+    fn crawldb_rows(root: &Path) -> Vec<Vec<CrawlDatum>> {
+        let dir = CrawlDir::open_existing(root).unwrap();
+        storage::part_files(&dir.crawldb_current())
+            .unwrap()
+            .iter()
+            .map(|p| storage::read_part_all::<CrawlDatum>(p).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn spilled_sort_writes_the_same_crawldb_and_no_spill_file_is_left() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a");
+        let spec = BenchSpec {
+            urls: 30_000,
+            hosts: 300,
+            partitions: 3,
+        };
+        let seg = benchgen::generate(&a, &spec).unwrap();
+        let seg_name = seg.file_name().unwrap().to_string_lossy().into_owned();
+        let b = tmp.path().join("b");
+        copy_tree(&a, &b);
+        let c = tmp.path().join("c");
+        copy_tree(&a, &c);
+
+        let now = now_millis();
+        let opts = UpdateOptions::default();
+        let cfg = Config::default();
+        let in_memory = run_at(&a, &cfg, &opts, now).unwrap();
+        let mut small = Config::default();
+        // Segment rows per partition: ~1k fetches + ~5k links + signatures, so many runs.
+        small.updatedb.sort_buffer_rows = 257;
+        let spilled = run_at(&b, &small, &opts, now).unwrap();
+        assert_eq!(in_memory, spilled);
+        assert_eq!(in_memory.applied, vec![seg_name]);
+        assert!(
+            in_memory.fetched > 1000 && in_memory.added > 1000,
+            "{in_memory:?}"
+        );
+        let rows_a = crawldb_rows(&a);
+        assert_eq!(rows_a.len(), 3);
+        assert_eq!(
+            rows_a.iter().map(Vec::len).sum::<usize>() as u64,
+            in_memory.rows
+        );
+        assert!(
+            rows_a == crawldb_rows(&b),
+            "spilled updatedb wrote a different crawldb"
+        );
+
+        // A budget just under a partition's rows: one full run plus the rest.
+        small.updatedb.sort_buffer_rows = 5_000;
+        let two = run_at(&c, &small, &opts, now).unwrap();
+        assert_eq!(in_memory, two);
+        assert!(rows_a == crawldb_rows(&c), "updatedb with two runs differs");
+
+        for root in [&a, &b, &c] {
+            let mut left = Vec::new();
+            files_named(root, ".spill", &mut left);
+            assert!(left.is_empty(), "spill files left behind: {left:?}");
+        }
+    }
 }
