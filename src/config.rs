@@ -295,7 +295,7 @@ impl Default for UpdateDbConfig {
             max_interval: 90 * 86400,
             schedule: "default".into(),
             purge_gone: false,
-            sort_buffer_rows: 1_000_000,
+            sort_buffer_rows: 400_000,
         }
     }
 }
