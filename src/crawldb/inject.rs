@@ -14,7 +14,7 @@ use crate::crawldb::stream::DatumStream;
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::layout::{CrawlDbMeta, CrawlDir};
+use crate::layout::CrawlDir;
 use crate::storage::partition_for_host;
 use crate::urls::UrlPolicy;
 
@@ -141,15 +141,7 @@ pub fn run(root: &Path, cfg: &Config, seed_file: &Path) -> Result<InjectReport> 
     let dir = CrawlDir::new(root);
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     let _lock = lock(&dir, "inject")?;
-    let exists = crate::storage::dataset_complete(&dir.crawldb_current());
-    let mut meta = if exists {
-        dir.crawldb_meta()?
-    } else {
-        CrawlDbMeta {
-            partitions: cfg.crawl.partitions,
-            ..CrawlDbMeta::default()
-        }
-    };
+    let (exists, mut meta) = super::meta_or_new(&dir, cfg)?;
     let n = meta.partitions;
     let mut hosts: BTreeSet<String> = meta.seed_hosts.iter().cloned().collect();
     let mut parts: Vec<BTreeMap<String, CrawlDatum>> = (0..n).map(|_| BTreeMap::new()).collect();

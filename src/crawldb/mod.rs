@@ -39,6 +39,22 @@ pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
     Ok(lock)
 }
 
+/// The current crawldb's metadata, or fresh metadata with `crawl.partitions` parts
+/// when there is no crawldb yet; the flag says whether a crawldb exists.
+pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool, CrawlDbMeta)> {
+    if storage::dataset_complete(&dir.crawldb_current()) {
+        Ok((true, dir.crawldb_meta()?))
+    } else {
+        Ok((
+            false,
+            CrawlDbMeta {
+                partitions: cfg.crawl.partitions,
+                ..CrawlDbMeta::default()
+            },
+        ))
+    }
+}
+
 /// Path of part `i` of the current crawldb.
 pub fn current_part(dir: &CrawlDir, i: usize) -> std::path::PathBuf {
     dir.crawldb_current().join(storage::part_name(i))

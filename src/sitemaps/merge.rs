@@ -19,8 +19,8 @@ use crate::crawldb::stream::DatumStream;
 use crate::crawldb::{current_part, write_version};
 use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::Result;
-use crate::layout::{CrawlDbMeta, CrawlDir};
-use crate::storage::{dataset_complete, partition_for_host};
+use crate::layout::CrawlDir;
+use crate::storage::partition_for_host;
 
 /// What the merge did.
 #[derive(Debug, Clone, Default)]
@@ -94,15 +94,7 @@ pub fn merge_into_crawldb(
     if entries.is_empty() && seed_hosts.is_empty() {
         return Ok(report);
     }
-    let exists = dataset_complete(&dir.crawldb_current());
-    let mut meta = if exists {
-        dir.crawldb_meta()?
-    } else {
-        CrawlDbMeta {
-            partitions: cfg.crawl.partitions,
-            ..CrawlDbMeta::default()
-        }
-    };
+    let (exists, mut meta) = crate::crawldb::meta_or_new(dir, cfg)?;
     let n = meta.partitions;
     let mut hosts: BTreeSet<String> = meta.seed_hosts.iter().cloned().collect();
     hosts.extend(seed_hosts.iter().cloned());
