@@ -84,7 +84,11 @@ pub fn reduce(
             d.score = scoring::known_url_score(d.score, shares);
             d
         }
-        // Fetched but unknown to the crawldb (purged since generate): rebuild from the fetch list.
+        // Fetched but unknown to the crawldb: a redirect target followed inline, or a
+        // URL purged since generate. Under --no-additions only known URLs are updated
+        // (Nutch's rule: no old row and no additions, no row).
+        (None, Some(_)) if !ctx.additions => return None,
+        // Otherwise rebuilt from the fetch row.
         (None, Some(f)) => {
             let mut d = CrawlDatum::unfetched(
                 f.url.clone(),

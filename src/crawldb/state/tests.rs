@@ -489,6 +489,22 @@ fn fetched_url_missing_from_crawldb_is_rebuilt() {
     assert_eq!(got.status, DbStatus::DbFetched);
     assert_eq!(got.depth, 2);
     assert_eq!(got.signature.as_deref(), Some("s"));
+    // --no-additions: only known URLs are updated (a followed redirect target, or a
+    // URL purged since generate, stays out).
+    let mut no_add = ctx();
+    no_add.additions = false;
+    let fetches = [fetch(FetchStatus::FetchSuccess, "ok")];
+    assert!(run(None, &fetches, Some("s"), &[], &no_add).is_none());
+    assert!(
+        run(
+            Some(db(DbStatus::DbUnfetched)),
+            &fetches,
+            Some("s"),
+            &[],
+            &no_add
+        )
+        .is_some()
+    );
 }
 
 #[test]
