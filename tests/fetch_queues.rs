@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use trawl::fetch::robots::RobotsRecord;
 use trawl::records::FetchRecord;
-use trawl::testweb::hostile::HOSTILE_HOST;
+use trawl::testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
 
 /// Writes a config for the test web at `addr` with `fetch` keys (raw TOML lines) and
 /// extra `fetch.resolve` entries.
@@ -349,6 +349,112 @@ fn redirects_followed_inline() {
     }
     assert_eq!(db[&h("/loop-b")], "db_redir_temp");
     assert_eq!(db[&h("/final.html")], "db_unfetched");
+}
+
+/// A redirect to another host is handed to the target's queue: the worker of the
+/// redirecting host goes on with its own URLs at its own delay instead of waiting out
+/// the target host's Crawl-delay; the target is fetched first in its queue, with that
+/// queue's politeness. `updatedb --no-additions` then keeps the followed target (a URL
+/// the crawldb did not know) out of the crawldb, as Nutch does.
+#[test]
+fn cross_host_redirect_is_handed_to_the_target_queue() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let crawl = dir.join("crawl");
+    let web = TestWeb::start(
+        dir,
+        &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"],
+    );
+    let cfg = config(
+        dir,
+        &web.addr,
+        "delay = 0.1\nper_host_connections = 1\nfollow_redirects = 2",
+        "",
+    );
+    let moved = |p: &str| format!("http://{ROBOTS_MOVED_HOST}{p}");
+    let hostile = |p: &str| format!("http://{HOSTILE_HOST}{p}");
+    let seeds = vec![
+        format!("{}\tscore=9", moved("/to-hostile")),
+        format!("{}\tscore=8", moved("/")),
+        format!("{}\tscore=7", moved("/p1.html")),
+        format!("{}\tscore=6", hostile("/")),
+        format!("{}\tscore=5", hostile("/cond.html")),
+        format!("{}\tscore=4", hostile("/script.cgi.html")),
+    ];
+    inject_seeds(dir, &crawl, &cfg, &seeds);
+    let segment = generate(&crawl, &cfg);
+    let summary = fetch(&crawl, &cfg, &segment);
+    let log = web.stop();
+    assert!(summary.contains("1 redirects followed"), "{summary}");
+
+    let rows = fetch_rows(&segment);
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    let r = &rows[&moved("/to-hostile")];
+    assert_eq!(r.status.as_str(), "fetch_redir_temp");
+    assert_eq!(
+        r.redirect_target.as_deref(),
+        Some(hostile("/final.html").as_str())
+    );
+    let f = &rows[&hostile("/final.html")];
+    assert_eq!(
+        (f.status.as_str(), f.reason.as_str()),
+        ("fetch_success", "ok")
+    );
+    assert_eq!(
+        f.score, 9.0,
+        "the target carries the redirecting URL's score"
+    );
+    for u in [
+        moved("/"),
+        moved("/p1.html"),
+        hostile("/"),
+        hostile("/cond.html"),
+    ] {
+        assert_eq!(rows[&u].status.as_str(), "fetch_success", "{u}");
+    }
+
+    let at = |host: &str, path: &str| {
+        log.iter()
+            .find(|l| l.host == host && l.path == path)
+            .unwrap_or_else(|| panic!("{host}{path} never requested: {log:?}"))
+            .time_ms
+    };
+    // The redirecting host's worker did not wait for the hostile host: its pages came
+    // right after the redirect, at its own 0.1 s delay, long before the hostile host's
+    // Crawl-delay of 2 s let the target through.
+    let redirected = at(ROBOTS_MOVED_HOST, "/to-hostile");
+    let last_moved = log
+        .iter()
+        .filter(|l| l.host == ROBOTS_MOVED_HOST)
+        .map(|l| l.time_ms)
+        .max()
+        .unwrap();
+    let target = at(HOSTILE_HOST, "/final.html");
+    assert!(
+        last_moved - redirected < 1500,
+        "robotsmoved's last request {} ms after its redirect",
+        last_moved - redirected
+    );
+    assert!(target > last_moved, "the target waited for its own queue");
+    // In the target's queue: politeness held, and the handed-over target went first
+    // in line, ahead of the listed URLs still waiting.
+    let lines: Vec<&LogLine> = log.iter().filter(|l| l.host == HOSTILE_HOST).collect();
+    assert_spaced(&lines, 2000);
+    assert!(
+        target < at(HOSTILE_HOST, "/script.cgi.html"),
+        "the followed target waits at the front of its queue"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.path == "/final.html").count(),
+        1,
+        "fetched once"
+    );
+
+    run_ok("updatedb", &crawl, &cfg, &[&segment, "--no-additions"]);
+    let db = crawldb_statuses(&crawl);
+    assert_eq!(db.len(), 6, "only the injected URLs: {db:?}");
+    assert_eq!(db[&moved("/to-hostile")], "db_redir_temp");
+    assert!(!db.contains_key(&hostile("/final.html")));
 }
 
 /// A host that does not resolve (marked `"nxdomain"` in `fetch.resolve`, so no DNS

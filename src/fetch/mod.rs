@@ -255,30 +255,26 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             robots_fetched: Mutex::new(HashMap::new()),
             claimed: Mutex::new(claimed),
             followed: std::sync::atomic::AtomicU64::new(0),
+            tasks: Mutex::new(Vec::new()),
         });
         let reporter = progress::spawn_reporter(progress.clone(), urls);
         let grouped = group_into_queues(mode, shared.http.resolver(), hosts).await;
-        progress
-            .active_hosts
-            .store(grouped.len(), Ordering::Relaxed);
-        let mut tasks = Vec::new();
-        for (key, items) in grouped {
-            let q = Arc::new(HostQueue::new(
-                key.clone(),
-                items.into(),
-                &cfg.fetch,
-                first_wait,
-            ));
-            if let Ok(mut qs) = shared.queues.lock() {
-                qs.insert(key, q.clone());
+        // Every queue is registered before any worker starts, so a redirect target
+        // on a listed host joins that host's queue instead of creating a second one.
+        let listed: Vec<Arc<HostQueue>> = grouped
+            .into_iter()
+            .map(|(key, items)| Arc::new(HostQueue::new(key, items.into(), &cfg.fetch, first_wait)))
+            .collect();
+        if let Ok(mut qs) = shared.queues.lock() {
+            for q in &listed {
+                qs.insert(q.key().to_string(), q.clone());
             }
-            tasks.extend(queues::spawn_host(shared.clone(), q));
         }
-        for t in tasks {
-            if let Err(e) = t.await {
-                tracing::error!("a host worker failed: {e}");
-                shared.aborted.store(true, Ordering::Relaxed);
-            }
+        for q in &listed {
+            queues::spawn_workers(&shared, q);
+        }
+        if !queues::join_workers(&shared).await {
+            shared.aborted.store(true, Ordering::Relaxed);
         }
         reporter.finish().await;
         RunResult {

@@ -8,8 +8,13 @@
 //! the adaptive delay), then takes a permit of the global `fetch.max_connections`
 //! semaphore (FIFO, so queues interleave and a big one never starves the others),
 //! fetches, releases the permit. Only requests whose queue is ready wait for permits,
-//! so capacity is never idle while a queue has work due. Redirects followed inline
-//! (`fetch.follow_redirects`) go through the target's queue the same way.
+//! so capacity is never idle while a queue has work due.
+//!
+//! Redirects followed inline (`fetch.follow_redirects`) go through the target's queue
+//! the same way: a target in the same queue is fetched by the worker at once (after
+//! the queue's delay); a target in another queue is handed to that queue (at its
+//! front, workers started if it has none) and the worker goes on with its own queue,
+//! so no worker sits idle waiting for another host's delay.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -135,6 +140,8 @@ pub struct Shared {
     pub claimed: Mutex<HashSet<String>>,
     /// crawl_fetch rows of followed redirect targets.
     pub followed: AtomicU64,
+    /// Worker tasks started and not yet awaited (see [`spawn_workers`], [`join_workers`]).
+    pub tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -207,14 +214,42 @@ struct HostState {
     closed_hosts: HashMap<String, &'static str>,
 }
 
+/// A request waiting in a queue: a fetch-list URL, or a redirect target handed over
+/// by another queue's worker.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The URL to fetch.
+    pub item: FetchItem,
+    /// The redirect chain that led here (the fetch-list URL first); empty for a
+    /// fetch-list URL.
+    pub via: Vec<String>,
+}
+
+impl From<FetchItem> for Job {
+    fn from(item: FetchItem) -> Job {
+        Job {
+            item,
+            via: Vec::new(),
+        }
+    }
+}
+
+/// The waiting requests of a queue and the number of its running workers, under
+/// one lock: a worker retires only when it finds no job, so a job pushed later
+/// always finds a worker or starts one.
+struct Jobs {
+    waiting: VecDeque<Job>,
+    workers: usize,
+}
+
 /// One politeness queue.
 pub struct HostQueue {
     key: String,
-    items: Mutex<VecDeque<FetchItem>>,
+    jobs: Mutex<Jobs>,
     state: Mutex<HostState>,
     robots: tokio::sync::Mutex<HashMap<String, Arc<Robots>>>,
     slots: Semaphore,
-    workers_left: AtomicUsize,
+    connections: usize,
 }
 
 impl HostQueue {
@@ -229,7 +264,10 @@ impl HostQueue {
         let delay = Duration::from_secs_f64(cfg.delay.max(0.0));
         HostQueue {
             key,
-            items: Mutex::new(items),
+            jobs: Mutex::new(Jobs {
+                waiting: items.into_iter().map(Job::from).collect(),
+                workers: 0,
+            }),
             state: Mutex::new(HostState {
                 // Politeness across runs: the previous fetch run may have requested
                 // this host a moment ago.
@@ -242,12 +280,26 @@ impl HostQueue {
             }),
             robots: tokio::sync::Mutex::new(HashMap::new()),
             slots: Semaphore::new(cfg.per_host_connections.max(1)),
-            workers_left: AtomicUsize::new(cfg.per_host_connections.max(1)),
+            connections: cfg.per_host_connections.max(1),
         }
     }
 
-    fn pop(&self) -> Option<FetchItem> {
-        lock(&self.items).pop_front()
+    /// The queue's key (host, domain or IP address).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The next job for a worker; `None` retires the worker (no job left, or `stop`).
+    fn next_job(&self, stop: bool, progress: &Progress) -> Option<Job> {
+        let mut jobs = lock(&self.jobs);
+        let job = if stop { None } else { jobs.waiting.pop_front() };
+        if job.is_none() {
+            jobs.workers = jobs.workers.saturating_sub(1);
+            if jobs.workers == 0 {
+                progress.active_hosts.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        job
     }
 
     /// Why URLs of `host` are no longer fetched, if they are not.
@@ -304,67 +356,108 @@ impl HostQueue {
     }
 }
 
-/// Runs `fetch.per_host_connections` workers on `queue`.
-pub fn spawn_host(shared: Arc<Shared>, queue: Arc<HostQueue>) -> Vec<tokio::task::JoinHandle<()>> {
-    let n = queue.workers_left.load(Ordering::Relaxed);
-    (0..n)
-        .map(|_| {
-            let shared = shared.clone();
-            let queue = queue.clone();
-            tokio::spawn(async move {
-                worker(&shared, &queue).await;
-                if queue.workers_left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    shared.progress.active_hosts.fetch_sub(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect()
-}
-
-async fn worker(shared: &Shared, queue: &HostQueue) {
-    while let Some(item) = queue.pop() {
-        if shared.aborted.load(Ordering::Relaxed) {
+/// Starts `fetch.per_host_connections` workers on `queue` if it has none running
+/// (their handles go to [`Shared::tasks`]).
+pub fn spawn_workers(shared: &Arc<Shared>, queue: &Arc<HostQueue>) {
+    let n = {
+        let mut jobs = lock(&queue.jobs);
+        if jobs.workers > 0 {
             return;
         }
-        let mut out = Box::pin(handle(shared, queue, &item)).await;
-        if shared.cfg.follow_redirects > 0 {
-            out = Box::pin(follow(shared, &item, out)).await;
+        jobs.workers = queue.connections;
+        shared.progress.active_hosts.fetch_add(1, Ordering::Relaxed);
+        queue.connections
+    };
+    let mut tasks = lock(&shared.tasks);
+    for _ in 0..n {
+        let shared = shared.clone();
+        let queue = queue.clone();
+        tasks.push(tokio::spawn(async move { worker(&shared, &queue).await }));
+    }
+}
+
+/// Hands a redirect target to its queue: first in line (it continues a chain that
+/// already waited its turn), with workers started if the queue has none.
+fn push_redirect(shared: &Arc<Shared>, queue: &Arc<HostQueue>, job: Job) {
+    lock(&queue.jobs).waiting.push_front(job);
+    spawn_workers(shared, queue);
+}
+
+/// Awaits every worker, including those started while waiting (queues of redirect
+/// targets). Returns false if a worker panicked.
+pub async fn join_workers(shared: &Shared) -> bool {
+    let mut ok = true;
+    loop {
+        // A worker is started only by a running worker (or before this call), so
+        // once every known handle has ended and no new one appeared, all are done.
+        let tasks = std::mem::take(&mut *lock(&shared.tasks));
+        if tasks.is_empty() {
+            return ok;
         }
-        shared.emit(out, true).await;
+        for t in tasks {
+            if let Err(e) = t.await {
+                tracing::error!("a host worker failed: {e}");
+                ok = false;
+            }
+        }
+    }
+}
+
+async fn worker(shared: &Arc<Shared>, queue: &Arc<HostQueue>) {
+    while let Some(job) = queue.next_job(shared.aborted.load(Ordering::Relaxed), &shared.progress) {
+        let out = Box::pin(handle(shared, queue, &job.item)).await;
+        let last = if shared.cfg.follow_redirects > 0 {
+            Box::pin(follow(shared, queue, job, out)).await
+        } else {
+            Some(out)
+        };
+        if let Some(out) = last {
+            shared.emit(out, true).await;
+        }
     }
 }
 
 /// Follows the redirect `out` records (if any) inline, up to `fetch.follow_redirects`
-/// hops: every intermediate row is emitted, the last one is returned. A target
-/// already in the chain ends it with reason `redirect_loop`, one more hop than allowed
-/// with `too_many_redirects` (both keep their status and target, so updatedb adds the
-/// target); a target that has a row of its own (fetch list, another chain) is not
-/// fetched again.
-async fn follow(shared: &Shared, first: &FetchItem, mut out: Output) -> Output {
-    let mut chain = vec![first.url.clone()];
-    let mut hops = 0usize;
+/// hops from the fetch-list URL: every intermediate row is emitted, the last one is
+/// returned. A target in `queue` is fetched here; a target in another queue is handed
+/// to it ([`push_redirect`]) and `None` is returned (that queue's worker emits the
+/// chain's last row). A target already in the chain ends it with reason
+/// `redirect_loop`, one more hop than allowed with `too_many_redirects` (both keep
+/// their status and target, so updatedb adds the target); a target that has a row of
+/// its own (fetch list, another chain) is not fetched again.
+async fn follow(
+    shared: &Arc<Shared>,
+    queue: &Arc<HostQueue>,
+    job: Job,
+    mut out: Output,
+) -> Option<Output> {
+    let Job {
+        item: first,
+        mut via,
+    } = job;
+    via.push(first.url.clone());
+    let chain = &mut via;
     loop {
         if !matches!(
             out.record.status,
             FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm
         ) {
-            return out;
+            return Some(out);
         }
         let Some(target) = out.record.redirect_target.clone() else {
-            return out;
+            return Some(out);
         };
         if chain.contains(&target) {
             out.record.reason = REASON_REDIRECT_LOOP.to_string();
-            return out;
+            return Some(out);
         }
-        if hops >= shared.cfg.follow_redirects {
+        if chain.len() > shared.cfg.follow_redirects {
             out.record.reason = REASON_TOO_MANY_REDIRECTS.to_string();
-            return out;
+            return Some(out);
         }
         if shared.aborted.load(Ordering::Relaxed) || !shared.claim(&target) {
-            return out;
+            return Some(out);
         }
-        hops += 1;
         let item = FetchItem {
             host: crate::urls::host_of(&target),
             url: target.clone(),
@@ -373,11 +466,16 @@ async fn follow(shared: &Shared, first: &FetchItem, mut out: Output) -> Output {
             etag: None,
             last_modified: None,
         };
-        let queue = shared.queue_for(&item.host).await;
+        let target_queue = shared.queue_for(&item.host).await;
         shared.followed.fetch_add(1, Ordering::Relaxed);
         shared.emit(out, false).await;
+        if !Arc::ptr_eq(&target_queue, queue) {
+            let via = std::mem::take(chain);
+            push_redirect(shared, &target_queue, Job { item, via });
+            return None;
+        }
         chain.push(target);
-        out = Box::pin(handle(shared, &queue, &item)).await;
+        out = Box::pin(handle(shared, queue, &item)).await;
     }
 }
 

@@ -111,8 +111,13 @@ impl Builder<'_> {
             .collect())
     }
 
+    /// A redirect from `path` to `to` (root-relative, or an absolute URL on another host).
     fn redirect(&mut self, path: &str, status: u16, to: &str, note: &str) {
-        let target = self.url(to);
+        let target = if to.starts_with('/') {
+            self.url(to)
+        } else {
+            to.to_string()
+        };
         let r = self.add(path, status, super::model::redirect_body(status), note);
         r.location = Some(to.to_string());
         r.redirect = Some(target);
@@ -354,6 +359,14 @@ fn robots_host(
     )?;
     b.page("/p1.html", "Page 1", &["/"], note)?;
     b.page("/private/s1.html", "Private", &["/"], note)?;
+    if host == ROBOTS_MOVED_HOST {
+        b.redirect(
+            "/to-hostile",
+            302,
+            &format!("http://{HOSTILE_HOST}/final.html"),
+            "cross-host redirect to the hostile host (Crawl-delay 2 s); no page links here",
+        );
+    }
     let mut robots = Robots {
         groups: Some(vec![RobotsGroup {
             agents: vec!["*".into()],
