@@ -4,9 +4,13 @@
 //! is sorted (stably) and spilled as one run, a bincode file in the crawldb's staged
 //! version directory (so an interrupted run's cleanup removes it). [`Sorter::finish`]
 //! then yields every row in sort order: straight from memory when nothing was
-//! spilled (no file is written), else by a k-way merge of the runs. Ties between runs
-//! go to the earlier run, so the result is exactly that of one stable sort of all
-//! rows in push order. Run files are deleted when the sorter or the merge is dropped.
+//! spilled (no file is written), else by a k-way merge of the runs. When there are
+//! more runs than [`MAX_FAN_IN`], consecutive groups of runs are first merged into
+//! longer runs (as often as needed), so open files and read buffers stay bounded
+//! whatever the segment size. Ties between runs go to the earlier run, so the result
+//! is exactly that of one stable sort of all rows in push order. Run files are
+//! deleted when the sorter or the merge is dropped, and each input run as soon as
+//! its group is merged.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -44,6 +48,9 @@ impl SortKey for Keyed {
     }
 }
 
+/// Most runs merged at once (open files, 64 KiB read buffer each).
+pub const MAX_FAN_IN: usize = 64;
+
 /// A spilled run: its file (removed on drop) and row count.
 struct RunFile {
     path: PathBuf,
@@ -69,6 +76,9 @@ pub struct Sorter<T> {
     runs: Vec<RunFile>,
     dir: PathBuf,
     name: String,
+    fan_in: usize,
+    /// Files written so far (spilled and merged runs), for unique names.
+    files: usize,
 }
 
 impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
@@ -79,7 +89,22 @@ impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
             runs: Vec::new(),
             dir: dir.to_path_buf(),
             name: name.to_string(),
+            fan_in: MAX_FAN_IN,
+            files: 0,
         }
+    }
+
+    /// Merges at most `fan_in` runs at once (at least 2; [`MAX_FAN_IN`] by default).
+    pub fn with_fan_in(mut self, fan_in: usize) -> Self {
+        self.fan_in = fan_in.max(2);
+        self
+    }
+
+    /// A new run file's path.
+    fn next_path(&mut self) -> PathBuf {
+        let path = self.dir.join(format!("{}-{}.spill", self.name, self.files));
+        self.files += 1;
+        path
     }
 
     /// Buffers a row.
@@ -103,24 +128,10 @@ impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
             return Ok(());
         }
         self.buf.sort_by(T::cmp_key);
-        let path = self
-            .dir
-            .join(format!("{}-{}.spill", self.name, self.runs.len()));
-        let run = RunFile {
-            path: path.clone(),
-            rows: self.buf.len(),
-        };
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        // Registered before writing, so a failed write is removed too.
+        let path = self.next_path();
+        let rows = std::mem::take(&mut self.buf);
+        let run = write_run(path, rows.into_iter().map(Ok))?;
         self.runs.push(run);
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        let cfg = bincode::config::standard();
-        for row in self.buf.drain(..) {
-            bincode::serde::encode_into_std_write(&row, &mut w, cfg)
-                .map_err(|e| spill_err(&path, e))?;
-        }
-        w.flush().map_err(|e| Error::io(&path, e))?;
-        self.buf.shrink_to_fit();
         Ok(())
     }
 
@@ -132,23 +143,69 @@ impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
             return Ok(Sorted(Inner::Memory(buf.into_iter())));
         }
         self.spill()?;
-        let mut readers = Vec::with_capacity(self.runs.len());
-        let mut heap = BinaryHeap::with_capacity(self.runs.len());
-        for (run, file) in std::mem::take(&mut self.runs).into_iter().enumerate() {
-            let f = File::open(&file.path).map_err(|e| Error::io(&file.path, e))?;
-            let mut reader = RunReader {
-                input: BufReader::with_capacity(1 << 16, f),
-                left: file.rows,
-                file,
-                _row: PhantomData,
-            };
-            if let Some(row) = reader.next_row()? {
-                heap.push(HeapItem { row, run });
+        // Merge passes: consecutive groups, in order, so ties still go to the run
+        // pushed first.
+        while self.runs.len() > self.fan_in {
+            let runs = std::mem::take(&mut self.runs);
+            let mut groups = Vec::new();
+            let mut it = runs.into_iter().peekable();
+            while it.peek().is_some() {
+                groups.push(it.by_ref().take(self.fan_in).collect::<Vec<_>>());
             }
-            readers.push(reader);
+            for group in groups {
+                let merged = if group.len() == 1 {
+                    group.into_iter().next()
+                } else {
+                    let path = self.next_path();
+                    Some(write_run(path, merge::<T>(group)?)?)
+                };
+                self.runs.extend(merged);
+            }
         }
-        Ok(Sorted(Inner::Merge { readers, heap }))
+        merge(std::mem::take(&mut self.runs))
     }
+}
+
+/// Writes sorted rows as a run file (removed again if writing fails).
+fn write_run<T: Serialize>(
+    path: PathBuf,
+    rows: impl Iterator<Item = Result<T>>,
+) -> Result<RunFile> {
+    let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+    // Owned before writing, so a failed write is removed too.
+    let mut run = RunFile {
+        path: path.clone(),
+        rows: 0,
+    };
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let cfg = bincode::config::standard();
+    for row in rows {
+        bincode::serde::encode_into_std_write(&row?, &mut w, cfg)
+            .map_err(|e| spill_err(&path, e))?;
+        run.rows += 1;
+    }
+    w.flush().map_err(|e| Error::io(&path, e))?;
+    Ok(run)
+}
+
+/// The k-way merge of `runs` (ties to the earlier run).
+fn merge<T: SortKey + DeserializeOwned>(runs: Vec<RunFile>) -> Result<Sorted<T>> {
+    let mut readers = Vec::with_capacity(runs.len());
+    let mut heap = BinaryHeap::with_capacity(runs.len());
+    for (run, file) in runs.into_iter().enumerate() {
+        let f = File::open(&file.path).map_err(|e| Error::io(&file.path, e))?;
+        let mut reader = RunReader {
+            input: BufReader::with_capacity(1 << 16, f),
+            left: file.rows,
+            file,
+            _row: PhantomData,
+        };
+        if let Some(row) = reader.next_row()? {
+            heap.push(HeapItem { row, run });
+        }
+        readers.push(reader);
+    }
+    Ok(Sorted(Inner::Merge { readers, heap }))
 }
 
 struct RunReader<T> {
@@ -278,6 +335,29 @@ mod tests {
         assert_eq!(spill_files(tmp.path()), 4);
         let merged: Vec<Keyed> = merged.collect::<Result<_>>().unwrap();
         assert_eq!(order(&merged), order(&expected));
+        assert_eq!(spill_files(tmp.path()), 0);
+
+        // More runs than the fan-in: merged in passes, still one stable sort.
+        let many: Vec<Keyed> = (0..200)
+            .map(|i| keyed(&format!("u{:03}", (i * 37) % 101), i))
+            .collect();
+        let mut want = many.clone();
+        want.sort_by(Keyed::cmp_key);
+        let mut s = Sorter::new(tmp.path(), "f").with_fan_in(3);
+        for (i, r) in many.iter().cloned().enumerate() {
+            s.push(r);
+            if i % 7 == 6 {
+                s.spill().unwrap();
+            }
+        }
+        assert_eq!(s.runs(), 28);
+        let merged = s.finish().unwrap();
+        assert!(
+            spill_files(tmp.path()) <= 3,
+            "inputs removed as they are merged"
+        );
+        let merged: Vec<Keyed> = merged.collect::<Result<_>>().unwrap();
+        assert_eq!(order(&merged), order(&want));
         assert_eq!(spill_files(tmp.path()), 0);
 
         // Nothing spilled: no file at all.

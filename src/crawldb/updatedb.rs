@@ -374,8 +374,9 @@ mod tests {
         let cfg = Config::default();
         let in_memory = run_at(&a, &cfg, &opts, now).unwrap();
         let mut small = Config::default();
-        // Segment rows per partition: ~1k fetches + ~5k links + signatures, so many runs.
-        small.updatedb.sort_buffer_rows = 257;
+        // Segment rows per partition: ~1k fetches + ~5k links + signatures, so about 100
+        // runs: more than spill::MAX_FAN_IN, merged in two passes.
+        small.updatedb.sort_buffer_rows = 61;
         let spilled = run_at(&b, &small, &opts, now).unwrap();
         assert_eq!(in_memory, spilled);
         assert_eq!(in_memory.applied, vec![seg_name]);
