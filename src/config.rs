@@ -174,6 +174,15 @@ pub struct FetchConfig {
     pub max_content_bytes: usize,
     /// Stop after this many seconds (0 = no limit); unfetched URLs stay due.
     pub time_limit: f64,
+    /// Stop early when fewer fetch-list URLs than this finish per second over a whole
+    /// `min_throughput_window` (checked from `min_throughput_after` on): the URLs left
+    /// get `fetch_retry`/`throughput_limit` and stay due, like Nutch's
+    /// `fetcher.throughput.threshold.pages`; 0 = off.
+    pub min_throughput: f64,
+    /// Length (seconds) of the windows over which throughput is measured.
+    pub min_throughput_window: f64,
+    /// Seconds from the start of the run before throughput is first checked.
+    pub min_throughput_after: f64,
     /// Host patterns mapped to a socket address, like curl's `--connect-to`:
     /// `"*.web.test" = "127.0.0.1:8080"` connects every matching host to that address.
     pub resolve: BTreeMap<String, String>,
@@ -217,6 +226,9 @@ impl Default for FetchConfig {
             total_timeout: 60.0,
             max_content_bytes: 2 * 1024 * 1024,
             time_limit: 0.0,
+            min_throughput: 0.0,
+            min_throughput_window: 30.0,
+            min_throughput_after: 60.0,
             resolve: BTreeMap::new(),
             max_host_exceptions: 5,
             max_retry_after: 30.0,
@@ -485,6 +497,8 @@ impl Config {
             ("fetch.max_crawl_delay", f.max_crawl_delay),
             ("fetch.max_retry_after", f.max_retry_after),
             ("fetch.time_limit", f.time_limit),
+            ("fetch.min_throughput", f.min_throughput),
+            ("fetch.min_throughput_after", f.min_throughput_after),
             ("fetch.adaptive_delay_factor", f.adaptive_delay_factor),
             ("fetch.min_delay", f.min_delay),
             ("fetch.max_delay", f.max_delay),
@@ -493,6 +507,12 @@ impl Config {
             if v < 0.0 || v.is_nan() {
                 return bad(key, "must not be negative");
             }
+        }
+        if !(f.min_throughput_window > 0.0 && f.min_throughput_window.is_finite()) {
+            return bad(
+                "fetch.min_throughput_window",
+                "must be a positive number of seconds",
+            );
         }
         if !matches!(f.queue_mode.as_str(), "host" | "domain" | "ip") {
             return bad("fetch.queue_mode", "must be \"host\", \"domain\" or \"ip\"");

@@ -491,6 +491,67 @@ fn time_limit_records_unattempted_urls() {
     assert!(!seg.join("crawl_fetch.tmp-999999").exists());
 }
 
+/// `fetch.min_throughput`: a run below the floor for a whole window stops, the URLs
+/// left are `fetch_retry`/`throughput_limit` and were never requested; a run above
+/// the floor is not stopped.
+#[test]
+fn throughput_floor_stops_a_slow_run() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, log) = start_server(&rt);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let list: Vec<String> = (0..10).map(|i| format!("http://h.test/p{i}")).collect();
+    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
+    let seg = make_segment(root, "20260102000000", &urls);
+    // One host at 0.5 s: about 2 URLs/s, under a floor of 5.
+    let config = write_config(
+        root,
+        addr,
+        "delay = 0.5\nmin_throughput = 5.0\nmin_throughput_window = 0.5\nmin_throughput_after = 0.5",
+    );
+    let out = run_fetch(root, &config, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("fetch.min_throughput"), "{stderr}");
+    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    assert_eq!(rows.len(), 10);
+    let ok = rows
+        .values()
+        .filter(|r| r.status == FetchStatus::FetchSuccess)
+        .count();
+    let stopped: Vec<&FetchRecord> = rows
+        .values()
+        .filter(|r| r.reason == "throughput_limit")
+        .collect();
+    assert!(ok >= 1, "{rows:?}");
+    assert!(stopped.len() >= 5, "{rows:?}");
+    assert!(stopped.iter().all(|r| r.status == FetchStatus::FetchRetry));
+    assert_eq!(ok + stopped.len(), 10, "{rows:?}");
+    let pages = log.for_host("h.test").len() - 1;
+    assert_eq!(
+        pages, ok,
+        "URLs recorded throughput_limit were never requested"
+    );
+
+    // Above the floor (5 URLs/s against 1): every URL fetched.
+    let list: Vec<String> = (0..10).map(|i| format!("http://q.test/p{i}")).collect();
+    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
+    let seg = make_segment(root, "20260103000000", &urls);
+    let config = write_config(
+        root,
+        addr,
+        "delay = 0.2\nmin_throughput = 1.0\nmin_throughput_window = 0.5\nmin_throughput_after = 0.3",
+    );
+    let out = run_fetch(root, &config, &[]);
+    assert!(out.status.success());
+    let rows = storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap();
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows.iter().all(|r| r.status == FetchStatus::FetchSuccess),
+        "{rows:?}"
+    );
+}
+
 #[test]
 fn missing_segment_and_bad_config_errors_are_clear() {
     let tmp = tempfile::tempdir().unwrap();

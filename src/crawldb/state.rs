@@ -9,6 +9,9 @@ use crate::records::FetchRecord;
 
 /// Fetch reason that means "never tried: the fetcher ran out of time".
 pub const REASON_TIME_LIMIT: &str = "time_limit";
+/// Reason of a URL not attempted because fetch stopped for low throughput
+/// (`fetch.min_throughput`); updatedb treats it like [`REASON_TIME_LIMIT`].
+pub const REASON_THROUGHPUT_LIMIT: &str = "throughput_limit";
 
 /// One way a URL is reached in a segment: an outlink or a redirect.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -149,7 +152,9 @@ fn new_url(
 /// Applies one fetch outcome to `d`.
 pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>, ctx: &Ctx) {
     let cfg = &ctx.cfg;
-    if f.status == FetchStatus::FetchRetry && f.reason == REASON_TIME_LIMIT {
+    if f.status == FetchStatus::FetchRetry
+        && (f.reason == REASON_TIME_LIMIT || f.reason == REASON_THROUGHPUT_LIMIT)
+    {
         // Never tried: unchanged, due now.
         d.fetch_time = d.fetch_time.min(ctx.now);
         return;

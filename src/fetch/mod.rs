@@ -16,6 +16,7 @@ pub mod queues;
 pub mod resolve;
 pub mod robots;
 pub mod robots_cache;
+pub mod throughput;
 pub mod writer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -256,6 +257,8 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             claimed: Mutex::new(claimed),
             followed: std::sync::atomic::AtomicU64::new(0),
             tasks: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
+            stop: tokio::sync::Notify::new(),
         });
         let reporter = progress::spawn_reporter(progress.clone(), urls);
         let grouped = group_into_queues(mode, shared.http.resolver(), hosts).await;
@@ -273,8 +276,13 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         for q in &listed {
             queues::spawn_workers(&shared, q);
         }
+        let floor = (cfg.fetch.min_throughput > 0.0)
+            .then(|| tokio::spawn(throughput::watch(shared.clone(), urls)));
         if !queues::join_workers(&shared).await {
             shared.aborted.store(true, Ordering::Relaxed);
+        }
+        if let Some(f) = floor {
+            f.abort();
         }
         reporter.finish().await;
         RunResult {

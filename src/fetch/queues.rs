@@ -25,6 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::config::FetchConfig;
+use crate::crawldb::state::{REASON_THROUGHPUT_LIMIT, REASON_TIME_LIMIT};
 use crate::datum::FetchStatus;
 use crate::error::{Error, Result};
 use crate::fetch::client::Http;
@@ -140,20 +141,66 @@ pub struct Shared {
     pub claimed: Mutex<HashSet<String>>,
     /// crawl_fetch rows of followed redirect targets.
     pub followed: AtomicU64,
+    /// Set by [`Shared::stop_early`] (throughput below `fetch.min_throughput`).
+    pub stopped: AtomicBool,
+    /// Wakes the requests waiting for their queue when the run is stopped.
+    pub stop: tokio::sync::Notify,
     /// Worker tasks started and not yet awaited (see [`spawn_workers`], [`join_workers`]).
     pub tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Shared {
-    fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+    /// Why no more requests start, if they do not: the time limit passed
+    /// (`time_limit`) or the run was stopped for low throughput (`throughput_limit`).
+    fn stop_reason(&self) -> Option<&'static str> {
+        if self.stopped.load(Ordering::Relaxed) {
+            Some(REASON_THROUGHPUT_LIMIT)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(REASON_TIME_LIMIT)
+        } else {
+            None
+        }
     }
 
-    /// Runs `fut` unless the deadline passes first.
-    async fn before_deadline<F: std::future::Future>(&self, fut: F) -> Option<F::Output> {
-        match self.deadline {
-            Some(d) => tokio::time::timeout_at(d, fut).await.ok(),
-            None => Some(fut.await),
+    /// Stops the run early: no request starts from now on, and requests waiting for
+    /// their queue are woken and recorded as not attempted.
+    pub fn stop_early(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.stop.notify_waiters();
+    }
+
+    /// Runs `fut` unless the deadline passes first, or (when `stoppable`) the run is
+    /// stopped first.
+    async fn before_deadline<F: std::future::Future>(
+        &self,
+        fut: F,
+        stoppable: bool,
+    ) -> Option<F::Output> {
+        let notified = self.stop.notified();
+        tokio::pin!(notified);
+        // Registered before the flag is read, so a stop in between still wakes us.
+        notified.as_mut().enable();
+        if stoppable && self.stopped.load(Ordering::Relaxed) {
+            return None;
+        }
+        let stopped = async {
+            if stoppable {
+                notified.await
+            } else {
+                std::future::pending().await
+            }
+        };
+        let deadline = async {
+            match self.deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            r = fut => Some(r),
+            _ = stopped => None,
+            _ = deadline => None,
         }
     }
 
@@ -481,33 +528,62 @@ async fn follow(
 
 /// Runs one request through `queue`'s politeness gate: a slot of the queue, its next
 /// allowed start, a global permit; then records the request's end (and the wait a
-/// Retry-After asks for). `None` when the time limit passed first.
+/// Retry-After asks for). `None` when the request was cut: by the time limit at any
+/// point, or by a stop ([`Shared::stop_early`]) before it was sent (a request in
+/// flight is finished and keeps its real outcome).
 async fn gated<T, F, Fut>(shared: &Shared, queue: &HostQueue, request: F) -> Option<T>
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = (T, Option<Duration>)>,
 {
-    let r = shared
-        .before_deadline(Box::pin(async {
-            let _slot = queue.slots.acquire().await.ok();
-            let at = queue.next_start();
-            if at > Instant::now() {
-                shared.progress.waiting.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep_until(at).await;
-                shared.progress.waiting.fetch_sub(1, Ordering::Relaxed);
-            }
-            let _permit = shared.permits.acquire().await.ok();
-            let started = Instant::now();
-            let (t, extra_wait) = request().await;
-            queue.finished_request(extra_wait, Some(started.elapsed()), &shared.cfg);
-            t
-        }))
+    let ready = shared
+        .before_deadline(
+            Box::pin(async {
+                let slot = queue.slots.acquire().await.ok();
+                let at = queue.next_start();
+                if at > Instant::now() {
+                    let _waiting = Waiting::new(&shared.progress);
+                    tokio::time::sleep_until(at).await;
+                }
+                let permit = shared.permits.acquire().await.ok();
+                (slot, permit)
+            }),
+            true,
+        )
         .await;
+    let r = match ready {
+        Some(_held) => {
+            let started = Instant::now();
+            let r = shared.before_deadline(request(), false).await;
+            if let Some((_, extra_wait)) = &r {
+                queue.finished_request(*extra_wait, Some(started.elapsed()), &shared.cfg);
+            }
+            r.map(|(t, _)| t)
+        }
+        None => None,
+    };
     if r.is_none() {
-        // Cut by the time limit: nothing more is sent, but keep the distance anyway.
+        // Cut: nothing more is sent, but keep the distance anyway.
         queue.finished_request(None, None, &shared.cfg);
     }
     r
+}
+
+/// Counts a request waiting for its queue's next allowed start while it lives (also
+/// when the wait is cut).
+struct Waiting<'a>(&'a Progress);
+
+impl<'a> Waiting<'a> {
+    fn new(p: &'a Progress) -> Self {
+        p.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(p)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Decides the fate of one URL and fetches it if it may be fetched.
@@ -515,8 +591,8 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
     if let Some(reason) = queue.closed_for(&item.host) {
         return item.without_response(FetchStatus::FetchRetry, reason);
     }
-    if shared.past_deadline() {
-        return item.without_response(FetchStatus::FetchRetry, "time_limit");
+    if let Some(reason) = shared.stop_reason() {
+        return item.without_response(FetchStatus::FetchRetry, reason);
     }
     let url = match url::Url::parse(&item.url) {
         Ok(u) if u.host_str().is_some() => u,
@@ -524,7 +600,7 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
     };
     if shared.cfg.respect_robots {
         let Some(robots) = robots_for(shared, queue, &url, &item.host).await else {
-            return item.without_response(FetchStatus::FetchRetry, "time_limit");
+            return not_attempted(shared, item);
         };
         if let Some(reason) = queue.closed_for(&item.host) {
             return item.without_response(FetchStatus::FetchRetry, reason);
@@ -547,11 +623,17 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
     })
     .await;
     let Some((out, signal)) = fetched else {
-        // Cut by the time limit: the request counts as not attempted.
-        return item.without_response(FetchStatus::FetchRetry, "time_limit");
+        // Cut by the time limit or a stop: the request counts as not attempted.
+        return not_attempted(shared, item);
     };
     apply_signal(shared, queue, &item.host, signal);
     out
+}
+
+/// The row of a URL cut off by the time limit or a stop before its request started.
+fn not_attempted(shared: &Shared, item: &FetchItem) -> Output {
+    let reason = shared.stop_reason().unwrap_or(REASON_TIME_LIMIT);
+    item.without_response(FetchStatus::FetchRetry, reason)
 }
 
 fn apply_signal(shared: &Shared, queue: &HostQueue, host: &str, signal: HostSignal) {
