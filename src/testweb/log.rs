@@ -34,6 +34,14 @@ pub struct LogLine {
     pub status: u16,
     /// The response body size in bytes.
     pub bytes: u64,
+    /// The connection the request came on: numbered from 1 per server run in accept
+    /// order, so requests with the same number shared one (keep-alive) connection.
+    /// 0 in logs written before the field existed.
+    #[serde(default)]
+    pub conn: u64,
+    /// Whether the connection was TLS (`https://`).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// A JSON-lines request log file.
@@ -137,6 +145,8 @@ mod tests {
             path: path.into(),
             status: 200,
             bytes: 1,
+            conn: 1,
+            tls: false,
         }
     }
 
@@ -170,5 +180,19 @@ mod tests {
         let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"time_ms\":3,\"hos").unwrap();
         assert_eq!(read_log(&p).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn old_lines_without_conn_and_tls_still_read() {
+        let old = r#"{"time_ms":1,"method":"GET","host":"a","path":"/","status":200,"bytes":5}"#;
+        let l: LogLine = serde_json::from_str(old).unwrap();
+        assert_eq!((l.conn, l.tls), (0, false));
+        let new = serde_json::to_string(&LogLine {
+            conn: 7,
+            tls: true,
+            ..l
+        })
+        .unwrap();
+        assert!(new.ends_with(r#""conn":7,"tls":true}"#), "{new}");
     }
 }

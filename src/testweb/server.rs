@@ -5,6 +5,11 @@
 //! hash lookup and a cheap `Bytes` clone, so the server is never the bottleneck of a
 //! fetch benchmark. Unknown hosts and paths answer 404; methods other than GET and
 //! HEAD answer 405.
+//!
+//! With TLS ([`super::tls::TestCa`]), the same listener also serves HTTPS: the first
+//! byte of every connection says whether it is a TLS handshake (then the connection
+//! is TLS with a certificate issued for the client's SNI name) or plain HTTP.
+//! Every request is logged with the number of its connection and whether it was TLS.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -30,10 +35,14 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
 
 use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
 use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
+use super::tls::{TestCa, is_tls_handshake};
 use crate::error::{Error, Result};
 
 /// The response body type: a whole body, or a stream for slow and endless ones.
@@ -157,6 +166,8 @@ impl Site {
             path,
             status: 0,
             bytes: 0,
+            conn: 0,
+            tls: false,
         };
         if method != Method::GET && method != Method::HEAD {
             let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
@@ -336,7 +347,83 @@ pub async fn serve(
     log: Option<Arc<RequestLog>>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<u64> {
-    let count = Arc::new(AtomicU64::new(0));
+    serve_with_tls(listener, site, log, None, shutdown).await
+}
+
+/// What every connection of a server shares.
+struct Shared {
+    site: Arc<Site>,
+    log: Option<Arc<RequestLog>>,
+    count: AtomicU64,
+}
+
+/// Serves HTTP/1.1 with keep-alive on one connection (plain or TLS), logging each
+/// request with the connection's number and kind.
+async fn serve_connection<I>(io: I, conn: u64, tls: bool, shared: Arc<Shared>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req: Request<Incoming>| {
+        let shared = shared.clone();
+        async move {
+            let (resp, mut line) = shared.site.respond(&req).await;
+            line.conn = conn;
+            line.tls = tls;
+            shared.count.fetch_add(1, Ordering::Relaxed);
+            if let Some(log) = &shared.log {
+                log.record(&line);
+            }
+            resp
+        }
+    });
+    let served = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    if let Err(e) = served.await {
+        tracing::debug!("connection {conn}: {e}");
+    }
+}
+
+/// Serves one accepted connection: plain HTTP without `tls`; with it, TLS when the
+/// first byte starts a handshake, plain HTTP otherwise.
+async fn accept_connection(
+    stream: TcpStream,
+    conn: u64,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+) {
+    let Some(acceptor) = tls else {
+        return serve_connection(stream, conn, false, shared).await;
+    };
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first).await {
+        Ok(1..) if is_tls_handshake(first[0]) => match acceptor.accept(stream).await {
+            Ok(s) => serve_connection(s, conn, true, shared).await,
+            Err(e) => tracing::debug!("connection {conn}: TLS handshake: {e}"),
+        },
+        Ok(1..) => serve_connection(stream, conn, false, shared).await,
+        // Closed (or failed) before sending anything.
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// [`serve`], and with `tls` also HTTPS on the same listener: each connection whose
+/// first byte starts a TLS handshake is served over TLS with `tls`, the others as
+/// plain HTTP. Returns the number of requests answered.
+pub async fn serve_with_tls(
+    listener: TcpListener,
+    site: Arc<Site>,
+    log: Option<Arc<RequestLog>>,
+    tls: Option<Arc<ServerConfig>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<u64> {
+    let shared = Arc::new(Shared {
+        site,
+        log: log.clone(),
+        count: AtomicU64::new(0),
+    });
+    let acceptor = tls.map(TlsAcceptor::from);
+    let mut conns: u64 = 0;
     let flusher = log.clone().map(|log| {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(FLUSH_INTERVAL);
@@ -361,30 +448,8 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let site = site.clone();
-                let log = log.clone();
-                let count = count.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let site = site.clone();
-                        let log = log.clone();
-                        let count = count.clone();
-                        async move {
-                            let (resp, line) = site.respond(&req).await;
-                            count.fetch_add(1, Ordering::Relaxed);
-                            if let Some(log) = &log {
-                                log.record(&line);
-                            }
-                            resp
-                        }
-                    });
-                    let conn = http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), service);
-                    if let Err(e) = conn.await {
-                        tracing::debug!("connection: {e}");
-                    }
-                });
+                conns += 1;
+                tokio::spawn(accept_connection(stream, conns, acceptor.clone(), shared.clone()));
             }
         }
     }
@@ -394,23 +459,26 @@ pub async fn serve(
     if let Some(log) = &log {
         log.flush()?;
     }
-    Ok(count.load(Ordering::Relaxed))
+    Ok(shared.count.load(Ordering::Relaxed))
 }
 
 /// Serves `web` on `addr` (loopback only) until SIGTERM or SIGINT, as `testweb serve`
 /// does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
 /// atomically (the server accepts connections from then on), calls `on_bound`, serves,
-/// and on the signal flushes the log. Returns the number of requests answered.
+/// and on the signal flushes the log. With `tls`, HTTPS is served on the same address
+/// too (certificates issued by that CA). Returns the number of requests answered.
 pub fn serve_until_signal(
     web: &Web,
     addr: SocketAddr,
     log: Option<&Path>,
     addr_file: Option<&Path>,
+    tls: Option<Arc<TestCa>>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<u64> {
     use tokio::signal::unix::{SignalKind, signal};
     check_loopback(&addr)?;
     let site = Arc::new(Site::new(web)?);
+    let tls = tls.map(|ca| ca.server_config()).transpose()?;
     let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
     let rt = tokio::runtime::Runtime::new()
         .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
@@ -437,7 +505,7 @@ pub fn serve_until_signal(
                 _ = int.recv() => {}
             }
         };
-        serve(listener, site, log, stop).await
+        serve_with_tls(listener, site, log, tls, stop).await
     });
     rt.shutdown_background();
     served
@@ -456,8 +524,20 @@ impl RunningServer {
     /// Binds `addr` (loopback only; port 0 picks one), and serves `web` from a
     /// background thread, logging requests to `log` if given.
     pub fn start(web: &Web, addr: SocketAddr, log: Option<&Path>) -> Result<RunningServer> {
+        RunningServer::start_with_tls(web, addr, log, None)
+    }
+
+    /// [`RunningServer::start`], also serving HTTPS on the same address with
+    /// certificates issued by `tls` when given.
+    pub fn start_with_tls(
+        web: &Web,
+        addr: SocketAddr,
+        log: Option<&Path>,
+        tls: Option<Arc<TestCa>>,
+    ) -> Result<RunningServer> {
         check_loopback(&addr)?;
         let site = Arc::new(Site::new(web)?);
+        let tls = tls.map(|ca| ca.server_config()).transpose()?;
         let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -472,7 +552,7 @@ impl RunningServer {
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread = std::thread::spawn(move || {
-            rt.block_on(serve(listener, site, log, async {
+            rt.block_on(serve_with_tls(listener, site, log, tls, async {
                 let _ = rx.await;
             }))
         });
