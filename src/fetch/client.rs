@@ -266,6 +266,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ca_file_errors_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let e = load_ca_file(&missing).unwrap_err().to_string();
+        assert!(
+            e.contains("fetch.ca_file") && e.contains("missing.pem"),
+            "{e}"
+        );
+        assert!(e.contains("cannot read"), "{e}");
+        let text = dir.path().join("text.pem");
+        std::fs::write(&text, "hello\n").unwrap();
+        let e = load_ca_file(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("no certificate") && e.contains("text.pem"),
+            "{e}"
+        );
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(
+            &junk,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = load_ca_file(&junk).unwrap_err().to_string();
+        assert!(e.contains("certificate 1") && e.contains("junk.pem"), "{e}");
+    }
+
+    #[test]
+    fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::testweb::TestCa::generate().unwrap();
+        let b = crate::testweb::TestCa::generate().unwrap();
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
+        assert_eq!(load_ca_file(&pem).unwrap().len(), 2);
+        let cfg = FetchConfig {
+            ca_file: pem,
+            ..FetchConfig::default()
+        };
+        assert!(Http::new(&cfg).is_ok());
+        let cfg = FetchConfig {
+            tls_verify: false,
+            ..FetchConfig::default()
+        };
+        assert!(Http::new(&cfg).is_ok());
+    }
+
+    #[test]
     fn initial_capacity_is_bounded_by_cap_and_reserve_limit() {
         assert_eq!(initial_capacity(None, 1000), 0);
         assert_eq!(initial_capacity(Some(4096), 0), 4096);

@@ -648,6 +648,108 @@ mod tests {
         assert_eq!((lines[1].method.as_str(), lines[1].status), ("POST", 405));
     }
 
+    /// With TLS, one address serves https (certificates per SNI name, trusted through
+    /// the published CA) and plain http; the log numbers connections and flags TLS.
+    #[test]
+    fn tls_and_plain_http_on_one_address() {
+        let web = crate::testweb::generate(&crate::testweb::WebSpec {
+            hosts: 2,
+            pages_per_host: 3,
+            ..Default::default()
+        })
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log.jsonl");
+        let ca = Arc::new(TestCa::generate().unwrap());
+        let server = RunningServer::start_with_tls(
+            &web,
+            "127.0.0.1:0".parse().unwrap(),
+            Some(&log),
+            Some(ca.clone()),
+        )
+        .unwrap();
+        let addr = server.addr();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = |trust: bool| {
+            let mut b = reqwest::Client::builder()
+                .no_proxy()
+                .resolve("site0.web.test", addr)
+                .resolve("site1.web.test", addr)
+                .resolve(super::super::tls::UNTRUSTED_HOST, addr);
+            if trust {
+                b = b.tls_certs_only([
+                    reqwest::Certificate::from_pem(ca.ca_pem().as_bytes()).unwrap()
+                ]);
+            }
+            b.build().unwrap()
+        };
+        let port = addr.port();
+        rt.block_on(async {
+            let c = client(true);
+            for (url, want) in [
+                (format!("https://site0.web.test:{port}/"), 200),
+                (format!("https://site0.web.test:{port}/p1.html"), 200),
+                (format!("https://site1.web.test:{port}/nothing"), 404),
+                (format!("http://site1.web.test:{port}/p1.html"), 200),
+            ] {
+                let r = c.get(&url).send().await.unwrap();
+                assert_eq!(r.status().as_u16(), want, "{url}");
+                let body = r.bytes().await.unwrap();
+                if want == 200 {
+                    let plain = url
+                        .replace("https://", "http://")
+                        .replace(&format!(":{port}"), "");
+                    assert_eq!(body, web.resource(&plain).unwrap().body, "{url}");
+                }
+            }
+            let e = c
+                .get(format!("https://untrusted.web.test:{port}/"))
+                .send()
+                .await
+                .unwrap_err();
+            assert_eq!(
+                crate::fetch::outcome::classify_error(&e),
+                "tls_error",
+                "{e:?}"
+            );
+            // Without the CA, no site verifies.
+            let e = client(false)
+                .get(format!("https://site0.web.test:{port}/"))
+                .send()
+                .await
+                .unwrap_err();
+            assert_eq!(
+                crate::fetch::outcome::classify_error(&e),
+                "tls_error",
+                "{e:?}"
+            );
+        });
+        assert_eq!(server.stop().unwrap(), 4);
+        let lines = crate::testweb::read_log(&log).unwrap();
+        let got: Vec<(&str, &str, bool)> = lines
+            .iter()
+            .map(|l| (l.host.as_str(), l.path.as_str(), l.tls))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("site0.web.test", "/", true),
+                ("site0.web.test", "/p1.html", true),
+                ("site1.web.test", "/nothing", true),
+                ("site1.web.test", "/p1.html", false),
+            ]
+        );
+        // Keep-alive: both site0 requests on one connection; a connection per origin.
+        assert_eq!(lines[0].conn, lines[1].conn);
+        assert!(lines[0].conn >= 1);
+        assert_ne!(lines[2].conn, lines[0].conn);
+        assert_ne!(lines[3].conn, lines[2].conn);
+        assert!(ca.cached() >= 3, "site0, site1 and the untrusted host");
+    }
+
     #[test]
     fn refuses_non_loopback() {
         assert!(check_loopback(&"0.0.0.0:0".parse().unwrap()).is_err());
