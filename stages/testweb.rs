@@ -176,8 +176,9 @@ fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
         |bound| {
             println!("{bound}");
             tracing::info!(
-                "serving {} hosts ({resources} resources) on {bound}",
-                web.hosts.len()
+                "serving {} hosts ({resources} resources) on {bound}{}",
+                web.hosts.len(),
+                if a.tls { " (http and https)" } else { "" }
             );
         },
     )?;

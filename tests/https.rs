@@ -498,3 +498,73 @@ fn bad_ca_file_stops_fetch_before_any_request() {
     );
     drop(web);
 }
+
+/// On a machine without system root certificates (simulated with rustls-native-certs'
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR` pointing at nothing) fetch still runs: http:// as
+/// usual, https:// verified against `fetch.ca_file` alone (a `tls_error` without it).
+#[test]
+fn without_system_roots_ca_file_alone_is_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (web, ca) = start_tls_web(dir);
+    let empty = dir.join("no-roots");
+    std::fs::create_dir_all(&empty).unwrap();
+    let fetch_without_roots = |crawl: &Path, cfg: &Path, segment: &str| {
+        let out = std::process::Command::new(bin("fetch"))
+            .arg("--crawl-dir")
+            .arg(crawl)
+            .arg("--config")
+            .arg(cfg)
+            .arg(segment)
+            .env_remove("TRAWL_CONFIG")
+            .env_remove("TRAWL_CRAWL_DIR")
+            .env("RUST_LOG", "warn")
+            .env("SSL_CERT_FILE", dir.join("no-such-bundle.pem"))
+            .env("SSL_CERT_DIR", &empty)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "fetch failed:\n{stderr}");
+        stderr
+    };
+    let seeds = vec![
+        "https://site0.web.test/".to_string(),
+        "http://site1.web.test/".to_string(),
+    ];
+    for (name, fetch_keys, https_outcome) in [
+        (
+            "with-ca",
+            format!("ca_file = \"{}\"\nrespect_robots = false", toml_path(&ca)),
+            ("fetch_success", "ok"),
+        ),
+        (
+            "without-ca",
+            "respect_robots = false".to_string(),
+            ("fetch_retry", "tls_error"),
+        ),
+    ] {
+        let crawl = dir.join(format!("crawl-{name}"));
+        let cfg = config(dir, name, &web.addr, &fetch_keys);
+        inject_seeds(dir, &crawl, &cfg, &seeds);
+        let segment = generate(&crawl, &cfg);
+        let stderr = fetch_without_roots(&crawl, &cfg, &segment);
+        let rows = fetch_rows(&segment);
+        assert_eq!(
+            status_reason(&rows[&seeds[0]]),
+            https_outcome,
+            "{name}: {stderr}"
+        );
+        assert_eq!(
+            status_reason(&rows[&seeds[1]]),
+            ("fetch_success", "ok"),
+            "{name}"
+        );
+        if name == "without-ca" {
+            assert!(
+                stderr.contains("system root certificates unavailable"),
+                "{stderr}"
+            );
+        }
+    }
+    drop(web);
+}

@@ -102,11 +102,13 @@ pub fn min_gap_per_host(lines: &[LogLine]) -> BTreeMap<String, u64> {
     gaps
 }
 
-/// The URLs requested (`http://host/path`), with how often each was requested.
+/// The URLs requested (`http://host/path`, `https://` for requests over TLS), with how
+/// often each was requested.
 pub fn requested_urls(lines: &[LogLine]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for l in lines {
-        *out.entry(format!("http://{}{}", l.host, l.path))
+        let scheme = if l.tls { "https" } else { "http" };
+        *out.entry(format!("{scheme}://{}{}", l.host, l.path))
             .or_insert(0) += 1;
     }
     out
@@ -166,6 +168,11 @@ mod tests {
         let urls = requested_urls(&lines);
         assert_eq!(urls["http://a/"], 2);
         assert_eq!(urls.len(), 5);
+        let tls = LogLine {
+            tls: true,
+            ..line(9500, "a", "/")
+        };
+        assert_eq!(requested_urls(&[tls])["https://a/"], 1);
     }
 
     #[test]
