@@ -19,7 +19,7 @@ use trawl::records::{ContentRecord, FetchRecord};
 use trawl::testweb::{SiteMap, UNTRUSTED_HOST};
 
 const WEB: [&str; 6] = ["--seed", "3", "--hosts", "3", "--pages", "6"];
-const DELAY: f64 = 0.05;
+const DELAY: f64 = 0.1;
 
 /// Starts `testweb serve --tls` on `WEB` in `dir`; returns it and its CA file.
 fn start_tls_web(dir: &Path) -> (TestWeb, PathBuf) {
@@ -226,30 +226,31 @@ fn https_crawl_with_the_test_ca() {
         }
 
         // Keep-alive: one TLS connection per host for the whole run. The pool keeps an
-        // idle connection pool_idle_secs(delay) (2 s here); check that no gap between
-        // two TLS requests of a host came near it, so a second connection would be a
-        // reuse failure, not an expiry.
+        // idle connection pool_idle_secs(delay) (2 s here) and a host's requests come
+        // about `DELAY` apart, so a host needs a second connection only if a gap between
+        // two of its TLS requests came near that timeout (a badly stalled machine):
+        // such gaps are the only extra connections allowed.
         let idle_ms = (pool_idle_secs(DELAY) * 1000.0) as i64;
         let mut per_host: BTreeMap<&str, Vec<&LogLine>> = BTreeMap::new();
         for l in lines.iter().filter(|l| l.tls) {
             per_host.entry(l.host.as_str()).or_default().push(l);
         }
         for (host, ls) in &per_host {
-            let gap = ls
+            let expired = ls
                 .windows(2)
-                .map(|w| w[1].time_ms - w[0].time_ms)
-                .max()
-                .unwrap_or(0);
-            assert!(gap < idle_ms / 2, "{host}: {gap} ms between TLS requests");
+                .filter(|w| w[1].time_ms - w[0].time_ms >= idle_ms - 250)
+                .count();
             let conns: BTreeSet<u64> = ls.iter().map(|l| l.conn).collect();
-            assert_eq!(
-                conns.len(),
-                1,
-                "round {round}, {host}: {} TLS requests on connections {conns:?}",
+            assert!(
+                conns.len() <= 1 + expired,
+                "round {round}, {host}: {} TLS requests on connections {conns:?} \
+                 ({expired} idle gaps near {idle_ms} ms)",
                 ls.len()
             );
             assert!(!conns.contains(&0), "connection numbers are logged");
-            https_requests_per_host_max = https_requests_per_host_max.max(ls.len());
+            if conns.len() == 1 {
+                https_requests_per_host_max = https_requests_per_host_max.max(ls.len());
+            }
         }
         // Plain requests never share a connection with TLS ones.
         let tls_conns: BTreeSet<u64> = lines.iter().filter(|l| l.tls).map(|l| l.conn).collect();
@@ -264,13 +265,13 @@ fn https_crawl_with_the_test_ca() {
         run_ok("updatedb", &crawl, &cfg, &[&segment]);
     }
     eprintln!(
-        "https pages fetched: {https_ok}; most TLS requests of one host in a run: \
-         {https_requests_per_host_max}"
+        "https pages fetched: {https_ok}; most TLS requests of one host in a run on one \
+         connection: {https_requests_per_host_max}"
     );
     assert!(https_ok >= 5, "{https_ok} https pages fetched");
     assert!(
         https_requests_per_host_max >= 4,
-        "keep-alive checked on a host with {https_requests_per_host_max} TLS requests"
+        "one connection carried at most {https_requests_per_host_max} TLS requests of a host"
     );
     // Relative links of https pages stayed https: round 2 fetched https pages beyond
     // the seeds.
