@@ -14,8 +14,9 @@ echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 echo "== fetch: throughput (1000 hosts x 100 pages, delay 0, one connection per host),"
+echo "   the same over HTTPS (TLS, keep-alive: one handshake per host),"
 echo "   then politeness (1000 hosts x 10 pages, delay 1 s: achieved rate vs the bound H/d)"
-"$BIN/fetchbench" --hosts 1000 --pages 100 --polite-hosts 1000 --polite-pages 10 --delay 1
+"$BIN/fetchbench" --hosts 1000 --pages 100 --https --polite-hosts 1000 --polite-pages 10 --delay 1
 
 echo
 echo "== parse: MB/s of HTML (links + text + main text + signatures) on the corpus pages,"

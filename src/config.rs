@@ -209,6 +209,12 @@ pub struct FetchConfig {
     /// Redirects followed inline per fetch-list URL (each target gets its own
     /// crawl_fetch row); 0 = redirects are only recorded.
     pub follow_redirects: usize,
+    /// PEM file of extra trusted root certificates, added to the system's roots (a
+    /// private CA, the test web's `--ca-out`); empty = the system's roots only.
+    pub ca_file: PathBuf,
+    /// Verify server certificates (chain to a trusted root, name, validity); `false`
+    /// accepts any certificate, like Nutch's `http.tls.certificates.check = false`.
+    pub tls_verify: bool,
 }
 
 impl Default for FetchConfig {
@@ -238,6 +244,8 @@ impl Default for FetchConfig {
             max_delay: 30.0,
             robots_cache_ttl: 0.0,
             follow_redirects: 0,
+            ca_file: PathBuf::new(),
+            tls_verify: true,
         }
     }
 }

@@ -38,6 +38,10 @@ struct Args {
     /// Delay (seconds) of the politeness run.
     #[arg(long, default_value_t = 0.5)]
     delay: f64,
+    /// Also run the throughput scenario over HTTPS (TLS with keep-alive, certificates
+    /// from a throw-away CA trusted through fetch.ca_file).
+    #[arg(long)]
+    https: bool,
     /// Where to create the temporary crawl directories.
     #[arg(long, default_value = "target/fetchbench")]
     work_dir: PathBuf,
@@ -53,6 +57,7 @@ fn main() -> anyhow::Result<()> {
         page_bytes: args.page_bytes,
         delay: 0.0,
         max_connections: args.max_connections,
+        https: false,
     };
     let r = run_bench(&throughput, &args.work_dir)?;
     println!(
@@ -81,6 +86,29 @@ fn main() -> anyhow::Result<()> {
         r.load_avg.map_or("?".into(), |l| format!("{l:.1}")),
         r.pages as f64 / (cpu.fetcher + cpu.writer).max(1e-9)
     );
+    if args.https {
+        let spec = BenchSpec {
+            https: true,
+            ..throughput.clone()
+        };
+        let r = run_bench(&spec, &args.work_dir)?;
+        let cpu = r.cpu;
+        println!(
+            "throughput https: {} hosts x {} pages of {} B over TLS: {} pages in {:.2}s = {:.0} pages/s, {:.1} MB/s, {} TLS connections; cpu {:.2}s ({:.0}% of {} cores, load average {})",
+            r.spec.hosts,
+            r.spec.pages,
+            r.spec.page_bytes,
+            r.pages,
+            r.secs,
+            r.pages_per_sec(),
+            r.mb_per_sec(),
+            r.connections,
+            cpu.total(),
+            100.0 * cpu.total() / r.secs.max(1e-9) / cores as f64,
+            cores,
+            r.load_avg.map_or("?".into(), |l| format!("{l:.1}")),
+        );
+    }
     if args.polite_hosts > 0 && args.delay > 0.0 {
         let polite = BenchSpec {
             hosts: args.polite_hosts,
@@ -88,6 +116,7 @@ fn main() -> anyhow::Result<()> {
             page_bytes: args.page_bytes,
             delay: args.delay,
             max_connections: args.max_connections,
+            https: false,
         };
         let r = run_bench(&polite, &args.work_dir)?;
         println!(

@@ -2,13 +2,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use trawl::cli;
 use trawl::testweb::server::serve_until_signal;
-use trawl::testweb::{WebSpec, generate};
+use trawl::testweb::{TestCa, WebSpec, generate};
 
 /// Generate, describe and serve the local test web.
 #[derive(Debug, Parser)]
@@ -96,6 +97,15 @@ struct ServeArgs {
     /// Write the bound ip:port here (atomically) once connections are accepted.
     #[arg(long)]
     addr_file: Option<PathBuf>,
+    /// Also serve HTTPS on the same address: a throw-away CA is made at start-up and
+    /// every host name gets a certificate it signs (untrusted.web.test gets one from an
+    /// unpublished CA). Each connection is TLS or plain HTTP by its first byte.
+    #[arg(long)]
+    tls: bool,
+    /// With --tls: write the CA certificate (PEM) here, atomically, before the
+    /// --addr-file (point fetch.ca_file at it).
+    #[arg(long, requires = "tls")]
+    ca_out: Option<PathBuf>,
     #[command(flatten)]
     spec: SpecArgs,
 }
@@ -148,16 +158,27 @@ fn main() -> Result<()> {
 fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
     let web = generate(&a.spec.spec())?;
     let resources = web.resources().count();
+    let tls = if a.tls {
+        let ca = TestCa::generate()?;
+        if let Some(out) = &a.ca_out {
+            trawl::storage::write_atomic(out, ca.ca_pem().as_bytes())?;
+        }
+        Some(Arc::new(ca))
+    } else {
+        None
+    };
     let served = serve_until_signal(
         &web,
         a.addr,
         a.log.as_deref(),
         a.addr_file.as_deref(),
+        tls,
         |bound| {
             println!("{bound}");
             tracing::info!(
-                "serving {} hosts ({resources} resources) on {bound}",
-                web.hosts.len()
+                "serving {} hosts ({resources} resources) on {bound}{}",
+                web.hosts.len(),
+                if a.tls { " (http and https)" } else { "" }
             );
         },
     )?;

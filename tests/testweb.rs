@@ -470,3 +470,76 @@ fn later_generations_are_served_as_their_site_map_says() {
     });
     server.stop();
 }
+
+/// `--tls`: the CA is written to `--ca-out` before the address file, every host of the
+/// web (regular, hostile, sitemap) answers over HTTPS with a certificate for its own
+/// name that verifies against that CA alone, plain HTTP still works on the same address,
+/// and the log flags TLS requests and numbers connections.
+#[test]
+fn tls_serves_every_host_with_a_certificate_for_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--hostile", "--sitemaps"];
+    let mut gen_args: Vec<&str> = GEN.to_vec();
+    gen_args.extend(extra);
+    let (map, _) = sitemap_via_binary(dir.path(), "map.json", &gen_args);
+    let ca = dir.path().join("ca.pem");
+    let ca_arg = ca.to_str().unwrap().to_string();
+    let server = Server::start_with(
+        dir.path(),
+        &["--hostile", "--sitemaps", "--tls", "--ca-out", &ca_arg],
+    );
+    let pem = std::fs::read(&ca).expect("--ca-out written before --addr-file");
+    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hosts: Vec<&String> = map.hosts.keys().collect();
+    assert!(hosts.len() >= 10, "{hosts:?}");
+    rt.block_on(async {
+        let mut b = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_gzip()
+            .no_proxy()
+            .tls_certs_only([reqwest::Certificate::from_pem(&pem).unwrap()]);
+        for h in &hosts {
+            b = b.resolve(h, addr);
+        }
+        let c = b.build().unwrap();
+        for h in &hosts {
+            let e = &map.urls[&format!("http://{h}/")];
+            for scheme in ["https", "http"] {
+                let url = format!("{scheme}://{h}:{}/", addr.port());
+                let resp = c
+                    .get(&url)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{url}: {e:?}"));
+                assert_eq!(resp.status().as_u16(), e.status, "{url}");
+                let body = resp.bytes().await.unwrap();
+                assert_eq!(
+                    blake3::hash(&body).to_hex().to_string(),
+                    e.body_blake3,
+                    "{url}"
+                );
+            }
+        }
+    });
+    let log_path = server.log.clone();
+    server.stop();
+    let log = read_log(&log_path).unwrap();
+    assert_eq!(log.len(), 2 * hosts.len());
+    for h in &hosts {
+        let mine: Vec<_> = log.iter().filter(|l| &&l.host == h).collect();
+        let tls: Vec<bool> = mine.iter().map(|l| l.tls).collect();
+        assert_eq!(tls, [true, false], "{h}");
+        assert_ne!(mine[0].conn, mine[1].conn, "{h}: one connection per origin");
+    }
+    // Connections are numbered from 1, in accept order.
+    assert!(log.iter().all(|l| l.conn >= 1));
+    // --ca-out without --tls is refused.
+    let out = Command::new(BIN)
+        .args(["serve", "--ca-out"])
+        .arg(dir.path().join("x.pem"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tls"));
+}

@@ -1,11 +1,16 @@
 //! The fetch benchmark behind the `fetchbench` binary: an in-process loopback
 //! server with H hosts x P pages (reached through `fetch.resolve`), a hand-made
 //! segment, and the real fetcher; reports pages/s, MB/s and peak RSS, and for a
-//! politeness run the achieved rate as a fraction of the ideal H/delay.
+//! politeness run the achieved rate as a fraction of the ideal H/delay. With
+//! `https`, the server speaks TLS only (certificates per SNI name from a throw-away
+//! [`TestCa`], trusted through `fetch.ca_file`), so the run measures TLS with
+//! keep-alive: one handshake per host connection.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -17,6 +22,7 @@ use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::layout::SegmentMeta;
 use crate::storage::{self, PartWriter, StagedDataset};
+use crate::testweb::TestCa;
 
 /// One benchmark scenario.
 #[derive(Debug, Clone)]
@@ -31,6 +37,8 @@ pub struct BenchSpec {
     pub delay: f64,
     /// `fetch.max_connections`.
     pub max_connections: usize,
+    /// `https://` URLs, served over TLS.
+    pub https: bool,
 }
 
 /// What one scenario measured.
@@ -50,6 +58,9 @@ pub struct BenchReport {
     pub cpu: CpuSplit,
     /// The 1-minute load average when the run ended (other processes' load).
     pub load_avg: Option<f64>,
+    /// Connections the server accepted (TLS handshakes with `https`): about one per
+    /// host when keep-alive works.
+    pub connections: u64,
 }
 
 /// CPU seconds of the run split by who used them.
@@ -208,13 +219,22 @@ pub fn peak_rss_kb() -> Option<u64> {
         .ok()
 }
 
-/// Serves every path of every host: `/robots.txt` is 404, anything else a page.
-async fn serve(listener: tokio::net::TcpListener, page: Bytes) {
+/// Serves every path of every host: `/robots.txt` is 404, anything else a page; over
+/// TLS with `tls`. Counts accepted connections in `conns`.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    page: Bytes,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    conns: Arc<AtomicU64>,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             return;
         };
+        let _ = stream.set_nodelay(true);
+        conns.fetch_add(1, Ordering::Relaxed);
         let page = page.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
                 let page = page.clone();
@@ -232,9 +252,17 @@ async fn serve(listener: tokio::net::TcpListener, page: Bytes) {
                     Ok::<_, Infallible>(resp)
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let http = hyper::server::conn::http1::Builder::new();
+            match tls {
+                None => {
+                    let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                }
+                Some(acceptor) => {
+                    if let Ok(s) = acceptor.accept(stream).await {
+                        let _ = http.serve_connection(TokioIo::new(s), svc).await;
+                    }
+                }
+            }
         });
     }
 }
@@ -252,7 +280,8 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
     for p in 0..spec.pages {
         for h in 0..spec.hosts {
             let host = format!("h{h}.bench.test");
-            let url = format!("http://{host}/p{p}.html");
+            let scheme = if spec.https { "https" } else { "http" };
+            let url = format!("{scheme}://{host}/p{p}.html");
             let d = CrawlDatum::unfetched(url, host.clone(), 0, 86400);
             parts[storage::partition_for_host(&host, partitions)].push(d)?;
         }
@@ -290,9 +319,20 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
         .local_addr()
         .map_err(|e| Error::Net(format!("no local address: {e}")))?;
     let page = Bytes::from(std::iter::repeat_n(b'x', spec.page_bytes).collect::<Vec<u8>>());
-    server_rt.spawn(serve(listener, page));
-
     let mut cfg = Config::default();
+    let tls = if spec.https {
+        let ca = Arc::new(TestCa::generate()?);
+        std::fs::create_dir_all(&root).at(&root)?;
+        let ca_file = root.join("ca.pem");
+        storage::write_atomic(&ca_file, ca.ca_pem().as_bytes())?;
+        cfg.fetch.ca_file = ca_file;
+        Some(tokio_rustls::TlsAcceptor::from(ca.server_config()?))
+    } else {
+        None
+    };
+    let conns = Arc::new(AtomicU64::new(0));
+    server_rt.spawn(serve(listener, page, tls, conns.clone()));
+
     cfg.fetch.delay = spec.delay;
     cfg.fetch.max_connections = spec.max_connections;
     cfg.fetch.per_host_connections = 1;
@@ -315,5 +355,31 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
         peak_rss_kb: peak_rss_kb(),
         cpu,
         load_avg: load_avg(),
+        connections: conns.load(Ordering::Relaxed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Over TLS every page arrives and each host uses one connection (one handshake).
+    /// A small delay lets each connection go back to the pool before the host's next
+    /// request (with none, the client may race a new connection against the return).
+    #[test]
+    fn https_bench_fetches_every_page_on_one_connection_per_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = BenchSpec {
+            hosts: 3,
+            pages: 5,
+            page_bytes: 1000,
+            delay: 0.01,
+            max_connections: 8,
+            https: true,
+        };
+        let r = run_bench(&spec, dir.path()).unwrap();
+        assert_eq!(r.pages, 15);
+        assert_eq!(r.bytes, 15_000);
+        assert_eq!(r.connections, 3);
+    }
 }

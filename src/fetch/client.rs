@@ -1,7 +1,12 @@
 //! The HTTP client: one reqwest client (rustls, keep-alive pool, gzip/deflate/brotli,
 //! no automatic redirects, no proxies) with trawl's timeouts, and a GET that streams
 //! the decompressed body up to a cap.
+//!
+//! TLS: server certificates are verified against the system's roots plus those of
+//! `fetch.ca_file` (read and checked when the client is built, before anything is
+//! fetched), or not at all with `fetch.tls_verify = false`.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,25 +56,123 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s.max(0.001))
 }
 
+/// The client's settings except certificate trust.
+fn builder(cfg: &FetchConfig, resolver: &Resolver) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .user_agent(cfg.user_agent.clone())
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(secs(cfg.connect_timeout))
+        .read_timeout(secs(cfg.read_timeout))
+        // Long enough to reuse a host's connection across the politeness delay,
+        // short enough to drop connections of hosts that are done.
+        .pool_idle_timeout(secs(pool_idle_secs(cfg.delay)))
+        .pool_max_idle_per_host(cfg.per_host_connections.max(1))
+        .tcp_nodelay(true)
+        .dns_resolver(Arc::new(resolver.clone()))
+}
+
+/// Seconds an idle keep-alive connection is kept: twice the delay plus one, between
+/// 2 and 30 (a host's next request comes one delay after its last one ended, so a
+/// host's connection outlives the delay and is reused).
+pub fn pool_idle_secs(delay: f64) -> f64 {
+    (delay * 2.0 + 1.0).clamp(2.0, 30.0)
+}
+
+/// An error and its sources, `: `-separated.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        cur = s.source();
+    }
+    text
+}
+
+/// Reads the PEM certificates of `fetch.ca_file`: at least one, each a valid X.509
+/// certificate usable as a trust anchor. Errors name the key and the file.
+pub fn load_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>> {
+    use tokio_rustls::rustls::RootCertStore;
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let bad = |why: String| {
+        Error::input(
+            format!("fetch.ca_file {}", path.display()),
+            format!(
+                "{why}; point fetch.ca_file at a PEM file of CA certificates, or set it to \"\""
+            ),
+        )
+    };
+    let pem = std::fs::read(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let mut certs = Vec::new();
+    let mut store = RootCertStore::empty();
+    for (i, der) in CertificateDer::pem_slice_iter(&pem).enumerate() {
+        let n = i + 1;
+        let der = der.map_err(|e| bad(format!("certificate {n}: bad PEM: {e}")))?;
+        store
+            .add(der.clone())
+            .map_err(|e| bad(format!("certificate {n}: not a usable CA certificate: {e}")))?;
+        certs.push(
+            reqwest::Certificate::from_der(der.as_ref())
+                .map_err(|e| bad(format!("certificate {n}: {e}")))?,
+        );
+    }
+    if certs.is_empty() {
+        return Err(bad(
+            "no certificate in it (expected -----BEGIN CERTIFICATE----- blocks)".into(),
+        ));
+    }
+    Ok(certs)
+}
+
 impl Http {
-    /// Builds the client from `[fetch]`.
+    /// Builds the client from `[fetch]`. A `fetch.ca_file` that cannot be read or
+    /// holds no valid certificate is an error naming the key and the file.
     pub fn new(cfg: &FetchConfig) -> Result<Self> {
         let map = ResolveMap::new(&cfg.resolve)?;
         let resolver = Resolver::new(map.clone());
-        let client = reqwest::Client::builder()
-            .user_agent(cfg.user_agent.clone())
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(secs(cfg.connect_timeout))
-            .read_timeout(secs(cfg.read_timeout))
-            // Long enough to reuse a host's connection across the politeness delay,
-            // short enough to drop connections of hosts that are done.
-            .pool_idle_timeout(secs((cfg.delay * 2.0 + 1.0).clamp(2.0, 30.0)))
-            .pool_max_idle_per_host(cfg.per_host_connections.max(1))
-            .tcp_nodelay(true)
-            .dns_resolver(Arc::new(resolver.clone()))
-            .build()
-            .map_err(|e| Error::Net(format!("cannot build the HTTP client: {e}")))?;
+        let extra_roots = if cfg.ca_file.as_os_str().is_empty() {
+            Vec::new()
+        } else {
+            load_ca_file(&cfg.ca_file)?
+        };
+        let build = |only_extra_roots: bool| {
+            let mut b = builder(cfg, &resolver);
+            if !cfg.tls_verify {
+                b = b.tls_danger_accept_invalid_certs(true);
+            } else if only_extra_roots {
+                b = b.tls_certs_only(extra_roots.iter().cloned());
+            } else if !extra_roots.is_empty() {
+                b = b.tls_certs_merge(extra_roots.iter().cloned());
+            }
+            b.build()
+        };
+        let failed = |e: &reqwest::Error| {
+            Error::Net(format!("cannot build the HTTP client: {}", error_chain(e)))
+        };
+        let client = match build(false) {
+            Ok(c) => c,
+            // The platform verifier refuses to start when the system has no root
+            // certificates at all: then trust fetch.ca_file only (an https URL verifies
+            // only against it) rather than fetch nothing, http:// included.
+            Err(e) if cfg.tls_verify => match build(true) {
+                Ok(c) => {
+                    tracing::warn!(
+                        "system root certificates unavailable ({}); https:// certificates \
+                         are verified against fetch.ca_file only",
+                        error_chain(&e)
+                    );
+                    c
+                }
+                Err(_) => return Err(failed(&e)),
+            },
+            Err(e) => return Err(failed(&e)),
+        };
         Ok(Http {
             client,
             resolve: Arc::new(map),
@@ -161,6 +264,53 @@ fn initial_capacity(content_length: Option<u64>, cap: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ca_file_errors_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let e = load_ca_file(&missing).unwrap_err().to_string();
+        assert!(
+            e.contains("fetch.ca_file") && e.contains("missing.pem"),
+            "{e}"
+        );
+        assert!(e.contains("cannot read"), "{e}");
+        let text = dir.path().join("text.pem");
+        std::fs::write(&text, "hello\n").unwrap();
+        let e = load_ca_file(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("no certificate") && e.contains("text.pem"),
+            "{e}"
+        );
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(
+            &junk,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = load_ca_file(&junk).unwrap_err().to_string();
+        assert!(e.contains("certificate 1") && e.contains("junk.pem"), "{e}");
+    }
+
+    #[test]
+    fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::testweb::TestCa::generate().unwrap();
+        let b = crate::testweb::TestCa::generate().unwrap();
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
+        assert_eq!(load_ca_file(&pem).unwrap().len(), 2);
+        let cfg = FetchConfig {
+            ca_file: pem,
+            ..FetchConfig::default()
+        };
+        assert!(Http::new(&cfg).is_ok());
+        let cfg = FetchConfig {
+            tls_verify: false,
+            ..FetchConfig::default()
+        };
+        assert!(Http::new(&cfg).is_ok());
+    }
 
     #[test]
     fn initial_capacity_is_bounded_by_cap_and_reserve_limit() {

@@ -75,7 +75,8 @@ impl std::fmt::Display for DnsError {
 
 impl std::error::Error for DnsError {}
 
-/// The reason (`timeout`, `connection_refused`, `dns_failure`, ...) of a request error.
+/// The reason (`timeout`, `connection_refused`, `dns_failure`, `tls_error`, ...) of a
+/// request error, found by walking its source chain (reqwest, hyper-util, io, rustls).
 pub fn classify_error(err: &(dyn std::error::Error + 'static)) -> &'static str {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut timeout = false;
@@ -84,6 +85,12 @@ pub fn classify_error(err: &(dyn std::error::Error + 'static)) -> &'static str {
     while let Some(e) = cur {
         if e.downcast_ref::<DnsError>().is_some() {
             return "dns_failure";
+        }
+        // A failed handshake: a certificate that does not verify (unknown issuer,
+        // wrong name, expired), an alert from the server, or a peer that does not
+        // speak TLS. tokio-rustls wraps it in an io::Error of kind InvalidData.
+        if e.downcast_ref::<tokio_rustls::rustls::Error>().is_some() {
+            return "tls_error";
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
@@ -220,5 +227,18 @@ mod tests {
         assert_eq!(classify_error(&e), "connection_reset");
         let e = std::io::Error::other(DnsError("no such host".into()));
         assert_eq!(classify_error(&e), "dns_failure");
+    }
+
+    #[test]
+    fn tls_errors_are_classified_inside_io_errors() {
+        use tokio_rustls::rustls::{CertificateError, Error as TlsError};
+        for tls in [
+            TlsError::InvalidCertificate(CertificateError::UnknownIssuer),
+            TlsError::InvalidCertificate(CertificateError::NotValidForName),
+            TlsError::General("x".into()),
+        ] {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+            assert_eq!(classify_error(&e), "tls_error");
+        }
     }
 }

@@ -34,6 +34,14 @@ pub struct LogLine {
     pub status: u16,
     /// The response body size in bytes.
     pub bytes: u64,
+    /// The connection the request came on: numbered from 1 per server run in accept
+    /// order, so requests with the same number shared one (keep-alive) connection.
+    /// 0 in logs written before the field existed.
+    #[serde(default)]
+    pub conn: u64,
+    /// Whether the connection was TLS (`https://`).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// A JSON-lines request log file.
@@ -94,11 +102,13 @@ pub fn min_gap_per_host(lines: &[LogLine]) -> BTreeMap<String, u64> {
     gaps
 }
 
-/// The URLs requested (`http://host/path`), with how often each was requested.
+/// The URLs requested (`http://host/path`, `https://` for requests over TLS), with how
+/// often each was requested.
 pub fn requested_urls(lines: &[LogLine]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for l in lines {
-        *out.entry(format!("http://{}{}", l.host, l.path))
+        let scheme = if l.tls { "https" } else { "http" };
+        *out.entry(format!("{scheme}://{}{}", l.host, l.path))
             .or_insert(0) += 1;
     }
     out
@@ -137,6 +147,8 @@ mod tests {
             path: path.into(),
             status: 200,
             bytes: 1,
+            conn: 1,
+            tls: false,
         }
     }
 
@@ -156,6 +168,11 @@ mod tests {
         let urls = requested_urls(&lines);
         assert_eq!(urls["http://a/"], 2);
         assert_eq!(urls.len(), 5);
+        let tls = LogLine {
+            tls: true,
+            ..line(9500, "a", "/")
+        };
+        assert_eq!(requested_urls(&[tls])["https://a/"], 1);
     }
 
     #[test]
@@ -170,5 +187,19 @@ mod tests {
         let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"time_ms\":3,\"hos").unwrap();
         assert_eq!(read_log(&p).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn old_lines_without_conn_and_tls_still_read() {
+        let old = r#"{"time_ms":1,"method":"GET","host":"a","path":"/","status":200,"bytes":5}"#;
+        let l: LogLine = serde_json::from_str(old).unwrap();
+        assert_eq!((l.conn, l.tls), (0, false));
+        let new = serde_json::to_string(&LogLine {
+            conn: 7,
+            tls: true,
+            ..l
+        })
+        .unwrap();
+        assert!(new.ends_with(r#""conn":7,"tls":true}"#), "{new}");
     }
 }

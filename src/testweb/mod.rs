@@ -4,8 +4,9 @@
 //! [`WebSpec`] -> [`generate`] -> [`Web`] (hosts `site{i}.web.test`, pages, links,
 //! robots.txt, redirects, copies, 404s); [`Web::site_map`] gives the exact truth
 //! tests compare against ([`SiteMap`], with [`SiteMap::reachable`]); [`server`]
-//! serves the web over HTTP/1.1 on a loopback address, routing on the `Host` header,
-//! and logs every request as a JSON line.
+//! serves the web over HTTP/1.1 on a loopback address, routing on the `Host` header
+//! (and, with a throw-away CA from [`tls`], HTTPS on the same address), and logs
+//! every request as a JSON line.
 
 pub mod generate;
 pub mod hostile;
@@ -18,6 +19,7 @@ pub mod robots;
 pub mod server;
 pub mod sitemap;
 pub mod spec;
+pub mod tls;
 pub mod vocab;
 pub mod xmlsitemaps;
 
@@ -25,6 +27,7 @@ pub use generate::generate;
 pub use log::{LogLine, RequestLog, min_gap_per_host, read_log, requested_urls};
 pub use model::{Host, Kind, Resource, Web};
 pub use robots::{CRAWLER_AGENT, Robots, RobotsGroup};
-pub use server::{RunningServer, Site, serve};
+pub use server::{RunningServer, Site, serve, serve_with_tls};
 pub use sitemap::{HostEntry, SiteMap, UrlEntry};
 pub use spec::{DOMAIN, RESOLVE_PATTERN, WebSpec};
+pub use tls::{TestCa, UNTRUSTED_HOST};

@@ -5,6 +5,11 @@
 //! hash lookup and a cheap `Bytes` clone, so the server is never the bottleneck of a
 //! fetch benchmark. Unknown hosts and paths answer 404; methods other than GET and
 //! HEAD answer 405.
+//!
+//! With TLS ([`super::tls::TestCa`]), the same listener also serves HTTPS: the first
+//! byte of every connection says whether it is a TLS handshake (then the connection
+//! is TLS with a certificate issued for the client's SNI name) or plain HTTP.
+//! Every request is logged with the number of its connection and whether it was TLS.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -30,10 +35,14 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
 
 use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
 use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
+use super::tls::{TestCa, is_tls_handshake};
 use crate::error::{Error, Result};
 
 /// The response body type: a whole body, or a stream for slow and endless ones.
@@ -157,6 +166,8 @@ impl Site {
             path,
             status: 0,
             bytes: 0,
+            conn: 0,
+            tls: false,
         };
         if method != Method::GET && method != Method::HEAD {
             let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
@@ -336,7 +347,83 @@ pub async fn serve(
     log: Option<Arc<RequestLog>>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<u64> {
-    let count = Arc::new(AtomicU64::new(0));
+    serve_with_tls(listener, site, log, None, shutdown).await
+}
+
+/// What every connection of a server shares.
+struct Shared {
+    site: Arc<Site>,
+    log: Option<Arc<RequestLog>>,
+    count: AtomicU64,
+}
+
+/// Serves HTTP/1.1 with keep-alive on one connection (plain or TLS), logging each
+/// request with the connection's number and kind.
+async fn serve_connection<I>(io: I, conn: u64, tls: bool, shared: Arc<Shared>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req: Request<Incoming>| {
+        let shared = shared.clone();
+        async move {
+            let (resp, mut line) = shared.site.respond(&req).await;
+            line.conn = conn;
+            line.tls = tls;
+            shared.count.fetch_add(1, Ordering::Relaxed);
+            if let Some(log) = &shared.log {
+                log.record(&line);
+            }
+            resp
+        }
+    });
+    let served = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    if let Err(e) = served.await {
+        tracing::debug!("connection {conn}: {e}");
+    }
+}
+
+/// Serves one accepted connection: plain HTTP without `tls`; with it, TLS when the
+/// first byte starts a handshake, plain HTTP otherwise.
+async fn accept_connection(
+    stream: TcpStream,
+    conn: u64,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+) {
+    let Some(acceptor) = tls else {
+        return serve_connection(stream, conn, false, shared).await;
+    };
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first).await {
+        Ok(1..) if is_tls_handshake(first[0]) => match acceptor.accept(stream).await {
+            Ok(s) => serve_connection(s, conn, true, shared).await,
+            Err(e) => tracing::debug!("connection {conn}: TLS handshake: {e}"),
+        },
+        Ok(1..) => serve_connection(stream, conn, false, shared).await,
+        // Closed (or failed) before sending anything.
+        Ok(_) | Err(_) => {}
+    }
+}
+
+/// [`serve`], and with `tls` also HTTPS on the same listener: each connection whose
+/// first byte starts a TLS handshake is served over TLS with `tls`, the others as
+/// plain HTTP. Returns the number of requests answered.
+pub async fn serve_with_tls(
+    listener: TcpListener,
+    site: Arc<Site>,
+    log: Option<Arc<RequestLog>>,
+    tls: Option<Arc<ServerConfig>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<u64> {
+    let shared = Arc::new(Shared {
+        site,
+        log: log.clone(),
+        count: AtomicU64::new(0),
+    });
+    let acceptor = tls.map(TlsAcceptor::from);
+    let mut conns: u64 = 0;
     let flusher = log.clone().map(|log| {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(FLUSH_INTERVAL);
@@ -361,30 +448,8 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let site = site.clone();
-                let log = log.clone();
-                let count = count.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
-                        let site = site.clone();
-                        let log = log.clone();
-                        let count = count.clone();
-                        async move {
-                            let (resp, line) = site.respond(&req).await;
-                            count.fetch_add(1, Ordering::Relaxed);
-                            if let Some(log) = &log {
-                                log.record(&line);
-                            }
-                            resp
-                        }
-                    });
-                    let conn = http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), service);
-                    if let Err(e) = conn.await {
-                        tracing::debug!("connection: {e}");
-                    }
-                });
+                conns += 1;
+                tokio::spawn(accept_connection(stream, conns, acceptor.clone(), shared.clone()));
             }
         }
     }
@@ -394,23 +459,26 @@ pub async fn serve(
     if let Some(log) = &log {
         log.flush()?;
     }
-    Ok(count.load(Ordering::Relaxed))
+    Ok(shared.count.load(Ordering::Relaxed))
 }
 
 /// Serves `web` on `addr` (loopback only) until SIGTERM or SIGINT, as `testweb serve`
 /// does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
 /// atomically (the server accepts connections from then on), calls `on_bound`, serves,
-/// and on the signal flushes the log. Returns the number of requests answered.
+/// and on the signal flushes the log. With `tls`, HTTPS is served on the same address
+/// too (certificates issued by that CA). Returns the number of requests answered.
 pub fn serve_until_signal(
     web: &Web,
     addr: SocketAddr,
     log: Option<&Path>,
     addr_file: Option<&Path>,
+    tls: Option<Arc<TestCa>>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<u64> {
     use tokio::signal::unix::{SignalKind, signal};
     check_loopback(&addr)?;
     let site = Arc::new(Site::new(web)?);
+    let tls = tls.map(|ca| ca.server_config()).transpose()?;
     let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
     let rt = tokio::runtime::Runtime::new()
         .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
@@ -437,7 +505,7 @@ pub fn serve_until_signal(
                 _ = int.recv() => {}
             }
         };
-        serve(listener, site, log, stop).await
+        serve_with_tls(listener, site, log, tls, stop).await
     });
     rt.shutdown_background();
     served
@@ -456,8 +524,20 @@ impl RunningServer {
     /// Binds `addr` (loopback only; port 0 picks one), and serves `web` from a
     /// background thread, logging requests to `log` if given.
     pub fn start(web: &Web, addr: SocketAddr, log: Option<&Path>) -> Result<RunningServer> {
+        RunningServer::start_with_tls(web, addr, log, None)
+    }
+
+    /// [`RunningServer::start`], also serving HTTPS on the same address with
+    /// certificates issued by `tls` when given.
+    pub fn start_with_tls(
+        web: &Web,
+        addr: SocketAddr,
+        log: Option<&Path>,
+        tls: Option<Arc<TestCa>>,
+    ) -> Result<RunningServer> {
         check_loopback(&addr)?;
         let site = Arc::new(Site::new(web)?);
+        let tls = tls.map(|ca| ca.server_config()).transpose()?;
         let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -472,7 +552,7 @@ impl RunningServer {
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread = std::thread::spawn(move || {
-            rt.block_on(serve(listener, site, log, async {
+            rt.block_on(serve_with_tls(listener, site, log, tls, async {
                 let _ = rx.await;
             }))
         });
@@ -566,6 +646,108 @@ mod tests {
             ("HEAD", 200, 0)
         );
         assert_eq!((lines[1].method.as_str(), lines[1].status), ("POST", 405));
+    }
+
+    /// With TLS, one address serves https (certificates per SNI name, trusted through
+    /// the published CA) and plain http; the log numbers connections and flags TLS.
+    #[test]
+    fn tls_and_plain_http_on_one_address() {
+        let web = crate::testweb::generate(&crate::testweb::WebSpec {
+            hosts: 2,
+            pages_per_host: 3,
+            ..Default::default()
+        })
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log.jsonl");
+        let ca = Arc::new(TestCa::generate().unwrap());
+        let server = RunningServer::start_with_tls(
+            &web,
+            "127.0.0.1:0".parse().unwrap(),
+            Some(&log),
+            Some(ca.clone()),
+        )
+        .unwrap();
+        let addr = server.addr();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = |trust: bool| {
+            let mut b = reqwest::Client::builder()
+                .no_proxy()
+                .resolve("site0.web.test", addr)
+                .resolve("site1.web.test", addr)
+                .resolve(super::super::tls::UNTRUSTED_HOST, addr);
+            if trust {
+                b = b.tls_certs_only([
+                    reqwest::Certificate::from_pem(ca.ca_pem().as_bytes()).unwrap()
+                ]);
+            }
+            b.build().unwrap()
+        };
+        let port = addr.port();
+        rt.block_on(async {
+            let c = client(true);
+            for (url, want) in [
+                (format!("https://site0.web.test:{port}/"), 200),
+                (format!("https://site0.web.test:{port}/p1.html"), 200),
+                (format!("https://site1.web.test:{port}/nothing"), 404),
+                (format!("http://site1.web.test:{port}/p1.html"), 200),
+            ] {
+                let r = c.get(&url).send().await.unwrap();
+                assert_eq!(r.status().as_u16(), want, "{url}");
+                let body = r.bytes().await.unwrap();
+                if want == 200 {
+                    let plain = url
+                        .replace("https://", "http://")
+                        .replace(&format!(":{port}"), "");
+                    assert_eq!(body, web.resource(&plain).unwrap().body, "{url}");
+                }
+            }
+            let e = c
+                .get(format!("https://untrusted.web.test:{port}/"))
+                .send()
+                .await
+                .unwrap_err();
+            assert_eq!(
+                crate::fetch::outcome::classify_error(&e),
+                "tls_error",
+                "{e:?}"
+            );
+            // Without the CA, no site verifies.
+            let e = client(false)
+                .get(format!("https://site0.web.test:{port}/"))
+                .send()
+                .await
+                .unwrap_err();
+            assert_eq!(
+                crate::fetch::outcome::classify_error(&e),
+                "tls_error",
+                "{e:?}"
+            );
+        });
+        assert_eq!(server.stop().unwrap(), 4);
+        let lines = crate::testweb::read_log(&log).unwrap();
+        let got: Vec<(&str, &str, bool)> = lines
+            .iter()
+            .map(|l| (l.host.as_str(), l.path.as_str(), l.tls))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("site0.web.test", "/", true),
+                ("site0.web.test", "/p1.html", true),
+                ("site1.web.test", "/nothing", true),
+                ("site1.web.test", "/p1.html", false),
+            ]
+        );
+        // Keep-alive: both site0 requests on one connection; a connection per origin.
+        assert_eq!(lines[0].conn, lines[1].conn);
+        assert!(lines[0].conn >= 1);
+        assert_ne!(lines[2].conn, lines[0].conn);
+        assert_ne!(lines[3].conn, lines[2].conn);
+        assert!(ca.cached() >= 3, "site0, site1 and the untrusted host");
     }
 
     #[test]

@@ -92,6 +92,12 @@ pub struct LogLine {
     pub host: String,
     pub path: String,
     pub status: u16,
+    /// The server's number of the connection (keep-alive reuse: same number).
+    #[serde(default)]
+    pub conn: u64,
+    /// The request came over TLS.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// Reads a test web request log.
