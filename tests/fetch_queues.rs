@@ -436,6 +436,14 @@ fn cross_host_redirect_is_handed_to_the_target_queue() {
         last_moved - redirected
     );
     assert!(target > last_moved, "the target waited for its own queue");
+    // Keep-alive: the redirecting host's requests (robots.txt, its redirect, the pages
+    // moved robots.txt points to and the listed pages, 0.1 s apart) share one connection.
+    let conns: std::collections::BTreeSet<u64> = log
+        .iter()
+        .filter(|l| l.host == ROBOTS_MOVED_HOST)
+        .map(|l| l.conn)
+        .collect();
+    assert_eq!(conns.len(), 1, "{ROBOTS_MOVED_HOST}: connections {conns:?}");
     // In the target's queue: politeness held, and the handed-over target went first
     // in line, ahead of the listed URLs still waiting.
     let lines: Vec<&LogLine> = log.iter().filter(|l| l.host == HOSTILE_HOST).collect();
