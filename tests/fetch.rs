@@ -173,6 +173,13 @@ fn start_server(rt: &tokio::runtime::Runtime) -> (SocketAddr, Log) {
     (addr, log)
 }
 
+/// A segment `name` whose fetch list is `http://{host}/p0` .. `p{n-1}` (no metadata).
+fn host_segment(root: &Path, name: &str, host: &str, n: usize) -> PathBuf {
+    let list: Vec<String> = (0..n).map(|i| format!("http://{host}/p{i}")).collect();
+    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
+    make_segment(root, name, &urls)
+}
+
 /// A crawl dir with one segment holding `urls` (with optional etag metadata).
 fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathBuf {
     let seg = root.join("segments").join(name);
@@ -462,9 +469,7 @@ fn time_limit_records_unattempted_urls() {
     let (addr, log) = start_server(&rt);
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let list: Vec<String> = (0..10).map(|i| format!("http://h.test/p{i}")).collect();
-    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
-    let seg = make_segment(root, "20260102000000", &urls);
+    let seg = host_segment(root, "20260102000000", "h.test", 10);
     // A leftover of a killed run must not get in the way.
     std::fs::create_dir_all(seg.join("crawl_fetch.tmp-999999")).unwrap();
     let config = write_config(root, addr, "delay = 0.4");
@@ -500,9 +505,7 @@ fn throughput_floor_stops_a_slow_run() {
     let (addr, log) = start_server(&rt);
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let list: Vec<String> = (0..10).map(|i| format!("http://h.test/p{i}")).collect();
-    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
-    let seg = make_segment(root, "20260102000000", &urls);
+    let seg = host_segment(root, "20260102000000", "h.test", 10);
     // One host at 0.5 s: about 2 URLs/s, under a floor of 5.
     let config = write_config(
         root,
@@ -534,9 +537,7 @@ fn throughput_floor_stops_a_slow_run() {
     );
 
     // Above the floor (5 URLs/s against 1): every URL fetched.
-    let list: Vec<String> = (0..10).map(|i| format!("http://q.test/p{i}")).collect();
-    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
-    let seg = make_segment(root, "20260103000000", &urls);
+    let seg = host_segment(root, "20260103000000", "q.test", 10);
     let config = write_config(
         root,
         addr,
@@ -577,9 +578,7 @@ fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
     let (addr, _log) = start_server(&rt);
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let list: Vec<String> = (0..8).map(|i| format!("http://k.test/p{i}")).collect();
-    let urls: Vec<(&str, Option<&str>)> = list.iter().map(|u| (u.as_str(), None)).collect();
-    let seg = make_segment(root, "20260104000000", &urls);
+    let seg = host_segment(root, "20260104000000", "k.test", 8);
     let config = write_config(root, addr, "delay = 0.5");
     let mut child = Command::new(env!("CARGO_BIN_EXE_fetch"))
         .arg("--crawl-dir")

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use trawl::fetch::robots::RobotsRecord;
-use trawl::records::FetchRecord;
 use trawl::testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
+
+/// One regular host and the hostile hosts (Crawl-delay 2 s on hostile.web.test).
+const HOSTILE_WEB: [&str; 7] = ["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
 
 /// Writes a config for the test web at `addr` with `fetch` keys (raw TOML lines) and
 /// extra `fetch.resolve` entries.
@@ -24,28 +26,6 @@ fn config(dir: &Path, addr: &str, fetch: &str, resolve: &str) -> PathBuf {
     );
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn generate(crawl: &Path, cfg: &Path) -> String {
-    let out = run_ok("generate", crawl, cfg, &[]);
-    out.trim().lines().last().unwrap().to_string()
-}
-
-/// Runs fetch on `segment`, asserting success; returns its stderr (the summary line).
-fn fetch(crawl: &Path, cfg: &Path, segment: &str) -> String {
-    let out = run("fetch", crawl, cfg, &[segment]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "fetch failed:\n{stderr}");
-    stderr
-}
-
-fn fetch_rows(segment: &str) -> BTreeMap<String, FetchRecord> {
-    let rows: Vec<FetchRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
-    let n = rows.len();
-    let map: BTreeMap<String, FetchRecord> = rows.into_iter().map(|r| (r.url.clone(), r)).collect();
-    assert_eq!(map.len(), n, "a URL has more than one crawl_fetch row");
-    map
 }
 
 fn robots_rows(segment: &str) -> Vec<RobotsRecord> {
@@ -99,8 +79,8 @@ fn one_queue_for_two_hosts(mode: &str) {
     let mut seeds = pages("site0.web.test", 0..5);
     seeds.extend(pages("site1.web.test", 0..5));
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    let summary = fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    let summary = fetch_ok(&crawl, &cfg, &segment);
     let log = web.stop();
     assert!(summary.contains("2 hosts, 1 queues"), "{summary}");
     let rows = fetch_rows(&segment);
@@ -130,10 +110,7 @@ fn adaptive_delay_grows_after_slow_pages() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let crawl = dir.join("crawl");
-    let web = TestWeb::start(
-        dir,
-        &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"],
-    );
+    let web = TestWeb::start(dir, &HOSTILE_WEB);
     let cfg = config(
         dir,
         &web.addr,
@@ -149,8 +126,8 @@ fn adaptive_delay_grows_after_slow_pages() {
         format!("{}\tscore=2", h("/tmp/ok.html")),
     ];
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
     let log = web.stop();
     let rows = fetch_rows(&segment);
     assert_eq!(rows[&h("/slow.html")].status.as_str(), "fetch_success");
@@ -198,8 +175,8 @@ fn robots_cache_between_runs() {
     let round = |seeds: Vec<String>, cfg: &Path| -> (String, String, usize) {
         let before = read_log(&log_path).len();
         inject_seeds(dir, &crawl, cfg, &seeds);
-        let segment = generate(&crawl, cfg);
-        let summary = fetch(&crawl, cfg, &segment);
+        let segment = generate_segment(&crawl, cfg);
+        let summary = fetch_ok(&crawl, cfg, &segment);
         run_ok("updatedb", &crawl, cfg, &[&segment]);
         // The server writes its log as it goes; give it a moment.
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -266,10 +243,7 @@ fn redirects_followed_inline() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let crawl = dir.join("crawl");
-    let web = TestWeb::start(
-        dir,
-        &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"],
-    );
+    let web = TestWeb::start(dir, &HOSTILE_WEB);
     let cfg = config(dir, &web.addr, "delay = 0.1\nfollow_redirects = 2", "");
     let h = |p: &str| format!("http://{HOSTILE_HOST}{p}");
     let seeds = vec![
@@ -278,8 +252,8 @@ fn redirects_followed_inline() {
         format!("{}\tscore=3", h("/chain3")),
     ];
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    let summary = fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    let summary = fetch_ok(&crawl, &cfg, &segment);
     let log = web.stop();
     assert!(summary.contains("3 urls"), "{summary}");
     assert!(summary.contains("4 redirects followed"), "{summary}");
@@ -361,10 +335,7 @@ fn cross_host_redirect_is_handed_to_the_target_queue() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let crawl = dir.join("crawl");
-    let web = TestWeb::start(
-        dir,
-        &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"],
-    );
+    let web = TestWeb::start(dir, &HOSTILE_WEB);
     let cfg = config(
         dir,
         &web.addr,
@@ -382,8 +353,8 @@ fn cross_host_redirect_is_handed_to_the_target_queue() {
         format!("{}\tscore=4", hostile("/script.cgi.html")),
     ];
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    let summary = fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    let summary = fetch_ok(&crawl, &cfg, &segment);
     let log = web.stop();
     assert!(summary.contains("1 redirects followed"), "{summary}");
 
@@ -482,8 +453,8 @@ fn unresolvable_host_fails_fast_with_one_lookup() {
     let mut seeds = pages("dead.web.test", 0..5);
     seeds.extend(pages("site0.web.test", 0..3));
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    let summary = fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    let summary = fetch_ok(&crawl, &cfg, &segment);
     let log = web.stop();
     assert!(
         summary.contains("1 dns lookups (1 failed)"),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use trawl::fetch::robots::RobotsRecord;
-use trawl::records::{ContentRecord, FetchRecord};
+use trawl::records::ContentRecord;
 use trawl::testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
 use trawl::testweb::model::Behavior;
 use trawl::testweb::{SiteMap, WebSpec};
@@ -59,20 +59,6 @@ fn inject(dir: &Path, crawl: &Path, cfg: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");
     std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
     run_ok("inject", crawl, cfg, &[file.to_str().unwrap()]);
-}
-
-fn generate(crawl: &Path, cfg: &Path) -> String {
-    let out = run_ok("generate", crawl, cfg, &[]);
-    out.trim().lines().last().unwrap().to_string()
-}
-
-fn fetch_rows(segment: &str) -> BTreeMap<String, FetchRecord> {
-    let rows: Vec<FetchRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
-    let n = rows.len();
-    let map: BTreeMap<String, FetchRecord> = rows.into_iter().map(|r| (r.url.clone(), r)).collect();
-    assert_eq!(map.len(), n, "a URL has more than one crawl_fetch row");
-    map
 }
 
 fn content_rows(segment: &str) -> BTreeMap<String, ContentRecord> {
@@ -175,7 +161,7 @@ fn hostile_host_in_one_fetch_list() {
         })
         .collect();
     inject(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
+    let segment = generate_segment(&crawl, &cfg);
     run_ok("fetch", &crawl, &cfg, &[&segment]);
     let log = web.stop();
 
@@ -293,7 +279,7 @@ fn robots_variants() {
     // Three pages per host, plus robotsmoved's cross-host redirect /to-hostile.
     assert_eq!(urls.len(), 10, "{urls:?}");
     inject(dir, &crawl, &cfg, &urls);
-    let segment = generate(&crawl, &cfg);
+    let segment = generate_segment(&crawl, &cfg);
     run_ok("fetch", &crawl, &cfg, &[&segment]);
     let log = web.stop();
     let rows = fetch_rows(&segment);
@@ -362,7 +348,7 @@ fn conditional_refetch_is_not_modified() {
     let url = format!("http://{HOSTILE_HOST}/cond.html");
     inject(dir, &crawl, &cfg, &[format!("{url}\tfetch_interval=1")]);
 
-    let first = generate(&crawl, &cfg);
+    let first = generate_segment(&crawl, &cfg);
     run_ok("fetch", &crawl, &cfg, &[&first]);
     let r = &fetch_rows(&first)[&url];
     assert_eq!(r.status.as_str(), "fetch_success");
@@ -373,7 +359,7 @@ fn conditional_refetch_is_not_modified() {
 
     // The fixed 1 s interval makes the page due again.
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let second = generate(&crawl, &cfg);
+    let second = generate_segment(&crawl, &cfg);
     run_ok("fetch", &crawl, &cfg, &[&second]);
     let r = &fetch_rows(&second)[&url];
     assert_eq!(

@@ -50,31 +50,10 @@ fn toml_path(p: &Path) -> String {
     p.to_str().unwrap().replace('\\', "\\\\")
 }
 
-fn generate(crawl: &Path, cfg: &Path) -> String {
-    let out = run_ok("generate", crawl, cfg, &[]);
-    out.trim().lines().last().unwrap().to_string()
-}
-
-fn fetch(crawl: &Path, cfg: &Path, segment: &str) -> String {
-    let out = run("fetch", crawl, cfg, &[segment]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "fetch failed:\n{stderr}");
-    stderr
-}
-
 fn fetch_list(segment: &str) -> BTreeSet<String> {
     let rows: Vec<CrawlDatum> =
         trawl::storage::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
     rows.into_iter().map(|d| d.url).collect()
-}
-
-fn fetch_rows(segment: &str) -> BTreeMap<String, FetchRecord> {
-    let rows: Vec<FetchRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
-    let n = rows.len();
-    let map: BTreeMap<String, FetchRecord> = rows.into_iter().map(|r| (r.url.clone(), r)).collect();
-    assert_eq!(map.len(), n, "a URL has more than one crawl_fetch row");
-    map
 }
 
 fn content_rows(segment: &str) -> BTreeMap<String, ContentRecord> {
@@ -193,8 +172,8 @@ fn https_crawl_with_the_test_ca() {
     let mut https_requests_per_host_max = 0;
     for round in 0..2 {
         let since = read_log(&web.log).len();
-        let segment = generate(&crawl, &cfg);
-        let summary = fetch(&crawl, &cfg, &segment);
+        let segment = generate_segment(&crawl, &cfg);
+        let summary = fetch_ok(&crawl, &cfg, &segment);
         let lines = log_since(&web, since);
         eprintln!("round {round}: {}", summary.trim());
         https_ok += check_round(&segment, &map, &lines);
@@ -304,8 +283,8 @@ fn unknown_ca_is_a_tls_error() {
         "http://site2.web.test/".to_string(),
     ];
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
     let rows = fetch_rows(&segment);
     for u in &seeds[..2] {
         assert_eq!(
@@ -343,8 +322,8 @@ fn unknown_ca_is_a_tls_error() {
         .chain(["http://site2.web.test/p1.html".to_string()])
         .collect();
     inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate(&crawl, &cfg);
-    let summary = fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    let summary = fetch_ok(&crawl, &cfg, &segment);
     let rows = fetch_rows(&segment);
     let reasons: BTreeMap<&str, usize> = rows
         .values()
@@ -393,8 +372,8 @@ fn untrusted_certificate_fails_unless_verification_is_off() {
     let crawl = dir.join("crawl-verify");
     let cfg = config(dir, "verify", &web.addr, &ca_line);
     inject_seeds(dir, &crawl, &cfg, std::slice::from_ref(&url));
-    let segment = generate(&crawl, &cfg);
-    fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
     let robots = robots_rows(&segment);
     let r = &robots[&format!("https://{UNTRUSTED_HOST}")];
     assert_eq!(
@@ -413,8 +392,8 @@ fn untrusted_certificate_fails_unless_verification_is_off() {
         &format!("{ca_line}\nrespect_robots = false"),
     );
     inject_seeds(dir, &crawl, &cfg, std::slice::from_ref(&url));
-    let segment = generate(&crawl, &cfg);
-    fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
     assert_eq!(
         status_reason(&fetch_rows(&segment)[&url]),
         ("fetch_retry", "tls_error")
@@ -426,8 +405,8 @@ fn untrusted_certificate_fails_unless_verification_is_off() {
     let crawl = dir.join("crawl-noverify");
     let cfg = config(dir, "noverify", &web.addr, "tls_verify = false");
     inject_seeds(dir, &crawl, &cfg, std::slice::from_ref(&url));
-    let segment = generate(&crawl, &cfg);
-    fetch(&crawl, &cfg, &segment);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
     let row = &fetch_rows(&segment)[&url];
     assert_eq!(status_reason(row), ("fetch_gone", "http_404"));
     assert_eq!(row.http_status, Some(404));
@@ -466,7 +445,7 @@ fn bad_ca_file_stops_fetch_before_any_request() {
         &format!("ca_file = \"{}\"", toml_path(&ca)),
     );
     inject_seeds(dir, &crawl, &good, &["https://site0.web.test/".to_string()]);
-    let segment = generate(&crawl, &good);
+    let segment = generate_segment(&crawl, &good);
     for (name, file, why) in [
         ("missing", &missing, "cannot read"),
         ("garbage", &garbage, "no certificate"),
@@ -492,7 +471,7 @@ fn bad_ca_file_stops_fetch_before_any_request() {
         }
     }
     assert!(log_since(&web, since).is_empty(), "nothing was requested");
-    fetch(&crawl, &good, &segment);
+    fetch_ok(&crawl, &good, &segment);
     assert_eq!(
         status_reason(&fetch_rows(&segment)["https://site0.web.test/"]),
         ("fetch_success", "ok")
@@ -547,7 +526,7 @@ fn without_system_roots_ca_file_alone_is_trusted() {
         let crawl = dir.join(format!("crawl-{name}"));
         let cfg = config(dir, name, &web.addr, &fetch_keys);
         inject_seeds(dir, &crawl, &cfg, &seeds);
-        let segment = generate(&crawl, &cfg);
+        let segment = generate_segment(&crawl, &cfg);
         let stderr = fetch_without_roots(&crawl, &cfg, &segment);
         let rows = fetch_rows(&segment);
         assert_eq!(

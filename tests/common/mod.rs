@@ -171,6 +171,30 @@ pub fn run_ok(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> String
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs generate; returns the new segment's path (its last stdout line).
+pub fn generate_segment(crawl: &Path, config: &Path) -> String {
+    let out = run_ok("generate", crawl, config, &[]);
+    out.trim().lines().last().unwrap().to_string()
+}
+
+/// Runs fetch on `segment`, asserting success; returns its stderr (the summary line).
+pub fn fetch_ok(crawl: &Path, config: &Path, segment: &str) -> String {
+    let out = run("fetch", crawl, config, &[segment]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "fetch failed:\n{stderr}");
+    stderr
+}
+
+/// A fetched segment's crawl_fetch rows by URL, asserting one row per URL.
+pub fn fetch_rows(segment: &str) -> BTreeMap<String, trawl::records::FetchRecord> {
+    let rows: Vec<trawl::records::FetchRecord> =
+        trawl::storage::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
+    let n = rows.len();
+    let map: BTreeMap<_, _> = rows.into_iter().map(|r| (r.url.clone(), r)).collect();
+    assert_eq!(map.len(), n, "a URL has more than one crawl_fetch row");
+    map
+}
+
 /// One full round; returns the segment path, or None when generate found nothing due.
 pub fn round(crawl: &Path, config: &Path) -> Option<String> {
     let out = run("generate", crawl, config, &[]);
