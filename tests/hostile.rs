@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use trawl::fetch::robots::RobotsRecord;
-use trawl::records::ContentRecord;
 use trawl::testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
 use trawl::testweb::model::Behavior;
 use trawl::testweb::{SiteMap, WebSpec};
@@ -59,12 +58,6 @@ fn inject(dir: &Path, crawl: &Path, cfg: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");
     std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
     run_ok("inject", crawl, cfg, &[file.to_str().unwrap()]);
-}
-
-fn content_rows(segment: &str) -> BTreeMap<String, ContentRecord> {
-    let rows: Vec<ContentRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("content")).unwrap();
-    rows.into_iter().map(|r| (r.url.clone(), r)).collect()
 }
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {

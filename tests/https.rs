@@ -15,7 +15,7 @@ use common::*;
 use trawl::CrawlDatum;
 use trawl::fetch::client::pool_idle_secs;
 use trawl::fetch::robots::RobotsRecord;
-use trawl::records::{ContentRecord, FetchRecord};
+use trawl::records::FetchRecord;
 use trawl::testweb::{SiteMap, UNTRUSTED_HOST};
 
 const WEB: [&str; 6] = ["--seed", "3", "--hosts", "3", "--pages", "6"];
@@ -54,12 +54,6 @@ fn fetch_list(segment: &str) -> BTreeSet<String> {
     let rows: Vec<CrawlDatum> =
         trawl::storage::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
     rows.into_iter().map(|d| d.url).collect()
-}
-
-fn content_rows(segment: &str) -> BTreeMap<String, ContentRecord> {
-    let rows: Vec<ContentRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("content")).unwrap();
-    rows.into_iter().map(|r| (r.url.clone(), r)).collect()
 }
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {

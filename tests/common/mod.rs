@@ -195,6 +195,13 @@ pub fn fetch_rows(segment: &str) -> BTreeMap<String, trawl::records::FetchRecord
     map
 }
 
+/// A fetched segment's content rows by URL.
+pub fn content_rows(segment: &str) -> BTreeMap<String, trawl::records::ContentRecord> {
+    let rows: Vec<trawl::records::ContentRecord> =
+        trawl::storage::read_dataset(&Path::new(segment).join("content")).unwrap();
+    rows.into_iter().map(|r| (r.url.clone(), r)).collect()
+}
+
 /// One full round; returns the segment path, or None when generate found nothing due.
 pub fn round(crawl: &Path, config: &Path) -> Option<String> {
     let out = run("generate", crawl, config, &[]);
