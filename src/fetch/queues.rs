@@ -176,18 +176,20 @@ impl Shared {
         fut: F,
         stoppable: bool,
     ) -> Option<F::Output> {
-        let notified = self.stop.notified();
-        tokio::pin!(notified);
-        // Registered before the flag is read, so a stop in between still wakes us.
-        notified.as_mut().enable();
         if stoppable && self.stopped.load(Ordering::Relaxed) {
             return None;
         }
         let stopped = async {
-            if stoppable {
-                notified.await
-            } else {
-                std::future::pending().await
+            if !stoppable {
+                return std::future::pending().await;
+            }
+            let notified = self.stop.notified();
+            tokio::pin!(notified);
+            // Registered before the flag is read again, so a stop in between still
+            // wakes us.
+            notified.as_mut().enable();
+            if !self.stopped.load(Ordering::Relaxed) {
+                notified.await;
             }
         };
         let deadline = async {
