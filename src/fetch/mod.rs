@@ -130,20 +130,29 @@ type HostList = (String, Vec<FetchItem>);
 /// Reads the fetch list into per-host queues (hosts in first-seen order).
 fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     let mut hosts: Vec<HostList> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Each host's index in `hosts` and its name, shared by the host's items.
+    let mut index: HashMap<String, (usize, Arc<str>)> = HashMap::new();
     let mut n = 0u64;
     for part in storage::part_files(&seg.dataset("crawl_generate"))? {
         for rows in storage::read_part::<CrawlDatum>(&part)? {
             for d in rows? {
-                let item = FetchItem::from_datum(d);
                 n += 1;
-                let i = *index.entry(item.host.clone()).or_insert_with(|| {
-                    hosts.push((item.host.clone(), Vec::new()));
-                    hosts.len() - 1
-                });
-                hosts[i].1.push(item);
+                let host = FetchItem::host_of(&d);
+                let (i, name) = match index.get(&host) {
+                    Some((i, name)) => (*i, name.clone()),
+                    None => {
+                        let name: Arc<str> = Arc::from(host.as_str());
+                        hosts.push((host.clone(), Vec::new()));
+                        index.insert(host, (hosts.len() - 1, name.clone()));
+                        (hosts.len() - 1, name)
+                    }
+                };
+                hosts[i].1.push(FetchItem::from_datum(d, name));
             }
         }
+    }
+    for (_, items) in &mut hosts {
+        items.shrink_to_fit();
     }
     Ok((hosts, n))
 }
@@ -231,7 +240,7 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     let claimed: HashSet<String> = if cfg.fetch.follow_redirects > 0 {
         hosts
             .iter()
-            .flat_map(|(_, items)| items.iter().map(|i| i.url.clone()))
+            .flat_map(|(_, items)| items.iter().map(|i| i.url.to_string()))
             .collect()
     } else {
         HashSet::new()

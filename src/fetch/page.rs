@@ -1,6 +1,8 @@
 //! Fetching one URL and turning the response (or failure) into its crawl_fetch
 //! row, its content row and a signal for the host queue.
 
+use std::sync::Arc;
+
 use reqwest::header::{HeaderName, IF_MODIFIED_SINCE, IF_NONE_MATCH};
 
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
@@ -13,17 +15,26 @@ use crate::fetch::writer::Output;
 use crate::records::{ContentRecord, FetchRecord, Header};
 use crate::urls::UrlPolicy;
 
-/// One URL of the fetch list, with what fetch needs of its datum.
+/// One URL of the fetch list, with what fetch needs of its datum. Kept small: a
+/// fetch run holds every URL of its fetch list in its queues (the host is shared by
+/// all URLs of a host, the validators boxed since few URLs have them).
 #[derive(Debug, Clone)]
 pub struct FetchItem {
     /// The URL as in the fetch list.
-    pub url: String,
-    /// Its host (the queue key).
-    pub host: String,
+    pub url: Box<str>,
+    /// Its host (lower-case; shared by the host's URLs).
+    pub host: Arc<str>,
     /// Score, copied to the outputs.
     pub score: f64,
     /// Depth, copied to the outputs.
     pub depth: i32,
+    /// The validators of a conditional re-fetch, if any.
+    pub validators: Option<Box<Validators>>,
+}
+
+/// What a page fetched before said, sent back on a re-fetch.
+#[derive(Debug, Clone, Default)]
+pub struct Validators {
     /// `etag` metadata, sent as If-None-Match.
     pub etag: Option<String>,
     /// `last_modified` metadata, sent as If-Modified-Since.
@@ -31,32 +42,62 @@ pub struct FetchItem {
 }
 
 impl FetchItem {
-    /// The item of a fetch-list datum.
-    pub fn from_datum(d: CrawlDatum) -> FetchItem {
-        let host = if d.host.is_empty() {
-            crate::urls::host_of(&d.url)
-        } else {
-            d.host.to_ascii_lowercase()
+    /// The item of a fetch-list datum; `host` is the shared name of its host when the
+    /// caller has one (see [`FetchItem::host_of`]).
+    pub fn from_datum(mut d: CrawlDatum, host: Arc<str>) -> FetchItem {
+        let mut take = |key: &str| d.metadata.remove(key).filter(|s| !s.is_empty());
+        let v = Validators {
+            etag: take("etag"),
+            last_modified: take("last_modified"),
         };
+        let validators = (v.etag.is_some() || v.last_modified.is_some()).then(|| Box::new(v));
         FetchItem {
-            etag: d.metadata.get("etag").cloned().filter(|s| !s.is_empty()),
-            last_modified: d
-                .metadata
-                .get("last_modified")
-                .cloned()
-                .filter(|s| !s.is_empty()),
-            url: d.url,
+            url: d.url.into_boxed_str(),
             host,
             score: d.score,
             depth: d.depth,
+            validators,
         }
+    }
+
+    /// The host of a fetch-list datum (lower-case; from the URL when the row has none).
+    pub fn host_of(d: &CrawlDatum) -> String {
+        if d.host.is_empty() {
+            crate::urls::host_of(&d.url)
+        } else {
+            d.host.to_ascii_lowercase()
+        }
+    }
+
+    /// A redirect target followed from a fetch-list URL: the source's score and depth,
+    /// no validators.
+    pub fn redirect_target(url: &str, from: &FetchItem) -> FetchItem {
+        FetchItem {
+            host: Arc::from(crate::urls::host_of(url)),
+            url: url.into(),
+            score: from.score,
+            depth: from.depth,
+            validators: None,
+        }
+    }
+
+    /// The `etag` sent as If-None-Match, if any.
+    pub fn etag(&self) -> Option<&String> {
+        self.validators.as_ref().and_then(|v| v.etag.as_ref())
+    }
+
+    /// The `last_modified` sent as If-Modified-Since, if any.
+    pub fn last_modified(&self) -> Option<&String> {
+        self.validators
+            .as_ref()
+            .and_then(|v| v.last_modified.as_ref())
     }
 
     /// A crawl_fetch row for this URL with no response (not attempted, denied, failed).
     pub fn record(&self, status: FetchStatus, reason: &str) -> FetchRecord {
         FetchRecord {
-            url: self.url.clone(),
-            host: self.host.clone(),
+            url: self.url.to_string(),
+            host: self.host.to_string(),
             status,
             reason: reason.to_string(),
             fetch_time: now_millis(),
@@ -90,10 +131,10 @@ pub async fn fetch_page(
     cap: usize,
 ) -> (Output, HostSignal) {
     let mut headers: Vec<(HeaderName, String)> = Vec::new();
-    if let Some(e) = &item.etag {
+    if let Some(e) = item.etag() {
         headers.push((IF_NONE_MATCH, e.clone()));
     }
-    if let Some(lm) = &item.last_modified {
+    if let Some(lm) = item.last_modified() {
         headers.push((IF_MODIFIED_SINCE, lm.clone()));
     }
     let resp = match http.get(url, &headers, cap).await {
@@ -146,8 +187,8 @@ pub async fn fetch_page(
     rec.reason = reason;
     if status == FetchStatus::FetchNotmodified {
         // Keep the validators known so the next round can ask again.
-        rec.etag = rec.etag.or_else(|| item.etag.clone());
-        rec.last_modified = rec.last_modified.or_else(|| item.last_modified.clone());
+        rec.etag = rec.etag.or_else(|| item.etag().cloned());
+        rec.last_modified = rec.last_modified.or_else(|| item.last_modified().cloned());
     }
     let retry_after = if matches!(code, 429 | 503) {
         resp.header("retry-after")
@@ -166,8 +207,8 @@ pub async fn fetch_page(
         }
         rec.content_length = Some(resp.body.len() as i64);
         Some(ContentRecord {
-            url: item.url.clone(),
-            host: item.host.clone(),
+            url: item.url.to_string(),
+            host: item.host.to_string(),
             fetch_time: now,
             http_status: i32::from(code),
             content_type: rec.content_type.clone(),

@@ -287,7 +287,11 @@ impl From<FetchItem> for Job {
 /// one lock: a worker retires only when it finds no job, so a job pushed later
 /// always finds a worker or starts one.
 struct Jobs {
-    waiting: VecDeque<Job>,
+    /// Redirect targets handed over by other queues: first in line (their chain
+    /// already waited its turn once).
+    redirected: VecDeque<Job>,
+    /// The queue's fetch-list URLs, in fetch-list order.
+    listed: VecDeque<FetchItem>,
     workers: usize,
 }
 
@@ -314,7 +318,8 @@ impl HostQueue {
         HostQueue {
             key,
             jobs: Mutex::new(Jobs {
-                waiting: items.into_iter().map(Job::from).collect(),
+                redirected: VecDeque::new(),
+                listed: items,
                 workers: 0,
             }),
             state: Mutex::new(HostState {
@@ -341,7 +346,13 @@ impl HostQueue {
     /// The next job for a worker; `None` retires the worker (no job left, or `stop`).
     fn next_job(&self, stop: bool, progress: &Progress) -> Option<Job> {
         let mut jobs = lock(&self.jobs);
-        let job = if stop { None } else { jobs.waiting.pop_front() };
+        let job = if stop {
+            None
+        } else {
+            jobs.redirected
+                .pop_front()
+                .or_else(|| jobs.listed.pop_front().map(Job::from))
+        };
         if job.is_none() {
             jobs.workers = jobs.workers.saturating_sub(1);
             if jobs.workers == 0 {
@@ -428,7 +439,7 @@ pub fn spawn_workers(shared: &Arc<Shared>, queue: &Arc<HostQueue>) {
 /// Hands a redirect target to its queue: first in line (it continues a chain that
 /// already waited its turn), with workers started if the queue has none.
 fn push_redirect(shared: &Arc<Shared>, queue: &Arc<HostQueue>, job: Job) {
-    lock(&queue.jobs).waiting.push_front(job);
+    lock(&queue.jobs).redirected.push_back(job);
     spawn_workers(shared, queue);
 }
 
@@ -484,7 +495,7 @@ async fn follow(
         item: first,
         mut via,
     } = job;
-    via.push(first.url.clone());
+    via.push(first.url.to_string());
     let chain = &mut via;
     loop {
         if !matches!(
@@ -507,14 +518,7 @@ async fn follow(
         if shared.aborted.load(Ordering::Relaxed) || !shared.claim(&target) {
             return Some(out);
         }
-        let item = FetchItem {
-            host: crate::urls::host_of(&target),
-            url: target.clone(),
-            score: first.score,
-            depth: first.depth,
-            etag: None,
-            last_modified: None,
-        };
+        let item = FetchItem::redirect_target(&target, &first);
         let target_queue = shared.queue_for(&item.host).await;
         shared.followed.fetch_add(1, Ordering::Relaxed);
         shared.emit(out, false).await;
