@@ -315,7 +315,8 @@ fn interrupted_run_leftovers_are_replaced() {
 /// Issue 4's metadata, non-HTML and link requirements, through the `parse` binary:
 /// keywords, lang and headings recorded; text/plain parsed as text; PDF and images
 /// recorded with type and size and no outlinks; `X-Robots-Tag` noarchive and
-/// agent-specific values; entities and whitespace in `href`; `--max-outlinks`.
+/// agent-specific values; `none` in the header and in meta robots; entities and
+/// whitespace in `href`; `--max-outlinks`.
 #[test]
 fn metadata_non_html_robots_headers_and_outlink_cap() {
     let meta = br#"<!DOCTYPE html><html lang="fr-CA"><head><title>Meta page</title>
@@ -402,6 +403,23 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
             0,
             vec![],
         ),
+        // `none` = noindex, nofollow: in the header, and in a meta tag.
+        content(
+            "http://n.test/none",
+            "text/html",
+            b"<p>Nothing for crawlers.</p><a href='/a3'>a3</a>".to_vec(),
+            1.0,
+            0,
+            hdr("none"),
+        ),
+        content(
+            "http://n.test/meta-none",
+            "text/html",
+            b"<html><head><meta name='robots' content='NONE'></head><body><p>Nothing here either.</p><a href='/a4'>a4</a></body></html>".to_vec(),
+            1.0,
+            0,
+            vec![],
+        ),
     ];
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("crawl");
@@ -410,7 +428,7 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     let out = run_parse(&root, &cfg, &["--max-outlinks", "10"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("7 pages (7 success, 0 failed)"), "{stderr}");
+    assert!(stderr.contains("9 pages (9 success, 0 failed)"), "{stderr}");
 
     let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
     let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
@@ -491,6 +509,14 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     let a = get("http://n.test/agent");
     assert!(a.noindex && !a.nofollow && !a.noarchive);
     assert_eq!(links_from("http://n.test/agent"), 1);
+
+    // `none`, from the header or a meta tag (any case): noindex and nofollow, so the
+    // page's link is not followed.
+    for url in ["http://n.test/none", "http://n.test/meta-none"] {
+        let d = get(url);
+        assert!(d.noindex && d.nofollow && !d.noarchive, "{url}");
+        assert_eq!(links_from(url), 0, "{url}");
+    }
 
     // --max-outlinks 10: the first ten links in document order.
     let many = get("http://n.test/many");
