@@ -186,6 +186,11 @@ pub struct FetchConfig {
     /// Host patterns mapped to a socket address, like curl's `--connect-to`:
     /// `"*.web.test" = "127.0.0.1:8080"` connects every matching host to that address.
     pub resolve: BTreeMap<String, String>,
+    /// Per-queue delays replacing `delay` (seconds), keyed by host pattern like
+    /// `resolve` (`"*.example.com" = 5.0`), matched against the queue's key (host,
+    /// registrable domain or IP address, see `queue_mode`); robots.txt Crawl-delay
+    /// still raises them.
+    pub delays: BTreeMap<String, f64>,
     /// Consecutive failures (network errors, 5xx, 429) after which a host's remaining
     /// URLs are skipped this round (fetch_retry, reason `host_failing`); 0 = never.
     pub max_host_exceptions: usize,
@@ -236,6 +241,7 @@ impl Default for FetchConfig {
             min_throughput_window: 30.0,
             min_throughput_after: 60.0,
             resolve: BTreeMap::new(),
+            delays: BTreeMap::new(),
             max_host_exceptions: 5,
             max_retry_after: 30.0,
             queue_mode: "host".into(),
@@ -514,6 +520,14 @@ impl Config {
         ] {
             if v < 0.0 || v.is_nan() {
                 return bad(key, "must not be negative");
+            }
+        }
+        for (pattern, v) in &f.delays {
+            if !(*v >= 0.0 && v.is_finite()) {
+                return bad(
+                    &format!("fetch.delays.\"{pattern}\""),
+                    "must be a non-negative number of seconds",
+                );
             }
         }
         if !(f.min_throughput_window > 0.0 && f.min_throughput_window.is_finite()) {

@@ -102,6 +102,56 @@ fn domain_queue_mode_spaces_subdomains_of_one_domain() {
     one_queue_for_two_hosts("domain");
 }
 
+/// `fetch.delays`: a host matching a pattern gets its own delay, the others keep
+/// `fetch.delay`; a negative entry is refused naming the key.
+#[test]
+fn per_queue_delay_overrides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let crawl = dir.join("crawl");
+    let web = TestWeb::start(dir, &["--seed", "3", "--hosts", "2", "--pages", "6"]);
+    let cfg = config(
+        dir,
+        &web.addr,
+        "delay = 0.05\n\n[fetch.delays]\n\"*.web.test\" = 0.05\n\"site1.web.test\" = 0.6",
+        "",
+    );
+    let mut seeds = pages("site0.web.test", 0..5);
+    seeds.extend(pages("site1.web.test", 0..5));
+    inject_seeds(dir, &crawl, &cfg, &seeds);
+    let segment = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &segment);
+    let log = web.stop();
+    let rows = fetch_rows(&segment);
+    assert_eq!(rows.len(), 10);
+    assert!(rows.values().all(|r| r.status.as_str() == "fetch_success"));
+    let of = |host: &str| -> Vec<&LogLine> { log.iter().filter(|l| l.host == host).collect() };
+    let (fast, slow) = (of("site0.web.test"), of("site1.web.test"));
+    // The exact name wins over the suffix pattern: 0.6 s between site1's requests.
+    assert_spaced(&slow, 600);
+    let span = |lines: &[&LogLine]| {
+        lines.iter().map(|l| l.time_ms).max().unwrap()
+            - lines.iter().map(|l| l.time_ms).min().unwrap()
+    };
+    assert_eq!(
+        (fast.len(), slow.len()),
+        (6, 6),
+        "robots.txt and 5 pages each"
+    );
+    assert!(
+        span(&fast) * 2 < span(&slow),
+        "site0 at 0.05 s took {} ms, site1 at 0.6 s {} ms",
+        span(&fast),
+        span(&slow)
+    );
+
+    let bad = config(dir, "127.0.0.1:9", "[fetch.delays]\n\"x.test\" = -1.0", "");
+    let out = run("fetch", &crawl, &bad, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("fetch.delays.\"x.test\""), "{err}");
+}
+
 /// Heritrix's adaptive delay on the hostile host (Crawl-delay 2): after `/slow.html`
 /// (3 s before its head) the next request waits 2 x 3 s; after fast pages the
 /// Crawl-delay is the floor.

@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod client;
+pub mod hostpattern;
 pub mod outcome;
 pub mod page;
 pub mod progress;
@@ -165,9 +166,18 @@ pub const LAST_END_FILE: &str = "fetch.last_end";
 /// across fetch runs: `last run's end + delay - now`, or nothing when the last run
 /// ended longer ago than the delay (or never ran, or the file is unreadable).
 pub fn initial_wait(last_end_file: &Path, delay_secs: f64, now_ms: i64) -> Duration {
-    let last_end = std::fs::read_to_string(last_end_file)
+    wait_since(read_last_end(last_end_file), delay_secs, now_ms)
+}
+
+/// The end of the last fetch run as recorded in `last_end_file` (ms), if readable.
+pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
+    std::fs::read_to_string(last_end_file)
         .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok());
+        .and_then(|s| s.trim().parse::<i64>().ok())
+}
+
+/// [`initial_wait`] from an already read `last_end`.
+pub fn wait_since(last_end: Option<i64>, delay_secs: f64, now_ms: i64) -> Duration {
     let Some(last_end) = last_end else {
         return Duration::ZERO;
     };
@@ -228,7 +238,9 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
     let time_limit = cfg.fetch.time_limit;
     let last_end_file = crawl_dir.join(LAST_END_FILE);
-    let first_wait = initial_wait(&last_end_file, cfg.fetch.delay, crate::datum::now_millis());
+    let last_end = read_last_end(&last_end_file);
+    let delays =
+        hostpattern::HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d)));
     let mode = QueueMode::parse(&cfg.fetch.queue_mode)?;
     let ttl = cfg.fetch.robots_cache_ttl;
     let cache_file = crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE);
@@ -260,7 +272,8 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             aborted: AtomicBool::new(false),
             mode,
             queues: Mutex::new(HashMap::new()),
-            first_wait,
+            last_end,
+            delays,
             robots_cache,
             robots_fetched: Mutex::new(HashMap::new()),
             claimed: Mutex::new(claimed),
@@ -275,7 +288,7 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         // on a listed host joins that host's queue instead of creating a second one.
         let listed: Vec<Arc<HostQueue>> = grouped
             .into_iter()
-            .map(|(key, items)| Arc::new(HostQueue::new(key, items.into(), &cfg.fetch, first_wait)))
+            .map(|(key, items)| Arc::new(shared.new_queue(key, items.into())))
             .collect();
         if let Ok(mut qs) = shared.queues.lock() {
             for q in &listed {

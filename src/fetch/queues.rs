@@ -29,6 +29,7 @@ use crate::crawldb::state::{REASON_THROUGHPUT_LIMIT, REASON_TIME_LIMIT};
 use crate::datum::FetchStatus;
 use crate::error::{Error, Result};
 use crate::fetch::client::Http;
+use crate::fetch::hostpattern::HostPatterns;
 use crate::fetch::outcome::HostSignal;
 use crate::fetch::page::{FetchItem, fetch_page};
 use crate::fetch::resolve::Resolver;
@@ -130,8 +131,11 @@ pub struct Shared {
     pub mode: QueueMode,
     /// Every queue by key (queues of redirect targets on new hosts are added on the way).
     pub queues: Mutex<HashMap<String, Arc<HostQueue>>>,
-    /// How long the first request of a queue waits (politeness across runs).
-    pub first_wait: Duration,
+    /// When the previous fetch run's last request ended (ms), for politeness across
+    /// runs (see [`crate::fetch::initial_wait`]).
+    pub last_end: Option<i64>,
+    /// `fetch.delays`: per-queue delays replacing `fetch.delay`.
+    pub delays: HostPatterns<f64>,
     /// Still-fresh robots.txt of earlier runs, by origin (`fetch.robots_cache_ttl`).
     pub robots_cache: HashMap<String, CacheEntry>,
     /// robots.txt fetched in this run, by origin, for the robots cache.
@@ -217,15 +221,17 @@ impl Shared {
         let key = queue_key(self.mode, self.http.resolver(), host).await;
         let mut qs = lock(&self.queues);
         qs.entry(key.clone())
-            .or_insert_with(|| {
-                Arc::new(HostQueue::new(
-                    key,
-                    VecDeque::new(),
-                    &self.cfg,
-                    self.first_wait,
-                ))
-            })
+            .or_insert_with(|| Arc::new(self.new_queue(key, VecDeque::new())))
             .clone()
+    }
+
+    /// A queue named `key` with its URLs: its delay is its `fetch.delays` entry or
+    /// `fetch.delay`, and its first request keeps that distance from the previous
+    /// run's last one.
+    pub fn new_queue(&self, key: String, items: VecDeque<FetchItem>) -> HostQueue {
+        let delay = self.delays.get(&key).copied().unwrap_or(self.cfg.delay);
+        let first_wait = crate::fetch::wait_since(self.last_end, delay, crate::datum::now_millis());
+        HostQueue::new(key, items, &self.cfg, delay, first_wait)
     }
 
     /// Sends a row to the writer; `listed` rows (fetch-list URLs) advance the progress.
@@ -306,15 +312,16 @@ pub struct HostQueue {
 }
 
 impl HostQueue {
-    /// A queue named `key` with its URLs; its first request may start after
-    /// `first_wait` (see [`crate::fetch::initial_wait`]).
+    /// A queue named `key` with its URLs, `delay_secs` apart; its first request may
+    /// start after `first_wait` (see [`crate::fetch::initial_wait`]).
     pub fn new(
         key: String,
         items: VecDeque<FetchItem>,
         cfg: &FetchConfig,
+        delay_secs: f64,
         first_wait: Duration,
     ) -> Self {
-        let delay = Duration::from_secs_f64(cfg.delay.max(0.0));
+        let delay = Duration::try_from_secs_f64(delay_secs.max(0.0)).unwrap_or_default();
         HostQueue {
             key,
             jobs: Mutex::new(Jobs {

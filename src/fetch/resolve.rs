@@ -15,45 +15,8 @@ use std::sync::{Arc, Mutex};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::error::{Error, Result};
+use crate::fetch::hostpattern::HostPatterns;
 use crate::fetch::outcome::DnsError;
-
-/// One host pattern: an exact name, `*.suffix` (any subdomain of `suffix`), or `*`.
-#[derive(Debug, Clone, PartialEq)]
-enum Pattern {
-    Any,
-    Exact(String),
-    Suffix(String),
-}
-
-impl Pattern {
-    fn parse(p: &str) -> Pattern {
-        let p = p.trim().trim_end_matches('.').to_ascii_lowercase();
-        if p == "*" {
-            Pattern::Any
-        } else if let Some(rest) = p.strip_prefix("*.") {
-            Pattern::Suffix(format!(".{rest}"))
-        } else {
-            Pattern::Exact(p)
-        }
-    }
-
-    fn matches(&self, host: &str) -> bool {
-        match self {
-            Pattern::Any => true,
-            Pattern::Exact(h) => h == host,
-            Pattern::Suffix(s) => host.len() > s.len() && host.ends_with(s.as_str()),
-        }
-    }
-
-    /// More specific patterns first: exact names, then longer suffixes, then `*`.
-    fn rank(&self) -> (u8, usize) {
-        match self {
-            Pattern::Exact(h) => (0, usize::MAX - h.len()),
-            Pattern::Suffix(s) => (1, usize::MAX - s.len()),
-            Pattern::Any => (2, 0),
-        }
-    }
-}
 
 /// The `fetch.resolve` value that marks matching hosts as not resolving: a lookup of
 /// such a host fails at once (counted and cached like a real failed lookup), and no
@@ -71,7 +34,7 @@ enum Target {
 /// [`NXDOMAIN`]).
 #[derive(Debug, Clone, Default)]
 pub struct ResolveMap {
-    rules: Vec<(Pattern, Target)>,
+    rules: HostPatterns<Target>,
 }
 
 impl ResolveMap {
@@ -80,7 +43,7 @@ impl ResolveMap {
         let mut rules = Vec::new();
         for (pattern, addr) in table {
             if addr.trim().eq_ignore_ascii_case(NXDOMAIN) {
-                rules.push((Pattern::parse(pattern), Target::NoSuchHost));
+                rules.push((pattern.clone(), Target::NoSuchHost));
                 continue;
             }
             let sock: SocketAddr = addr.trim().parse().map_err(|e| {
@@ -89,18 +52,15 @@ impl ResolveMap {
                     format!("{addr:?} is not an ip:port socket address ({e}); write e.g. \"127.0.0.1:8080\", or \"{NXDOMAIN}\" for a host that does not resolve"),
                 )
             })?;
-            rules.push((Pattern::parse(pattern), Target::Addr(sock)));
+            rules.push((pattern.clone(), Target::Addr(sock)));
         }
-        rules.sort_by_key(|(p, _)| p.rank());
-        Ok(ResolveMap { rules })
+        Ok(ResolveMap {
+            rules: HostPatterns::new(rules),
+        })
     }
 
     fn rule(&self, host: &str) -> Option<Target> {
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
-        self.rules
-            .iter()
-            .find(|(p, _)| p.matches(&host))
-            .map(|(_, a)| *a)
+        self.rules.get(host).copied()
     }
 
     /// The address a host is mapped to, if any (`None` also for [`NXDOMAIN`] hosts).
