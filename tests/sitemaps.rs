@@ -243,10 +243,16 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     assert_eq!(count(&s, "fetched"), 0, "{s}");
     assert_eq!(count(&s, "not due"), files.len() as u64, "{s}");
     assert_eq!(count(&s, "added"), 0, "{s}");
-    // Forced, with a politeness delay: requests to the host are that far apart.
+    // Forced, with a politeness delay for the host (`fetch.delays`, over a global
+    // delay of 0): requests to it are that far apart.
     let polite_dir = dir.path().join("polite");
     std::fs::create_dir_all(&polite_dir).unwrap();
-    let polite = write_config(&polite_dir, &web.addr, 0.25, "");
+    let polite = write_config(
+        &polite_dir,
+        &web.addr,
+        0.0,
+        &format!("[fetch.delays]\n\"{SMAP_HOST}\" = 0.25\n"),
+    );
     let t0 = trawl::datum::now_millis();
     let s = sitemap(&crawl, &polite, &["--force"]);
     let t1 = trawl::datum::now_millis();

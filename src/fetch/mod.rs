@@ -162,13 +162,6 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
 /// ended (milliseconds since the epoch, UTC).
 pub const LAST_END_FILE: &str = "fetch.last_end";
 
-/// How long the first request to each host must wait so that the delay also holds
-/// across fetch runs: `last run's end + delay - now`, or nothing when the last run
-/// ended longer ago than the delay (or never ran, or the file is unreadable).
-pub fn initial_wait(last_end_file: &Path, delay_secs: f64, now_ms: i64) -> Duration {
-    wait_since(read_last_end(last_end_file), delay_secs, now_ms)
-}
-
 /// The end of the last fetch run as recorded in `last_end_file` (ms), if readable.
 pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
     std::fs::read_to_string(last_end_file)
@@ -176,7 +169,10 @@ pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
         .and_then(|s| s.trim().parse::<i64>().ok())
 }
 
-/// [`initial_wait`] from an already read `last_end`.
+/// How long the first request to a host must wait so that its delay also holds
+/// across fetch runs: `last run's end + delay - now`, or nothing when the last run
+/// ended longer ago than the delay (or never ran: `last_end` is `None`, see
+/// [`read_last_end`]).
 pub fn wait_since(last_end: Option<i64>, delay_secs: f64, now_ms: i64) -> Duration {
     let Some(last_end) = last_end else {
         return Duration::ZERO;
@@ -435,24 +431,30 @@ mod initial_wait_tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join(LAST_END_FILE);
         assert_eq!(
-            initial_wait(&f, 1.0, 10_000),
+            wait_since(read_last_end(&f), 1.0, 10_000),
             Duration::ZERO,
             "no previous run"
         );
         std::fs::write(&f, "10000").unwrap();
-        assert_eq!(initial_wait(&f, 1.0, 10_000), Duration::from_millis(1000));
-        assert_eq!(initial_wait(&f, 1.0, 10_400), Duration::from_millis(600));
         assert_eq!(
-            initial_wait(&f, 1.0, 12_000),
+            wait_since(read_last_end(&f), 1.0, 10_000),
+            Duration::from_millis(1000)
+        );
+        assert_eq!(
+            wait_since(read_last_end(&f), 1.0, 10_400),
+            Duration::from_millis(600)
+        );
+        assert_eq!(
+            wait_since(read_last_end(&f), 1.0, 12_000),
             Duration::ZERO,
             "ended long ago"
         );
         assert_eq!(
-            initial_wait(&f, 1.0, 9_000),
+            wait_since(read_last_end(&f), 1.0, 9_000),
             Duration::from_millis(1000),
             "clock went back"
         );
         std::fs::write(&f, "garbage").unwrap();
-        assert_eq!(initial_wait(&f, 1.0, 10_000), Duration::ZERO);
+        assert_eq!(wait_since(read_last_end(&f), 1.0, 10_000), Duration::ZERO);
     }
 }

@@ -132,7 +132,7 @@ pub struct Shared {
     /// Every queue by key (queues of redirect targets on new hosts are added on the way).
     pub queues: Mutex<HashMap<String, Arc<HostQueue>>>,
     /// When the previous fetch run's last request ended (ms), for politeness across
-    /// runs (see [`crate::fetch::initial_wait`]).
+    /// runs (see [`crate::fetch::wait_since`]).
     pub last_end: Option<i64>,
     /// `fetch.delays`: per-queue delays replacing `fetch.delay`.
     pub delays: HostPatterns<f64>,
@@ -313,7 +313,7 @@ pub struct HostQueue {
 
 impl HostQueue {
     /// A queue named `key` with its URLs, `delay_secs` apart; its first request may
-    /// start after `first_wait` (see [`crate::fetch::initial_wait`]).
+    /// start after `first_wait` (see [`crate::fetch::wait_since`]).
     pub fn new(
         key: String,
         items: VecDeque<FetchItem>,

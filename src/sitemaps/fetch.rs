@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::fetch::client::Http;
+use crate::fetch::hostpattern::HostPatterns;
 use crate::fetch::outcome::classify_error;
 use crate::fetch::robots::{Robots, fetch_robots, origin_of};
 use crate::urls::UrlPolicy;
@@ -43,7 +44,10 @@ struct Shared {
     policy: Arc<UrlPolicy>,
     known: BTreeMap<String, SitemapRecord>,
     now: Millis,
-    first_wait: Duration,
+    /// When the last fetch run's last request ended (ms), for politeness across runs.
+    last_end: Option<i64>,
+    /// `fetch.delays`: per-host delays replacing `fetch.delay`.
+    delays: HostPatterns<f64>,
     not_due: AtomicU64,
     /// Fetch index children due or not (`--force`).
     force: bool,
@@ -73,7 +77,8 @@ pub fn fetch_all(
         policy: Arc::new(policy.clone()),
         known: known.clone(),
         now,
-        first_wait: crate::fetch::initial_wait(&last_end, cfg.fetch.delay, now_millis()),
+        last_end: crate::fetch::read_last_end(&last_end),
+        delays: HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d))),
         not_due: AtomicU64::new(0),
         force,
         budget: std::sync::atomic::AtomicI64::new(
@@ -166,8 +171,14 @@ async fn origin_task(
         .to_ascii_lowercase();
     let mut seen: HashSet<String> = queue.iter().map(|j| j.url.to_string()).collect();
     let fcfg = &shared.cfg.fetch;
-    tokio::time::sleep(shared.first_wait).await;
-    let mut delay = Duration::from_secs_f64(fcfg.delay.max(0.0));
+    let base = shared.delays.get(&host).copied().unwrap_or(fcfg.delay);
+    tokio::time::sleep(crate::fetch::wait_since(
+        shared.last_end,
+        base,
+        now_millis(),
+    ))
+    .await;
+    let mut delay = Duration::try_from_secs_f64(base.max(0.0)).unwrap_or_default();
     let robots = if fcfg.respect_robots {
         let (r, _, _) = fetch_robots(&shared.http, &origin, &host, &fcfg.robots_agent).await;
         r
