@@ -32,6 +32,15 @@ fn robots_rows(segment: &str) -> Vec<RobotsRecord> {
     trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap()
 }
 
+/// Injects `seeds` into a new crawl, generates and fetches one segment; returns the
+/// segment's path and fetch's summary line.
+fn fetch_seeds(dir: &Path, crawl: &Path, cfg: &Path, seeds: &[String]) -> (String, String) {
+    inject_seeds(dir, crawl, cfg, seeds);
+    let segment = generate_segment(crawl, cfg);
+    let summary = fetch_ok(crawl, cfg, &segment);
+    (segment, summary)
+}
+
 /// Asserts that consecutive requests of `lines` (any host) are at least `min_ms` apart.
 fn assert_spaced(lines: &[&LogLine], min_ms: i64) {
     let mut v: Vec<&&LogLine> = lines.iter().collect();
@@ -78,9 +87,7 @@ fn one_queue_for_two_hosts(mode: &str) {
     );
     let mut seeds = pages("site0.web.test", 0..5);
     seeds.extend(pages("site1.web.test", 0..5));
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    let summary = fetch_ok(&crawl, &cfg, &segment);
+    let (segment, summary) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     assert!(summary.contains("2 hosts, 1 queues"), "{summary}");
     let rows = fetch_rows(&segment);
@@ -118,9 +125,7 @@ fn per_queue_delay_overrides() {
     );
     let mut seeds = pages("site0.web.test", 0..5);
     seeds.extend(pages("site1.web.test", 0..5));
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    fetch_ok(&crawl, &cfg, &segment);
+    let (segment, _) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     let rows = fetch_rows(&segment);
     assert_eq!(rows.len(), 10);
@@ -175,9 +180,7 @@ fn adaptive_delay_grows_after_slow_pages() {
         format!("{}\tscore=3", h("/final.html")),
         format!("{}\tscore=2", h("/tmp/ok.html")),
     ];
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    fetch_ok(&crawl, &cfg, &segment);
+    let (segment, _) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     let rows = fetch_rows(&segment);
     assert_eq!(rows[&h("/slow.html")].status.as_str(), "fetch_success");
@@ -301,9 +304,7 @@ fn redirects_followed_inline() {
         format!("{}\tscore=4", h("/loop-a")),
         format!("{}\tscore=3", h("/chain3")),
     ];
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    let summary = fetch_ok(&crawl, &cfg, &segment);
+    let (segment, summary) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     assert!(summary.contains("3 urls"), "{summary}");
     assert!(summary.contains("4 redirects followed"), "{summary}");
@@ -402,9 +403,7 @@ fn cross_host_redirect_is_handed_to_the_target_queue() {
         format!("{}\tscore=5", hostile("/cond.html")),
         format!("{}\tscore=4", hostile("/script.cgi.html")),
     ];
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    let summary = fetch_ok(&crawl, &cfg, &segment);
+    let (segment, summary) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     assert!(summary.contains("1 redirects followed"), "{summary}");
 
@@ -502,9 +501,7 @@ fn unresolvable_host_fails_fast_with_one_lookup() {
     );
     let mut seeds = pages("dead.web.test", 0..5);
     seeds.extend(pages("site0.web.test", 0..3));
-    inject_seeds(dir, &crawl, &cfg, &seeds);
-    let segment = generate_segment(&crawl, &cfg);
-    let summary = fetch_ok(&crawl, &cfg, &segment);
+    let (segment, summary) = fetch_seeds(dir, &crawl, &cfg, &seeds);
     let log = web.stop();
     assert!(
         summary.contains("1 dns lookups (1 failed)"),
