@@ -463,6 +463,25 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     );
 }
 
+/// A run of `seg`'s 10 URLs of `host` cut short: some fetched, at least 5 recorded
+/// `fetch_retry` with `reason`, nothing else; the server saw robots.txt and exactly
+/// the fetched pages (cut URLs were never requested).
+fn assert_cut_short(seg: &Path, log: &Log, host: &str, reason: &str) {
+    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    assert_eq!(rows.len(), 10);
+    let ok = rows
+        .values()
+        .filter(|r| r.status == FetchStatus::FetchSuccess)
+        .count();
+    let cut: Vec<&FetchRecord> = rows.values().filter(|r| r.reason == reason).collect();
+    assert!(ok >= 1, "{rows:?}");
+    assert!(cut.len() >= 5, "{rows:?}");
+    assert!(cut.iter().all(|r| r.status == FetchStatus::FetchRetry));
+    assert_eq!(ok + cut.len(), 10, "{rows:?}");
+    let pages = log.for_host(host).len() - 1;
+    assert_eq!(pages, ok, "URLs recorded {reason} were never requested");
+}
+
 #[test]
 fn time_limit_records_unattempted_urls() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -481,18 +500,7 @@ fn time_limit_records_unattempted_urls() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(started.elapsed() < Duration::from_secs(4));
-    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
-    assert_eq!(rows.len(), 10);
-    let ok = rows
-        .values()
-        .filter(|r| r.status == FetchStatus::FetchSuccess)
-        .count();
-    let limited = rows.values().filter(|r| r.reason == "time_limit").count();
-    assert!(ok >= 1, "{rows:?}");
-    assert!(limited >= 5, "{rows:?}");
-    assert_eq!(ok + limited, 10);
-    let pages = log.for_host("h.test").len() - 1;
-    assert_eq!(pages, ok, "URLs recorded time_limit were never requested");
+    assert_cut_short(&seg, &log, "h.test", "time_limit");
     assert!(!seg.join("crawl_fetch.tmp-999999").exists());
 }
 
@@ -516,25 +524,7 @@ fn throughput_floor_stops_a_slow_run() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("fetch.min_throughput"), "{stderr}");
-    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
-    assert_eq!(rows.len(), 10);
-    let ok = rows
-        .values()
-        .filter(|r| r.status == FetchStatus::FetchSuccess)
-        .count();
-    let stopped: Vec<&FetchRecord> = rows
-        .values()
-        .filter(|r| r.reason == "throughput_limit")
-        .collect();
-    assert!(ok >= 1, "{rows:?}");
-    assert!(stopped.len() >= 5, "{rows:?}");
-    assert!(stopped.iter().all(|r| r.status == FetchStatus::FetchRetry));
-    assert_eq!(ok + stopped.len(), 10, "{rows:?}");
-    let pages = log.for_host("h.test").len() - 1;
-    assert_eq!(
-        pages, ok,
-        "URLs recorded throughput_limit were never requested"
-    );
+    assert_cut_short(&seg, &log, "h.test", "throughput_limit");
 
     // Above the floor (5 URLs/s against 1): every URL fetched.
     let seg = host_segment(root, "20260103000000", "q.test", 10);

@@ -367,18 +367,7 @@ fn robots_host(
             "cross-host redirect to the hostile host (Crawl-delay 2 s); no page links here",
         );
     }
-    let mut robots = Robots {
-        groups: Some(vec![RobotsGroup {
-            agents: vec!["*".into()],
-            disallow: vec!["/private/".into()],
-            allow: Vec::new(),
-            crawl_delay: None,
-        }]),
-        unavailable: false,
-        padding_bytes: 0,
-        moved_to: None,
-        sitemaps: Vec::new(),
-    };
+    let mut robots = Robots::private_disallowed();
     variant(&mut robots);
     Ok(Host {
         name: host.into(),

@@ -75,6 +75,12 @@ impl Robots {
         }
     }
 
+    /// One group: `*` may not fetch `/private/` (host 0's variant); the hostile and
+    /// sitemap hosts start from it.
+    pub fn private_disallowed() -> Robots {
+        Robots::for_host(0)
+    }
+
     /// The HTTP status of `/robots.txt`: 500, 200, or 404 when there is none.
     pub fn status(&self) -> u16 {
         if self.unavailable {

@@ -603,15 +603,20 @@ mod tests {
         assert_eq!(strip_port("[::1]:80"), "[::1]");
     }
 
-    #[test]
-    fn in_process_server_answers_and_logs() {
-        use std::io::{Read, Write};
-        let web = crate::testweb::generate(&crate::testweb::WebSpec {
+    /// A web of two hosts of three pages.
+    fn two_host_web() -> Web {
+        crate::testweb::generate(&crate::testweb::WebSpec {
             hosts: 2,
             pages_per_host: 3,
             ..Default::default()
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn in_process_server_answers_and_logs() {
+        use std::io::{Read, Write};
+        let web = two_host_web();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log.jsonl");
         let server =
@@ -652,12 +657,7 @@ mod tests {
     /// the published CA) and plain http; the log numbers connections and flags TLS.
     #[test]
     fn tls_and_plain_http_on_one_address() {
-        let web = crate::testweb::generate(&crate::testweb::WebSpec {
-            hosts: 2,
-            pages_per_host: 3,
-            ..Default::default()
-        })
-        .unwrap();
+        let web = two_host_web();
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log.jsonl");
         let ca = Arc::new(TestCa::generate().unwrap());

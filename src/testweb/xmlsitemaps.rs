@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::html::PageBuilder;
 use super::model::{GZIP_TYPE, Host, Kind, Resource, TEXT_TYPE, XML_TYPE};
-use super::robots::{Robots, RobotsGroup};
+use super::robots::Robots;
 use crate::error::{Error, Result};
 use crate::urls::UrlPolicy;
 
@@ -479,15 +479,6 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
     );
 
     let robots = Robots {
-        groups: Some(vec![RobotsGroup {
-            agents: vec!["*".into()],
-            disallow: vec!["/private/".into()],
-            allow: Vec::new(),
-            crawl_delay: None,
-        }]),
-        unavailable: false,
-        padding_bytes: 0,
-        moved_to: None,
         sitemaps: [
             "/sitemap.xml",
             "/sitemap-news.xml.gz",
@@ -499,6 +490,7 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
         .iter()
         .map(|p| u(p))
         .collect(),
+        ..Robots::private_disallowed()
     };
     Ok((
         Host {
