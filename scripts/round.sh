@@ -10,7 +10,7 @@ set +e
 segment=$("$BIN/generate" ${GENERATE_FLAGS:-})
 rc=$?
 set -e
-if [ "$rc" -eq 2 ]; then
+if [ "$rc" -eq 3 ]; then  # exit code 3: nothing due (docs/exit-codes.md)
   echo "round: no URLs are due; checking sitemaps only" >&2
   "$BIN/sitemap" ${SITEMAP_FLAGS:-}
   exit 0

@@ -4,12 +4,88 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// Exit codes, the same for every stage binary (documented in docs/exit-codes.md).
+///
+/// Scripts branch on these: `NOTHING_DUE` ends a crawl loop, `LOCKED` means "try again
+/// later", `INTERRUPTED` and `UNREACHABLE` mean partial or empty results were written.
+pub mod exit {
+    /// The stage did its work.
+    pub const OK: u8 = 0;
+    /// An error: bad input, a failed read or write. The message says what and where.
+    pub const ERROR: u8 = 1;
+    /// A usage error on the command line (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// Nothing to do: generate found no due URL (no segment written).
+    pub const NOTHING_DUE: u8 = 3;
+    /// Stopped by SIGINT/SIGTERM: what was done before the signal is written, the rest
+    /// is left for a rerun.
+    pub const INTERRUPTED: u8 = 4;
+    /// fetch reached no server at all (every host failed to connect or resolve).
+    pub const UNREACHABLE: u8 = 5;
+    /// A dataset or segment is locked by another live process.
+    pub const LOCKED: u8 = 6;
+    /// Stored data failed an integrity check (a part missing, altered or corrupt).
+    pub const CORRUPT: u8 = 7;
+}
+
+/// An outcome that ends a stage with a given exit code after its summary was printed.
+/// Returned as an error from a binary's `run` so that [`finish`] exits with `code`
+/// and prints `message` (when not empty) as the last line.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Exit {
+    /// One of the [`exit`] codes.
+    pub code: u8,
+    /// The line printed on stderr (may be empty).
+    pub message: String,
+}
+
+impl Exit {
+    /// An outcome with `code` and a message for the user.
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Exit {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The exit code of a library error.
+pub fn exit_code(err: &Error) -> u8 {
+    match err {
+        Error::Locked { .. } => exit::LOCKED,
+        Error::Integrity { .. } => exit::CORRUPT,
+        _ => exit::ERROR,
+    }
+}
+
+/// Ends a stage binary: prints the error (with its causes) and maps it to its exit code.
+/// Every stage's `main` is `trawl::cli::finish(run())`.
+pub fn finish(result: anyhow::Result<()>) -> ExitCode {
+    let Err(err) = result else {
+        return ExitCode::from(exit::OK);
+    };
+    if let Some(e) = err.downcast_ref::<Exit>() {
+        if !e.message.is_empty() {
+            eprintln!("{}", e.message);
+        }
+        return ExitCode::from(e.code);
+    }
+    let code = err
+        .chain()
+        .find_map(|c| c.downcast_ref::<Error>())
+        .map_or(exit::ERROR, exit_code);
+    eprintln!("Error: {err:?}");
+    ExitCode::from(code)
+}
 
 /// Flags every stage takes.
 #[derive(Debug, Clone, clap::Args)]

@@ -77,6 +77,16 @@ pub enum Error {
     /// A network-level failure outside a single fetch (binding a socket, building a client).
     #[error("network: {0}")]
     Net(String),
+    /// A stored dataset is incomplete or altered (a part missing, a size or checksum
+    /// that does not match its manifest). Never read past: the message names the file
+    /// and the way back (the previous version in `old/`).
+    #[error("{path}: integrity: {message}")]
+    Integrity {
+        /// The dataset or part file that failed its check.
+        path: PathBuf,
+        /// What does not match and how to recover.
+        message: String,
+    },
 }
 
 /// The library's result type.

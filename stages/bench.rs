@@ -41,7 +41,11 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, dir) = args.common.setup()?;
     match args.stage.as_deref() {

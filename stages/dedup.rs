@@ -23,7 +23,11 @@ struct Args {
     distance: u32,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let started = Instant::now();
     let (_cfg, dir) = args.common.setup()?;

@@ -40,7 +40,11 @@ struct Args {
     user_agent: Option<String>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let started = Instant::now();
     let (mut cfg, dir) = args.common.setup()?;

@@ -47,7 +47,11 @@ struct Args {
     work_dir: PathBuf,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::cli::init_logging();
     std::fs::create_dir_all(&args.work_dir)?;

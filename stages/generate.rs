@@ -4,17 +4,14 @@ use std::time::Instant;
 
 use clap::Parser;
 
-/// Exit code when no URL is due (the crawl loop stops).
-const EXIT_NOTHING_DUE: i32 = 2;
-
 #[derive(Debug, Parser)]
 #[command(
     about = "Generate fetch lists (segments) of due URLs",
     long_about = "Selects the URLs due for fetching (fetch_time <= now, not db_duplicate, score >= \
 generate.min_score, not held by a pending fetch list), at most --max-per-host per host (or per \
 registrable domain with generate.count_mode = \"domain\"), the --top-n best by score, and writes \
-them to a new segment. Prints each new segment's path on stdout, one per line. Exits with code 2 \
-(and writes no segment) when no URL is due."
+them to a new segment. Prints each new segment's path on stdout, one per line. Exits with code 3 \
+(and writes no segment) when no URL is due; see docs/exit-codes.md."
 )]
 struct Args {
     #[command(flatten)]
@@ -33,7 +30,11 @@ struct Args {
     add_days: f64,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, dir) = args.common.setup()?;
     let started = Instant::now();
@@ -73,8 +74,15 @@ fn main() -> anyhow::Result<()> {
         ),
     );
     if report.segments.is_empty() {
-        eprintln!("generate: no URLs due: nothing to generate (exit code {EXIT_NOTHING_DUE})");
-        std::process::exit(EXIT_NOTHING_DUE);
+        use trawl::cli::{Exit, exit};
+        return Err(Exit::new(
+            exit::NOTHING_DUE,
+            format!(
+                "generate: no URLs due: nothing to generate (exit code {})",
+                exit::NOTHING_DUE
+            ),
+        )
+        .into());
     }
     Ok(())
 }

@@ -29,7 +29,11 @@ struct Args {
     sitemaps: Option<PathBuf>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, dir) = args.common.setup()?;
     let started = Instant::now();

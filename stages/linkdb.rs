@@ -38,7 +38,11 @@ struct Args {
     max_inlinks: Option<usize>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (mut cfg, dir) = args.common.setup()?;
     if args.keep_internal {

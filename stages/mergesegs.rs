@@ -38,7 +38,11 @@ struct Args {
     delete_inputs: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, root) = args.common.setup()?;
     let started = Instant::now();

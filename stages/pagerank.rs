@@ -66,7 +66,11 @@ struct Args {
     no_update_crawldb: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (mut cfg, dir) = args.common.setup()?;
     let pc = &mut cfg.pagerank;

@@ -31,7 +31,11 @@ struct Args {
     max_page_millis: Option<u64>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let started = Instant::now();
     let (mut cfg, dir) = args.common.setup()?;

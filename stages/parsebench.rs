@@ -128,7 +128,11 @@ fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy:
     }
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::cli::init_logging();
     if args.threads > 0 {

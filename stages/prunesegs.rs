@@ -41,7 +41,11 @@ struct Args {
     json: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, root) = args.common.setup()?;
     let started = Instant::now();

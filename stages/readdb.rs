@@ -53,7 +53,11 @@ struct Args {
     json: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (_cfg, root) = args.common.setup()?;
     let started = Instant::now();
@@ -79,8 +83,11 @@ fn main() -> anyhow::Result<()> {
             }
             None => {
                 out.flush()?;
-                eprintln!("readdb: {url} is not in the crawldb");
-                std::process::exit(1);
+                return Err(trawl::cli::Exit::new(
+                    trawl::cli::exit::ERROR,
+                    format!("readdb: {url} is not in the crawldb"),
+                )
+                .into());
             }
         }
     } else if args.dump {

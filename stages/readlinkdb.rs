@@ -26,7 +26,11 @@ struct Args {
     dump: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (_cfg, root) = args.common.setup()?;
     let started = Instant::now();

@@ -33,7 +33,11 @@ struct Args {
     delay: Option<f64>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (mut cfg, dir) = args.common.setup()?;
     if args.probe {

@@ -23,7 +23,11 @@ struct Args {
     no_additions: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (mut cfg, dir) = args.common.setup()?;
     if args.no_additions {

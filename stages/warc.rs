@@ -35,7 +35,11 @@ struct Args {
     max_file_bytes: u64,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, root) = args.common.setup()?;
     let started = Instant::now();

@@ -287,14 +287,14 @@ fn generate_top_n_per_host_cap_and_generate_lock() {
             assert!(!urls.contains(&d.url.as_str()) && !urls2.contains(&d.url));
         }
     }
-    // 15 urls - 14 handed out = 1 left; then nothing -> exit code 2, no segment.
+    // 15 urls - 14 handed out = 1 left; then nothing -> exit code 3, no segment.
     let (out4, _) = ok("generate", &crawl, &["--top-n", "10"]);
     assert_eq!(out4.lines().count(), 1);
     let before = CrawlDir::new(&crawl).segments().unwrap().len();
     let o = run("generate", &crawl, &["--top-n", "10"]);
     assert_eq!(
         o.status.code(),
-        Some(2),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

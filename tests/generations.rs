@@ -42,7 +42,7 @@ fn map_of(dir: &Path, generation: u32) -> SiteMap {
 /// when nothing was due.
 fn round(crawl: &Path, config: &Path, generate_args: &[&str]) -> Option<PathBuf> {
     let out = run("generate", crawl, config, generate_args);
-    if out.status.code() == Some(2) {
+    if out.status.code() == Some(3) {
         return None;
     }
     assert!(

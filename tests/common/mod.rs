@@ -205,7 +205,7 @@ pub fn content_rows(segment: &str) -> BTreeMap<String, trawl::records::ContentRe
 /// One full round; returns the segment path, or None when generate found nothing due.
 pub fn round(crawl: &Path, config: &Path) -> Option<String> {
     let out = run("generate", crawl, config, &[]);
-    if out.status.code() == Some(2) {
+    if out.status.code() == Some(3) {
         return None;
     }
     assert!(

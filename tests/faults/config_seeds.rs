@@ -1,0 +1,1 @@
+//! Faults: config_seeds.
