@@ -379,7 +379,7 @@ pub fn canonical_escapes_bytes(b: &[u8]) -> String {
 /// Whether `raw` (no `scheme://`) is a host name or IP address with an optional
 /// port, then optionally a path, query or fragment: `example.com/a.html`,
 /// `localhost:8080`, `127.0.0.1/x`, `[::1]:80/`. Not `mailto:a@b.c`, `a@b.c`
-/// (no user info), `javascript:x` (a port is digits) or `page.html` (one label).
+/// (no user info), `javascript:x` (a port is digits) or `page` (one label).
 fn is_scheme_less_host(raw: &str) -> bool {
     let end = raw.find(['/', '?', '#']).unwrap_or(raw.len());
     let authority = &raw[..end];
