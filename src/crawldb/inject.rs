@@ -74,7 +74,7 @@ pub fn parse_seeds(
             url: raw.to_string(),
             reason,
         };
-        let url = match policy.check(raw) {
+        let url = match policy.check_seed(raw) {
             Ok(u) => u,
             Err(e) => {
                 rejected.push(reject(format!("{} ({})", e, e.code())));

@@ -38,7 +38,11 @@ pub fn hostile_hosts(policy: &UrlPolicy) -> Result<Vec<Host>> {
         robots_host(policy, ROBOTS_500_HOST, |r| r.unavailable = true)?,
         robots_host(policy, ROBOTS_BIG_HOST, |r| r.padding_bytes = 600 * 1024)?,
         robots_host(policy, ROBOTS_MOVED_HOST, |r| {
-            r.moved_to = Some("/robots-real.txt".into())
+            r.moved_to = Some("/robots-real.txt".into());
+            // `/private/` written with `p` percent-encoded (RFC 9309 2.2.2: the same rule).
+            if let Some(g) = r.groups.as_mut().and_then(|g| g.first_mut()) {
+                g.disallow = vec!["/%70rivate/".into()];
+            }
         })?,
     ])
 }
@@ -392,11 +396,11 @@ mod tests {
     }
 
     #[test]
-    fn robots_verdicts_match_texting_robots() {
+    fn robots_verdicts_match_the_fetcher() {
         let m = map();
         for (host, h) in &m.hosts {
             let Some(text) = &h.robots_txt else { continue };
-            let r = texting_robots::Robot::new("trawl", text.as_bytes()).unwrap();
+            let r = crate::fetch::robots::Robots::parse("trawl", text.as_bytes());
             for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
                 assert_eq!(r.allowed(url), !e.disallowed, "{url}");
             }
@@ -409,6 +413,14 @@ mod tests {
         assert!(m.urls["http://robots500.web.test/"].disallowed);
         assert_eq!(m.hosts["robots500.web.test"].robots_status, 500);
         assert_eq!(m.hosts["robotsmoved.web.test"].robots_status, 301);
+        assert!(
+            m.hosts["robotsmoved.web.test"]
+                .robots_txt
+                .as_ref()
+                .unwrap()
+                .contains("Disallow: /%70rivate/\n")
+        );
+        assert!(m.urls["http://robotsmoved.web.test/private/s1.html"].disallowed);
         assert!(
             m.hosts["robotsbig.web.test"]
                 .robots_txt
