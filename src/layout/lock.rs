@@ -271,6 +271,41 @@ impl Drop for Lock {
     }
 }
 
+/// Removes the lock file at `path` if its holder is gone (see [`Holder::state`]),
+/// and a lock's temporary file (`<lock>.new-<pid>`, `<lock>.stale-<pid>`) whose
+/// process no longer exists; returns whether it removed something. For clean-ups of
+/// what killed runs left (a lock nobody will take again, such as that of a segment
+/// since deleted).
+pub fn remove_if_stale(path: &Path) -> Result<bool> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some((_, pid)) = name
+        .rsplit_once(".lock.new-")
+        .or_else(|| name.rsplit_once(".lock.stale-"))
+    {
+        let gone = pid
+            .parse::<u32>()
+            .is_ok_and(|p| matches!(process_state(p), ProcState::Gone | ProcState::Zombie));
+        if gone {
+            fs::remove_file(path).at(path)?;
+        }
+        return Ok(gone);
+    }
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(false);
+    };
+    match Holder::parse(&text).map(|h| h.state()) {
+        Some(HolderState::Stale(why)) => {
+            tracing::info!("removing stale lock {} ({why})", path.display());
+            take_over(path, &text)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
 /// The lock of the segment at `segment_dir`: `<name>.lock` beside the segment's
 /// directory (`segments/<name>.lock`), outside every dataset and present whether
 /// or not the segment's directory exists yet.

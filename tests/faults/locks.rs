@@ -386,32 +386,45 @@ fn segment_tools_refuse_a_segment_in_use() {
     assert!(stdout.contains(&format!("pid {pid}")), "{stdout}");
     assert!(content.is_dir(), "content kept");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_warc"))
-        .arg("--crawl-dir")
-        .arg(&crawl)
-        .arg("--config")
-        .arg(&config)
-        .arg(&segment)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("TRAWL_CRAWL_DIR")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    let warc = || {
+        Command::new(env!("CARGO_BIN_EXE_warc"))
+            .arg("--crawl-dir")
+            .arg(&crawl)
+            .arg("--config")
+            .arg(&config)
+            .arg(&segment)
+            .env_remove("TRAWL_CONFIG")
+            .env_remove("TRAWL_CRAWL_DIR")
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let out = warc();
     assert_refused(&out, "warc", &holder);
     assert!(!crawl.join("warc").exists(), "warc wrote nothing");
     let out = run("parse", &crawl, &config, &[&segment, "--reparse"]);
     assert_refused(&out, "parse --reparse", &holder);
     assert_eq!(segments(), before);
 
-    // The holder dies: prunesegs takes its lock over and prunes.
+    // The holder dies: the next export takes its lock over (and says so), and
+    // prunesegs then prunes.
     let dead = sleeper.stop();
-    let out = run("prunesegs", &crawl, &config, &[&segment]);
+    let out = warc();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&format!("pid {dead} no longer exists; taking it over")),
         "{}",
         stderr(&out)
     );
+    assert!(!lock.exists());
+    run_ok("prunesegs", &crawl, &config, &[&segment]);
     assert!(!content.exists(), "content pruned");
     assert!(!lock.exists());
+
+    // The lock a killed run left for a segment that no longer exists (a deleted
+    // input, an output never installed): the segment tools' clean-up removes it.
+    let orphan = crawl.join("segments/20200101000000.lock");
+    write_lock(&orphan, "mergesegs", dead, 1, &boot_id());
+    run_ok("prunesegs", &crawl, &config, &[]);
+    assert!(!orphan.exists(), "stale lock of a deleted segment removed");
 }
