@@ -8,6 +8,7 @@
 //!   crawldb/.lock                         held while a stage rewrites the crawldb
 //!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
 //!     _meta.json, crawl_generate/, crawl_fetch/, content/, parse_text/, parse_data/, crawl_parse/
+//!   segments/<yyyyMMddHHmmss>.lock        held while a stage writes the segment ([`lock`])
 //!   linkdb/current/                       inlinks per target URL
 //!   pagerank/                             url, score, in_degree, out_degree
 //! ```
@@ -319,95 +320,7 @@ pub fn recover_versioned(base: &Path) -> Result<()> {
     Ok(())
 }
 
-/// An exclusive lock on a dataset, held while a stage rewrites it; released on drop.
-#[derive(Debug)]
-pub struct Lock {
-    path: PathBuf,
-}
+pub mod lock;
 
-impl Lock {
-    /// Takes the lock at `path` for `stage`. A lock held by a live process is an
-    /// error that says who holds it; a lock left by a dead process on this host is
-    /// reported and taken over.
-    pub fn acquire(path: &Path, stage: &str) -> Result<Lock> {
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).at(parent)?;
-        }
-        let host = hostname();
-        let body = format!(
-            "pid={}\nhost={}\nstage={}\nsince={}\n",
-            std::process::id(),
-            host,
-            stage,
-            chrono::Utc::now().to_rfc3339()
-        );
-        for _ in 0..2 {
-            match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-            {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    f.write_all(body.as_bytes()).at(path)?;
-                    return Ok(Lock {
-                        path: path.to_path_buf(),
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let held = fs::read_to_string(path).unwrap_or_default();
-                    let field = |k: &str| {
-                        held.lines()
-                            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-                            .unwrap_or("?")
-                            .to_string()
-                    };
-                    let (pid, lhost, lstage, since) =
-                        (field("pid"), field("host"), field("stage"), field("since"));
-                    let alive = pid
-                        .parse::<u32>()
-                        .map(|p| Path::new(&format!("/proc/{p}")).exists())
-                        .unwrap_or(false);
-                    if lhost == host && !alive {
-                        tracing::warn!(
-                            "stale lock {}: {lstage} (pid {pid}, since {since}) died without releasing it; taking it over",
-                            path.display()
-                        );
-                        fs::remove_file(path).at(path)?;
-                        continue;
-                    }
-                    let how = if lhost == host {
-                        format!("wait for {lstage} (pid {pid}, running since {since}) to finish")
-                    } else {
-                        format!(
-                            "held by {lstage} (pid {pid}) on host {lhost} since {since}; if no such process runs there, delete {} and rerun",
-                            path.display()
-                        )
-                    };
-                    return Err(Error::Locked {
-                        path: path.to_path_buf(),
-                        message: how,
-                    });
-                }
-                Err(e) => return Err(Error::io(path, e)),
-            }
-        }
-        Err(Error::Locked {
-            path: path.to_path_buf(),
-            message: "could not take the lock; delete the file if no trawl stage is running".into(),
-        })
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-fn hostname() -> String {
-    fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
-}
+/// Lock files of datasets and segments (see [`lock`]).
+pub use lock::Lock;

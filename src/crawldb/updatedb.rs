@@ -101,6 +101,8 @@ fn run_at(
             report.skipped.push(s.name().to_string());
             continue;
         }
+        // A segment a stage is writing (fetch, parse) must not be applied half done.
+        s.check_unlocked("updatedb")?;
         if !s.has("crawl_fetch") {
             return Err(Error::crawl_dir(
                 s.path(),

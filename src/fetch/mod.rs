@@ -5,7 +5,9 @@
 //!
 //! Datasets are staged and committed in the order `robots`, `content`,
 //! `crawl_fetch`: a segment with `crawl_fetch/` is completely fetched; leftovers of
-//! a run killed earlier are removed by the next run.
+//! a run killed earlier are removed by the next run, which holds the segment's lock
+//! (`segments/<name>.lock`) for its whole run, so a second fetch of the same segment
+//! is refused instead of deleting the first one's work in progress.
 
 pub mod bench;
 pub mod client;
@@ -208,6 +210,11 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     }
     let dir = CrawlDir::new(crawl_dir);
     let seg = select_segment(&dir, segment)?;
+    // The segment's lock, before anything in it is touched: what a killed run left
+    // is removed only once no other fetch can be writing it. Checked again under the
+    // lock: another fetch may have finished the segment meanwhile.
+    let _lock = seg.lock("fetch")?;
+    let seg = select_segment(&dir, Some(seg.path()))?;
     let meta = seg.meta()?;
     remove_partial_outputs(&seg)?;
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();

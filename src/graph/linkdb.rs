@@ -96,6 +96,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
             let mut out = Vec::new();
             for a in args {
                 let seg = dir.segment(a)?;
+                seg.check_unlocked("linkdb")?;
                 seg.require("parse_data", "parse")?;
                 out.push(seg);
             }
@@ -118,6 +119,11 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
                 .collect()
         }
     };
+    // A segment a stage is writing (fetch, parse, a segment tool) must not be
+    // inverted half done.
+    for s in &segments {
+        s.check_unlocked("linkdb")?;
+    }
     let partitions = match &old_meta {
         Some(m) if m.partitions > 0 => m.partitions,
         _ => dir

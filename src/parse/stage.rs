@@ -12,7 +12,9 @@
 //! `depth` is the page's depth + 1.
 //!
 //! All three datasets are staged and renamed into place at the end,
-//! `parse_data` last: its presence means the segment is parsed.
+//! `parse_data` last: its presence means the segment is parsed. The stage holds the
+//! segment's lock (`segments/<name>.lock`) for its whole run, so it is refused on a
+//! segment a fetch (or another parse) is writing.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -82,6 +84,8 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
     let started = Instant::now();
     let dir = CrawlDir::new(root);
     let seg = pick_segment(&dir, args)?;
+    // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
+    let _lock = seg.lock("parse")?;
     let content = seg.require("content", "fetch")?;
     if seg.has("parse_data") && !args.reparse {
         return Err(Error::crawl_dir(

@@ -20,7 +20,8 @@
 //! time, and no unapplied data can be lost by the newest-wins rule. Each output
 //! records its provenance in `_merged.json` ([`Provenance`]).
 //!
-//! **Crash safety.** The tool holds the crawldb and linkdb locks. Outputs are
+//! **Crash safety.** The tool holds the crawldb and linkdb locks, and the lock of
+//! every input and output segment (`segments/<name>.lock`). Outputs are
 //! written under `segments/<name>.tmp-<pid>` (invisible to every stage); once all
 //! are complete their names are recorded in the crawldb's and linkdb's
 //! `_meta.json` (each replaced atomically), then they are renamed into place, and
@@ -42,7 +43,8 @@ use crate::config::Config;
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
-use crate::layout::{CRAWLDB_META, CrawlDir, SEGMENT_META, Segment, SegmentMeta};
+use crate::layout::lock::segment_lock_path;
+use crate::layout::{CRAWLDB_META, CrawlDir, Lock, SEGMENT_META, Segment, SegmentMeta};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
@@ -255,6 +257,12 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             .collect::<Vec<_>>(),
     )?;
     report.inputs = live.iter().map(|s| s.name().to_string()).collect();
+    // Every input's lock, held to the end: no stage writes into an input (a reparse)
+    // or reads one (warc) while it is merged or deleted.
+    let _input_locks = live
+        .iter()
+        .map(|s| s.lock("mergesegs"))
+        .collect::<Result<Vec<_>>>()?;
     if live.is_empty() {
         tracing::info!("every segment given was already merged and removed: nothing to do");
         return Ok(report);
@@ -402,6 +410,18 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     }
     datasets.extend(["parse_data", "crawl_parse"]);
 
+    // The outputs' locks, taken before they are staged and held to the end: once
+    // renamed into place they are complete, but no stage touches them before the
+    // whole merge (input deletions included) is done.
+    let _output_locks = names
+        .iter()
+        .map(|nm| {
+            Lock::acquire(
+                &segment_lock_path(&dir.segments_dir().join(nm)),
+                "mergesegs",
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
     let staged: Vec<StagedDataset> = names
         .iter()
         .map(|nm| StagedDataset::new(&dir.segments_dir().join(nm)))

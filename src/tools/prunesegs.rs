@@ -18,6 +18,11 @@
 //! `--keep-newest K` narrow the choice; `--dry-run` lists what would go and the
 //! bytes it would free without changing anything.
 //!
+//! The lock of every segment it deletes from (`segments/<name>.lock`) is taken
+//! before anything is deleted: a named segment in use by another stage (a reparse,
+//! a warc export) is an error changing nothing; an unnamed one is kept, with the
+//! holder as the reason.
+//!
 //! Crash safety: the tool holds the crawldb and linkdb locks; each dataset (or
 //! segment) is renamed away in one step, then deleted, and the next run removes
 //! anything a kill left half deleted.
@@ -106,7 +111,10 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
     } else {
         all.clone()
     };
-    // Named segments must be prunable: refuse before deleting anything.
+    // The locks of the segments to prune, held to the end: no stage writes into
+    // them (a reparse) or reads them (warc) while their data is deleted.
+    let mut locks = Vec::new();
+    // Named segments must be prunable (and not in use): refuse before deleting anything.
     if named {
         for s in &chosen {
             if let Some(why) = applied.pending(s) {
@@ -116,6 +124,15 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
                         "{why}. prunesegs never deletes data that has not reached the crawldb and the linkdb; nothing was changed"
                     ),
                 ));
+            }
+            if !opts.dry_run {
+                locks.push(s.lock("prunesegs").map_err(|e| match e {
+                    Error::Locked { path, message } => Error::Locked {
+                        path,
+                        message: format!("{message}; nothing was changed"),
+                    },
+                    other => other,
+                })?);
             }
         }
     }
@@ -170,6 +187,20 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
                         .map(|d| segstate::disk_bytes(&s.dataset(d)))
                         .sum();
                 }
+            }
+        }
+        // Unnamed segments in use by another stage are kept, not waited for.
+        if e.action != "keep" && !opts.dry_run && !named {
+            match s.lock("prunesegs") {
+                Ok(l) => locks.push(l),
+                Err(Error::Locked { message, .. }) => {
+                    tracing::warn!("keeping segment {}: {message}", s.name());
+                    e.action = "keep".into();
+                    e.datasets.clear();
+                    e.bytes = 0;
+                    e.reason = Some(format!("in use: {message}"));
+                }
+                Err(other) => return Err(other),
             }
         }
         report.bytes += e.bytes;

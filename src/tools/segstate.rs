@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::graph::linkdb;
-use crate::layout::{self, CrawlDir, Lock, Segment};
+use crate::layout::{self, CrawlDir, Lock, Segment, lock};
 
 /// Test-only hook shared by `mergesegs` and `prunesegs`: `POINT:SECONDS` makes the
 /// tool sleep that long when it reaches the named point, so tests can kill it there.
@@ -114,8 +114,9 @@ pub fn remove_dir(path: &Path) -> Result<()> {
 }
 
 /// Removes what killed segment tools (and killed `generate`s) left: every
-/// `segments/*.tmp-*` (a staged segment or a segment being deleted) and every
-/// `segments/*/*.tmp-trash-*` (a dataset being deleted). Call only while holding
+/// `segments/*.tmp-*` (a staged segment or a segment being deleted), every
+/// `segments/*/*.tmp-trash-*` (a dataset being deleted) and every stale
+/// `segments/*.lock` (whose holder is gone). Call only while holding
 /// the crawldb lock: `generate` stages its segments under that lock, so no live
 /// process owns them. Returns the paths removed.
 pub fn clean_leftovers(dir: &CrawlDir) -> Result<Vec<PathBuf>> {
@@ -131,6 +132,12 @@ pub fn clean_leftovers(dir: &CrawlDir) -> Result<Vec<PathBuf>> {
         if name.contains(".tmp-") {
             rm(&path)?;
             removed.push(path);
+        } else if name.contains(".lock") && path.is_file() {
+            // A segment lock a killed run left (of a segment it was deleting, or of
+            // an output it never installed): nobody may take it again.
+            if lock::remove_if_stale(&path)? {
+                removed.push(path);
+            }
         } else if path.is_dir() {
             for inner in fs::read_dir(&path).at(&path)? {
                 let inner = inner.at(&path)?;

@@ -48,6 +48,10 @@ pub struct ExportStats {
 
 /// Exports `segment`'s `content` dataset as WARC files (see the module doc).
 pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportStats> {
+    // Held for the whole export: the content it reads is not deleted (prunesegs,
+    // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
+    // leftovers are not a concurrent export's of the same segment.
+    let _lock = segment.lock("warc")?;
     let content = segment.require("content", "fetch")?;
     let conditionals = conditional_headers(segment)?;
     fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;
