@@ -5,15 +5,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::tools::prunesegs::{PruneOptions, run};
+use trawl::tools::prunesegs::PruneOptions;
 
 #[derive(Debug, Parser)]
 #[command(
     about = "Free disk: delete the content and parse_text of segments already applied",
     long_about = "Deletes the heavy datasets (content, parse_text) of segments whose data already \
 reached the crawldb and the linkdb (fetched, parsed, updatedb and linkdb ran on them), keeping \
-crawl_generate, crawl_fetch, parse_data and crawl_parse, so readseg --list, linkdb --all and \
-pagerank (source = \"crawl\") give the same results. --whole deletes entire segments (refused \
+crawl_generate, crawl_fetch, robots, parse_data and crawl_parse, so readseg --list, linkdb --all and \
+pagerank (source = \"crawl\") give the same results and the sitemap stage still finds the \
+Sitemap: lines of robots.txt. --whole deletes entire segments (refused \
 while [pagerank] source = \"crawl\"). Segments not yet applied are never touched. Prints one \
 line per segment: what is deleted (or kept, and why) and the bytes freed; --dry-run changes \
 nothing. Safe to interrupt: rerun it."
@@ -57,7 +58,7 @@ fn run() -> anyhow::Result<()> {
         dry_run: args.dry_run,
         now: trawl::datum::now_millis(),
     };
-    let r = run(&root, &cfg, &opts)?;
+    let r = trawl::tools::prunesegs::run(&root, &cfg, &opts)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
