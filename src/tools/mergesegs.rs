@@ -828,7 +828,11 @@ mod tests {
         for d in SEGMENT_DATASETS {
             assert!(merge_kind(d).is_some(), "no merge rule for {d}");
         }
-        assert_eq!(merge_kind("robots"), Some(MergeKind::IfPresent));
+        assert!(SEGMENT_DATASETS.contains(&crate::fetch::ROBOTS_DATASET));
+        assert_eq!(
+            merge_kind(crate::fetch::ROBOTS_DATASET),
+            Some(MergeKind::IfPresent)
+        );
         assert_eq!(merge_kind("nope"), None);
     }
 }
