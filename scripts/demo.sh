@@ -39,7 +39,10 @@ echo
 echo "== crawldb statistics (readdb --stats)"
 "$BIN/readdb" --stats
 echo
-echo "== the ten top pages by PageRank (readdb --top 10)"
+# Every round's pagerank sets each crawldb score to PageRank x N (every known page is in
+# the graph; scores average 1.0), so the best scores are the best PageRanks. URLs the
+# last sitemap step added carry their <priority> (at most 1.0, an average page).
+echo "== the ten top pages by PageRank (readdb --top 10; score = PageRank x pages, 1.0 = average)"
 "$BIN/readdb" --top 10
 echo
 echo "demo: $ROUNDS rounds in $(( $(date +%s) - start )) s; crawl in $DIR/ (query it with DuckDB, see README)"

@@ -5,6 +5,8 @@
 # sitemap step runs (new or due sitemaps may bring new URLs for the next round).
 set -euo pipefail
 BIN=${BIN:-target/release}
+# Every stage takes extra flags from its own variable: PARSE_FLAGS, UPDATEDB_FLAGS,
+# LINKDB_FLAGS and PAGERANK_FLAGS too (e.g. PAGERANK_FLAGS="--max-iterations 300").
 
 set +e
 segment=$("$BIN/generate" ${GENERATE_FLAGS:-})
@@ -18,8 +20,8 @@ elif [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
 "$BIN/fetch" ${FETCH_FLAGS:-} "$segment"
-"$BIN/parse" "$segment"
-"$BIN/updatedb" "$segment"
-"$BIN/linkdb" "$segment"
-"$BIN/pagerank"
+"$BIN/parse" ${PARSE_FLAGS:-} "$segment"
+"$BIN/updatedb" ${UPDATEDB_FLAGS:-} "$segment"
+"$BIN/linkdb" ${LINKDB_FLAGS:-} "$segment"
+"$BIN/pagerank" ${PAGERANK_FLAGS:-}
 "$BIN/sitemap" ${SITEMAP_FLAGS:-}

@@ -357,7 +357,8 @@ impl Default for LinkDbConfig {
 pub struct PageRankConfig {
     /// Damping factor.
     pub damping: f64,
-    /// Stop when the L1 change of an iteration is below this.
+    /// Stop when the L1 change of an iteration (of the scores summing to 1, i.e. the
+    /// mean change of the crawldb's scores, which average 1.0) is below this.
     pub tolerance: f64,
     /// Stop after this many iterations.
     pub max_iterations: usize,
@@ -381,7 +382,7 @@ impl Default for PageRankConfig {
     fn default() -> Self {
         PageRankConfig {
             damping: 0.85,
-            tolerance: 1e-9,
+            tolerance: 1e-6,
             max_iterations: 100,
             source: "crawl".into(),
             update_crawldb: true,

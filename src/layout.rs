@@ -7,7 +7,7 @@
 //!   crawldb/old/                          the previous version
 //!   crawldb/.lock                         held while a stage rewrites the crawldb
 //!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
-//!     _meta.json, crawl_generate/, crawl_fetch/, content/, parse_text/, parse_data/, crawl_parse/
+//!     _meta.json, crawl_generate/, crawl_fetch/, content/, robots/, parse_text/, parse_data/, crawl_parse/
 //!   segments/<yyyyMMddHHmmss>.lock        held while a stage writes the segment ([`lock`])
 //!   linkdb/current/                       inlinks per target URL
 //!   pagerank/                             url, score, in_degree, out_degree
@@ -27,11 +27,15 @@ pub struct CrawlDir {
     root: PathBuf,
 }
 
-/// The names of a segment's datasets, in the order the stages write them.
-pub const SEGMENT_DATASETS: [&str; 6] = [
+/// The names of a segment's datasets, in the order the stages write them: every
+/// one of them, so that every tool that lists, copies, merges or deletes segment data
+/// (readseg, mergesegs, prunesegs) goes through this list (`robots` is written by
+/// fetch: one row per robots.txt origin, read by the sitemap stage).
+pub const SEGMENT_DATASETS: [&str; 7] = [
     "crawl_generate",
     "crawl_fetch",
     "content",
+    "robots",
     "parse_text",
     "parse_data",
     "crawl_parse",

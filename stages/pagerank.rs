@@ -26,11 +26,12 @@ enum Teleport {
 #[derive(Debug, Parser)]
 #[command(
     about = "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
-    long_about = "Builds the page graph (every URL that is a link source or target; distinct \
-links; self-links kept), runs PageRank by power iteration (dangling pages' rank spread \
-uniformly, scores sum to 1) and writes pagerank/ (url, score, in_degree, out_degree; \
-partitioned by host like the crawldb). Unless disabled, copies each page's score into the \
-crawldb's score column (pages outside the graph keep theirs). Optionally HITS \
+    long_about = "Builds the page graph (every crawldb URL and every URL that is a link \
+source or target; distinct links; self-links kept), runs PageRank by power iteration \
+(dangling pages' rank spread uniformly, scores sum to 1) and writes pagerank/ (url, score, \
+in_degree, out_degree; partitioned by host like the crawldb). Unless disabled, writes each \
+page's PageRank times the number of pages into the crawldb's score column, so crawldb scores \
+average 1.0 (the injected score's scale) and their order is PageRank's. Optionally HITS \
 (pagerank/hits/) and HostRank (pagerank/hosts/)."
 )]
 struct Args {
@@ -39,7 +40,7 @@ struct Args {
     /// Damping factor (overrides pagerank.damping, default 0.85).
     #[arg(long, value_name = "D")]
     damping: Option<f64>,
-    /// Stop when the L1 change of an iteration is below this (pagerank.tolerance, default 1e-9).
+    /// Stop when the L1 change of an iteration is below this (pagerank.tolerance, default 1e-6).
     #[arg(long, value_name = "T")]
     tolerance: Option<f64>,
     /// Stop after this many iterations (pagerank.max_iterations, default 100).

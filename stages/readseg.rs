@@ -30,11 +30,11 @@ struct Args {
     /// Dump this segment (a name under <crawl-dir>/segments or a path).
     #[arg(long, value_name = "SEGMENT")]
     dump: Option<PathBuf>,
-    /// With --dump: only rows whose url is URL (in every dataset).
+    /// With --dump: only rows whose url is URL (in every dataset; in robots, the row of its origin).
     #[arg(long, value_name = "URL", requires = "dump")]
     url: Option<String>,
     /// With --dump: only these datasets (comma-separated: crawl_generate, crawl_fetch,
-    /// content, parse_text, parse_data, crawl_parse) [default: every complete one].
+    /// content, robots, parse_text, parse_data, crawl_parse) [default: every complete one].
     #[arg(long, value_name = "NAME", value_delimiter = ',', requires = "dump")]
     dataset: Vec<String>,
     /// With --dump: only these columns (comma-separated; `dataset` is always written).

@@ -268,11 +268,17 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     let tmp = crawl();
     let root = tmp.path();
     let summary = ok(PAGERANK, root, &["--hits", "--hostrank"]);
-    // Nodes: a/, a/x, b/, c/, hub/ and its 3 pages (lonely.test has no link); 12 links.
-    assert!(summary.contains("8 nodes, 12 edges"), "{summary}");
-    assert!(summary.contains("5 crawldb scores updated"), "{summary}");
+    // Nodes: a/, a/x, b/, c/, hub/ and its 3 pages, and lonely.test/ (a crawldb URL
+    // without any link); 12 links.
+    assert!(summary.contains("9 nodes, 12 edges"), "{summary}");
+    assert!(summary.contains("6 crawldb scores updated"), "{summary}");
     let rows = pagerank_rows(root);
-    assert_eq!(rows.len(), 8);
+    assert_eq!(rows.len(), 9);
+    let lonely = rows
+        .iter()
+        .find(|r| r.url == "http://lonely.test/")
+        .unwrap();
+    assert_eq!((lonely.in_degree, lonely.out_degree), (0, 0));
     let total: f64 = rows.iter().map(|r| r.score).sum();
     assert!((total - 1.0).abs() < 1e-9, "{total}");
     let best = rows
@@ -299,15 +305,19 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
         );
         assert!(rows.windows(2).all(|w| w[0].url < w[1].url));
     }
-    // Crawldb scores = PageRank; URLs outside the graph keep theirs.
+    // Crawldb scores = PageRank x N for every row (every crawldb URL is a node), so
+    // they average 1.0 over the graph; the unlinked page is below average.
     let db: Vec<CrawlDatum> = storage::read_dataset(&root.join("crawldb/current")).unwrap();
     assert_eq!(db.len(), 6);
     for d in &db {
-        match rows.iter().find(|r| r.url == d.url) {
-            Some(r) => assert_eq!(d.score, r.score, "{}", d.url),
-            None => assert_eq!(d.score, 7.5, "{}", d.url),
-        }
+        let r = rows.iter().find(|r| r.url == d.url).unwrap();
+        assert_eq!(d.score, r.score * 9.0, "{}", d.url);
     }
+    let lonely_db = db.iter().find(|d| d.url == "http://lonely.test/").unwrap();
+    assert!(lonely_db.score < 1.0, "{}", lonely_db.score);
+    let meta_pr: trawl::graph::rows::PageRankMeta =
+        storage::read_json(&root.join("pagerank/_meta.json")).unwrap();
+    assert_eq!(meta_pr.crawldb_scale, 9.0);
     assert!(root.join("crawldb/old/_SUCCESS").is_file());
     let meta: CrawlDbMeta = storage::read_json(&root.join("crawldb/current/_meta.json")).unwrap();
     assert_eq!(
@@ -317,7 +327,7 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     assert!(!root.join("crawldb/.lock").exists());
 
     let hits: Vec<HitsRecord> = storage::read_dataset(&root.join("pagerank/hits")).unwrap();
-    assert_eq!(hits.len(), 8);
+    assert_eq!(hits.len(), 9);
     let auth = hits
         .iter()
         .max_by(|a, b| a.authority.total_cmp(&b.authority))
@@ -325,7 +335,7 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     assert_eq!(auth.url, "http://hub.test/");
     assert!((hits.iter().map(|h| h.hub).sum::<f64>() - 1.0).abs() < 1e-9);
     let hosts: Vec<HostRankRecord> = storage::read_dataset(&root.join("pagerank/hosts")).unwrap();
-    assert_eq!(hosts.len(), 4);
+    assert_eq!(hosts.len(), 5);
     assert!((hosts.iter().map(|h| h.score).sum::<f64>() - 1.0).abs() < 1e-9);
     let top = hosts
         .iter()
@@ -357,8 +367,8 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
         ],
     );
     // Internal links are not in the linkdb: a/ -> a/x and hub/ -> hub/about are gone
-    // (a/x stays: it links to other hosts).
-    assert!(summary.contains("5 nodes, 8 edges"), "{summary}");
+    // (a/x stays: it links to other hosts); lonely.test/ is a node as a crawldb URL.
+    assert!(summary.contains("6 nodes, 8 edges"), "{summary}");
     let rows = pagerank_rows(root);
     assert!((rows.iter().map(|r| r.score).sum::<f64>() - 1.0).abs() < 1e-9);
     let after: Vec<CrawlDatum> = storage::read_dataset(&root.join("crawldb/current")).unwrap();
@@ -374,6 +384,7 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
         score("http://hub.test/"),
     );
     assert!(c > 0.0 && (c - ax).abs() < 1e-12, "{c} {ax}");
+    assert!((score("http://lonely.test/") - c).abs() < 1e-12);
     assert!(a > hub && hub > 5.0 * c, "{a} {c} {hub}");
 }
 
@@ -388,7 +399,7 @@ fn pagerank_ignore_internal_equals_the_linkdb_graph() {
         root,
         &["--ignore-internal", "--no-update-crawldb"],
     );
-    assert!(summary.contains("5 nodes, 8 edges"), "{summary}");
+    assert!(summary.contains("6 nodes, 8 edges"), "{summary}");
     let crawl_rows = pagerank_rows(root);
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join("pagerank/_meta.json")).unwrap()).unwrap();
@@ -400,7 +411,7 @@ fn pagerank_ignore_internal_equals_the_linkdb_graph() {
         &["--source", "linkdb", "--no-update-crawldb"],
     );
     let linkdb_rows = pagerank_rows(root);
-    assert_eq!(crawl_rows.len(), 5);
+    assert_eq!(crawl_rows.len(), 6);
     assert_eq!(crawl_rows, linkdb_rows);
     assert!(
         !crawl_rows

@@ -107,4 +107,47 @@ fn cnr_2000_matches_reference_pagerank() {
         );
         assert!(ours.contains(&node), "node {node} of the top 100 missing");
     }
+
+    // The default parameters (those of `[pagerank]`) converge on this real web graph,
+    // within the distance the stopping rule promises, with the reference's top 100.
+    let defaults = PageRankParams::default();
+    let cfg = trawl::Config::default().pagerank;
+    assert_eq!(
+        (
+            defaults.damping,
+            defaults.tolerance,
+            defaults.max_iterations
+        ),
+        (cfg.damping, cfg.tolerance, cfg.max_iterations),
+        "the kernel's defaults are the config's"
+    );
+    let r = pagerank(&inl, &out_degrees(&out), None, &defaults);
+    let l1: f64 = r.scores.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
+    eprintln!(
+        "cnr-2000 with the defaults (tolerance {:e}): {} iterations (delta {:.2e}); L1 distance {l1:.3e}",
+        defaults.tolerance, r.iterations, r.delta
+    );
+    assert!(
+        r.delta < defaults.tolerance && r.iterations < defaults.max_iterations,
+        "did not converge: {} iterations, delta {}",
+        r.iterations,
+        r.delta
+    );
+    let d = defaults.damping;
+    assert!(
+        l1 <= defaults.tolerance * d / (1.0 - d),
+        "L1 distance {l1} beyond the stopping rule's bound"
+    );
+    let max_abs = r
+        .scores
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    for (k, (a, b)) in top(&r.scores).iter().zip(&theirs).enumerate() {
+        assert!(
+            a == b || (want[*a] - want[*b]).abs() <= 2.0 * max_abs,
+            "defaults, rank {k}: node {a} vs reference {b}"
+        );
+    }
 }

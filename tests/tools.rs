@@ -122,6 +122,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
                 "crawl_generate",
                 "crawl_fetch",
                 "content",
+                "robots",
                 "parse_text",
                 "parse_data",
                 "crawl_parse"
@@ -158,11 +159,24 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
             "crawl_generate",
             "crawl_parse",
             "parse_data",
-            "parse_text"
+            "parse_text",
+            "robots"
         ]
         .into()
     );
-    assert!(rows.iter().all(|r| r["url"] == page.url.as_str()));
+    // Every row is the page's, robots/ the one row of its origin.
+    let origin = url::Url::parse(&page.url)
+        .unwrap()
+        .origin()
+        .ascii_serialization();
+    for r in &rows {
+        if r["dataset"] == "robots" {
+            assert_eq!(r["origin"], origin.as_str(), "{r}");
+        } else {
+            assert_eq!(r["url"], page.url.as_str(), "{r}");
+        }
+    }
+    assert_eq!(rows.iter().filter(|r| r["dataset"] == "robots").count(), 1);
     let c = rows.iter().find(|r| r["dataset"] == "content").unwrap();
     let hex: String = page.content.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(c["content"], hex.as_str(), "content is hex");

@@ -238,6 +238,13 @@ impl<'a> Interning<'a> {
         }
     }
 
+    /// A URL that is a node by itself (no out-links counted).
+    fn node(&mut self, url: &str) {
+        if self.error.is_none() {
+            self.push(url, 0);
+        }
+    }
+
     fn end_run(&mut self) {
         if self.run > 0 {
             let src = std::mem::take(&mut self.last_src);
@@ -475,6 +482,32 @@ impl PageGraph {
         )
     }
 
+    /// Builds a graph from an explicit edge list plus URLs that are nodes without
+    /// any link needed (tests).
+    pub fn from_edges_and_nodes(
+        edges: &[(&str, &str)],
+        nodes: &[&str],
+        partitions: usize,
+    ) -> Result<PageGraph> {
+        build_with_nodes(
+            1,
+            |_, f| {
+                for (s, d) in edges {
+                    f(s, d);
+                }
+                Ok(())
+            },
+            1,
+            |_, f| {
+                for u in nodes {
+                    f(u);
+                }
+                Ok(())
+            },
+            partitions,
+        )
+    }
+
     /// Bytes held by the URL table and the out-link CSR (the graph's memory).
     pub fn heap_bytes(&self) -> usize {
         self.out.heap_bytes()
@@ -504,11 +537,16 @@ pub fn url_host(url: &str) -> Cow<'_, str> {
 }
 
 /// Builds the page graph of `source`, partitioning URLs by host into `partitions`.
+/// Its nodes are the ends of every edge and the URLs of the source's node files
+/// (the crawldb: every known page is a node, linked or not).
 pub fn build_graph(source: &EdgeSource, partitions: usize) -> Result<PageGraph> {
     let files = source.files();
-    build(
+    let node_files = source.node_files();
+    build_with_nodes(
         files.len(),
         |i, f| source.scan_file(&files[i], f),
+        node_files.len(),
+        |i, f| source.scan_nodes(&node_files[i], f),
         partitions,
     )
 }
@@ -529,14 +567,34 @@ fn build<S>(jobs: usize, scan: S, partitions: usize) -> Result<PageGraph>
 where
     S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
 {
+    build_with_nodes(jobs, scan, 0, |_, _| Ok(()), partitions)
+}
+
+/// [`build`] with `node_jobs` more scan jobs: `scan_nodes(i, f)` calls `f(url)` for
+/// URLs that are nodes whether or not they have links (read in the first pass only).
+fn build_with_nodes<S, N>(
+    jobs: usize,
+    scan: S,
+    node_jobs: usize,
+    scan_nodes: N,
+    partitions: usize,
+) -> Result<PageGraph>
+where
+    S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
+    N: Fn(usize, &mut dyn FnMut(&str)) -> Result<()> + Sync,
+{
     let partitions = partitions.max(1);
     let t0 = std::time::Instant::now();
 
     // Pass 1: the URL table and out-link counts.
     let locked: Vec<Mutex<Shard>> = (0..SHARDS).map(|_| Mutex::default()).collect();
-    (0..jobs).into_par_iter().try_for_each(|i| {
+    (0..jobs + node_jobs).into_par_iter().try_for_each(|i| {
         let mut w = Interning::new(&locked);
-        scan(i, &mut |s, d| w.edge(s, d))?;
+        if i < jobs {
+            scan(i, &mut |s, d| w.edge(s, d))?;
+        } else {
+            scan_nodes(i - jobs, &mut |u| w.node(u))?;
+        }
         w.finish()
     })?;
     let mut shards: Vec<Shard> = locked
@@ -762,6 +820,33 @@ mod tests {
         assert_eq!(url_host("http://a.test/x"), "a.test");
         assert_eq!(url_host("https://a.test:8080?q"), "a.test");
         assert_eq!(url_host("http://u@B.test/"), "b.test");
+    }
+
+    #[test]
+    fn node_urls_join_the_graph_once_without_links() {
+        let g = PageGraph::from_edges_and_nodes(
+            &[
+                ("http://a.test/", "http://b.test/"),
+                ("http://b.test/", "http://a.test/"),
+            ],
+            &[
+                "http://a.test/",
+                "http://lonely.test/",
+                "http://lonely.test/",
+            ],
+            3,
+        )
+        .unwrap();
+        assert_eq!(g.nodes(), 3);
+        assert_eq!(g.out.edges(), 2);
+        let lonely = g.id_of("http://lonely.test/").unwrap();
+        assert_eq!(g.out.degree(lonely), 0);
+        assert_eq!(g.out.degree(g.id_of("http://a.test/").unwrap()), 1);
+        for p in 0..3 {
+            for id in g.partition(p) {
+                assert_eq!(partition_for_host(&url_host(g.url(id)), 3), p);
+            }
+        }
     }
 
     #[test]

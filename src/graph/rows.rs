@@ -87,6 +87,10 @@ pub struct PageRankMeta {
     /// Whether links within a host were left out of the graph.
     #[serde(default)]
     pub ignore_internal: bool,
+    /// The factor from a page's PageRank (`score` here, summing to 1) to its crawldb
+    /// score: the number of nodes, so crawldb scores average 1.0 over the graph.
+    #[serde(default)]
+    pub crawldb_scale: f64,
     /// When it was written (ms UTC).
     pub written_time: i64,
 }

@@ -29,6 +29,8 @@ pub struct EdgeSource {
     kind: EdgeKind,
     files: Vec<PathBuf>,
     skip_internal: bool,
+    /// Parquet files with a `url` column whose URLs are nodes, linked or not.
+    node_files: Vec<PathBuf>,
 }
 
 impl EdgeSource {
@@ -38,7 +40,35 @@ impl EdgeSource {
             kind,
             files,
             skip_internal: false,
+            node_files: Vec::new(),
         }
+    }
+
+    /// Makes every URL of the crawldb (`crawldb/current`) a node of the graph, with
+    /// or without links: every known page gets a PageRank (an unlinked one, its
+    /// share of the teleport and of the dangling pages' rank).
+    pub fn with_crawldb_nodes(mut self, dir: &CrawlDir) -> Result<Self> {
+        self.node_files = storage::part_files(&dir.crawldb_current())?;
+        Ok(self)
+    }
+
+    /// The files whose URLs are nodes by themselves.
+    pub fn node_files(&self) -> &[PathBuf] {
+        &self.node_files
+    }
+
+    /// Calls `f(url)` for every URL of one node file (its `url` column).
+    pub fn scan_nodes(&self, path: &Path, f: &mut dyn FnMut(&str)) -> Result<()> {
+        for batch in read_columns(path, &["url"])? {
+            let batch = batch?;
+            let url = batch.column(0).as_string_opt::<i32>().ok_or_else(|| {
+                Error::crawl_dir(path, "unexpected column url: not a crawldb part")
+            })?;
+            for i in 0..batch.num_rows() {
+                f(url.value(i));
+            }
+        }
+        Ok(())
     }
 
     /// Drops (when `yes`) every edge whose source and target have the same host,

@@ -57,7 +57,8 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         "linkdb" => EdgeSource::linkdb(dir)?,
         _ => EdgeSource::crawl(dir)?,
     }
-    .ignore_internal(pc.ignore_internal);
+    .ignore_internal(pc.ignore_internal)
+    .with_crawldb_nodes(dir)?;
     let graph = build_graph(&source, partitions)?;
     let inl = graph.out.transpose();
     let outdeg = out_degrees(&graph.out);
@@ -83,8 +84,15 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
     let rank_time = t.elapsed();
     if rank.delta >= pc.tolerance && graph.nodes() > 0 {
+        let hint = match iterations_bound(pc.damping, pc.tolerance) {
+            Some(k) => format!(
+                "raise --max-iterations to {k} (enough for tolerance {:e} at damping {} on any graph) or --tolerance",
+                pc.tolerance, pc.damping
+            ),
+            None => "raise --tolerance above 0".to_string(),
+        };
         tracing::warn!(
-            "PageRank did not converge: L1 change {:.3e} after {} iterations (tolerance {:e}); raise --max-iterations",
+            "PageRank did not converge: L1 change {:.3e} after {} iterations (tolerance {:e}); {hint}",
             rank.delta,
             rank.iterations,
             pc.tolerance
@@ -147,13 +155,14 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         hits: pc.hits,
         hostrank: pc.hostrank,
         ignore_internal: pc.ignore_internal,
+        crawldb_scale: crawldb_scale(graph.nodes()),
         written_time: now_millis(),
     };
     storage::write_json(&staged.path().join(PAGERANK_META), &meta)?;
     staged.commit_replacing()?;
 
     let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
-        update_crawldb(dir, &graph, &rank.scores)?
+        update_crawldb(dir, &graph, &rank.scores, crawldb_scale(graph.nodes()))?
     } else {
         0
     };
@@ -251,10 +260,44 @@ fn seed_teleport(
     Ok(Some(t))
 }
 
-/// Rewrites the crawldb with each page's PageRank in `score` (URLs outside the
-/// graph keep theirs), under the crawldb lock, installed as a new version.
-/// Returns the number of rows whose score was replaced.
-pub fn update_crawldb(dir: &CrawlDir, graph: &PageGraph, scores: &[f64]) -> Result<u64> {
+/// Iterations after which the L1 change is below `tolerance` on any graph: the
+/// change of iteration `k` is at most `2 d^k` (the iteration contracts zero-sum
+/// vectors by the damping factor `d` in L1). `None` when no count suffices
+/// (tolerance 0).
+pub fn iterations_bound(damping: f64, tolerance: f64) -> Option<usize> {
+    if tolerance <= 0.0 {
+        return None;
+    }
+    if damping <= 0.0 || tolerance >= 2.0 {
+        return Some(1);
+    }
+    // The first k with 2 d^k < tolerance.
+    let k = ((tolerance / 2.0).ln() / damping.ln()).floor() + 1.0;
+    Some(if k.is_finite() && k > 1.0 {
+        k as usize
+    } else {
+        1
+    })
+}
+
+/// The factor from PageRank (scores summing to 1 over the `nodes` pages of the
+/// graph) to the crawldb's score scale: `N`, so that crawldb scores average 1.0 over
+/// the graph, the scale of injected scores (`inject.score` = 1.0, an average page)
+/// and of OPIC's shares. The order by score stays the order by PageRank.
+pub fn crawldb_scale(nodes: usize) -> f64 {
+    nodes as f64
+}
+
+/// Rewrites the crawldb with each page's PageRank times `scale` in `score` (see
+/// [`crawldb_scale`]; a URL missing from the graph, e.g. added by another stage
+/// while the graph was built, keeps its score), under the crawldb lock, installed
+/// as a new version. Returns the number of rows whose score was replaced.
+pub fn update_crawldb(
+    dir: &CrawlDir,
+    graph: &PageGraph,
+    scores: &[f64],
+    scale: f64,
+) -> Result<u64> {
     let _lock = Lock::acquire(&dir.crawldb_lock(), "pagerank")?;
     dir.recover_crawldb()?;
     let current = dir.crawldb_current();
@@ -271,7 +314,7 @@ pub fn update_crawldb(dir: &CrawlDir, graph: &PageGraph, scores: &[f64]) -> Resu
             for rows in storage::read_part::<CrawlDatum>(src)? {
                 for mut row in rows? {
                     if let Some(id) = graph.id_of(&row.url) {
-                        row.score = scores[id];
+                        row.score = scores[id] * scale;
                         n += 1;
                     }
                     w.push(row)?;
@@ -292,4 +335,19 @@ pub fn update_crawldb(dir: &CrawlDir, graph: &PageGraph, scores: &[f64]) -> Resu
     storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
     layout::install_version(&dir.crawldb(), staged)?;
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_tolerance_is_reached_within_the_default_iterations() {
+        let pc = crate::Config::default().pagerank;
+        let k = iterations_bound(pc.damping, pc.tolerance).unwrap();
+        assert_eq!(k, 90);
+        assert!(k <= pc.max_iterations);
+        assert_eq!(iterations_bound(0.85, 0.0), None);
+        assert_eq!(iterations_bound(0.0, 1e-6), Some(1));
+    }
 }

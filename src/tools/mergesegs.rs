@@ -11,6 +11,10 @@
 //! the `crawl_parse` link rows of the links on it. `crawl_generate`, `crawl_fetch`,
 //! `parse_data` and `crawl_parse` are sorted by URL in each part; `content` and
 //! `parse_text` (the heavy ones) are streamed in input order with bounded memory.
+//! `robots` (what fetch learned from each origin's robots.txt, whose `Sitemap:`
+//! lines the sitemap stage reads) keeps the newest fetch of each origin's
+//! robots.txt. The datasets are those of [`SEGMENT_DATASETS`], the one list of
+//! them; a dataset without a merge rule here is refused, never dropped.
 //!
 //! **Applied state.** Only segments whose data already reached the crawldb (listed
 //! in its `applied_segments`) and the linkdb (listed in its `inverted_segments`,
@@ -42,9 +46,12 @@ use super::segstate::{self, Applied};
 use crate::config::Config;
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
+use crate::fetch::robots::RobotsRecord;
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
 use crate::layout::lock::segment_lock_path;
-use crate::layout::{CRAWLDB_META, CrawlDir, Lock, SEGMENT_META, Segment, SegmentMeta};
+use crate::layout::{
+    CRAWLDB_META, CrawlDir, Lock, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
+};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
@@ -402,13 +409,22 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     }
     let last_name_secs = t - 1;
 
-    let mut datasets = vec!["crawl_generate", "crawl_fetch"];
-    for heavy in ["content", "parse_text"] {
-        if inputs.iter().any(|i| i.seg.has(heavy)) {
-            datasets.push(heavy);
+    // Every dataset of the segment layout (one list: `layout::SEGMENT_DATASETS`):
+    // those every applied segment has, and the others when some input has them.
+    let mut datasets: Vec<&'static str> = Vec::new();
+    for d in SEGMENT_DATASETS {
+        let how = merge_kind(d).ok_or_else(|| {
+            Error::input(
+                "mergesegs",
+                format!(
+                    "internal: no merge rule for the segment dataset {d}/; nothing was changed"
+                ),
+            )
+        })?;
+        if how == MergeKind::Always || inputs.iter().any(|i| i.seg.has(d)) {
+            datasets.push(d);
         }
     }
-    datasets.extend(["parse_data", "crawl_parse"]);
 
     // The outputs' locks, taken before they are staged and held to the end: once
     // renamed into place they are complete, but no stage touches them before the
@@ -533,6 +549,26 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     Ok(report)
 }
 
+/// Whether a segment dataset is always written by a merge, or only when an input has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MergeKind {
+    /// Every merged segment has it (fetched, parsed and applied).
+    Always,
+    /// Optional: `content` and `parse_text` (pruned by `prunesegs`), `robots`
+    /// (absent from segments fetched before fetch recorded robots.txt).
+    IfPresent,
+}
+
+/// How mergesegs carries each dataset of [`SEGMENT_DATASETS`]; `None` for a name it
+/// does not know (a dataset added to the layout without a merge rule: refused).
+fn merge_kind(dataset: &str) -> Option<MergeKind> {
+    match dataset {
+        "crawl_generate" | "crawl_fetch" | "parse_data" | "crawl_parse" => Some(MergeKind::Always),
+        "content" | "parse_text" | "robots" => Some(MergeKind::IfPresent),
+        _ => None,
+    }
+}
+
 /// One empty row list per output slice.
 fn empty<R>(slices: usize) -> Vec<Vec<R>> {
     (0..slices).map(|_| Vec::new()).collect()
@@ -564,13 +600,26 @@ impl Plan<'_> {
         inp: &Input,
         ds: &str,
         i: usize,
+        f: impl FnMut(R) -> Result<()>,
+    ) -> Result<()> {
+        self.rows_of(inp, ds, i, self.direct(inp), f)
+    }
+
+    /// Calls `f` for every row of dataset `ds` of input `inp`: those of part `i`
+    /// alone when `direct`, else of every part.
+    fn rows_of<R: Record>(
+        &self,
+        inp: &Input,
+        ds: &str,
+        i: usize,
+        direct: bool,
         mut f: impl FnMut(R) -> Result<()>,
     ) -> Result<()> {
         if !inp.seg.has(ds) {
             return Ok(());
         }
         let dir = inp.seg.dataset(ds);
-        let files = if self.direct(inp) {
+        let files = if direct {
             let p = dir.join(part_name(i));
             if p.is_file() { vec![p] } else { Vec::new() }
         } else {
@@ -751,6 +800,61 @@ impl Plan<'_> {
         self.write_sorted("crawl_parse", i, cp_rows, |r| {
             (r.url.clone(), r.kind.clone(), r.from_url.clone())
         })?;
+        if self.datasets.contains(&"robots") {
+            self.merge_robots(i)?;
+        }
         Ok(PartStats { generate, fetch })
+    }
+
+    /// `robots`: one row per robots.txt origin, the newest fetch of it winning
+    /// (latest `fetch_time`, ties to the newer segment), like pages. The rows are
+    /// facts about origins, not fetch-list URLs: `--filter` and `--normalize` leave
+    /// them alone, and every output slice gets them all (a few rows per host), so
+    /// each output keeps the `Sitemap:` lines the sitemap stage reads.
+    fn merge_robots(&self, i: usize) -> Result<()> {
+        let mut newest: HashMap<String, ((Millis, usize), RobotsRecord)> = HashMap::new();
+        for (k, inp) in self.inputs.iter().enumerate() {
+            let direct = inp.parts == self.n;
+            self.rows_of::<RobotsRecord>(inp, "robots", i, direct, |r| {
+                if !direct && partition_for_host(&r.host, self.n) != i {
+                    return Ok(());
+                }
+                let rank = (r.fetch_time, k);
+                match newest.get(&r.origin) {
+                    Some((best, _)) if *best >= rank => {}
+                    _ => {
+                        newest.insert(r.origin.clone(), (rank, r));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let mut rows: Vec<RobotsRecord> = newest.into_values().map(|(_, r)| r).collect();
+        rows.sort_by(|a, b| a.origin.cmp(&b.origin));
+        for mut w in self.writers::<RobotsRecord>("robots", i)? {
+            for r in &rows {
+                w.push(r.clone())?;
+            }
+            w.finish()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_segment_dataset_has_a_merge_rule() {
+        for d in SEGMENT_DATASETS {
+            assert!(merge_kind(d).is_some(), "no merge rule for {d}");
+        }
+        assert!(SEGMENT_DATASETS.contains(&crate::fetch::ROBOTS_DATASET));
+        assert_eq!(
+            merge_kind(crate::fetch::ROBOTS_DATASET),
+            Some(MergeKind::IfPresent)
+        );
+        assert_eq!(merge_kind("nope"), None);
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! By default the heavy datasets are deleted, `content/` (raw pages) and
 //! `parse_text/` (extracted text), and the light ones are kept:
-//! `crawl_generate/`, `crawl_fetch/` (what `readseg --list` reports),
+//! `crawl_generate/`, `crawl_fetch/` (what `readseg --list` reports), `robots/`
+//! (the `Sitemap:` lines of robots.txt, which the sitemap stage reads),
 //! `parse_data/` (the outlinks from which `pagerank` with `source = "crawl"`
 //! builds its graph, and from which `linkdb --all` rebuilds the linkdb) and
 //! `crawl_parse/`. So pruning never changes the page graph or any score. With

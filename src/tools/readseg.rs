@@ -213,6 +213,16 @@ pub fn dump(seg: &Segment, opts: &DumpOptions, out: &mut impl Write) -> Result<u
             for batch in read_batches(&part)? {
                 let batch = batch?;
                 let batch = match &opts.url {
+                    // robots/ rows are per origin: the URL's origin's row.
+                    Some(u) if name == "robots" => match url::Url::parse(u) {
+                        Ok(parsed) => filter_column(
+                            &batch,
+                            "origin",
+                            &crate::fetch::robots::origin_of(&parsed),
+                            &ctx,
+                        )?,
+                        Err(_) => batch.slice(0, 0),
+                    },
                     Some(u) => filter_url(&batch, u, &ctx)?,
                     None => batch,
                 };
@@ -238,6 +248,7 @@ fn dataset_schema(name: &str) -> Option<SchemaRef> {
         "parse_text" => ParseTextRecord::schema(),
         "parse_data" => ParseDataRecord::schema(),
         "crawl_parse" => CrawlParseRecord::schema(),
+        "robots" => crate::fetch::robots::RobotsRecord::schema(),
         _ => return None,
     })
 }
@@ -304,13 +315,21 @@ fn parts_to_read(
 }
 
 fn filter_url(batch: &RecordBatch, url: &str, ctx: &str) -> Result<RecordBatch> {
-    let Some(col) = batch.column_by_name("url") else {
+    filter_column(batch, "url", url, ctx)
+}
+
+/// The rows whose string column `column` is `value` (none when there is no such column).
+fn filter_column(batch: &RecordBatch, column: &str, value: &str, ctx: &str) -> Result<RecordBatch> {
+    let Some(col) = batch.column_by_name(column) else {
         return Ok(batch.slice(0, 0));
     };
     let Some(urls) = col.as_any().downcast_ref::<StringArray>() else {
-        return Err(Error::arrow(ctx, "column url is not a string"));
+        return Err(Error::arrow(
+            ctx,
+            format!("column {column} is not a string"),
+        ));
     };
-    let mask: BooleanArray = urls.iter().map(|u| Some(u == Some(url))).collect();
+    let mask: BooleanArray = urls.iter().map(|u| Some(u == Some(value))).collect();
     arrow::compute::filter_record_batch(batch, &mask).map_err(|e| Error::arrow(ctx, e.to_string()))
 }
 
