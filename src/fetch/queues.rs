@@ -167,8 +167,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Why no more requests start, if they do not: the time limit passed
-    /// (`time_limit`) or the run was stopped for low throughput (`throughput_limit`).
+    /// Why no more requests start, if they do not: a signal stopped the run
+    /// (`interrupted`), it was stopped for low throughput (`throughput_limit`), or the
+    /// time limit passed (`time_limit`).
     fn stop_reason(&self) -> Option<&'static str> {
         if self.interrupted.load(Ordering::Relaxed) {
             Some(REASON_INTERRUPTED)

@@ -105,8 +105,9 @@ pub fn fetch_all(
         }
     });
     drop(rt);
-    let results = results?;
+    // Requests were made either way: the next run keeps its distance from now.
     crate::storage::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
+    let results = results?;
     Ok((results, shared.not_due.load(Ordering::Relaxed)))
 }
 

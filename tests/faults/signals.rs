@@ -487,3 +487,51 @@ fn fetch_with_the_web_down_exits_5_naming_connection_refused() {
         assert_eq!(db[u].retries, 1, "{u}: the failed attempt is recorded");
     }
 }
+
+/// `scripts/round.sh` with the web down: fetch exits 5, the round still applies the
+/// segment (the failed attempts recorded, nothing left unapplied to hold the URLs
+/// back), skips pagerank and sitemap, and exits 5 with a warning.
+#[test]
+fn round_with_the_web_down_applies_the_segment_and_exits_5() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web = TestWeb::start(dir, &["--seed", "5", "--hosts", "2", "--pages", "2"]);
+    let addr = web.addr.clone();
+    web.stop();
+    let crawl = dir.join("crawl");
+    let config = write_config(dir, &addr, 0.0, "");
+    let seeds = vec![
+        "http://site0.web.test/".to_string(),
+        "http://site1.web.test/".to_string(),
+    ];
+    inject_seeds(dir, &crawl, &config, &seeds);
+    let bin_dir = Path::new(bin("fetch")).parent().unwrap();
+    let out = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/round.sh"))
+        .env("BIN", bin_dir)
+        .env("TRAWL_CRAWL_DIR", &crawl)
+        .env("TRAWL_CONFIG", &config)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("fetch: WARNING: no server reached: all 2 hosts"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("round: WARNING: fetch reached no server (exit code 5)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("pagerank:"), "pagerank skipped: {stderr}");
+    let segments = trawl::layout::CrawlDir::new(&crawl).segments().unwrap();
+    assert_eq!(segments.len(), 1);
+    let meta = trawl::layout::CrawlDir::new(&crawl).crawldb_meta().unwrap();
+    assert_eq!(meta.applied_segments, vec![segments[0].name().to_string()]);
+    let db = crawldb(&crawl);
+    for u in &seeds {
+        assert_eq!(db[u].retries, 1, "{u}");
+        assert_eq!(db[u].status.as_str(), "db_unfetched", "{u}");
+    }
+}
