@@ -63,14 +63,27 @@ pub fn exit_code(err: &Error) -> u8 {
     match err {
         Error::Locked { .. } => exit::LOCKED,
         Error::Integrity { .. } => exit::CORRUPT,
+        Error::Interrupted { .. } => exit::INTERRUPTED,
         _ => exit::ERROR,
     }
 }
 
 /// Ends a stage binary: prints the error (with its causes) and maps it to its exit code.
 /// Every stage's `main` is `trawl::cli::finish(run())`.
+///
+/// A stage that installed the signal handlers ([`crate::signal::install`]) and
+/// finished its work although a signal arrived (after its last check: the work was
+/// complete and installed) still ends with [`exit::INTERRUPTED`], so that a script
+/// stops where the user asked it to.
 pub fn finish(result: anyhow::Result<()>) -> ExitCode {
     let Err(err) = result else {
+        if let Some(signal) = crate::signal::received() {
+            eprintln!(
+                "interrupted by {signal} after the work was complete: everything was written; exiting with code {}",
+                exit::INTERRUPTED
+            );
+            return ExitCode::from(exit::INTERRUPTED);
+        }
         return ExitCode::from(exit::OK);
     };
     if let Some(e) = err.downcast_ref::<Exit>() {
@@ -83,6 +96,11 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
         .chain()
         .find_map(|c| c.downcast_ref::<Error>())
         .map_or(exit::ERROR, exit_code);
+    if code == exit::INTERRUPTED {
+        // Not a failure: say what was left behind, without a backtrace of causes.
+        eprintln!("{err}");
+        return ExitCode::from(code);
+    }
     eprintln!("Error: {err:?}");
     ExitCode::from(code)
 }

@@ -87,6 +87,14 @@ pub enum Error {
         /// What does not match and how to recover.
         message: String,
     },
+    /// The stage was stopped by SIGINT or SIGTERM (see [`crate::signal`]).
+    #[error("interrupted by {signal}: {message}")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: String,
+        /// What the stage left behind and what to do next.
+        message: String,
+    },
 }
 
 /// The library's result type.

@@ -276,6 +276,12 @@ pub fn new_segment_name(dir: &CrawlDir, now_ms: i64) -> String {
 /// directory becomes `current`. A kill at any point is repaired by
 /// [`recover_versioned`]: either the new or the previous version ends up current.
 pub fn install_version(base: &Path, staged: StagedDataset) -> Result<()> {
+    // The last point where a SIGINT/SIGTERM stops a stage: nothing installed, the
+    // staged version removed with `staged`, `current` untouched.
+    crate::signal::check(&format!(
+        "stopped before installing: {} is unchanged; rerun the stage",
+        base.join("current").display()
+    ))?;
     let current = base.join("current");
     let old = base.join("old");
     if staged.dest() != current {

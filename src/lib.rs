@@ -16,6 +16,7 @@ pub mod graph;
 pub mod layout;
 pub mod parse;
 pub mod records;
+pub mod signal;
 pub mod sitemaps;
 pub mod storage;
 pub mod testweb;

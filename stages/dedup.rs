@@ -29,6 +29,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let started = Instant::now();
     let (_cfg, dir) = args.common.setup()?;
     let opts = trawl::dedup::DedupOptions {

@@ -15,7 +15,13 @@ use clap::Parser;
 requests (raised by Crawl-delay and Retry-After), many hosts in parallel. Writes crawl_fetch \
 (exactly one row per fetch-list URL), content (2xx bodies) and robots (what each robots.txt \
 said), partitioned by host. Without SEGMENT, fetches the newest segment that has crawl_generate \
-but no crawl_fetch. To fetch a segment again, delete its crawl_fetch/, content/ and robots/."
+but no crawl_fetch. To fetch a segment again, delete its crawl_fetch/, content/ and robots/.
+
+On SIGINT or SIGTERM: no new request is sent, requests in flight get min(fetch.total_timeout, \
+5 s) to finish, what was fetched is written (the URLs not attempted are fetch_retry/interrupted \
+and stay due), the summary is printed and fetch exits with code 4; a second signal exits at once \
+(130 or 143) writing nothing. When no server at all was reached (every host failed to connect or \
+resolve), fetch writes the segment as usual, warns and exits with code 5."
 )]
 struct Args {
     #[command(flatten)]
@@ -47,6 +53,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let started = Instant::now();
+    trawl::signal::install()?;
     let (mut cfg, dir) = args.common.setup()?;
     let f = &mut cfg.fetch;
     if let Some(d) = args.delay {
@@ -67,5 +74,28 @@ fn run() -> anyhow::Result<()> {
     cfg.validate(std::path::Path::new("(command-line flags)"))?;
     let summary = trawl::fetch::run(&cfg, &dir, args.segment.as_deref())?;
     trawl::cli::summary("fetch", started, &summary.line());
+    if let Some(signal) = summary.interrupted {
+        let cut = summary
+            .stats
+            .by_reason
+            .get(trawl::crawldb::state::REASON_INTERRUPTED)
+            .copied()
+            .unwrap_or(0);
+        return Err(trawl::cli::Exit::new(
+            trawl::cli::exit::INTERRUPTED,
+            format!(
+                "fetch: interrupted by {signal}: segment {} written with what was fetched; {cut} URLs not attempted are fetch_retry/interrupted and stay due. Apply it as usual (parse, updatedb)",
+                summary.segment.display()
+            ),
+        )
+        .into());
+    }
+    if summary.unreachable() {
+        return Err(trawl::cli::Exit::new(
+            trawl::cli::exit::UNREACHABLE,
+            format!("fetch: WARNING: {}", summary.unreachable_warning()),
+        )
+        .into());
+    }
     Ok(())
 }

@@ -44,6 +44,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let (mut cfg, dir) = args.common.setup()?;
     if args.keep_internal {
         cfg.linkdb.ignore_internal = false;

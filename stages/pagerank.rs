@@ -73,6 +73,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let (mut cfg, dir) = args.common.setup()?;
     let pc = &mut cfg.pagerank;
     if let Some(d) = args.damping {

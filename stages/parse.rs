@@ -37,6 +37,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let started = Instant::now();
     let (mut cfg, dir) = args.common.setup()?;
     if let Some(n) = args.max_outlinks {

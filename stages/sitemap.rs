@@ -39,6 +39,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let (mut cfg, dir) = args.common.setup()?;
     if args.probe {
         cfg.sitemaps.probe_sitemap_xml = true;

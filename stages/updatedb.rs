@@ -29,6 +29,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let (mut cfg, dir) = args.common.setup()?;
     if args.no_additions {
         cfg.updatedb.additions_allowed = false;

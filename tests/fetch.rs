@@ -356,8 +356,9 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     expect("http://f.test/2", FetchRetry, "http_500");
     expect("http://f.test/3", FetchRetry, "host_failing");
     expect("http://f.test/4", FetchRetry, "host_failing");
-    // Nothing listens on g.test's port: robots.txt is unavailable, so no page request.
-    expect("http://g.test/1", FetchRetry, "robots_unavailable");
+    // Nothing listens on g.test's port: robots.txt is unavailable, so no page request;
+    // the page carries the cause.
+    expect("http://g.test/1", FetchRetry, "connection_refused");
 
     expect("http://i.test/busy", FetchRetry, "http_503");
     expect("http://i.test/after", FetchSuccess, "ok");

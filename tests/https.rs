@@ -268,7 +268,8 @@ fn unknown_ca_is_a_tls_error() {
     let (web, _ca) = start_tls_web(dir);
     let since = read_log(&web.log).len();
 
-    // robots.txt on: the https origin's robots.txt fails, so its pages are not tried.
+    // robots.txt on: the https origin's robots.txt fails, so its pages are not tried
+    // (and carry the cause, tls_error).
     let crawl = dir.join("crawl-robots");
     let cfg = config(dir, "robots", &web.addr, "");
     let seeds = vec![
@@ -281,11 +282,7 @@ fn unknown_ca_is_a_tls_error() {
     fetch_ok(&crawl, &cfg, &segment);
     let rows = fetch_rows(&segment);
     for u in &seeds[..2] {
-        assert_eq!(
-            status_reason(&rows[u]),
-            ("fetch_retry", "robots_unavailable"),
-            "{u}"
-        );
+        assert_eq!(status_reason(&rows[u]), ("fetch_retry", "tls_error"), "{u}");
     }
     assert_eq!(rows[&seeds[2]].status.as_str(), "fetch_success");
     let robots = robots_rows(&segment);
@@ -376,7 +373,7 @@ fn untrusted_certificate_fails_unless_verification_is_off() {
     );
     assert_eq!(
         status_reason(&fetch_rows(&segment)[&url]),
-        ("fetch_retry", "robots_unavailable")
+        ("fetch_retry", "tls_error")
     );
     let crawl = dir.join("crawl-verify-norobots");
     let cfg = config(

@@ -79,6 +79,7 @@ where
     let out = (0..meta.partitions)
         .into_par_iter()
         .map(|i| {
+            interrupted(stage)?;
             let mut w = PartWriter::<CrawlDatum>::create(&staged.part_path(i))?;
             let t = f(i, &mut w)?;
             w.finish()?;
@@ -91,11 +92,21 @@ where
     meta.written_by = stage.to_string();
     storage::write_json(&staged.path().join(CRAWLDB_META), meta)?;
     test_pause();
+    interrupted(stage)?;
     layout::install_version(&dir.crawldb(), staged)?;
     Ok(out)
 }
 
-/// Sleeps for [`TEST_PAUSE_ENV`] seconds when that variable is set (test-only).
+/// Stops a crawldb rewrite at a SIGINT/SIGTERM ([`crate::signal`]): nothing is
+/// installed, the crawldb stays as it was.
+fn interrupted(stage: &str) -> Result<()> {
+    crate::signal::check(&format!(
+        "{stage} stopped before installing anything: the crawldb is unchanged; rerun {stage}"
+    ))
+}
+
+/// Sleeps for [`TEST_PAUSE_ENV`] seconds when that variable is set (test-only); a
+/// SIGINT/SIGTERM ends the pause.
 fn test_pause() {
     if let Some(secs) = std::env::var(TEST_PAUSE_ENV)
         .ok()
@@ -103,6 +114,6 @@ fn test_pause() {
         .filter(|s| *s > 0.0)
     {
         tracing::warn!("{TEST_PAUSE_ENV} set: pausing {secs}s before install (test-only)");
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        crate::signal::sleep(std::time::Duration::from_secs_f64(secs));
     }
 }

@@ -12,6 +12,21 @@ pub const REASON_TIME_LIMIT: &str = "time_limit";
 /// Reason of a URL not attempted because fetch stopped for low throughput
 /// (`fetch.min_throughput`); updatedb treats it like [`REASON_TIME_LIMIT`].
 pub const REASON_THROUGHPUT_LIMIT: &str = "throughput_limit";
+/// Reason of a URL not attempted because fetch was stopped by SIGINT or SIGTERM
+/// (or whose request was cut after the grace period); updatedb treats it like
+/// [`REASON_TIME_LIMIT`].
+pub const REASON_INTERRUPTED: &str = "interrupted";
+
+/// Whether a fetch_retry `reason` means "never tried": the URL stays unchanged and
+/// due now (no retry counted).
+pub fn not_attempted(reason: &str) -> bool {
+    [
+        REASON_TIME_LIMIT,
+        REASON_THROUGHPUT_LIMIT,
+        REASON_INTERRUPTED,
+    ]
+    .contains(&reason)
+}
 
 /// One way a URL is reached in a segment: an outlink or a redirect.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -152,9 +167,7 @@ fn new_url(
 /// Applies one fetch outcome to `d`.
 pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>, ctx: &Ctx) {
     let cfg = &ctx.cfg;
-    if f.status == FetchStatus::FetchRetry
-        && (f.reason == REASON_TIME_LIMIT || f.reason == REASON_THROUGHPUT_LIMIT)
-    {
+    if f.status == FetchStatus::FetchRetry && not_attempted(&f.reason) {
         // Never tried: unchanged, due now.
         d.fetch_time = d.fetch_time.min(ctx.now);
         return;

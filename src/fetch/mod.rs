@@ -65,9 +65,47 @@ pub struct FetchSummary {
     pub stats: WriteStats,
     /// Origins whose robots.txt was consulted.
     pub robots: usize,
+    /// The signal (`SIGINT`, `SIGTERM`) that stopped the run, if one did: the URLs
+    /// not attempted are `fetch_retry`/`interrupted`.
+    pub interrupted: Option<&'static str>,
+    /// Whether some server was reached (any response; see [`FetchSummary::unreachable`]).
+    pub reached: bool,
+    /// Hosts that failed to connect or resolve, by host: (reason, address tried).
+    pub unreached: BTreeMap<String, (String, String)>,
 }
 
+/// How many unreached hosts the unreachable warning names.
+pub const UNREACHED_NAMED: usize = 5;
+
 impl FetchSummary {
+    /// Whether the run reached no server at all: requests were made, and every one
+    /// of them failed to connect or resolve (exit code 5 in the `fetch` binary).
+    pub fn unreachable(&self) -> bool {
+        !self.reached && !self.unreached.is_empty() && self.interrupted.is_none()
+    }
+
+    /// The warning of an unreachable run: the number of hosts and the first few
+    /// with their address and reason.
+    pub fn unreachable_warning(&self) -> String {
+        let named: Vec<String> = self
+            .unreached
+            .iter()
+            .take(UNREACHED_NAMED)
+            .map(|(host, (reason, addr))| format!("{host} ({addr}): {reason}"))
+            .collect();
+        let more = self.unreached.len().saturating_sub(UNREACHED_NAMED);
+        format!(
+            "no server reached: all {} hosts tried failed to connect or resolve ({}{}); every URL is fetch_retry and stays due. Check the network, fetch.resolve, or whether the servers are up",
+            self.unreached.len(),
+            named.join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    }
+
     /// The fields of the one-line summary: counts per status and per reason.
     pub fn line(&self) -> String {
         let join = |m: &BTreeMap<String, u64>| {
@@ -284,7 +322,13 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             tasks: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
             stop: tokio::sync::Notify::new(),
+            interrupted: AtomicBool::new(false),
+            cut: AtomicBool::new(false),
+            cut_notify: tokio::sync::Notify::new(),
+            reached: AtomicBool::new(false),
+            unreached: Mutex::new(BTreeMap::new()),
         });
+        let watch = tokio::spawn(watch_signals(shared.clone()));
         let reporter = progress::spawn_reporter(progress.clone(), urls);
         let grouped = group_into_queues(mode, shared.http.resolver(), hosts).await;
         // Every queue is registered before any worker starts, so a redirect target
@@ -309,7 +353,21 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         if let Some(f) = floor {
             f.abort();
         }
+        watch.abort();
         reporter.finish().await;
+        let unreached = take(&shared.unreached);
+        let mut addressed = BTreeMap::new();
+        for (host, (reason, port)) in unreached {
+            let addr = match shared.http.resolver().addresses(&host).await {
+                Ok(addrs) => match addrs.first() {
+                    Some(a) if a.port() == 0 => std::net::SocketAddr::new(a.ip(), port).to_string(),
+                    Some(a) => a.to_string(),
+                    None => format!("{host}:{port}"),
+                },
+                Err(_) => "does not resolve".to_string(),
+            };
+            addressed.insert(host, (reason.to_string(), addr));
+        }
         RunResult {
             robots_log: take(&shared.robots_log),
             robots_fetched: take(&shared.robots_fetched),
@@ -318,6 +376,9 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             followed: shared.followed.load(Ordering::Relaxed),
             queues: shared.queues.lock().map(|q| q.len()).unwrap_or(0),
             dns_lookups: shared.http.resolver().lookups(),
+            interrupted: shared.interrupted.load(Ordering::Relaxed),
+            reached: shared.reached.load(Ordering::Relaxed),
+            unreached: addressed,
         }
     });
     drop(rt);
@@ -365,7 +426,27 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         robots_cached,
         stats: written.stats,
         robots,
+        interrupted: run
+            .interrupted
+            .then(|| crate::signal::received().unwrap_or("a signal")),
+        reached: run.reached,
+        unreached: run.unreached,
     })
+}
+
+/// Stops the run when SIGINT or SIGTERM arrives ([`crate::signal`]): no request
+/// starts any more, the requests in flight get [`crate::signal::grace`] to finish,
+/// then are cut. The flag is polled every 50 ms.
+async fn watch_signals(shared: Arc<queues::Shared>) {
+    let signal = crate::signal::wait().await;
+    let grace = crate::signal::grace(shared.cfg.total_timeout);
+    tracing::warn!(
+        "{signal} received: no new request is sent; requests in flight get {:.1} s to finish; what was fetched is written, the rest stays due (reason interrupted). Send the signal again to exit at once (nothing written)",
+        grace.as_secs_f64()
+    );
+    shared.interrupt();
+    tokio::time::sleep(grace).await;
+    shared.cut_in_flight();
 }
 
 /// Takes the contents out of a mutex (poisoned or not).
@@ -382,6 +463,9 @@ struct RunResult {
     followed: u64,
     queues: usize,
     dns_lookups: (u64, u64),
+    interrupted: bool,
+    reached: bool,
+    unreached: BTreeMap<String, (String, String)>,
 }
 
 /// Groups the per-host lists into politeness queues (`fetch.queue_mode`), in

@@ -75,6 +75,30 @@ impl std::fmt::Display for DnsError {
 
 impl std::error::Error for DnsError {}
 
+/// Every reason [`classify_error`] returns: a request that got no HTTP response.
+pub const NETWORK_REASONS: [&str; 8] = [
+    "dns_failure",
+    "connection_refused",
+    "timeout",
+    "connect_failed",
+    "connection_reset",
+    "network_error",
+    "tls_error",
+    "body_error",
+];
+
+/// `reason` as one of [`NETWORK_REASONS`], if it is one.
+pub fn network_reason(reason: &str) -> Option<&'static str> {
+    NETWORK_REASONS.iter().copied().find(|r| *r == reason)
+}
+
+/// Whether a network `reason` means the server was never reached: the name did not
+/// resolve, or no connection could be made or kept (a TLS handshake error or a
+/// broken body means a server answered).
+pub fn connect_failure(reason: &str) -> bool {
+    !matches!(reason, "tls_error" | "body_error") && network_reason(reason).is_some()
+}
+
 /// The reason (`timeout`, `connection_refused`, `dns_failure`, `tls_error`, ...) of a
 /// request error, found by walking its source chain (reqwest, hyper-util, io, rustls).
 pub fn classify_error(err: &(dyn std::error::Error + 'static)) -> &'static str {
@@ -217,6 +241,17 @@ mod tests {
         );
         assert_eq!(host_signal_for_status(500, None), HostSignal::Failure);
         assert_eq!(host_signal_for_status(404, None), HostSignal::Continue);
+    }
+
+    #[test]
+    fn connect_failures_are_the_network_reasons_without_a_server() {
+        assert!(connect_failure("connection_refused"));
+        assert!(connect_failure("dns_failure"));
+        assert!(connect_failure("timeout"));
+        assert!(!connect_failure("tls_error"));
+        assert!(!connect_failure("http_503"));
+        assert_eq!(network_reason("tls_error"), Some("tls_error"));
+        assert_eq!(network_reason("robots_unavailable"), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! front, workers started if it has none) and the worker goes on with its own queue,
 //! so no worker sits idle waiting for another host's delay.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -25,12 +25,12 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use crate::config::FetchConfig;
-use crate::crawldb::state::{REASON_THROUGHPUT_LIMIT, REASON_TIME_LIMIT};
+use crate::crawldb::state::{REASON_INTERRUPTED, REASON_THROUGHPUT_LIMIT, REASON_TIME_LIMIT};
 use crate::datum::FetchStatus;
 use crate::error::{Error, Result};
 use crate::fetch::client::Http;
 use crate::fetch::hostpattern::HostPatterns;
-use crate::fetch::outcome::HostSignal;
+use crate::fetch::outcome::{HostSignal, connect_failure, network_reason};
 use crate::fetch::page::{FetchItem, fetch_page};
 use crate::fetch::resolve::Resolver;
 use crate::fetch::robots::{Robots, RobotsRecord, fetch_robots, origin_of};
@@ -151,13 +151,29 @@ pub struct Shared {
     pub stop: tokio::sync::Notify,
     /// Worker tasks started and not yet awaited (see [`spawn_workers`], [`join_workers`]).
     pub tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Set by [`Shared::interrupt`] (SIGINT or SIGTERM): like `stopped`, with reason
+    /// `interrupted`.
+    pub interrupted: AtomicBool,
+    /// Set by [`Shared::cut_in_flight`]: requests in flight are cut too.
+    pub cut: AtomicBool,
+    /// Wakes the requests in flight when they are cut.
+    pub cut_notify: tokio::sync::Notify,
+    /// Set when some server was reached (any response, robots.txt included, or a
+    /// failure after connecting, like a TLS handshake error).
+    pub reached: AtomicBool,
+    /// Hosts a request to which failed to connect (or resolve): host -> (reason, the
+    /// port of the URL), see [`connect_failure`].
+    pub unreached: Mutex<BTreeMap<String, (&'static str, u16)>>,
 }
 
 impl Shared {
-    /// Why no more requests start, if they do not: the time limit passed
-    /// (`time_limit`) or the run was stopped for low throughput (`throughput_limit`).
+    /// Why no more requests start, if they do not: a signal stopped the run
+    /// (`interrupted`), it was stopped for low throughput (`throughput_limit`), or the
+    /// time limit passed (`time_limit`).
     fn stop_reason(&self) -> Option<&'static str> {
-        if self.stopped.load(Ordering::Relaxed) {
+        if self.interrupted.load(Ordering::Relaxed) {
+            Some(REASON_INTERRUPTED)
+        } else if self.stopped.load(Ordering::Relaxed) {
             Some(REASON_THROUGHPUT_LIMIT)
         } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
             Some(REASON_TIME_LIMIT)
@@ -173,8 +189,44 @@ impl Shared {
         self.stop.notify_waiters();
     }
 
-    /// Runs `fut` unless the deadline passes first, or (when `stoppable`) the run is
-    /// stopped first.
+    /// Stops the run for a signal: like [`Shared::stop_early`], the URLs not yet
+    /// attempted recorded with reason `interrupted`.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::Relaxed);
+        self.stop_early();
+    }
+
+    /// Cuts the requests still in flight (the grace period after a signal is over):
+    /// they end at once and are recorded as not attempted.
+    pub fn cut_in_flight(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+        self.cut_notify.notify_waiters();
+    }
+
+    /// Records what one request (a page or a robots.txt) says about its server:
+    /// `reason` of a request that got no response (`None` when one arrived).
+    fn record_contact(&self, url: &url::Url, host: &str, failure: Option<&str>) {
+        let Some(failure) = failure else {
+            self.reached.store(true, Ordering::Relaxed);
+            return;
+        };
+        match network_reason(failure) {
+            Some(reason) if connect_failure(reason) => {
+                let port = url.port_or_known_default().unwrap_or(0);
+                lock(&self.unreached)
+                    .entry(host.to_string())
+                    .or_insert((reason, port));
+            }
+            // Connected, then failed (TLS handshake, body): a server is there.
+            Some(_) => self.reached.store(true, Ordering::Relaxed),
+            // No request was made (an origin that does not parse).
+            None => {}
+        }
+    }
+
+    /// Runs `fut` unless the deadline passes first, or the run is stopped first
+    /// (`stoppable`: a wait before a request) or its requests in flight are cut
+    /// (not `stoppable`: a request, cut only after a signal's grace period).
     async fn before_deadline<F: std::future::Future>(
         &self,
         fut: F,
@@ -184,15 +236,17 @@ impl Shared {
             return None;
         }
         let stopped = async {
-            if !stoppable {
-                return std::future::pending().await;
-            }
-            let notified = self.stop.notified();
+            let (notify, flag) = if stoppable {
+                (&self.stop, &self.stopped)
+            } else {
+                (&self.cut_notify, &self.cut)
+            };
+            let notified = notify.notified();
             tokio::pin!(notified);
             // Registered before the flag is read again, so a stop in between still
             // wakes us.
             notified.as_mut().enable();
-            if !self.stopped.load(Ordering::Relaxed) {
+            if !flag.load(Ordering::Relaxed) {
                 notified.await;
             }
         };
@@ -306,7 +360,8 @@ pub struct HostQueue {
     key: String,
     jobs: Mutex<Jobs>,
     state: Mutex<HostState>,
-    robots: tokio::sync::Mutex<HashMap<String, Arc<Robots>>>,
+    /// Per origin: its robots.txt and, when unavailable, the reason its URLs get.
+    robots: tokio::sync::Mutex<HashMap<String, (Arc<Robots>, &'static str)>>,
     slots: Semaphore,
     connections: usize,
 }
@@ -542,8 +597,9 @@ async fn follow(
 /// Runs one request through `queue`'s politeness gate: a slot of the queue, its next
 /// allowed start, a global permit; then records the request's end (and the wait a
 /// Retry-After asks for). `None` when the request was cut: by the time limit at any
-/// point, or by a stop ([`Shared::stop_early`]) before it was sent (a request in
-/// flight is finished and keeps its real outcome).
+/// point, by a stop ([`Shared::stop_early`], [`Shared::interrupt`]) before it was
+/// sent (a request in flight is finished and keeps its real outcome), or in flight
+/// when a signal's grace period is over ([`Shared::cut_in_flight`]).
 async fn gated<T, F, Fut>(shared: &Shared, queue: &HostQueue, request: F) -> Option<T>
 where
     F: FnOnce() -> Fut,
@@ -612,14 +668,14 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
         _ => return item.without_response(FetchStatus::FetchGone, "invalid_url"),
     };
     if shared.cfg.respect_robots {
-        let Some(robots) = robots_for(shared, queue, &url, &item.host).await else {
+        let Some((robots, unavailable)) = robots_for(shared, queue, &url, &item.host).await else {
             return not_attempted(shared, item);
         };
         if let Some(reason) = queue.closed_for(&item.host) {
             return item.without_response(FetchStatus::FetchRetry, reason);
         }
         if matches!(*robots, Robots::Unavailable) {
-            return item.without_response(FetchStatus::FetchRetry, "robots_unavailable");
+            return item.without_response(FetchStatus::FetchRetry, unavailable);
         }
         if !robots.allowed(url.as_str()) {
             return item.without_response(FetchStatus::FetchGone, "robots_denied");
@@ -639,6 +695,12 @@ async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem) -> Output 
         // Cut by the time limit or a stop: the request counts as not attempted.
         return not_attempted(shared, item);
     };
+    let failure = out
+        .record
+        .http_status
+        .is_none()
+        .then_some(out.record.reason.as_str());
+    shared.record_contact(&url, &item.host, failure);
     apply_signal(shared, queue, &item.host, signal);
     out
 }
@@ -678,18 +740,21 @@ fn count_failure(shared: &Shared, queue: &HostQueue) {
 }
 
 /// The robots.txt rules of `url`'s origin: from this run's queue, else from the
-/// robots cache of earlier runs, else fetched (politely, through the queue's gate).
-/// `None` when the time limit passed while waiting.
+/// robots cache of earlier runs, else fetched (politely, through the queue's gate);
+/// with the reason the origin's URLs get when it is unavailable: the network cause
+/// when no response arrived (`connection_refused`, `timeout`, `tls_error`, ...),
+/// else `robots_unavailable` (5xx, 429). `None` when the time limit passed (or the
+/// run was stopped) while waiting.
 async fn robots_for(
     shared: &Shared,
     queue: &HostQueue,
     url: &url::Url,
     host: &str,
-) -> Option<Arc<Robots>> {
+) -> Option<(Arc<Robots>, &'static str)> {
     let origin = origin_of(url);
     let mut cache = queue.robots.lock().await;
-    if let Some(r) = cache.get(&origin) {
-        return Some(r.clone());
+    if let Some((r, reason)) = cache.get(&origin) {
+        return Some((r.clone(), reason));
     }
     let agent = &shared.cfg.robots_agent;
     let (robots, rec, requested) = match shared.robots_cache.get(&origin) {
@@ -708,8 +773,14 @@ async fn robots_for(
             {
                 lock(&shared.robots_fetched).insert(origin.clone(), e);
             }
+            let failure = rec.http_status.is_none().then_some(rec.reason.as_str());
+            shared.record_contact(url, host, failure);
             (robots, rec, true)
         }
+    };
+    let unavailable = match (&robots, rec.http_status) {
+        (Robots::Unavailable, None) => network_reason(&rec.reason).unwrap_or("robots_unavailable"),
+        _ => "robots_unavailable",
     };
     if rec.reason == "dns_failure" {
         // The host does not resolve: say so rather than "robots unavailable".
@@ -731,6 +802,6 @@ async fn robots_for(
     }
     lock(&shared.robots_log).push(rec);
     let robots = Arc::new(robots);
-    cache.insert(origin, robots.clone());
-    Some(robots)
+    cache.insert(origin, (robots.clone(), unavailable));
+    Some((robots, unavailable))
 }

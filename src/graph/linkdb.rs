@@ -154,6 +154,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
     let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
     for seg in &segments {
+        interrupted()?;
         let files = storage::part_files(&seg.dataset("parse_data"))?;
         let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
             .par_iter()
@@ -177,6 +178,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         .into_par_iter()
         .enumerate()
         .map(|(p, new_rows)| {
+            interrupted()?;
             let mut rows = if have_old {
                 let path = cur.join(storage::part_name(p));
                 if path.is_file() {
@@ -214,6 +216,13 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
     layout::install_version(&dir.linkdb(), staged)?;
     Ok(summary)
+}
+
+/// Stops linkdb at a SIGINT/SIGTERM ([`crate::signal`]): nothing installed.
+fn interrupted() -> Result<()> {
+    crate::signal::check(
+        "linkdb stopped before installing anything: the linkdb is unchanged; rerun linkdb",
+    )
 }
 
 fn count_targets(rows: &[InlinkRecord]) -> u64 {

@@ -60,6 +60,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     .ignore_internal(pc.ignore_internal)
     .with_crawldb_nodes(dir)?;
     let graph = build_graph(&source, partitions)?;
+    interrupted()?;
     let inl = graph.out.transpose();
     let outdeg = out_degrees(&graph.out);
     let build_time = started.elapsed();
@@ -83,6 +84,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     let t = Instant::now();
     let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
     let rank_time = t.elapsed();
+    interrupted()?;
     if rank.delta >= pc.tolerance && graph.nodes() > 0 {
         let hint = match iterations_bound(pc.damping, pc.tolerance) {
             Some(k) => format!(
@@ -159,6 +161,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         written_time: now_millis(),
     };
     storage::write_json(&staged.path().join(PAGERANK_META), &meta)?;
+    interrupted()?;
     staged.commit_replacing()?;
 
     let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
@@ -175,6 +178,15 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         build_time,
         rank_time,
     })
+}
+
+/// Stops pagerank at a SIGINT/SIGTERM ([`crate::signal`]) between its phases:
+/// nothing installed. (A signal during the crawldb update, after `pagerank/` was
+/// replaced, leaves the crawldb's scores as they were: rerun pagerank.)
+fn interrupted() -> Result<()> {
+    crate::signal::check(
+        "pagerank stopped before installing anything: pagerank/ and the crawldb are unchanged; rerun pagerank",
+    )
 }
 
 /// Writes `pagerank/` part files (one per host partition, sorted by URL).
@@ -308,6 +320,9 @@ pub fn update_crawldb(
     let updated: Vec<Result<u64>> = parts
         .par_iter()
         .map(|src| {
+            crate::signal::check(
+                "pagerank stopped while updating the crawldb: pagerank/ is new, the crawldb keeps its old scores; rerun pagerank",
+            )?;
             let name = src.file_name().map(|n| n.to_owned()).unwrap_or_default();
             let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
             let mut n = 0;

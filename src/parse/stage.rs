@@ -128,6 +128,7 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
             .build()
             .map_err(|e| Error::parquet(part, e))?;
         for batch in reader {
+            interrupted(&seg)?;
             let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
             let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
             let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
@@ -168,11 +169,23 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
         w.finish()?;
     }
     pb.finish_and_clear();
+    interrupted(&seg)?;
     text_ds.commit_replacing()?;
     cp_ds.commit_replacing()?;
     data_ds.commit_replacing()?;
     tracing::debug!("parsed {} in {:?}", seg.name(), started.elapsed());
     Ok(sum)
+}
+
+/// Stops parse at a SIGINT/SIGTERM ([`crate::signal`]) between two batches of
+/// pages: parse output is whole per segment, so nothing is installed (the staged
+/// datasets are removed) and the segment stays unparsed (or keeps its previous
+/// parse, with `--reparse`).
+fn interrupted(seg: &Segment) -> Result<()> {
+    crate::signal::check(&format!(
+        "parse stopped: nothing installed, segment {} is left as it was (unparsed); rerun parse",
+        seg.name()
+    ))
 }
 
 fn count_rows(path: &Path) -> Result<u64> {

@@ -96,6 +96,28 @@ pub fn fetch_all(
         .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
     let max_parallel = cfg.fetch.max_connections.max(1);
     let results = rt.block_on(async {
+        tokio::select! {
+            out = fetch_jobs(&shared, by_origin, max_parallel) => Ok(out),
+            signal = crate::signal::wait() => Err(Error::Interrupted {
+                signal: signal.to_string(),
+                message: "sitemap stopped: requests cut, nothing installed; the crawldb and the sitemapdb are unchanged; rerun sitemap".into(),
+            }),
+        }
+    });
+    drop(rt);
+    // Requests were made either way: the next run keeps its distance from now.
+    crate::storage::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
+    let results = results?;
+    Ok((results, shared.not_due.load(Ordering::Relaxed)))
+}
+
+/// Fetches every origin's sitemaps, `max_parallel` origins at a time.
+async fn fetch_jobs(
+    shared: &Arc<Shared>,
+    by_origin: BTreeMap<String, VecDeque<Job>>,
+    max_parallel: usize,
+) -> Vec<FetchResult> {
+    {
         let permits = Arc::new(tokio::sync::Semaphore::new(max_parallel));
         let mut tasks = Vec::new();
         for (origin, queue) in by_origin {
@@ -114,10 +136,7 @@ pub fn fetch_all(
             }
         }
         out
-    });
-    drop(rt);
-    crate::storage::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
-    Ok((results, shared.not_due.load(Ordering::Relaxed)))
+    }
 }
 
 /// A record for `job` with no parse result yet.

@@ -238,6 +238,17 @@ fn fetch_transitions_table() {
             1,
             NOW - DAY * 1000,
         ),
+        // interrupted (SIGINT/SIGTERM): never tried either
+        (
+            DbFetched,
+            FetchRetry,
+            "interrupted",
+            None,
+            2,
+            DbFetched,
+            2,
+            NOW - DAY * 1000,
+        ),
         // throughput_limit: never tried either
         (
             DbFetched,
@@ -289,7 +300,7 @@ fn fetch_transitions_table() {
         assert_eq!(got.fetch_time, want_time, "case {i}: fetch_time");
         assert_eq!(got.score, 1.0, "case {i}: score unchanged without links");
         assert_eq!(got.depth, 2, "case {i}: depth kept");
-        if reason == REASON_TIME_LIMIT || reason == REASON_THROUGHPUT_LIMIT {
+        if not_attempted(reason) {
             assert_eq!(got.fetched_time, old.fetched_time, "case {i}");
             continue;
         }
