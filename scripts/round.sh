@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # One crawl round: generate -> fetch -> parse -> updatedb -> linkdb -> pagerank -> sitemap.
 # Uses TRAWL_CRAWL_DIR and TRAWL_CONFIG (set by the Makefile); extra stage flags via
-# GENERATE_FLAGS, FETCH_FLAGS, SITEMAP_FLAGS. When generate finds nothing due, only the
+# GENERATE_FLAGS, FETCH_FLAGS, PARSE_FLAGS, UPDATEDB_FLAGS, LINKDB_FLAGS, PAGERANK_FLAGS,
+# SITEMAP_FLAGS. When generate (exit 3) finds nothing due, only the
 # sitemap step runs (new or due sitemaps may bring new URLs for the next round).
 # fetch interrupted (exit 4): the round stops there, saying how to apply the segment.
 # fetch reached no server (exit 5): the segment is still applied (parse, updatedb,
 # linkdb record the failures), then the round stops with exit code 5 and a warning.
 set -euo pipefail
 BIN=${BIN:-target/release}
-# Every stage takes extra flags from its own variable: PARSE_FLAGS, UPDATEDB_FLAGS,
-# LINKDB_FLAGS and PAGERANK_FLAGS too (e.g. PAGERANK_FLAGS="--max-iterations 300").
 
 set +e
 segment=$("$BIN/generate" ${GENERATE_FLAGS:-})
