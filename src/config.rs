@@ -434,6 +434,364 @@ impl Default for SitemapConfig {
     }
 }
 
+/// Longest interval (seconds) a key or a seed line's `fetch_interval=` may set: 100 years.
+pub const MAX_INTERVAL_SECS: i64 = 100 * 365 * 86_400;
+
+/// One day in seconds: the longest delay, timeout or wait a key may set.
+const DAY: f64 = 86_400.0;
+/// One year in seconds: the longest run-time limit a key may set.
+const YEAR: f64 = 365.0 * DAY;
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// An integer in `[min, max]` (`max == i64::MAX`: no upper bound).
+    Int(i64, i64),
+    /// A finite number between `min` and `max` (`f64::MAX`: no upper bound); the bounds
+    /// are excluded when `open_min` / `open_max`.
+    Num {
+        min: f64,
+        max: f64,
+        open_min: bool,
+        open_max: bool,
+    },
+    /// Any finite number, or `-inf` (a lower bound that is off).
+    FloorOrNegInf,
+    /// One of these strings.
+    OneOf(&'static [&'static str]),
+    /// A non-empty list of these strings.
+    ListOf(&'static [&'static str]),
+    /// A non-empty string without control characters.
+    Text,
+}
+
+/// `[min, max]`.
+const fn closed(min: f64, max: f64) -> Rule {
+    Rule::Num {
+        min,
+        max,
+        open_min: false,
+        open_max: false,
+    }
+}
+
+/// `(0, max]`.
+const fn positive(max: f64) -> Rule {
+    Rule::Num {
+        min: 0.0,
+        max,
+        open_min: true,
+        open_max: false,
+    }
+}
+
+/// Any finite number >= `min`.
+const fn at_least(min: f64) -> Rule {
+    closed(min, f64::MAX)
+}
+
+const UNBOUNDED: i64 = i64::MAX;
+
+/// Every checked key: `section.key`, what it accepts, and the unit named in messages
+/// (empty when none). docs/config.md lists the same ranges.
+const RULES: &[(&str, Rule, &str)] = &[
+    ("crawl.dir", Rule::Text, ""),
+    ("crawl.partitions", Rule::Int(1, 4096), ""),
+    ("crawl.threads", Rule::Int(0, 1024), ""),
+    ("urls.schemes", Rule::ListOf(&["http", "https"]), ""),
+    ("urls.max_length", Rule::Int(1, 65_536), "bytes"),
+    ("urls.scope", Rule::OneOf(&["any", "host", "domain"]), ""),
+    ("urls.max_depth", Rule::Int(0, 1_000_000), ""),
+    ("inject.score", at_least(f64::MIN), ""),
+    (
+        "inject.fetch_interval",
+        Rule::Int(1, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    ("generate.top_n", Rule::Int(1, UNBOUNDED), ""),
+    ("generate.max_per_host", Rule::Int(0, UNBOUNDED), ""),
+    ("generate.count_mode", Rule::OneOf(&["host", "domain"]), ""),
+    ("generate.min_score", Rule::FloorOrNegInf, ""),
+    (
+        "generate.gen_delay",
+        Rule::Int(0, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    ("fetch.user_agent", Rule::Text, ""),
+    ("fetch.robots_agent", Rule::Text, ""),
+    ("fetch.max_connections", Rule::Int(1, 65_536), ""),
+    ("fetch.per_host_connections", Rule::Int(1, 65_536), ""),
+    ("fetch.delay", closed(0.0, DAY), "seconds"),
+    ("fetch.max_crawl_delay", closed(0.0, DAY), "seconds"),
+    ("fetch.connect_timeout", positive(DAY), "seconds"),
+    ("fetch.read_timeout", positive(DAY), "seconds"),
+    ("fetch.total_timeout", positive(DAY), "seconds"),
+    ("fetch.max_content_bytes", Rule::Int(1, 1 << 30), "bytes"),
+    ("fetch.time_limit", closed(0.0, YEAR), "seconds"),
+    ("fetch.min_throughput", at_least(0.0), "URLs per second"),
+    ("fetch.min_throughput_window", positive(DAY), "seconds"),
+    ("fetch.min_throughput_after", closed(0.0, YEAR), "seconds"),
+    ("fetch.max_host_exceptions", Rule::Int(0, UNBOUNDED), ""),
+    ("fetch.max_retry_after", closed(0.0, DAY), "seconds"),
+    (
+        "fetch.queue_mode",
+        Rule::OneOf(&["host", "domain", "ip"]),
+        "",
+    ),
+    ("fetch.adaptive_delay_factor", closed(0.0, 1000.0), ""),
+    ("fetch.min_delay", closed(0.0, DAY), "seconds"),
+    ("fetch.max_delay", closed(0.0, DAY), "seconds"),
+    (
+        "fetch.robots_cache_ttl",
+        closed(0.0, DAY),
+        "seconds (24 h, RFC 9309)",
+    ),
+    ("fetch.follow_redirects", Rule::Int(0, 20), ""),
+    ("parse.max_outlinks", Rule::Int(0, UNBOUNDED), ""),
+    (
+        "parse.max_anchor_length",
+        Rule::Int(0, UNBOUNDED),
+        "characters",
+    ),
+    ("parse.max_page_bytes", Rule::Int(1, UNBOUNDED), "bytes"),
+    (
+        "parse.max_page_millis",
+        Rule::Int(0, 86_400_000),
+        "milliseconds",
+    ),
+    (
+        "updatedb.retry_interval",
+        Rule::Int(0, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    ("updatedb.max_retries", Rule::Int(0, 1000), ""),
+    (
+        "updatedb.default_interval",
+        Rule::Int(1, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    (
+        "updatedb.max_interval",
+        Rule::Int(1, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    (
+        "updatedb.schedule",
+        Rule::OneOf(&["default", "adaptive"]),
+        "",
+    ),
+    ("updatedb.sort_buffer_rows", Rule::Int(1, UNBOUNDED), "rows"),
+    (
+        "linkdb.max_anchor_length",
+        Rule::Int(0, UNBOUNDED),
+        "characters",
+    ),
+    ("linkdb.max_inlinks", Rule::Int(1, UNBOUNDED), ""),
+    (
+        "pagerank.damping",
+        Rule::Num {
+            min: 0.0,
+            max: 1.0,
+            open_min: false,
+            open_max: true,
+        },
+        "",
+    ),
+    ("pagerank.tolerance", at_least(0.0), ""),
+    ("pagerank.max_iterations", Rule::Int(1, 1_000_000), ""),
+    ("pagerank.source", Rule::OneOf(&["crawl", "linkdb"]), ""),
+    ("pagerank.teleport", Rule::OneOf(&["uniform", "seeds"]), ""),
+    ("sitemaps.max_depth", Rule::Int(0, 100), ""),
+    (
+        "sitemaps.refetch_interval",
+        Rule::Int(1, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
+    (
+        "sitemaps.max_urls",
+        Rule::Int(1, 50_000),
+        "(the protocol's limit)",
+    ),
+    (
+        "sitemaps.max_bytes",
+        Rule::Int(1, 52_428_800),
+        "bytes (50 MB, the protocol's limit)",
+    ),
+    ("sitemaps.max_sitemaps", Rule::Int(1, UNBOUNDED), ""),
+    ("sitemaps.default_priority", closed(0.0, 1.0), ""),
+];
+
+/// The rule of the values of a free map (`[fetch.delays]`): seconds like `fetch.delay`.
+const DELAYS_RULE: Rule = closed(0.0, DAY);
+
+/// Sections whose keys are free (host patterns), not a fixed set.
+const FREE_MAPS: &[&str] = &["fetch.delays", "fetch.resolve"];
+
+impl Rule {
+    /// Whether `v` satisfies the rule.
+    fn accepts(self, v: &toml::Value) -> bool {
+        let number = || match v {
+            toml::Value::Float(f) => Some(*f),
+            toml::Value::Integer(i) => Some(*i as f64),
+            _ => None,
+        };
+        match self {
+            Rule::Int(min, max) => v.as_integer().is_some_and(|i| (min..=max).contains(&i)),
+            Rule::Num {
+                min,
+                max,
+                open_min,
+                open_max,
+            } => number().is_some_and(|f| {
+                f.is_finite()
+                    && if open_min { f > min } else { f >= min }
+                    && if open_max { f < max } else { f <= max }
+            }),
+            Rule::FloorOrNegInf => {
+                number().is_some_and(|f| f.is_finite() || f == f64::NEG_INFINITY)
+            }
+            Rule::OneOf(allowed) => v.as_str().is_some_and(|s| allowed.contains(&s)),
+            Rule::ListOf(allowed) => v.as_array().is_some_and(|items| {
+                !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| i.as_str().is_some_and(|s| allowed.contains(&s)))
+            }),
+            Rule::Text => v
+                .as_str()
+                .is_some_and(|s| !s.trim().is_empty() && !s.chars().any(char::is_control)),
+        }
+    }
+
+    /// What the rule accepts, for messages and docs: "an integer from 1 to 4096".
+    fn describe(self, unit: &str) -> String {
+        let unit = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {unit}")
+        };
+        let quoted = |allowed: &[&str]| {
+            allowed
+                .iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Rule::Int(min, UNBOUNDED) => format!("an integer >= {min}{unit}"),
+            Rule::Int(min, max) => format!("an integer from {min} to {max}{unit}"),
+            Rule::Num { min, .. } if min == f64::MIN => format!("a finite number{unit}"),
+            Rule::Num {
+                min,
+                max,
+                open_min,
+                open_max,
+            } => match (open_min, open_max, max == f64::MAX) {
+                (false, _, true) => format!("a finite number >= {min}{unit}"),
+                (true, _, true) => format!("a finite number > {min}{unit}"),
+                (false, false, false) => format!("a number from {min} to {max}{unit}"),
+                (true, false, false) => format!("a number above {min} and up to {max}{unit}"),
+                (false, true, false) => {
+                    format!("a number from {min} up to (not including) {max}{unit}")
+                }
+                (true, true, false) => {
+                    format!("a number between {min} and {max} (both excluded){unit}")
+                }
+            },
+            Rule::FloorOrNegInf => "a finite number, or -inf (no minimum)".into(),
+            Rule::OneOf(allowed) => format!("one of {}", quoted(allowed)),
+            Rule::ListOf(allowed) => format!("a non-empty list of {}", quoted(allowed)),
+            Rule::Text => "a non-empty string without control characters".into(),
+        }
+    }
+}
+
+/// Shows a value as TOML spells it (strings quoted, `nan`, `inf`), cut to 80 characters.
+fn show(v: &toml::Value) -> String {
+    let s = match v {
+        // One line whatever the string holds (control characters escaped).
+        toml::Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    };
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
+}
+
+/// The value at `section.key` of a parsed document.
+fn lookup<'a>(table: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let (section, name) = key.split_once('.')?;
+    table.get(section)?.as_table()?.get(name)
+}
+
+/// The 1-based line where `path` (section, key, ...) is written in `text`, if found.
+fn line_of(text: &str, path: &[&str]) -> Option<usize> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let mut table = doc.get_ref();
+    let mut span = None;
+    for (i, name) in path.iter().enumerate() {
+        let (k, v) = table.iter().find(|(k, _)| k.get_ref() == name)?;
+        span = Some(k.span());
+        if i + 1 < path.len() {
+            match v.get_ref() {
+                toml::de::DeValue::Table(t) => table = t,
+                _ => return None,
+            }
+        }
+    }
+    let start = span?.start;
+    Some(text.get(..start)?.matches('\n').count() + 1)
+}
+
+/// Edit distance of two short strings (for "did you mean").
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known key nearest to `key` (`section.key`), when near enough to be a typo or a
+/// key put in the wrong section.
+fn nearest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    let name = key.rsplit('.').next().unwrap_or(key);
+    if let Some(k) = known
+        .iter()
+        .find(|k| k.rsplit('.').next() == Some(name) && k.as_str() != key)
+    {
+        return Some(k);
+    }
+    let (d, best) = known
+        .iter()
+        .map(|k| (distance(key, k), k.as_str()))
+        .min_by_key(|(d, _)| *d)?;
+    (d <= (key.len() / 3).max(2)).then_some(best)
+}
+
+/// Every `section.key` of the configuration (sections alone for the free maps).
+fn known_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    if let Ok(defaults) = toml::Table::try_from(Config::default()) {
+        for (section, value) in &defaults {
+            if let Some(t) = value.as_table() {
+                keys.extend(t.keys().map(|k| format!("{section}.{k}")));
+            }
+        }
+    }
+    // Keys whose default (None) does not serialize.
+    keys.push("urls.filter_file".into());
+    keys.sort();
+    keys
+}
+
 impl Config {
     /// Loads `path`, or the defaults when `path` is `None`.
     pub fn load(path: Option<&Path>) -> Result<Config> {
@@ -447,132 +805,155 @@ impl Config {
         Config::parse(&text, path)
     }
 
-    /// Parses TOML text; `path` names it in errors.
+    /// Parses TOML text; `path` names it in errors. Unknown keys and values out of
+    /// range are refused, naming the key, its line, the value and what is allowed.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        let cfg: Config = toml::from_str(text).map_err(|e| Error::Config {
+        let fail = |message: String| Error::Config {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let raw: toml::Table = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        check_known(&raw, text).map_err(fail)?;
+        check_rules(&raw, Some(text)).map_err(fail)?;
+        let cfg: Config = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
         cfg.validate(path)?;
         Ok(cfg)
     }
 
-    /// Checks value ranges, naming the key at fault.
+    /// Checks every value against its allowed range, naming the key at fault; `path`
+    /// names where the values came from (the file, or the command-line flags that
+    /// override it). Stages that apply flags call it again afterwards.
     pub fn validate(&self, path: &Path) -> Result<()> {
-        let bad = |key: &str, why: &str| {
-            Err(Error::Config {
-                path: path.to_path_buf(),
-                message: format!("{key}: {why}"),
-            })
+        let fail = |message: String| Error::Config {
+            path: path.to_path_buf(),
+            message,
         };
-        if self.crawl.partitions == 0 || self.crawl.partitions > 4096 {
-            return bad("crawl.partitions", "must be between 1 and 4096");
+        let table = toml::Table::try_from(self)
+            .map_err(|e| fail(format!("a value is out of range: {e}")))?;
+        check_rules(&table, None).map_err(fail)?;
+        if self.fetch.min_delay > self.fetch.max_delay {
+            return Err(fail(format!(
+                "fetch.min_delay = {} is above fetch.max_delay = {}: min_delay must not exceed max_delay",
+                self.fetch.min_delay, self.fetch.max_delay
+            )));
         }
-        if !matches!(self.urls.scope.as_str(), "any" | "host" | "domain") {
-            return bad("urls.scope", "must be \"any\", \"host\" or \"domain\"");
-        }
-        if !matches!(self.generate.count_mode.as_str(), "host" | "domain") {
-            return bad("generate.count_mode", "must be \"host\" or \"domain\"");
-        }
-        if !matches!(self.updatedb.schedule.as_str(), "default" | "adaptive") {
-            return bad("updatedb.schedule", "must be \"default\" or \"adaptive\"");
-        }
-        if !(0.0..1.0).contains(&self.pagerank.damping) {
-            return bad("pagerank.damping", "must be in [0, 1)");
-        }
-        if !matches!(self.pagerank.source.as_str(), "crawl" | "linkdb") {
-            return bad("pagerank.source", "must be \"crawl\" or \"linkdb\"");
-        }
-        if !matches!(self.pagerank.teleport.as_str(), "uniform" | "seeds") {
-            return bad("pagerank.teleport", "must be \"uniform\" or \"seeds\"");
-        }
-        if self.pagerank.tolerance.is_nan() || self.pagerank.tolerance < 0.0 {
-            return bad("pagerank.tolerance", "must be a number >= 0");
-        }
-        if self.fetch.max_connections == 0 || self.fetch.per_host_connections == 0 {
-            return bad(
-                "fetch.max_connections / fetch.per_host_connections",
-                "must be at least 1",
-            );
-        }
-        if self.fetch.delay < 0.0 {
-            return bad("fetch.delay", "must not be negative");
-        }
-        let f = &self.fetch;
-        for (key, v) in [
-            ("fetch.connect_timeout", f.connect_timeout),
-            ("fetch.read_timeout", f.read_timeout),
-            ("fetch.total_timeout", f.total_timeout),
-        ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return bad(key, "must be a positive number of seconds");
-            }
-        }
-        for (key, v) in [
-            ("fetch.max_crawl_delay", f.max_crawl_delay),
-            ("fetch.max_retry_after", f.max_retry_after),
-            ("fetch.time_limit", f.time_limit),
-            ("fetch.min_throughput", f.min_throughput),
-            ("fetch.min_throughput_after", f.min_throughput_after),
-            ("fetch.adaptive_delay_factor", f.adaptive_delay_factor),
-            ("fetch.min_delay", f.min_delay),
-            ("fetch.max_delay", f.max_delay),
-            ("fetch.robots_cache_ttl", f.robots_cache_ttl),
-        ] {
-            if v < 0.0 || v.is_nan() {
-                return bad(key, "must not be negative");
-            }
-        }
-        for (pattern, v) in &f.delays {
-            if !(*v >= 0.0 && v.is_finite()) {
-                return bad(
-                    &format!("fetch.delays.\"{pattern}\""),
-                    "must be a non-negative number of seconds",
-                );
-            }
-        }
-        if !(f.min_throughput_window > 0.0 && f.min_throughput_window.is_finite()) {
-            return bad(
-                "fetch.min_throughput_window",
-                "must be a positive number of seconds",
-            );
-        }
-        if !matches!(f.queue_mode.as_str(), "host" | "domain" | "ip") {
-            return bad("fetch.queue_mode", "must be \"host\", \"domain\" or \"ip\"");
-        }
-        if f.min_delay > f.max_delay {
-            return bad("fetch.min_delay", "must not exceed fetch.max_delay");
-        }
-        if f.robots_cache_ttl > 86400.0 {
-            return bad(
-                "fetch.robots_cache_ttl",
-                "must be at most 86400 seconds (24 h, RFC 9309)",
-            );
-        }
-        let sm = &self.sitemaps;
-        if sm.max_urls == 0 || sm.max_urls > 50_000 {
-            return bad(
-                "sitemaps.max_urls",
-                "must be between 1 and 50000 (the protocol's limit)",
-            );
-        }
-        if sm.max_bytes == 0 || sm.max_bytes > 52_428_800 {
-            return bad(
-                "sitemaps.max_bytes",
-                "must be between 1 and 52428800 (50 MB, the protocol's limit)",
-            );
-        }
-        if sm.refetch_interval <= 0 {
-            return bad(
-                "sitemaps.refetch_interval",
-                "must be a positive number of seconds",
-            );
-        }
-        if !(0.0..=1.0).contains(&sm.default_priority) {
-            return bad("sitemaps.default_priority", "must be in [0, 1]");
+        if self.updatedb.default_interval > self.updatedb.max_interval {
+            return Err(fail(format!(
+                "updatedb.default_interval = {} is above updatedb.max_interval = {}: default_interval must not exceed max_interval",
+                self.updatedb.default_interval, self.updatedb.max_interval
+            )));
         }
         Ok(())
     }
+
+    /// Checks the configuration after command-line flags overrode some keys: a bad flag
+    /// value is refused like a bad file value, naming the key it sets.
+    pub fn validate_flags(&self) -> Result<()> {
+        self.validate(Path::new("(command-line flags)"))
+    }
+}
+
+/// Refuses keys and sections the configuration does not have, suggesting the nearest.
+fn check_known(raw: &toml::Table, text: &str) -> std::result::Result<(), String> {
+    let known = known_keys();
+    let mut sections: Vec<&str> = known
+        .iter()
+        .filter_map(|k| k.split_once('.').map(|(s, _)| s))
+        .collect();
+    sections.dedup();
+    let refuse = |what: &str, name: &str, path: &[&str], hint: Option<&str>| {
+        let line = line_of(text, path).map_or(String::new(), |l| format!(" (line {l})"));
+        let hint = hint.map_or(String::new(), |k| format!("; did you mean {k}?"));
+        Err(format!(
+            "unknown {what} {name}{line}{hint} (every key is listed in data/trawl.toml and docs/config.md)"
+        ))
+    };
+    for (section, value) in raw {
+        let Some(table) = value.as_table() else {
+            return refuse("key", section, &[section], nearest(section, &known));
+        };
+        if !sections.contains(&section.as_str()) {
+            let hint = sections
+                .iter()
+                .map(|s| (distance(section, s), *s))
+                .min_by_key(|(d, _)| *d)
+                .filter(|(d, _)| *d <= 2)
+                .map(|(_, s)| format!("[{s}]"));
+            return refuse(
+                "section",
+                &format!("[{section}]"),
+                &[section],
+                hint.as_deref(),
+            );
+        }
+        for key in table.keys() {
+            let full = format!("{section}.{key}");
+            if FREE_MAPS.contains(&full.as_str()) || known.contains(&full) {
+                continue;
+            }
+            return refuse("key", &full, &[section, key], nearest(&full, &known));
+        }
+    }
+    Ok(())
+}
+
+/// Checks every ruled key present in `table`; `text` (the file) locates the line.
+fn check_rules(table: &toml::Table, text: Option<&str>) -> std::result::Result<(), String> {
+    let defaults = toml::Table::try_from(Config::default()).unwrap_or_default();
+    let refuse = |key: &str, path: &[&str], v: &toml::Value, rule: Rule, unit: &str| {
+        let line = text
+            .and_then(|t| line_of(t, path))
+            .map_or(String::new(), |l| format!(" (line {l})"));
+        let default = lookup(&defaults, key)
+            .map_or(String::new(), |d| format!("; the default is {}", show(d)));
+        Err(format!(
+            "{key} = {}{line} is not allowed: expected {}{default}",
+            show(v),
+            rule.describe(unit)
+        ))
+    };
+    for &(key, rule, unit) in RULES {
+        let Some(v) = lookup(table, key) else {
+            continue;
+        };
+        if !rule.accepts(v) {
+            let path: Vec<&str> = key.split('.').collect();
+            return refuse(key, &path, v, rule, unit);
+        }
+    }
+    if let Some(delays) = table
+        .get("fetch")
+        .and_then(|f| f.get("delays"))
+        .and_then(toml::Value::as_table)
+    {
+        for (pattern, v) in delays {
+            if !DELAYS_RULE.accepts(v) {
+                let key = format!("fetch.delays.\"{pattern}\"");
+                return refuse(
+                    &key,
+                    &["fetch", "delays", pattern],
+                    v,
+                    DELAYS_RULE,
+                    "seconds",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The allowed values of every checked key, as `(section.key, description)`, in the
+/// order of the sections (docs/config.md and data/trawl.toml state the same).
+pub fn allowed_values() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = RULES
+        .iter()
+        .map(|&(key, rule, unit)| (key.to_string(), rule.describe(unit)))
+        .collect();
+    out.push((
+        "fetch.delays.<pattern>".into(),
+        DELAYS_RULE.describe("seconds"),
+    ));
+    out
 }
 
 #[cfg(test)]
@@ -608,6 +989,141 @@ mod tests {
                 assert!(documented, "key {section}.{key} not documented");
             }
         }
+    }
+
+    /// docs/config.md has a row per checked key and data/trawl.toml an `# Allowed:`
+    /// comment right above it, both saying what the validation accepts.
+    #[test]
+    fn docs_state_every_allowed_range() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let docs = std::fs::read_to_string(root.join("docs/config.md")).unwrap();
+        let shipped = std::fs::read_to_string(root.join("data/trawl.toml")).unwrap();
+        let mut missing = Vec::new();
+        for (key, desc) in allowed_values() {
+            let row = format!("| `{key}` | {desc} |");
+            if !docs.contains(&row) {
+                missing.push(format!("docs/config.md: {row}"));
+            }
+            let (section, name) = key.split_once('.').unwrap();
+            if name.contains('.') {
+                continue;
+            }
+            let start = shipped.find(&format!("\n[{section}]\n")).unwrap();
+            let body = &shipped[start + 1..];
+            let body = &body[..body.find("\n[").unwrap_or(body.len())];
+            let comment = format!("# Allowed: {desc}.\n{name} =");
+            if !body.contains(&comment) {
+                missing.push(format!("data/trawl.toml [{section}]: {comment}"));
+            }
+        }
+        assert!(missing.is_empty(), "missing:\n{}", missing.join("\n"));
+    }
+
+    #[test]
+    fn bad_values_name_file_key_line_value_and_range() {
+        let p = Path::new("t.toml");
+        for (text, want) in [
+            (
+                "[fetch]\ndelay = nan\n",
+                "config t.toml: fetch.delay = nan (line 2) is not allowed: expected a number from 0 to 86400 seconds; the default is 1.0",
+            ),
+            (
+                "[fetch]\n\ndelay = inf\n",
+                "fetch.delay = inf (line 3) is not allowed",
+            ),
+            (
+                "[inject]\nscore = nan\n",
+                "inject.score = nan (line 2) is not allowed: expected a finite number; the default is 1.0",
+            ),
+            (
+                "[inject]\nfetch_interval = -1\n",
+                "inject.fetch_interval = -1 (line 2) is not allowed: expected an integer from 1 to 3153600000 seconds",
+            ),
+            (
+                "[updatedb]\nmax_retries = -1\n",
+                "updatedb.max_retries = -1 (line 2) is not allowed: expected an integer from 0 to 1000; the default is 3",
+            ),
+            (
+                "[urls]\nschemes = [\"gopher\"]\n",
+                "urls.schemes = [\"gopher\"] (line 2) is not allowed: expected a non-empty list of \"http\", \"https\"",
+            ),
+            ("[urls]\nschemes = []\n", "urls.schemes = []"),
+            (
+                "[fetch]\nmax_connections = -1\n",
+                "fetch.max_connections = -1 (line 2) is not allowed: expected an integer from 1 to 65536",
+            ),
+            (
+                "[fetch]\nmax_connections = 2.5\n",
+                "fetch.max_connections = 2.5 (line 2) is not allowed: expected an integer",
+            ),
+            (
+                "[fetch]\ndelay = \"fast\"\n",
+                "fetch.delay = \"fast\" (line 2) is not allowed: expected a number",
+            ),
+            (
+                "[fetch.delays]\n\"*.a.test\" = -1\n",
+                "fetch.delays.\"*.a.test\" = -1 (line 2) is not allowed: expected a number from 0 to 86400 seconds",
+            ),
+            (
+                "[generate]\nmin_score = nan\n",
+                "generate.min_score = nan (line 2) is not allowed: expected a finite number, or -inf (no minimum); the default is -inf",
+            ),
+            (
+                "[fetch]\nuser_agent = \"a\\nb\"\n",
+                "fetch.user_agent = \"a\\nb\" (line 2) is not allowed",
+            ),
+            (
+                "[updatedb]\ndefault_interval = 100\nmax_interval = 10\n",
+                "updatedb.default_interval = 100 is above updatedb.max_interval = 10",
+            ),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        // -inf is the default of generate.min_score and stays allowed.
+        assert!(Config::parse("[generate]\nmin_score = -inf\n", p).is_ok());
+        // Overrides from flags are checked the same way.
+        let mut cfg = Config::default();
+        cfg.fetch.delay = f64::NAN;
+        let e = cfg.validate_flags().unwrap_err().to_string();
+        assert!(
+            e.starts_with("config (command-line flags): fetch.delay = nan is not allowed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_suggest_the_nearest() {
+        let p = Path::new("t.toml");
+        for (text, want) in [
+            (
+                "[fetch]\ndelai = 2\n",
+                "config t.toml: unknown key fetch.delai (line 2); did you mean fetch.delay?",
+            ),
+            (
+                "[crawl]\n\ndelay = 2\n",
+                "unknown key crawl.delay (line 3); did you mean fetch.delay?",
+            ),
+            (
+                "delay = 2\n",
+                "unknown key delay (line 1); did you mean fetch.delay?",
+            ),
+            (
+                "[fecth]\ndelay = 2\n",
+                "unknown section [fecth] (line 1); did you mean [fetch]?",
+            ),
+            ("[fetch.foo]\nx = 1\n", "unknown key fetch.foo (line 1)"),
+            (
+                "[fetch]\nzzzzzzzz = 1\n",
+                "unknown key fetch.zzzzzzzz (line 2) (every key",
+            ),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        // Free maps take any pattern; the optional filter file is a known key.
+        let ok = "[fetch.delays]\n\"*.a.test\" = 2.0\n[fetch.resolve]\n\"b.test\" = \"127.0.0.1:9\"\n[urls]\nfilter_file = \"f.txt\"\n";
+        assert!(Config::parse(ok, p).is_ok());
     }
 
     #[test]

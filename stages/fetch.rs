@@ -71,7 +71,7 @@ fn run() -> anyhow::Result<()> {
     if let Some(ua) = args.user_agent {
         f.user_agent = ua;
     }
-    cfg.validate(std::path::Path::new("(command-line flags)"))?;
+    cfg.validate_flags()?;
     let summary = trawl::fetch::run(&cfg, &dir, args.segment.as_deref())?;
     trawl::cli::summary("fetch", started, &summary.line());
     if let Some(signal) = summary.interrupted {

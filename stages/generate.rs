@@ -36,15 +36,16 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (cfg, dir) = args.common.setup()?;
+    let (mut cfg, dir) = args.common.setup()?;
     let started = Instant::now();
-    let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
     if let Some(n) = args.top_n {
-        opts.top_n = n;
+        cfg.generate.top_n = n;
     }
     if let Some(m) = args.max_per_host {
-        opts.max_per_host = m;
+        cfg.generate.max_per_host = m;
     }
+    cfg.validate_flags()?;
+    let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
     opts.segments = args.max_segments.max(1);
     anyhow::ensure!(
         args.add_days.is_finite() && args.add_days >= 0.0,

@@ -55,6 +55,7 @@ fn run() -> anyhow::Result<()> {
     if let Some(n) = args.max_inlinks {
         cfg.linkdb.max_inlinks = n;
     }
+    cfg.validate_flags()?;
     let choice = if args.all {
         SegmentChoice::All
     } else if args.segments.is_empty() {

@@ -103,7 +103,7 @@ fn run() -> anyhow::Result<()> {
     if args.no_update_crawldb {
         pc.update_crawldb = false;
     }
-    cfg.validate(std::path::Path::new("(command-line flags)"))?;
+    cfg.validate_flags()?;
     let started = Instant::now();
     let dir = CrawlDir::open_existing(dir)?;
     let s = run_pagerank(&dir, &cfg)?;

@@ -46,6 +46,7 @@ fn run() -> anyhow::Result<()> {
     if let Some(ms) = args.max_page_millis {
         cfg.parse.max_page_millis = ms;
     }
+    cfg.validate_flags()?;
     let run_args = trawl::parse::ParseArgs {
         segment: args.segment,
         reparse: args.reparse,

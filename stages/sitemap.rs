@@ -47,6 +47,7 @@ fn run() -> anyhow::Result<()> {
     if let Some(d) = args.delay {
         cfg.fetch.delay = d;
     }
+    cfg.validate_flags()?;
     let started = Instant::now();
     let opts = trawl::sitemaps::Options {
         force: args.force,

@@ -34,6 +34,7 @@ fn run() -> anyhow::Result<()> {
     if args.no_additions {
         cfg.updatedb.additions_allowed = false;
     }
+    cfg.validate_flags()?;
     let started = Instant::now();
     let opts = trawl::crawldb::updatedb::UpdateOptions {
         segments: args.segments.clone(),
