@@ -523,8 +523,34 @@ fn parse_rules(path: &Path) -> Result<Vec<Rule>> {
     Ok(rules)
 }
 
+/// `raw` (a URL as written, perhaps invalid) with any `user:password@` of its authority
+/// replaced by `***@`, for echoing rejected input: credentials never reach a message.
+pub fn redact_userinfo(raw: &str) -> std::borrow::Cow<'_, str> {
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    let rest = &raw[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{}***{}", &raw[..start], &rest[at..]).into(),
+        None => raw.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn redact_userinfo_hides_credentials_only() {
+        use super::redact_userinfo;
+        assert_eq!(
+            redact_userinfo("http://u:p@h.test/a@b"),
+            "http://***@h.test/a@b"
+        );
+        assert_eq!(redact_userinfo("u:p@h.test/x"), "***@h.test/x");
+        assert_eq!(
+            redact_userinfo("http://h.test/?q=a@b"),
+            "http://h.test/?q=a@b"
+        );
+    }
+
     use super::*;
 
     fn policy() -> UrlPolicy {

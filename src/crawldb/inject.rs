@@ -51,7 +51,8 @@ fn clip_raw(raw: &[u8]) -> String {
 pub struct Rejected {
     /// `file:line`.
     pub place: String,
-    /// The URL (or line) as written, cut to [`ECHO_CHARS`] characters.
+    /// The URL (or line) as written, cut to [`ECHO_CHARS`] characters, credentials
+    /// (`user:password@`) masked.
     pub url: String,
     /// Why.
     pub reason: String,
@@ -225,7 +226,7 @@ pub fn parse_seeds(
         let Some(raw) = tokens.next() else { continue };
         let reject = |reason: String| Rejected {
             place: place.clone(),
-            url: clip(raw),
+            url: clip(&crate::urls::redact_userinfo(raw)),
             reason: clip(&reason),
         };
         let url = match policy.check_seed(raw) {

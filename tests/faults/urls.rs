@@ -83,7 +83,8 @@ fn seeds_are_stored_normalized_and_credentials_reach_no_output() {
          http://{h0}/search?q=foobar%\n\
          http://{h0}/90%+of/%zz/%7euser\n\
          http://{h0}/a|b/[x]?k=v|w^`[y]\n\
-         http://{USER}@{h1}/?q=x\n"
+         http://{USER}@{h1}/?q=x\n\
+         ftp://{USER}:{SECRET}@{h0}/rejected\n"
     );
     let seed_file = dir.join("seeds.txt");
     std::fs::write(&seed_file, &seeds).unwrap();
@@ -98,6 +99,11 @@ fn seeds_are_stored_normalized_and_credentials_reach_no_output() {
         inject_log.contains(&format!(
             "seed without a scheme taken as http: http://{h1}/"
         )),
+        "{inject_log}"
+    );
+    // The rejected line (a scheme not crawled) is echoed with its credentials masked.
+    assert!(
+        inject_log.contains(&format!("seeds.txt:7: rejected ftp://***@{h0}/rejected")),
         "{inject_log}"
     );
     logs.push(("inject", inject_log));
