@@ -154,7 +154,16 @@ pub fn compute(dir: &Path) -> Result<Manifest> {
 /// Marks `dir` complete: computes its manifest and writes it, atomically, as its
 /// `_SUCCESS` marker. Call it once every part is written and closed.
 pub fn seal(dir: &Path) -> Result<Manifest> {
+    let started = std::time::Instant::now();
     let m = compute(dir)?;
+    tracing::debug!(
+        "sealed {}: {} parts, {} rows, {:.1} MB hashed in {:.3}s",
+        dir.display(),
+        m.parts.len(),
+        m.rows(),
+        m.bytes() as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
     let mut bytes = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::crawl_dir(dir, format!("cannot encode the manifest: {e}")))?;
     bytes.push(b'\n');

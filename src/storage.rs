@@ -1,7 +1,9 @@
 //! Parquet storage: typed record batches, partitioned datasets written atomically,
 //! the crawl directory's layout, and the crawldb's lock and versioning.
 //!
-//! A *dataset* is a directory of `part-NNNNN.parquet` files plus a `_SUCCESS` marker.
+//! A *dataset* is a directory of `part-NNNNN.parquet` files plus a `_SUCCESS` marker
+//! that holds its manifest (every part's name, rows, bytes and blake3; see
+//! [`crate::integrity`]).
 //! Datasets are always written under a temporary name beside their final place and
 //! renamed into place when complete, so a reader never sees a half-written dataset
 //! and a killed stage leaves only a `*.tmp-*` directory that the next run removes.

@@ -92,7 +92,7 @@ fn run() -> anyhow::Result<()> {
             let secs = t.elapsed().as_secs_f64();
             let mb = m.bytes() as f64 / 1e6;
             println!(
-                "verify\t{} parts, {:.0} MB ({} rows)\t{:.2}s\t{:.0} MB/s\t{:.0} MiB",
+                "verify\t{} parts, {:.1} MB ({} rows)\t{:.3}s\t{:.0} MB/s\t{:.0} MiB",
                 m.parts.len(),
                 mb,
                 m.rows(),
@@ -132,7 +132,7 @@ fn run() -> anyhow::Result<()> {
                 // updatedb hashes the crawldb twice: it verifies the version it reads
                 // and seals (hashes) the version it writes, of about the same size.
                 println!(
-                    "checksums\tverify {v:.2}s = {:.1}% of updatedb's {u:.2}s; hashing in updatedb (verify input + seal output) about {:.1}%",
+                    "checksums\tverify {v:.3}s = {:.2}% of updatedb's {u:.2}s; hashing in updatedb (verify input + seal output) about {:.2}%",
                     100.0 * v / u,
                     200.0 * v / u
                 );
