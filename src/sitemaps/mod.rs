@@ -158,6 +158,7 @@ pub fn read_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>>
     let base = dir.root().join(SITEMAPDB);
     crate::layout::recover_versioned(&base)?;
     let current = base.join("current");
+    crate::integrity::refuse_unmarked(&current)?;
     if !storage::dataset_complete(&current) {
         return Ok(BTreeMap::new());
     }
