@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, printing its figures (wall time, rates, peak RSS).
-# Benchmarks measure; tests never assert timings. BENCH_SIZES (default "1000000")
-# lists the crawldb sizes for updatedb/generate, e.g. BENCH_SIZES="1000000 10000000 30000000"
+# Benchmarks measure; tests never assert timings. BENCH_SIZES (default "1000000 10000000")
+# lists the crawldb sizes for updatedb/generate and the blake3 check of the crawldb's
+# parts (docs/integrity.md), e.g. BENCH_SIZES="1000000 10000000 30000000"
 # (30M: about 200 MB of Parquet under bench-out/, removed after its run).
 # GRAPH_SIZES (default "1000000") lists the page counts of the PageRank graphs (10
 # links per page), e.g. GRAPH_SIZES="1000000 10000000" (10M pages: ~2.2 GB RAM,
@@ -23,9 +24,10 @@ echo "== parse: MB/s of HTML (links + text + main text + signatures) on the corp
 echo "   the test web's own pages (300 hosts) and generated link-heavy pages"
 "$BIN/parsebench"
 
-for n in ${BENCH_SIZES:-1000000}; do
+for n in ${BENCH_SIZES:-1000000 10000000}; do
   echo
-  echo "== crawldb: updatedb and generate on $n URLs ($((n / 100)) hosts, 10% fetched, 5 outlinks each)"
+  echo "== crawldb: updatedb and generate on $n URLs ($((n / 100)) hosts, 10% fetched, 5 outlinks each),"
+  echo "   and the blake3 check of the crawldb's parts every crawldb rewrite starts with (verify; checksums: its share of updatedb)"
   rm -rf "$OUT/crawldb-$n"
   "$BIN/benchgen" --crawl-dir "$OUT/crawldb-$n" --urls "$n"
   "$BIN/bench" --crawl-dir "$OUT/crawldb-$n" --top-n $((n / 10)) --max-per-host 100

@@ -168,7 +168,12 @@ fn simhashes(dir: &CrawlDir) -> Result<HashMap<String, u64>> {
         if !seg.has("parse_data") {
             continue;
         }
-        for part in storage::part_files(&seg.dataset("parse_data"))? {
+        // Near-duplicate verdicts are written into the crawldb: checked in full.
+        let files = crate::integrity::verify(
+            &seg.dataset("parse_data"),
+            crate::integrity::Check::Checksums,
+        )?;
+        for part in files {
             for rows in storage::read_part::<ParseDataRecord>(&part)? {
                 for r in rows? {
                     if let Some(h) = r.simhash {
@@ -193,6 +198,7 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     let dir = CrawlDir::open_existing(root)?;
     let _lock = Lock::acquire(&dir.crawldb_lock(), "dedup")?;
     dir.recover_crawldb()?;
+    crate::crawldb::verify_for_rewrite(&dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     let parts = storage::part_files(&current)?;

@@ -4,6 +4,7 @@
 //! <crawl-dir>/
 //!   crawldb/current/part-NNNNN.parquet   one row per URL, partitioned by host, sorted by URL
 //!   crawldb/current/_meta.json           partitions and segments already merged
+//!   crawldb/current/_SUCCESS             the manifest: every part's name, rows, bytes, blake3
 //!   crawldb/old/                          the previous version
 //!   crawldb/.lock                         held while a stage rewrites the crawldb
 //!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
+use crate::integrity::{self, Check};
 use crate::storage::{self, SUCCESS_MARKER, StagedDataset};
 
 /// A crawl directory.
@@ -57,13 +59,58 @@ impl CrawlDir {
             ));
         }
         dir.recover_crawldb()?;
+        dir.refuse_unmarked_crawldb()?;
         if !storage::dataset_complete(&dir.crawldb_current()) {
             return Err(Error::crawl_dir(
                 &dir.root,
                 "not a crawl directory (no crawldb/current with a _SUCCESS marker); run `inject` first, or pass the right --crawl-dir",
             ));
         }
+        dir.verify_crawldb(Check::Sizes)?;
         Ok(dir)
+    }
+
+    /// Checks the current crawldb against its manifest ([`integrity::verify`]):
+    /// [`Check::Sizes`] before reading it, [`Check::Checksums`] before rewriting it.
+    /// Also refuses a version whose part count differs from its `_meta.json`'s
+    /// `partitions` (which catches a missing part of a crawldb written before
+    /// manifests too).
+    pub fn verify_crawldb(&self, check: Check) -> Result<()> {
+        let current = self.crawldb_current();
+        let parts = integrity::verify(&current, check)?;
+        let meta = self.crawldb_meta()?;
+        if parts.len() != meta.partitions {
+            let have: Vec<String> = parts
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect();
+            let missing: Vec<String> = (0..meta.partitions)
+                .map(storage::part_name)
+                .filter(|n| !have.contains(n))
+                .collect();
+            return Err(Error::Integrity {
+                path: current.clone(),
+                message: format!(
+                    "{} part files, but its _meta.json says {} partitions (missing: {}), so it is not read and nothing was written. {}",
+                    parts.len(),
+                    meta.partitions,
+                    if missing.is_empty() {
+                        "none; extra parts".to_string()
+                    } else {
+                        missing.join(", ")
+                    },
+                    integrity::recovery_hint(&current)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a `crawldb/current/` that holds part files but no `_SUCCESS`
+    /// manifest: trawl never installs one, so it was damaged, and treating it as "no
+    /// crawldb" would let `inject` replace `old/` with it.
+    pub fn refuse_unmarked_crawldb(&self) -> Result<()> {
+        integrity::refuse_unmarked(&self.crawldb_current())
     }
 
     /// The root path.
@@ -235,15 +282,44 @@ impl Segment {
         storage::dataset_complete(&self.dataset(name))
     }
 
+    /// Checks one of its datasets against its manifest ([`integrity::verify`]) when
+    /// the dataset is complete; an absent or unfinished dataset is left to
+    /// [`Segment::require`] and [`Segment::has`].
+    pub fn verify(&self, dataset: &str, check: Check) -> Result<()> {
+        if self.has(dataset) {
+            integrity::verify(&self.dataset(dataset), check)?;
+        }
+        Ok(())
+    }
+
+    /// Checks every complete dataset of the segment (each subdirectory with a
+    /// `_SUCCESS` marker) against its manifest.
+    pub fn verify_all(&self, check: Check) -> Result<()> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.path).at(&self.path)? {
+            let entry = entry.at(&self.path)?;
+            if entry.path().join(SUCCESS_MARKER).is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        for name in names {
+            integrity::verify(&self.dataset(&name), check)?;
+        }
+        Ok(())
+    }
+
     /// Reads `_meta.json`.
     pub fn meta(&self) -> Result<SegmentMeta> {
         storage::read_json(&self.path.join(SEGMENT_META))
     }
 
     /// Fails with a helpful message unless `dataset` is complete; `stage` is the
-    /// stage that writes it.
+    /// stage that writes it. A complete dataset is checked against its manifest
+    /// ([`Check::Sizes`]).
     pub fn require(&self, dataset: &str, stage: &str) -> Result<PathBuf> {
         if self.has(dataset) {
+            integrity::verify(&self.dataset(dataset), Check::Sizes)?;
             Ok(self.dataset(dataset))
         } else {
             Err(Error::crawl_dir(

@@ -13,6 +13,7 @@ pub mod dedup;
 pub mod error;
 pub mod fetch;
 pub mod graph;
+pub mod integrity;
 pub mod layout;
 pub mod parse;
 pub mod records;

@@ -1,7 +1,9 @@
 //! Parquet storage: typed record batches, partitioned datasets written atomically,
 //! the crawl directory's layout, and the crawldb's lock and versioning.
 //!
-//! A *dataset* is a directory of `part-NNNNN.parquet` files plus a `_SUCCESS` marker.
+//! A *dataset* is a directory of `part-NNNNN.parquet` files plus a `_SUCCESS` marker
+//! that holds its manifest (every part's name, rows, bytes and blake3; see
+//! [`crate::integrity`]).
 //! Datasets are always written under a temporary name beside their final place and
 //! renamed into place when complete, so a reader never sees a half-written dataset
 //! and a killed stage leaves only a `*.tmp-*` directory that the next run removes.
@@ -21,11 +23,13 @@ use serde::de::DeserializeOwned;
 
 use crate::datum::fields_of;
 use crate::error::{Error, IoContext, Result};
+use crate::integrity::{self, Check};
 
 /// Rows per Parquet row group (and per in-memory batch when streaming).
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
 
-/// Name of the marker file a complete dataset carries.
+/// Name of the marker file a complete dataset carries; it holds the dataset's
+/// manifest ([`integrity::Manifest`]).
 pub const SUCCESS_MARKER: &str = "_SUCCESS";
 
 /// A row type stored in Parquet: serde-convertible with a fixed Arrow schema.
@@ -199,13 +203,21 @@ pub fn read_part_all<R: Record>(path: &Path) -> Result<Vec<R>> {
 }
 
 /// The part files of a dataset directory, in part order.
+///
+/// A complete dataset (one with its `_SUCCESS` marker) is first checked against its
+/// manifest ([`integrity::verify`] with [`Check::Sizes`]): a missing, resized or
+/// unlisted part is an [`Error::Integrity`], never a smaller dataset. A directory
+/// being written (no marker yet) is listed as it is.
 pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    if dataset_complete(dir) {
+        return integrity::verify(dir, Check::Sizes);
+    }
     let mut parts = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with("part-") && name.ends_with(".parquet") {
+        if integrity::is_part_name(&name) {
             parts.push(entry.path());
         }
     }
@@ -300,7 +312,9 @@ impl StagedDataset {
     }
 
     fn finish_and_rename(&mut self) -> Result<()> {
-        write_marker(&self.tmp.join(SUCCESS_MARKER))?;
+        // The marker is the manifest (every part's name, rows, size, blake3), written
+        // last: a dataset with a `_SUCCESS` is complete and checkable.
+        integrity::seal_tree(&self.tmp)?;
         fs::rename(&self.tmp, &self.dest).at(&self.dest)?;
         sync_dir(self.dest.parent());
         self.committed = true;
@@ -345,12 +359,6 @@ pub fn remove_stale_tmp(dest: &Path) -> Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-fn write_marker(path: &Path) -> Result<()> {
-    let mut f = File::create(path).at(path)?;
-    writeln!(f, "{}", chrono::Utc::now().to_rfc3339()).at(path)?;
     Ok(())
 }
 

@@ -302,6 +302,7 @@ pub fn run(root: &Path, cfg: &Config, inputs: &[SeedInput]) -> Result<InjectRepo
     let dir = CrawlDir::new(root);
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     let _lock = lock(&dir, "inject")?;
+    super::verify_for_rewrite(&dir)?;
     let (exists, mut meta) = super::meta_or_new(&dir, cfg)?;
     let n = meta.partitions;
     let mut hosts: BTreeSet<String> = meta.seed_hosts.iter().cloned().collect();

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::Result;
+use crate::integrity::Check;
 use crate::layout::{self, CRAWLDB_META, CrawlDbMeta, CrawlDir, Lock};
 use crate::storage::{self, PartWriter, StagedDataset};
 
@@ -40,9 +41,14 @@ pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
 }
 
 /// The current crawldb's metadata, or fresh metadata with `crawl.partitions` parts
-/// when there is no crawldb yet; the flag says whether a crawldb exists.
+/// when there is no crawldb yet; the flag says whether a crawldb exists. A
+/// `crawldb/current/` with parts but no manifest, or whose parts do not match its
+/// manifest's list and sizes, is an [`crate::error::Error::Integrity`], never "no
+/// crawldb". Writers verify checksums with [`verify_for_rewrite`].
 pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool, CrawlDbMeta)> {
+    dir.refuse_unmarked_crawldb()?;
     if storage::dataset_complete(&dir.crawldb_current()) {
+        dir.verify_crawldb(Check::Sizes)?;
         Ok((true, dir.crawldb_meta()?))
     } else {
         Ok((
@@ -53,6 +59,18 @@ pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool,
             },
         ))
     }
+}
+
+/// Before a stage rewrites the crawldb (under its lock): refuses a damaged
+/// `crawldb/current/` (no manifest, a part missing, added, resized, or with a
+/// blake3 that differs from its manifest), so that nothing read from it is written
+/// into a new version. No crawldb yet is fine.
+pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
+    dir.refuse_unmarked_crawldb()?;
+    if storage::dataset_complete(&dir.crawldb_current()) {
+        dir.verify_crawldb(Check::Checksums)?;
+    }
+    Ok(())
 }
 
 /// Path of part `i` of the current crawldb.

@@ -17,6 +17,7 @@ use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
 use crate::error::{Error, Result};
+use crate::integrity::Check;
 use crate::layout::{CrawlDir, Segment};
 use crate::records::{CrawlParseRecord, FetchRecord};
 use crate::storage::{PartWriter, partition_for_host};
@@ -123,6 +124,14 @@ fn run_at(
     }
     if segments.is_empty() {
         return Ok(report);
+    }
+    // Refuse a damaged crawldb or segment before anything is written: a flipped
+    // byte read here would otherwise be written into current and, next time, old.
+    dir.verify_crawldb(Check::Checksums)?;
+    for (s, _) in &segments {
+        for ds in ["crawl_fetch", "crawl_parse"] {
+            s.verify(ds, Check::Checksums)?;
+        }
     }
 
     let n = meta.partitions;

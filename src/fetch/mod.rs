@@ -174,7 +174,8 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     // Each host's index in `hosts` and its name, shared by the host's items.
     let mut index: HashMap<String, (usize, Arc<str>)> = HashMap::new();
     let mut n = 0u64;
-    for part in storage::part_files(&seg.dataset("crawl_generate"))? {
+    let list = seg.dataset("crawl_generate");
+    for part in crate::integrity::verify(&list, crate::integrity::Check::Checksums)? {
         for rows in storage::read_part::<CrawlDatum>(&part)? {
             for d in rows? {
                 n += 1;

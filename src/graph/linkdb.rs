@@ -23,6 +23,7 @@ use super::source::read_columns;
 use crate::config::{Config, LinkDbConfig};
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
+use crate::integrity::{self, Check};
 use crate::layout::{self, CrawlDir, Lock, Segment};
 use crate::records::InlinkRecord;
 use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
@@ -70,9 +71,11 @@ pub struct LinkDbSummary {
 /// Reads the current linkdb's metadata, if there is a linkdb.
 pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
     let cur = dir.linkdb_current();
+    integrity::refuse_unmarked(&cur)?;
     if !storage::dataset_complete(&cur) {
         return Ok(None);
     }
+    integrity::verify(&cur, Check::Sizes)?;
     Ok(Some(storage::read_json(&cur.join(LINKDB_META))?))
 }
 
@@ -148,6 +151,15 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
             }
         }
         return Ok(summary);
+    }
+
+    // Everything read below is written into the new version: refuse a damaged
+    // linkdb or parse_data before anything is written.
+    if old_meta.is_some() {
+        integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
+    }
+    for seg in &segments {
+        seg.verify("parse_data", Check::Checksums)?;
     }
 
     // Invert: new inlinks bucketed by the target's partition, in segment order.

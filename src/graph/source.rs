@@ -11,6 +11,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::ids::url_host;
 use crate::error::{Error, IoContext, Result};
+use crate::integrity::{self, Check};
 use crate::layout::CrawlDir;
 use crate::storage::{self, ROW_GROUP_ROWS};
 
@@ -83,7 +84,11 @@ impl EdgeSource {
         let mut files = Vec::new();
         for seg in dir.segments()? {
             if seg.has("parse_data") {
-                files.extend(storage::part_files(&seg.dataset("parse_data"))?);
+                // Ranks flow into the crawldb: checked in full, not only listed.
+                files.extend(integrity::verify(
+                    &seg.dataset("parse_data"),
+                    Check::Checksums,
+                )?);
             } else {
                 tracing::info!(
                     "segment {} has no complete parse_data; its links are not in the graph",
@@ -103,7 +108,10 @@ impl EdgeSource {
                 "no linkdb: run `linkdb` first, or use --source crawl",
             ));
         }
-        Ok(Self::new(EdgeKind::LinkDb, storage::part_files(&cur)?))
+        Ok(Self::new(
+            EdgeKind::LinkDb,
+            integrity::verify(&cur, Check::Checksums)?,
+        ))
     }
 
     /// The files, in a fixed order.

@@ -52,6 +52,11 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     } else {
         cfg.crawl.partitions
     };
+    // The crawldb feeds the seed teleport and is rewritten with the ranks: refuse
+    // a damaged one before the work starts (and again under the lock).
+    if pc.update_crawldb || pc.teleport == "seeds" {
+        crate::crawldb::verify_for_rewrite(dir)?;
+    }
     let started = Instant::now();
     let source = match pc.source.as_str() {
         "linkdb" => EdgeSource::linkdb(dir)?,
@@ -312,6 +317,7 @@ pub fn update_crawldb(
 ) -> Result<u64> {
     let _lock = Lock::acquire(&dir.crawldb_lock(), "pagerank")?;
     dir.recover_crawldb()?;
+    crate::crawldb::verify_for_rewrite(dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     let staged = StagedDataset::new(&current)?;

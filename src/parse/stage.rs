@@ -102,7 +102,8 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
     let policy = UrlPolicy::new(&cfg.urls, &seeds)?;
     let opts = ParseOptions::from_config(cfg);
 
-    let parts = storage::part_files(&content)?;
+    // Checked in full: cheap next to parsing, and what parse writes flows into the crawldb.
+    let parts = crate::integrity::verify(&content, crate::integrity::Check::Checksums)?;
     let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
     let pb = cli::progress_bar(total_rows, "parse");
 

@@ -158,9 +158,12 @@ pub fn read_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>>
     let base = dir.root().join(SITEMAPDB);
     crate::layout::recover_versioned(&base)?;
     let current = base.join("current");
+    crate::integrity::refuse_unmarked(&current)?;
     if !storage::dataset_complete(&current) {
         return Ok(BTreeMap::new());
     }
+    // Rewritten by every run: checked in full before it is read.
+    crate::integrity::verify(&current, crate::integrity::Check::Checksums)?;
     Ok(storage::read_dataset::<SitemapRecord>(&current)?
         .into_iter()
         .map(|r| (r.url.clone(), r))
@@ -177,6 +180,7 @@ pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
         if !storage::dataset_complete(&ds) {
             continue;
         }
+        crate::integrity::verify(&ds, crate::integrity::Check::Checksums)?;
         for r in storage::read_dataset::<crate::fetch::robots::RobotsRecord>(&ds)? {
             for s in r.sitemaps {
                 if seen.insert((s.clone(), r.origin.clone())) {
@@ -317,6 +321,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     // Held for the whole run: the crawldb and the sitemapdb change together.
     let _lock = crate::crawldb::lock(&dir, "sitemap")?;
+    crate::crawldb::verify_for_rewrite(&dir)?;
     let now = now_millis();
     let known = read_sitemapdb(&dir)?;
     let mut summary = SitemapSummary::default();

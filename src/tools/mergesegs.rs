@@ -48,6 +48,7 @@ use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::fetch::robots::RobotsRecord;
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
+use crate::integrity::Check;
 use crate::layout::lock::segment_lock_path;
 use crate::layout::{
     CRAWLDB_META, CrawlDir, Lock, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
@@ -326,6 +327,9 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             ));
         }
         s.require("crawl_generate", "generate")?;
+        // Copied into the merged segments (and, with --delete-inputs, the only copy
+        // left): every dataset is checked in full first.
+        s.verify_all(Check::Checksums)?;
         let meta = s.meta()?;
         report.input_bytes += segstate::disk_bytes(s.path());
         inputs.push(Input {
