@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::tools::mergesegs::{MergeOptions, run};
+use trawl::tools::mergesegs::{self, MergeOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -53,7 +53,7 @@ fn run() -> anyhow::Result<()> {
         slice: args.slice,
         delete_inputs: args.delete_inputs,
     };
-    let r = run(&root, &cfg, &opts)?;
+    let r = mergesegs::run(&root, &cfg, &opts)?;
     for p in &r.outputs {
         println!("{}", p.display());
     }

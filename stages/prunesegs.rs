@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::tools::prunesegs::{PruneOptions, run};
+use trawl::tools::prunesegs::{self, PruneOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -57,7 +57,7 @@ fn run() -> anyhow::Result<()> {
         dry_run: args.dry_run,
         now: trawl::datum::now_millis(),
     };
-    let r = run(&root, &cfg, &opts)?;
+    let r = prunesegs::run(&root, &cfg, &opts)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
