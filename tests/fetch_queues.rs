@@ -366,8 +366,7 @@ fn redirects_followed_inline() {
     assert_spaced(&lines, 2000);
 
     // updatedb (fetch statuses only: not parsed): followed targets enter the crawldb
-    // with their fetch outcome, the
-    // unfollowed target of the last hop as a new URL.
+    // with their fetch outcome, the unfollowed target of the last hop as a new URL.
     run_ok("updatedb", &crawl, &cfg, &["--no-parse", &segment]);
     let db = crawldb_statuses(&crawl);
     for p in ["/chain1", "/chain2", "/chain3", "/chain4", "/chain5"] {
