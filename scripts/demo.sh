@@ -32,7 +32,15 @@ echo "demo: test web serving at $(cat "$DIR/testweb.addr") ($WEB_FLAGS)"
 "$BIN/inject" "$DIR/seeds.txt"
 for r in $(seq "$ROUNDS"); do
   echo "demo: round $r of $ROUNDS"
-  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" SITEMAP_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh
+  rc=0
+  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" SITEMAP_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh || rc=$?
+  if [ "$rc" -eq 3 ]; then  # nothing due (docs/exit-codes.md): the crawl is done
+    echo "demo: nothing left to crawl after $((r - 1)) rounds"
+    break
+  elif [ "$rc" -ne 0 ]; then
+    echo "demo: round $r failed with exit code $rc" >&2
+    exit "$rc"
+  fi
 done
 
 echo

@@ -7,6 +7,11 @@
 # fetch interrupted (exit 4): the round stops there, saying how to apply the segment.
 # fetch reached no server (exit 5): the segment is still applied (parse, updatedb,
 # linkdb record the failures), then the round stops with exit code 5 and a warning.
+#
+# Exit codes (docs/exit-codes.md): 0 = a round was crawled; 3 = nothing was due (the
+# sitemap step ran; a crawl loop stops here); anything else = the first stage that
+# failed stopped the round, and its code is the round's (1 error, 2 usage, 4
+# interrupted, 5 no server reachable, 6 locked, 7 corrupt).
 set -euo pipefail
 BIN=${BIN:-target/release}
 
@@ -17,7 +22,7 @@ set -e
 if [ "$rc" -eq 3 ]; then  # exit code 3: nothing due (docs/exit-codes.md)
   echo "round: no URLs are due; checking sitemaps only" >&2
   "$BIN/sitemap" ${SITEMAP_FLAGS:-}
-  exit 0
+  exit 3
 elif [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi

@@ -49,24 +49,41 @@ impl CrawlDir {
         CrawlDir { root: root.into() }
     }
 
-    /// Opens a crawl directory that must already hold a crawldb.
+    /// Opens a crawl directory that must already hold a crawldb: every stage but
+    /// `inject` (which creates it) opens its crawl directory with this or with
+    /// [`CrawlDir::open_for_segments`], so a missing or empty directory is refused the
+    /// same way everywhere ([`NO_CRAWL_DIR`], [`NO_CRAWLDB`]), before anything is
+    /// created in it.
     pub fn open_existing(root: impl Into<PathBuf>) -> Result<Self> {
+        let dir = CrawlDir::open_root(root)?;
+        if !storage::dataset_complete(&dir.crawldb_current()) {
+            return Err(Error::crawl_dir(&dir.root, NO_CRAWLDB));
+        }
+        dir.verify_crawldb(Check::Sizes)?;
+        Ok(dir)
+    }
+
+    /// Opens a crawl directory for a stage that works on segments (`fetch`, `parse`,
+    /// `linkdb`, `warc`, `readseg`, `readlinkdb`): it must exist and hold a crawldb or
+    /// at least one segment; refused like [`CrawlDir::open_existing`] otherwise.
+    pub fn open_for_segments(root: impl Into<PathBuf>) -> Result<Self> {
+        let dir = CrawlDir::open_root(root)?;
+        if storage::dataset_complete(&dir.crawldb_current()) {
+            dir.verify_crawldb(Check::Sizes)?;
+        } else if dir.segments()?.is_empty() {
+            return Err(Error::crawl_dir(&dir.root, NO_CRAWLDB));
+        }
+        Ok(dir)
+    }
+
+    /// The root must be a directory; finishes an interrupted crawldb install.
+    fn open_root(root: impl Into<PathBuf>) -> Result<Self> {
         let dir = CrawlDir::new(root);
         if !dir.root.is_dir() {
-            return Err(Error::crawl_dir(
-                &dir.root,
-                "no such crawl directory; run `inject` first to create it, or pass the right --crawl-dir",
-            ));
+            return Err(Error::crawl_dir(&dir.root, NO_CRAWL_DIR));
         }
         dir.recover_crawldb()?;
         dir.refuse_unmarked_crawldb()?;
-        if !storage::dataset_complete(&dir.crawldb_current()) {
-            return Err(Error::crawl_dir(
-                &dir.root,
-                "not a crawl directory (no crawldb/current with a _SUCCESS marker); run `inject` first, or pass the right --crawl-dir",
-            ));
-        }
-        dir.verify_crawldb(Check::Sizes)?;
         Ok(dir)
     }
 
@@ -208,6 +225,12 @@ impl CrawlDir {
     }
 }
 
+/// Why a stage refuses a crawl directory that does not exist (after its path).
+pub const NO_CRAWL_DIR: &str =
+    "no such crawl directory: run `inject SEEDS` first to create it, or pass the right --crawl-dir";
+/// Why a stage refuses a crawl directory without a crawldb (an empty one, say).
+pub const NO_CRAWLDB: &str = "no crawldb (no complete crawldb/current/): run `inject SEEDS` first, or pass the right --crawl-dir";
+
 /// The crawldb's `_meta.json`, stored inside each version so it changes atomically with it.
 pub const CRAWLDB_META: &str = "_meta.json";
 /// A segment's `_meta.json`.
@@ -221,6 +244,11 @@ pub struct CrawlDbMeta {
     /// Segments whose fetch and parse results are merged into this version.
     #[serde(default)]
     pub applied_segments: Vec<String>,
+    /// Segments *partially* applied: only their fetch statuses are merged
+    /// (`updatedb --no-parse`); a later `updatedb` after `parse` merges the rest
+    /// (signatures, outlinks) and moves them to `applied_segments`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_segments: Vec<String>,
     /// Seed hosts (for scope filters); filled by inject.
     #[serde(default)]
     pub seed_hosts: Vec<String>,
@@ -230,6 +258,23 @@ pub struct CrawlDbMeta {
     /// The stage that wrote it.
     #[serde(default)]
     pub written_by: String,
+}
+
+impl CrawlDbMeta {
+    /// Whether every result of segment `name` is merged into this version.
+    pub fn is_applied(&self, name: &str) -> bool {
+        self.applied_segments.iter().any(|a| a == name)
+    }
+
+    /// Whether only the fetch statuses of segment `name` are merged (`updatedb --no-parse`).
+    pub fn is_partial(&self, name: &str) -> bool {
+        self.partial_segments.iter().any(|a| a == name)
+    }
+
+    /// Whether the fetch statuses of segment `name` are merged (fully or partially applied).
+    pub fn fetch_applied(&self, name: &str) -> bool {
+        self.is_applied(name) || self.is_partial(name)
+    }
 }
 
 /// Facts about a segment, written by generate.
@@ -314,6 +359,18 @@ impl Segment {
         storage::read_json(&self.path.join(SEGMENT_META))
     }
 
+    /// Whether `dataset` (`content` or `parse_text`) was deleted by `prunesegs`: it is
+    /// gone while the dataset its stage commits after it is there (fetch commits
+    /// `content/` before `crawl_fetch/`, parse `parse_text/` before `parse_data/`).
+    pub fn pruned(&self, dataset: &str) -> bool {
+        let after = match dataset {
+            "content" => "crawl_fetch",
+            "parse_text" => "parse_data",
+            _ => return false,
+        };
+        !self.dataset(dataset).exists() && self.has(after)
+    }
+
     /// Fails with a helpful message unless `dataset` is complete; `stage` is the
     /// stage that writes it. A complete dataset is checked against its manifest
     /// ([`Check::Sizes`]).
@@ -321,6 +378,14 @@ impl Segment {
         if self.has(dataset) {
             integrity::verify(&self.dataset(dataset), Check::Sizes)?;
             Ok(self.dataset(dataset))
+        } else if self.pruned(dataset) {
+            Err(Error::crawl_dir(
+                &self.path,
+                format!(
+                    "segment {}: its {dataset}/ was pruned by prunesegs (deleted once the segment was applied); it cannot be read any more: crawl the URLs again in a new round if you need it",
+                    self.name
+                ),
+            ))
         } else {
             Err(Error::crawl_dir(
                 &self.path,

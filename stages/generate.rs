@@ -26,8 +26,16 @@ struct Args {
     #[arg(long, value_name = "K", default_value_t = 1)]
     max_segments: usize,
     /// Select URLs due up to DAYS days from now (Nutch's -adddays); fractions allowed.
-    #[arg(long, value_name = "DAYS", default_value_t = 0.0)]
+    #[arg(long, value_name = "DAYS", default_value_t = 0.0, value_parser = days)]
     add_days: f64,
+}
+
+/// `--add-days`: a finite number of days >= 0 (else a usage error, exit code 2).
+fn days(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(d) if d.is_finite() && d >= 0.0 => Ok(d),
+        _ => Err("expected a number of days >= 0".into()),
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,11 +55,6 @@ fn run() -> anyhow::Result<()> {
     cfg.validate_flags()?;
     let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
     opts.segments = args.max_segments.max(1);
-    anyhow::ensure!(
-        args.add_days.is_finite() && args.add_days >= 0.0,
-        "--add-days {}: expected a number of days >= 0",
-        args.add_days
-    );
     opts.lookahead = (args.add_days * 86_400_000.0).round() as i64;
     let report = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
     for s in &report.segments {

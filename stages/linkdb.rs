@@ -64,7 +64,7 @@ fn run() -> anyhow::Result<()> {
         SegmentChoice::Given(args.segments.clone())
     };
     let started = Instant::now();
-    let s = run_linkdb(&CrawlDir::new(dir), &cfg, &choice)?;
+    let s = run_linkdb(&CrawlDir::open_for_segments(dir)?, &cfg, &choice)?;
     trawl::cli::summary(
         "linkdb",
         started,

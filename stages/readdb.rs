@@ -37,11 +37,11 @@ struct Args {
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     format: Format,
     /// Dump only rows with this status (db_fetched, ...).
-    #[arg(long, value_name = "S")]
-    status: Option<String>,
+    #[arg(long, value_name = "S", value_parser = status)]
+    status: Option<trawl::DbStatus>,
     /// Dump only URLs matching this regex.
-    #[arg(long, value_name = "R")]
-    regex: Option<String>,
+    #[arg(long, value_name = "R", value_parser = regex::Regex::new)]
+    regex: Option<regex::Regex>,
     /// Write the dump to this file instead of stdout (required for parquet).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -51,6 +51,13 @@ struct Args {
     /// With --stats: print JSON instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `--status`: a crawldb status (else a usage error, exit code 2).
+fn status(s: &str) -> Result<trawl::DbStatus, String> {
+    trawl::DbStatus::parse(s).ok_or_else(|| {
+        "unknown status; use one of db_unfetched, db_fetched, db_gone, db_redir_temp, db_redir_perm, db_notmodified, db_duplicate".into()
+    })
 }
 
 fn main() -> std::process::ExitCode {
@@ -91,17 +98,10 @@ fn run() -> anyhow::Result<()> {
             }
         }
     } else if args.dump {
-        let status = match &args.status {
-            Some(s) => Some(trawl::DbStatus::parse(s).with_context(|| {
-                format!("--status {s}: unknown status; use one of db_unfetched, db_fetched, db_gone, db_redir_temp, db_redir_perm, db_notmodified, db_duplicate")
-            })?),
-            None => None,
+        let filter = Filter {
+            status: args.status,
+            regex: args.regex.clone(),
         };
-        let regex = match &args.regex {
-            Some(r) => Some(regex::Regex::new(r).with_context(|| format!("--regex {r}"))?),
-            None => None,
-        };
-        let filter = Filter { status, regex };
         let n = match (&args.out, args.format) {
             (Some(p), Format::Parquet) => {
                 readdb::dump(&dir, args.format, &filter, &mut out, Some(p))?

@@ -50,7 +50,7 @@ fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (_cfg, root) = args.common.setup()?;
     let started = Instant::now();
-    let dir = CrawlDir::new(&root);
+    let dir = CrawlDir::open_for_segments(&root)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let summary = if args.list {

@@ -11,7 +11,10 @@ use clap::Parser;
     long_about = "Applies the fetch outcomes (crawl_fetch) and parse results (crawl_parse: \
 signatures and outlinks) of segments to the crawldb through the crawldb state machine, adding \
 newly discovered URLs. Without SEGMENT, applies the newest fetched segment not yet applied. \
-A segment already applied is skipped, so rerunning is harmless."
+A segment already applied is skipped, so rerunning is harmless. A fetched segment that is not \
+parsed is refused (its outlinks would be lost): run parse on it first, or pass --no-parse to \
+apply its fetch statuses only; the segment is then recorded as partially applied, and \
+updatedb after parse merges the rest (signatures, outlinks) without applying the fetches again."
 )]
 struct Args {
     #[command(flatten)]
@@ -21,6 +24,10 @@ struct Args {
     /// Do not add URLs discovered as outlinks or redirect targets.
     #[arg(long)]
     no_additions: bool,
+    /// Apply fetch statuses only, without parse results (for a segment not parsed yet):
+    /// the segment is recorded as partially applied; run updatedb again after parse.
+    #[arg(long)]
+    no_parse: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,16 +45,32 @@ fn run() -> anyhow::Result<()> {
     let started = Instant::now();
     let opts = trawl::crawldb::updatedb::UpdateOptions {
         segments: args.segments.clone(),
+        no_parse: args.no_parse,
     };
     let r = trawl::crawldb::updatedb::run(&dir, &cfg, &opts)?;
     for s in &r.skipped {
         eprintln!("updatedb: segment {s} already applied: skipped");
     }
+    for s in &r.partial {
+        eprintln!(
+            "updatedb: segment {s} partially applied (fetch statuses only); after `parse {s}`, run `updatedb {s}` to merge its signatures and outlinks"
+        );
+    }
+    let partial = if r.partial.is_empty() {
+        String::new()
+    } else {
+        format!(", partially applied [{}]", r.partial.join(", "))
+    };
+    let completed = if r.completed.is_empty() {
+        String::new()
+    } else {
+        format!(" (completing [{}])", r.completed.join(", "))
+    };
     trawl::cli::summary(
         "updatedb",
         started,
         &format!(
-            "applied [{}], {} fetched, {} added, {} purged, crawldb {} urls",
+            "applied [{}]{completed}{partial}, {} fetched, {} added, {} purged, crawldb {} urls",
             r.applied.join(", "),
             r.fetched,
             r.added,

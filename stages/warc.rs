@@ -28,11 +28,20 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// File name prefix.
-    #[arg(long, value_name = "P", default_value = "trawl")]
+    #[arg(long, value_name = "P", default_value = "trawl", value_parser = file_name_part)]
     prefix: String,
     /// Start a new file once one reaches this many (compressed) bytes.
     #[arg(long, value_name = "N", default_value_t = 1_000_000_000)]
     max_file_bytes: u64,
+}
+
+/// `--prefix`: a non-empty file name part (a bad one is a usage error, exit code 2).
+fn file_name_part(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.contains('/') {
+        Err("must be a non-empty file name part (no '/')".into())
+    } else {
+        Ok(s.to_string())
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,22 +52,16 @@ fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, root) = args.common.setup()?;
     let started = Instant::now();
-    let dir = CrawlDir::new(&root);
+    let dir = CrawlDir::open_for_segments(&root)?;
     let segment = match &args.segment {
         Some(s) => dir.segment(s)?,
         None => dir.latest_segment()?.ok_or_else(|| {
             anyhow::anyhow!(
-                "{}: no segments; run `generate` and `fetch` first, or pass --crawl-dir",
+                "{}: no segments: run `generate` and `fetch` first, or pass the right --crawl-dir",
                 root.display()
             )
         })?,
     };
-    if args.prefix.is_empty() || args.prefix.contains('/') {
-        anyhow::bail!(
-            "--prefix {:?}: must be a non-empty file name part",
-            args.prefix
-        );
-    }
     let opts = ExportOptions {
         out_dir: args.out.clone().unwrap_or_else(|| default_out_dir(&root)),
         prefix: args.prefix.clone(),

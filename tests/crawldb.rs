@@ -483,7 +483,7 @@ fn updatedb_options_no_additions_scope_and_depth() {
 }
 
 #[test]
-fn updatedb_requires_a_fetched_segment_and_warns_without_parse() {
+fn updatedb_requires_a_fetched_segment_and_a_parsed_one_unless_no_parse() {
     let t = tempfile::tempdir().unwrap();
     let crawl = t.path().join("crawl");
     inject_hosts(t.path(), &crawl, &["a.test"], 2);
@@ -493,7 +493,7 @@ fn updatedb_requires_a_fetched_segment_and_warns_without_parse() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("never fetched") && err.contains("run fetch"),
+        err.contains("never fetched") && err.contains("run `fetch "),
         "{err}"
     );
 
@@ -503,11 +503,28 @@ fn updatedb_requires_a_fetched_segment_and_warns_without_parse() {
         .map(|d| fetch_rec(d, FetchStatus::FetchSuccess, "ok", None))
         .collect();
     write_seg_dataset(&seg, "crawl_fetch", fetches, |r| r.host.clone());
-    let (_, err) = ok("updatedb", &crawl, &[seg.to_str().unwrap()]);
-    assert!(err.contains("no crawl_parse"), "{err}");
+    // Fetched but not parsed: refused (its outlinks would be lost), nothing changed.
+    let before = crawldb_rows(&crawl);
+    let o = run("updatedb", &crawl, &[seg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is fetched but not parsed (no complete crawl_parse/)")
+            && err.contains("or pass --no-parse"),
+        "{err}"
+    );
+    assert_eq!(crawldb_rows(&crawl), before);
+    // --no-parse: statuses only, each row waiting for its signature.
+    let (_, err) = ok("updatedb", &crawl, &["--no-parse", seg.to_str().unwrap()]);
+    assert!(err.contains("partially applied"), "{err}");
     for d in crawldb_rows(&crawl) {
         assert_eq!(d.status, DbStatus::DbFetched);
         assert_eq!(d.signature, None);
+        assert!(
+            d.metadata
+                .contains_key(trawl::crawldb::state::PARSE_PENDING_KEY),
+            "{d:?}"
+        );
     }
 }
 

@@ -554,7 +554,8 @@ fn missing_segment_and_bad_config_errors_are_clear() {
     let out = run_fetch(root, &cfg, &[]);
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
-    assert!(msg.contains("generate"), "{msg}");
+    // No crawldb and no segment: an empty crawl directory, refused like every stage does.
+    assert!(msg.contains(trawl::layout::NO_CRAWLDB), "{msg}");
     std::fs::write(&cfg, "[fetch.resolve]\n\"*.test\" = \"nowhere\"\n").unwrap();
     make_segment(root, "20260103000000", &[("http://a.test/", None)]);
     let out = run_fetch(root, &cfg, &[]);

@@ -230,7 +230,7 @@ fn robots_cache_between_runs() {
         inject_seeds(dir, &crawl, cfg, &seeds);
         let segment = generate_segment(&crawl, cfg);
         let summary = fetch_ok(&crawl, cfg, &segment);
-        run_ok("updatedb", &crawl, cfg, &[&segment]);
+        run_ok("updatedb", &crawl, cfg, &["--no-parse", &segment]);
         // The server writes its log as it goes; give it a moment.
         std::thread::sleep(std::time::Duration::from_millis(300));
         (segment, summary, before)
@@ -365,9 +365,9 @@ fn redirects_followed_inline() {
     );
     assert_spaced(&lines, 2000);
 
-    // updatedb: followed targets enter the crawldb with their fetch outcome, the
-    // unfollowed target of the last hop as a new URL.
-    run_ok("updatedb", &crawl, &cfg, &[&segment]);
+    // updatedb (fetch statuses only: not parsed): followed targets enter the crawldb
+    // with their fetch outcome, the unfollowed target of the last hop as a new URL.
+    run_ok("updatedb", &crawl, &cfg, &["--no-parse", &segment]);
     let db = crawldb_statuses(&crawl);
     for p in ["/chain1", "/chain2", "/chain3", "/chain4", "/chain5"] {
         assert_eq!(db[&h(p)], "db_redir_perm", "{p}");
@@ -478,7 +478,12 @@ fn cross_host_redirect_is_handed_to_the_target_queue() {
         "fetched once"
     );
 
-    run_ok("updatedb", &crawl, &cfg, &[&segment, "--no-additions"]);
+    run_ok(
+        "updatedb",
+        &crawl,
+        &cfg,
+        &["--no-parse", &segment, "--no-additions"],
+    );
     let db = crawldb_statuses(&crawl);
     assert_eq!(db.len(), 6, "only the injected URLs: {db:?}");
     assert_eq!(db[&moved("/to-hostile")], "db_redir_temp");

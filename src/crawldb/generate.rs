@@ -125,13 +125,14 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         by_domain: cfg.generate.count_mode == "domain",
         limit: opts.top_n.saturating_mul(k),
     };
-    let pending = pending_urls(
-        &dir,
-        &meta.applied_segments,
-        n,
-        opts.now,
-        cfg.generate.gen_delay,
-    )?;
+    // A partially applied segment's fetches are merged: it holds no URLs any more.
+    let fetch_applied: Vec<String> = meta
+        .applied_segments
+        .iter()
+        .chain(&meta.partial_segments)
+        .cloned()
+        .collect();
+    let pending = pending_urls(&dir, &fetch_applied, n, opts.now, cfg.generate.gen_delay)?;
     let started = std::time::Instant::now();
     let pb = crate::cli::progress_bar(n as u64, "generate");
     let parts = (0..n)

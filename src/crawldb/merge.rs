@@ -12,7 +12,7 @@ use std::path::Path;
 use arrow::array::{AsArray, RecordBatch, UInt32Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::crawldb::state::{self, Ctx, Inlink, Observed};
+use crate::crawldb::state::{self, Ctx, Inlink, Observed, Settle, Unparsed};
 use crate::datum::{CrawlDatum, DbStatus};
 use crate::error::{Error, Result};
 use crate::records::FetchRecord;
@@ -25,6 +25,22 @@ pub enum SegRow {
     Sig(String),
     /// A link or redirect to the URL.
     Link(Inlink),
+    /// `updatedb --no-parse`: a successful fetch of the URL (at `fetch_time`) in
+    /// `segment` merged without its parse results.
+    Unparsed {
+        /// The segment.
+        segment: String,
+        /// The fetch's time.
+        fetch_time: i64,
+    },
+    /// Completing the partially applied `segment`: the URL was fetched there
+    /// (`signature` = `None`) or parsed with `signature`.
+    Settle {
+        /// The segment.
+        segment: String,
+        /// The parse signature, when this row comes from `crawl_parse`.
+        signature: Option<String>,
+    },
 }
 
 /// A segment row with its key.
@@ -123,10 +139,28 @@ where
     ) -> Option<CrawlDatum> {
         let mut signature = None;
         let mut inlinks = Vec::new();
+        let mut unparsed = Vec::new();
+        let mut settle: Vec<Settle<'_>> = Vec::new();
         for k in &rows {
             match &k.row {
                 SegRow::Sig(s) => signature = Some(s.as_str()),
                 SegRow::Link(l) => inlinks.push(l.clone()),
+                SegRow::Unparsed {
+                    segment,
+                    fetch_time,
+                } => unparsed.push(Unparsed {
+                    segment,
+                    fetch_time: *fetch_time,
+                }),
+                SegRow::Settle { segment, signature } => {
+                    match settle.iter_mut().find(|s| s.segment == segment) {
+                        Some(s) => s.signature = s.signature.or(signature.as_deref()),
+                        None => settle.push(Settle {
+                            segment,
+                            signature: signature.as_deref(),
+                        }),
+                    }
+                }
             }
         }
         let host = old
@@ -146,6 +180,8 @@ where
                 fetches: &fetches,
                 signature,
                 inlinks: &inlinks,
+                unparsed: &unparsed,
+                settle: &settle,
             },
             self.ctx,
             || admit(url),

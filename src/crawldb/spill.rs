@@ -317,7 +317,7 @@ mod tests {
             v.iter()
                 .map(|k| match &k.row {
                     SegRow::Sig(s) => format!("{}{s}", k.url),
-                    SegRow::Link(_) => unreachable!(),
+                    other => panic!("only signature rows were pushed, got {other:?}"),
                 })
                 .collect::<Vec<_>>()
         };

@@ -28,6 +28,34 @@ pub fn not_attempted(reason: &str) -> bool {
     .contains(&reason)
 }
 
+/// Metadata key marking a row whose latest fetch outcome is merged without the
+/// segment's parse results (`updatedb --no-parse`). Its value is
+/// `SEGMENT PREV_STATUS PREV_INTERVAL`: the segment, and the row's status and fetch
+/// interval before that fetch, which is what the later `updatedb` that merges the
+/// segment's parse signature needs to settle the row exactly as one `updatedb` of the
+/// parsed segment would have (see [`Settle`]). Removed when settled, or when a later
+/// fetch outcome of the URL supersedes it.
+pub const PARSE_PENDING_KEY: &str = "parse_pending";
+
+/// `updatedb --no-parse`: a successful fetch merged without its parse results.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unparsed<'a> {
+    /// The segment the fetch is in.
+    pub segment: &'a str,
+    /// The fetch's time (identifies the fetch row among the URL's).
+    pub fetch_time: Millis,
+}
+
+/// The parse results of a segment whose fetch outcomes were merged earlier without
+/// them (a partially applied segment being completed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settle<'a> {
+    /// The segment.
+    pub segment: &'a str,
+    /// The URL's parse signature in it (`None`: fetched, but no signature).
+    pub signature: Option<&'a str>,
+}
+
 /// One way a URL is reached in a segment: an outlink or a redirect.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Inlink {
@@ -48,6 +76,10 @@ pub struct Observed<'a> {
     pub signature: Option<&'a str>,
     /// Its link and redirect rows.
     pub inlinks: &'a [Inlink],
+    /// `updatedb --no-parse`: its successful fetches merged without parse results.
+    pub unparsed: &'a [Unparsed<'a>],
+    /// Completing partially applied segments: what each says about the URL's content.
+    pub settle: &'a [Settle<'a>],
 }
 
 /// Everything the state machine needs besides the rows.
@@ -94,10 +126,14 @@ pub fn reduce(
         fetches,
         signature,
         inlinks,
+        unparsed,
+        settle,
     } = seen;
     let mut datum = match (old, fetches.first()) {
         (Some(d), _) => {
             let mut d = d;
+            // A partially applied segment's parse results come before any later fetch.
+            settle_pending(&mut d, settle, ctx);
             let shares = inlinks.iter().filter(|l| !l.redirect).map(|l| l.score);
             d.score = scoring::known_url_score(d.score, shares);
             d
@@ -121,12 +157,21 @@ pub fn reduce(
         (None, None) => return new_url(url, host, inlinks, ctx, admissible),
     };
     for (i, f) in fetches.iter().enumerate() {
-        let sig = if i + 1 == fetches.len() {
-            signature
-        } else {
-            None
-        };
+        let last = i + 1 == fetches.len();
+        let sig = if last { signature } else { None };
+        let before = (datum.status, datum.fetch_interval);
         apply_fetch(&mut datum, f, sig, ctx);
+        // Merged without its parse results: remember what settling them needs.
+        if last
+            && sig.is_none()
+            && f.status == FetchStatus::FetchSuccess
+            && let Some(u) = unparsed.iter().find(|u| u.fetch_time == f.fetch_time)
+        {
+            datum.metadata.insert(
+                PARSE_PENDING_KEY.to_string(),
+                format!("{} {} {}", u.segment, before.0.as_str(), before.1),
+            );
+        }
     }
     if ctx.cfg.purge_gone && datum.status == DbStatus::DbGone {
         return None;
@@ -172,6 +217,8 @@ pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>,
         d.fetch_time = d.fetch_time.min(ctx.now);
         return;
     }
+    // A new outcome supersedes a fetch still waiting for its parse results.
+    d.metadata.remove(PARSE_PENDING_KEY);
     let fetched = f.fetch_time;
     match f.status {
         FetchStatus::FetchSuccess | FetchStatus::FetchNotmodified => {
@@ -181,46 +228,13 @@ pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>,
                 d.status = DbStatus::DbNotmodified;
                 Some(false)
             } else {
-                match signature {
-                    Some(sig)
-                        if d.signature.as_deref() == Some(sig)
-                            && matches!(prev, DbStatus::DbFetched | DbStatus::DbNotmodified) =>
-                    {
-                        d.status = DbStatus::DbNotmodified;
-                        Some(false)
-                    }
-                    Some(sig) => {
-                        d.status = DbStatus::DbFetched;
-                        d.signature = Some(sig.to_string());
-                        d.modified_time = Some(fetched);
-                        Some(true)
-                    }
-                    None => {
-                        d.status = DbStatus::DbFetched;
-                        if d.modified_time.is_none() {
-                            d.modified_time = Some(fetched);
-                        }
-                        None
-                    }
-                }
+                content_outcome(d, prev, signature, fetched)
             };
             if d.modified_time.is_none() {
                 d.modified_time = Some(fetched);
             }
             d.redirect_target = None;
-            let modified = d
-                .metadata
-                .get("last_modified")
-                .and_then(|s| schedule::parse_http_date(s));
-            schedule::reschedule(
-                d,
-                ctx.schedule,
-                fetched,
-                changed,
-                modified,
-                cfg.default_interval,
-                cfg.max_interval,
-            );
+            reschedule_fetched(d, fetched, changed, ctx);
         }
         FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm => {
             record_response(d, f);
@@ -255,6 +269,89 @@ pub fn apply_fetch(d: &mut CrawlDatum, f: &FetchRecord, signature: Option<&str>,
             make_gone(d, fetched, cfg);
         }
     }
+}
+
+/// Status, signature and `modified_time` after a successful fetch at `fetched` whose
+/// content has `signature` (`None`: not parsed), the row's status before the fetch
+/// being `prev`. Returns whether the content changed (`None`: unknown).
+fn content_outcome(
+    d: &mut CrawlDatum,
+    prev: DbStatus,
+    signature: Option<&str>,
+    fetched: Millis,
+) -> Option<bool> {
+    match signature {
+        Some(sig)
+            if d.signature.as_deref() == Some(sig)
+                && matches!(prev, DbStatus::DbFetched | DbStatus::DbNotmodified) =>
+        {
+            d.status = DbStatus::DbNotmodified;
+            Some(false)
+        }
+        Some(sig) => {
+            d.status = DbStatus::DbFetched;
+            d.signature = Some(sig.to_string());
+            d.modified_time = Some(fetched);
+            Some(true)
+        }
+        None => {
+            d.status = DbStatus::DbFetched;
+            if d.modified_time.is_none() {
+                d.modified_time = Some(fetched);
+            }
+            None
+        }
+    }
+}
+
+/// The schedule after an answered fetch at `fetched` (`changed`: see [`content_outcome`]).
+fn reschedule_fetched(d: &mut CrawlDatum, fetched: Millis, changed: Option<bool>, ctx: &Ctx) {
+    let modified = d
+        .metadata
+        .get("last_modified")
+        .and_then(|s| schedule::parse_http_date(s));
+    schedule::reschedule(
+        d,
+        ctx.schedule,
+        fetched,
+        changed,
+        modified,
+        ctx.cfg.default_interval,
+        ctx.cfg.max_interval,
+    );
+}
+
+/// Settles a row marked [`PARSE_PENDING_KEY`] by one of the segments in `settle`: its
+/// fetch was merged without a signature (status `db_fetched`, change unknown); with
+/// the signature now known, status, signature, `modified_time` and the schedule become
+/// what merging fetch and parse together would have given. The fetch itself (retry
+/// counter, fetch time, response fields) is not applied again.
+fn settle_pending(d: &mut CrawlDatum, settle: &[Settle<'_>], ctx: &Ctx) {
+    let Some(mark) = d.metadata.get(PARSE_PENDING_KEY) else {
+        return;
+    };
+    let mut fields = mark.split(' ');
+    let (Some(segment), prev, interval) = (
+        fields.next(),
+        fields.next().and_then(DbStatus::parse),
+        fields.next().and_then(|v| v.parse::<i64>().ok()),
+    ) else {
+        return;
+    };
+    let Some(s) = settle.iter().find(|s| s.segment == segment) else {
+        return;
+    };
+    let signature = s.signature;
+    d.metadata.remove(PARSE_PENDING_KEY);
+    // Without a signature the statuses-only outcome already is the whole one.
+    let (Some(sig), Some(prev), Some(interval), Some(fetched)) =
+        (signature, prev, interval, d.fetched_time)
+    else {
+        return;
+    };
+    let changed = content_outcome(d, prev, Some(sig), fetched);
+    d.fetch_interval = interval;
+    reschedule_fetched(d, fetched, changed, ctx);
 }
 
 /// What every answered fetch records.

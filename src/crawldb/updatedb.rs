@@ -6,6 +6,14 @@
 //! by `updatedb.sort_buffer_rows`, see [`crate::crawldb::spill`]), then merged with the streamed crawldb
 //! part; each URL goes through [`state::reduce`]. Segments already listed in
 //! `applied_segments` are skipped, so applying a segment twice changes nothing.
+//!
+//! A fetched segment that is not parsed is refused (its outlinks would be lost for
+//! good once the segment counts as applied) unless `--no-parse` is given: then only
+//! its fetch outcomes are merged and it is recorded in `partial_segments`; rows whose
+//! content is waiting for its parse signature carry [`state::PARSE_PENDING_KEY`]. A
+//! later run on the parsed segment merges the rest (signatures, outlinks) and settles
+//! those rows, without applying the fetches again, and moves the segment to
+//! `applied_segments`.
 
 use std::collections::HashSet;
 
@@ -28,13 +36,31 @@ use crate::urls::{UrlPolicy, host_of};
 pub struct UpdateOptions {
     /// Segments (names or paths); empty = the newest fetched segment not yet applied.
     pub segments: Vec<std::path::PathBuf>,
+    /// Merge only the fetch outcomes (`--no-parse`): the segments are recorded as
+    /// partially applied, and a later run after `parse` merges the rest.
+    pub no_parse: bool,
+}
+
+/// What one run merges of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Fetch outcomes and parse results.
+    Whole,
+    /// Fetch outcomes only (`--no-parse`): the segment becomes partially applied.
+    FetchOnly,
+    /// The parse results of a partially applied segment (its fetches are merged).
+    Rest,
 }
 
 /// What updatedb did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UpdateReport {
-    /// Segments merged.
+    /// Segments merged (whole, or their parse results completing a partial application).
     pub applied: Vec<String>,
+    /// Segments whose fetch outcomes only were merged (`--no-parse`): partially applied.
+    pub partial: Vec<String>,
+    /// Of `applied`, the partially applied segments whose parse results were merged now.
+    pub completed: Vec<String>,
     /// Segments skipped because they were already merged.
     pub skipped: Vec<String>,
     /// Rows in the new crawldb.
@@ -72,11 +98,15 @@ fn run_at(
     let mut meta = dir.crawldb_meta()?;
     let mut report = UpdateReport::default();
 
-    let candidates: Vec<Segment> = if opts.segments.is_empty() {
-        let newest =
-            dir.segments()?.into_iter().rev().find(|s| {
-                s.has("crawl_fetch") && !meta.applied_segments.iter().any(|a| a == s.name())
-            });
+    let chosen_newest = opts.segments.is_empty();
+    let candidates: Vec<Segment> = if chosen_newest {
+        // The newest fetched segment whose fetch outcomes (with --no-parse) or whose
+        // results (without) are not all merged yet.
+        let newest = dir.segments()?.into_iter().rev().find(|s| {
+            s.has("crawl_fetch")
+                && !meta.is_applied(s.name())
+                && !(opts.no_parse && meta.is_partial(s.name()))
+        });
         match newest {
             Some(s) => vec![s],
             None => {
@@ -93,13 +123,10 @@ fn run_at(
     let mut segments = Vec::new();
     let mut seen = HashSet::new();
     for s in candidates {
-        if meta.applied_segments.iter().any(|a| a == s.name()) || !seen.insert(s.name().to_string())
-        {
-            tracing::warn!(
-                "segment {} is already applied to the crawldb: skipping it",
-                s.name()
-            );
-            report.skipped.push(s.name().to_string());
+        let name = s.name().to_string();
+        if meta.is_applied(&name) || !seen.insert(name.clone()) {
+            tracing::warn!("segment {name} is already applied to the crawldb: skipping it");
+            report.skipped.push(name);
             continue;
         }
         // A segment a stage is writing (fetch, parse) must not be applied half done.
@@ -108,19 +135,57 @@ fn run_at(
             return Err(Error::crawl_dir(
                 s.path(),
                 format!(
-                    "segment {} was never fetched (no complete crawl_fetch/): run fetch on it first",
-                    s.name()
+                    "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}` first"
                 ),
             ));
         }
-        if !s.has("crawl_parse") {
-            tracing::warn!(
-                "segment {} has no crawl_parse/: updating statuses only (no signatures, no new links); run parse first to get them",
-                s.name()
-            );
-        }
+        let which = if chosen_newest {
+            " (the newest fetched segment not yet applied)"
+        } else {
+            ""
+        };
+        let parsed = s.has("crawl_parse");
+        let part = match (meta.is_partial(&name), opts.no_parse, parsed) {
+            (true, true, _) => {
+                tracing::warn!(
+                    "segment {name}: its fetch outcomes are already applied (partially applied); run `parse {name}` if needed, then `updatedb {name}` to merge the rest: skipping it"
+                );
+                report.skipped.push(name);
+                continue;
+            }
+            (true, false, true) => Part::Rest,
+            (true, false, false) => {
+                return Err(Error::crawl_dir(
+                    s.path(),
+                    format!(
+                        "segment {name}{which} is partially applied (fetch statuses only, by `updatedb --no-parse`) and still not parsed (no complete crawl_parse/): run `parse {name}` first, then `updatedb {name}` to merge its signatures and outlinks. Nothing was changed"
+                    ),
+                ));
+            }
+            (false, true, parsed) => {
+                if parsed {
+                    tracing::warn!(
+                        "segment {name} is parsed, but --no-parse merges its fetch statuses only; run `updatedb {name}` again to merge its signatures and outlinks"
+                    );
+                }
+                Part::FetchOnly
+            }
+            (false, false, true) => Part::Whole,
+            (false, false, false) => {
+                return Err(Error::crawl_dir(
+                    s.path(),
+                    format!(
+                        "segment {name}{which} is fetched but not parsed (no complete crawl_parse/): run `parse {name}` first, or pass --no-parse to apply fetch statuses only (a later `updatedb {name}` after parse merges the rest). Nothing was changed"
+                    ),
+                ));
+            }
+        };
         let seg_parts = s.meta()?.partitions;
-        segments.push((s, seg_parts));
+        segments.push(Seg {
+            seg: s,
+            parts: seg_parts,
+            part,
+        });
     }
     if segments.is_empty() {
         return Ok(report);
@@ -141,13 +206,14 @@ fn run_at(
 
     // Redirect targets may live in any partition: route them first (small: one per redirect).
     let mut redirects: Vec<Vec<(String, String, Inlink)>> = (0..n).map(|_| Vec::new()).collect();
-    for (s, seg_parts) in &segments {
-        for p in 0..*seg_parts {
+    // (Their fetches are merged by then for a segment being completed.)
+    for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
+        for p in 0..sg.parts {
             let rows: Vec<FetchRecord> = read_partition(
-                &s.dataset("crawl_fetch"),
+                &sg.seg.dataset("crawl_fetch"),
                 p,
-                *seg_parts,
-                *seg_parts,
+                sg.parts,
+                sg.parts,
                 |r: &FetchRecord| &r.host,
             )?;
             for f in rows {
@@ -175,8 +241,16 @@ fn run_at(
         }
     }
 
-    for (s, _) in &segments {
-        meta.applied_segments.push(s.name().to_string());
+    for sg in &segments {
+        let name = sg.seg.name().to_string();
+        match sg.part {
+            Part::Whole => meta.applied_segments.push(name),
+            Part::FetchOnly => meta.partial_segments.push(name),
+            Part::Rest => {
+                meta.partial_segments.retain(|p| *p != name);
+                meta.applied_segments.push(name);
+            }
+        }
     }
     let stats = write_version(&dir, &mut meta, "updatedb", |i, w| {
         merge_partition(
@@ -196,8 +270,27 @@ fn run_at(
         report.fetched += st.fetched;
         report.purged += st.purged;
     }
-    report.applied = segments.iter().map(|(s, _)| s.name().to_string()).collect();
+    for sg in &segments {
+        let name = sg.seg.name().to_string();
+        match sg.part {
+            Part::Whole => report.applied.push(name),
+            Part::FetchOnly => report.partial.push(name),
+            Part::Rest => {
+                report.completed.push(name.clone());
+                report.applied.push(name);
+            }
+        }
+    }
     Ok(report)
+}
+
+/// A segment of this run and what is merged of it.
+#[derive(Debug)]
+struct Seg {
+    seg: Segment,
+    /// Its partition count.
+    parts: usize,
+    part: Part,
 }
 
 /// Merges one partition.
@@ -206,7 +299,7 @@ fn merge_partition(
     dir: &CrawlDir,
     i: usize,
     n: usize,
-    segments: &[(Segment, usize)],
+    segments: &[Seg],
     redirects: Vec<(String, String, Inlink)>,
     ctx: &Ctx,
     policy: &UrlPolicy,
@@ -224,16 +317,40 @@ fn merge_partition(
         Sorter::new(&spill_dir, &format!("updatedb-{i:05}-fetch"));
     let mut parse: Sorter<Keyed> = Sorter::new(&spill_dir, &format!("updatedb-{i:05}-parse"));
     let full = |f: &Sorter<FetchRecord>, p: &Sorter<Keyed>| f.buffered() + p.buffered() >= budget;
-    for (s, seg_parts) in segments {
+    for sg in segments {
+        let (s, seg_parts, part) = (&sg.seg, sg.parts, sg.part);
+        let name = s.name();
         scan_partition(
             &s.dataset("crawl_fetch"),
             i,
             n,
-            *seg_parts,
+            seg_parts,
             |r: &FetchRecord| &r.host,
             |rows| {
                 for r in rows {
-                    fetches.push(r);
+                    let success = r.status == FetchStatus::FetchSuccess;
+                    let marker = match part {
+                        Part::Whole => None,
+                        Part::FetchOnly => success.then(|| SegRow::Unparsed {
+                            segment: name.to_string(),
+                            fetch_time: r.fetch_time,
+                        }),
+                        Part::Rest => success.then(|| SegRow::Settle {
+                            segment: name.to_string(),
+                            signature: None,
+                        }),
+                    };
+                    if let Some(row) = marker {
+                        parse.push(Keyed {
+                            url: r.url.clone(),
+                            host: r.host.clone(),
+                            row,
+                        });
+                    }
+                    // A segment being completed had its fetches merged already.
+                    if part != Part::Rest {
+                        fetches.push(r);
+                    }
                     if full(&fetches, &parse) {
                         fetches.spill()?;
                         parse.spill()?;
@@ -242,19 +359,23 @@ fn merge_partition(
                 Ok(())
             },
         )?;
-        if s.has("crawl_parse") {
+        if part != Part::FetchOnly && s.has("crawl_parse") {
             scan_partition(
                 &s.dataset("crawl_parse"),
                 i,
                 n,
-                *seg_parts,
+                seg_parts,
                 |r: &CrawlParseRecord| &r.host,
                 |rows| {
                     for r in rows {
                         let row = match r.kind.as_str() {
-                            "signature" => match r.signature {
-                                Some(sig) => SegRow::Sig(sig),
-                                None => continue,
+                            "signature" => match (r.signature, part) {
+                                (Some(sig), Part::Rest) => SegRow::Settle {
+                                    segment: name.to_string(),
+                                    signature: Some(sig),
+                                },
+                                (Some(sig), _) => SegRow::Sig(sig),
+                                (None, _) => continue,
                             },
                             "link" => SegRow::Link(Inlink {
                                 score: r.score,

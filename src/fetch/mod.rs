@@ -241,13 +241,7 @@ fn remove_partial_outputs(seg: &Segment) -> Result<()> {
 /// Fetches a segment of the crawl directory `crawl_dir` (the newest unfetched one
 /// when `segment` is `None`).
 pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<FetchSummary> {
-    if !crawl_dir.is_dir() {
-        return Err(Error::crawl_dir(
-            crawl_dir,
-            "no such crawl directory; pass the right --crawl-dir",
-        ));
-    }
-    let dir = CrawlDir::new(crawl_dir);
+    let dir = CrawlDir::open_for_segments(crawl_dir)?;
     let seg = select_segment(&dir, segment)?;
     // The segment's lock, before anything in it is touched: what a killed run left
     // is removed only once no other fetch can be writing it. Checked again under the

@@ -81,12 +81,8 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
 
 /// Runs the linkdb stage on `dir`.
 pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Result<LinkDbSummary> {
-    if !dir.root().is_dir() {
-        return Err(Error::crawl_dir(
-            dir.root(),
-            "no such crawl directory; pass the right --crawl-dir",
-        ));
-    }
+    // Refuses a missing or empty crawl directory before creating anything in it.
+    CrawlDir::open_for_segments(dir.root())?;
     let _lock = Lock::acquire(&dir.linkdb().join(".lock"), "linkdb")?;
     layout::recover_versioned(&dir.linkdb())?;
     let old_meta = read_meta(dir)?;

@@ -82,7 +82,7 @@ fn pick_segment(dir: &CrawlDir, args: &ParseArgs) -> Result<Segment> {
 /// Parses a segment of the crawl directory `root`.
 pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> {
     let started = Instant::now();
-    let dir = CrawlDir::new(root);
+    let dir = CrawlDir::open_for_segments(root)?;
     let seg = pick_segment(&dir, args)?;
     // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
     let _lock = seg.lock("parse")?;

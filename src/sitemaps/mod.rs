@@ -314,10 +314,13 @@ fn plan(
 /// Runs the sitemap step on the crawl directory `root`: discover, fetch what is new
 /// or due, merge the URLs into the crawldb, remember what was processed.
 pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> {
-    let dir = CrawlDir::new(root);
-    if !opts.only_extra && !storage::dataset_complete(&dir.crawldb_current()) {
-        CrawlDir::open_existing(root)?;
-    }
+    // `inject --sitemaps` (only_extra) may create the crawl directory; the sitemap
+    // stage needs a crawldb.
+    let dir = if opts.only_extra {
+        CrawlDir::new(root)
+    } else {
+        CrawlDir::open_existing(root)?
+    };
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     // Held for the whole run: the crawldb and the sitemapdb change together.
     let _lock = crate::crawldb::lock(&dir, "sitemap")?;

@@ -405,6 +405,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         t += 1;
         let taken = dir.segments_dir().join(&name).exists()
             || applied.crawldb.contains(&name)
+            || applied.partial.contains(&name)
             || applied.linkdb.as_ref().is_some_and(|l| l.contains(&name))
             || names.contains(&name);
         if !taken && name > newest_input {

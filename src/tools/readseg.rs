@@ -192,6 +192,16 @@ pub fn dump(seg: &Segment, opts: &DumpOptions, out: &mut impl Write) -> Result<u
                     ),
                 ));
             }
+            if seg.pruned(d) {
+                return Err(Error::crawl_dir(
+                    seg.path(),
+                    format!(
+                        "segment {}: its {d}/ was pruned by prunesegs; it cannot be dumped (datasets present: {})",
+                        seg.name(),
+                        present(seg)
+                    ),
+                ));
+            }
             if !seg.has(d) {
                 return Err(Error::crawl_dir(
                     seg.path(),

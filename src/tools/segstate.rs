@@ -43,6 +43,9 @@ pub struct Applied {
     _linkdb_lock: Option<Lock>,
     /// Segments merged into the current crawldb (`applied_segments`).
     pub crawldb: BTreeSet<String>,
+    /// Segments whose fetch statuses only are merged (`partial_segments`,
+    /// `updatedb --no-parse`): not applied, so never merged or pruned.
+    pub partial: BTreeSet<String>,
     /// Segments inverted into the current linkdb, or `None` without a linkdb.
     pub linkdb: Option<BTreeSet<String>>,
 }
@@ -59,12 +62,15 @@ impl Applied {
         } else {
             None
         };
-        let crawldb = dir.crawldb_meta()?.applied_segments.into_iter().collect();
+        let meta = dir.crawldb_meta()?;
+        let crawldb = meta.applied_segments.into_iter().collect();
+        let partial = meta.partial_segments.into_iter().collect();
         let linkdb = linkdb::read_meta(dir)?.map(|m| m.inverted_segments.into_iter().collect());
         Ok(Applied {
             _crawldb_lock: crawldb_lock,
             _linkdb_lock: linkdb_lock,
             crawldb,
+            partial,
             linkdb,
         })
     }
@@ -76,6 +82,17 @@ impl Applied {
         if !seg.has("crawl_fetch") {
             return Some(format!(
                 "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}`, `parse`, `updatedb` and `linkdb` on it first"
+            ));
+        }
+        let partial = self.partial.contains(name);
+        if partial && !seg.has("crawl_parse") {
+            return Some(format!(
+                "segment {name} is only partially applied (fetch statuses only, by `updatedb --no-parse`) and not parsed: run `parse {name}`, then `updatedb {name}` and `linkdb` on it first"
+            ));
+        }
+        if partial {
+            return Some(format!(
+                "segment {name} is only partially applied (fetch statuses only, by `updatedb --no-parse`): run `updatedb {name}` to merge its signatures and outlinks first"
             ));
         }
         if !seg.has("parse_data") || !seg.has("crawl_parse") {

@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::datum::CrawlDatum;
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::layout::Segment;
 use crate::records::ContentRecord;
 use crate::storage::{part_files, read_dataset, read_part};
@@ -52,6 +52,15 @@ pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportS
     // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
     // leftovers are not a concurrent export's of the same segment.
     let _lock = segment.lock("warc")?;
+    if segment.pruned("content") {
+        return Err(Error::crawl_dir(
+            segment.path(),
+            format!(
+                "segment {}: content was pruned by prunesegs; it cannot be exported (crawl the URLs again in a new round and export that segment)",
+                segment.name()
+            ),
+        ));
+    }
     let content = segment.require("content", "fetch")?;
     let conditionals = conditional_headers(segment)?;
     fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;

@@ -73,6 +73,7 @@ fn run(
             fetches: f,
             signature: sig,
             inlinks: links,
+            ..Observed::default()
         },
         c,
         || true,
