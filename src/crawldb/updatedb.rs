@@ -193,9 +193,10 @@ fn run_at(
     // Refuse a damaged crawldb or segment before anything is written: a flipped
     // byte read here would otherwise be written into current and, next time, old.
     dir.verify_crawldb(Check::Checksums)?;
-    for (s, _) in &segments {
-        for ds in ["crawl_fetch", "crawl_parse"] {
-            s.verify(ds, Check::Checksums)?;
+    for sg in &segments {
+        sg.seg.verify("crawl_fetch", Check::Checksums)?;
+        if sg.part != Part::FetchOnly {
+            sg.seg.verify("crawl_parse", Check::Checksums)?;
         }
     }
 
