@@ -135,13 +135,15 @@ impl CommonArgs {
     }
 }
 
-/// Logs to stderr through `tracing`, filtered by `RUST_LOG` (default `info`).
+/// Logs to stderr through `tracing`, filtered by `RUST_LOG` (default `info`); colour
+/// codes only when stderr is a terminal.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }

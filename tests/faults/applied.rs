@@ -194,7 +194,7 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
         let out = run_ok("updatedb", &b, &cfg_b, &["--no-parse", &seg]);
         let _ = out;
         let m = meta(&b);
-        assert_eq!(names(&m, "partial_segments"), [name.clone()]);
+        assert_eq!(names(&m, "partial_segments"), std::slice::from_ref(&name));
         assert!(!names(&m, "applied_segments").contains(&name));
         let partial = rows(&b);
         let marked = partial

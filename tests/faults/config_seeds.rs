@@ -114,7 +114,8 @@ fn bad_config_values_are_refused_before_anything_is_written() {
     let seeds = dir.join("seeds.txt");
     let seeds = seeds.to_str().unwrap();
     // (stage, its arguments, section, bad line, expected pieces of the message).
-    let cases: &[(&str, &[&str], &str, &str, &[&str])] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], &'a str, &'a str, &'a [&'a str]);
+    let cases: &[Case] = &[
         (
             "fetch",
             &[&segment],
