@@ -139,21 +139,29 @@ pub fn bin(name: &str) -> &'static str {
         "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
         "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
         "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
+        "warc" => env!("CARGO_BIN_EXE_warc"),
         other => panic!("unknown binary {other}"),
     }
 }
 
-/// Runs a stage with `--crawl-dir` and `--config`, returning its output (not checked).
-pub fn run(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> Output {
-    Command::new(bin(stage))
-        .arg("--crawl-dir")
+/// The command that runs the binary at `path` on `crawl` with `config` and `args`,
+/// logging at `warn`, the environment's TRAWL_* variables removed.
+pub fn stage_command(path: &str, crawl: &Path, config: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(path);
+    cmd.arg("--crawl-dir")
         .arg(crawl)
         .arg("--config")
         .arg(config)
         .args(args)
         .env_remove("TRAWL_CONFIG")
         .env_remove("TRAWL_CRAWL_DIR")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// Runs a stage with `--crawl-dir` and `--config`, returning its output (not checked).
+pub fn run(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+    stage_command(bin(stage), crawl, config, args)
         .output()
         .unwrap_or_else(|e| panic!("run {stage}: {e}"))
 }
@@ -267,4 +275,33 @@ pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");
     std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
     run_ok("inject", crawl, config, &[file.to_str().unwrap()]);
+}
+
+/// Every file under `dir`, recursively, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every file under `dir` with its bytes, to show that a refused stage changed nothing.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::{TestWeb, fetch_ok, generate_segment, run, run_ok, write_config};
+use crate::common::{TestWeb, fetch_ok, generate_segment, run, run_ok, snapshot, write_config};
 use trawl::CrawlDatum;
 use trawl::layout::{NO_CRAWL_DIR, NO_CRAWLDB};
 
@@ -44,23 +44,6 @@ fn names(v: &serde_json::Value, key: &str) -> Vec<String> {
         .as_array()
         .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
         .unwrap_or_default()
-}
-
-/// Every file under `dir` with its bytes (to assert that nothing changed).
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// What two crawls of the same web must agree on for a URL, whatever the time they
@@ -278,28 +261,6 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
     assert_eq!(dead.retries, 2, "{dead:?}");
 }
 
-/// A stage binary, by name (warc is not in `common::bin`).
-fn stage_bin(name: &str) -> &'static str {
-    match name {
-        "warc" => env!("CARGO_BIN_EXE_warc"),
-        other => crate::common::bin(other),
-    }
-}
-
-fn run_stage(stage: &str, crawl: &Path, config: &Path, args: &[&str]) -> Output {
-    Command::new(stage_bin(stage))
-        .arg("--crawl-dir")
-        .arg(crawl)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("TRAWL_CRAWL_DIR")
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
 /// Every stage but inject (which creates the crawl directory), with the arguments
 /// that would otherwise make it work.
 const STAGES: &[(&str, &[&str])] = &[
@@ -330,7 +291,7 @@ fn every_stage_refuses_a_missing_or_empty_crawl_dir_the_same_way_and_creates_not
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     for (stage, args) in STAGES {
-        let out = run_stage(stage, &missing, &cfg, args);
+        let out = run(stage, &missing, &cfg, args);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -345,7 +306,7 @@ fn every_stage_refuses_a_missing_or_empty_crawl_dir_the_same_way_and_creates_not
         );
         assert!(!missing.exists(), "{stage} created {}", missing.display());
 
-        let out = run_stage(stage, &empty, &cfg, args);
+        let out = run(stage, &empty, &cfg, args);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -381,12 +342,12 @@ fn a_pruned_segment_says_it_was_pruned() {
         run_ok(stage, &crawl, &cfg, &[&seg]);
     }
     // Before pruning, the export works.
-    let out = run_stage("warc", &crawl, &cfg, &[&seg]);
+    let out = run("warc", &crawl, &cfg, &[&seg]);
     assert!(out.status.success(), "{}", stderr(&out));
     run_ok("prunesegs", &crawl, &cfg, &[]);
     assert!(!Path::new(&seg).join("content").exists());
 
-    let out = run_stage("warc", &crawl, &cfg, &[&seg]);
+    let out = run("warc", &crawl, &cfg, &[&seg]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(

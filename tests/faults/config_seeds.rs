@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::SystemTime;
 
-use crate::common::{bin, crawldb_statuses, run, run_ok};
+use crate::common::{bin, crawldb_statuses, run, run_ok, stage_command};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -358,15 +358,7 @@ fn flag_overrides_are_refused_like_file_values() {
 
 /// Runs inject on `args` with `stdin` as its standard input.
 fn inject_stdin(crawl: &Path, config: &Path, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(bin("inject"))
-        .arg("--crawl-dir")
-        .arg(crawl)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("TRAWL_CRAWL_DIR")
-        .env("RUST_LOG", "warn")
+    let mut child = stage_command(bin("inject"), crawl, config, args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

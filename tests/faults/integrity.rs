@@ -4,6 +4,7 @@
 //! from it, with exit code 7, a message naming the file and the way back, and
 //! nothing in the crawl directory changed.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -85,31 +86,16 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Asserts nothing under `dir` changed since `before` (names and bytes).
-fn assert_unchanged(dir: &Path, before: &[(String, Vec<u8>)], what: &str) {
+fn assert_unchanged(dir: &Path, before: &BTreeMap<PathBuf, Vec<u8>>, what: &str) {
     let after = snapshot(dir);
-    let names = |s: &[(String, Vec<u8>)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&after), names(before), "{what}: files changed");
-    for ((n, a), (_, b)) in after.iter().zip(before) {
-        assert!(a == b, "{what}: {n} changed");
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>(),
+        "{what}: files changed"
+    );
+    for ((n, a), b) in after.iter().zip(before.values()) {
+        assert!(a == b, "{what}: {} changed", n.display());
     }
 }
 

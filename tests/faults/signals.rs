@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{
     LogLine, TestWeb, bin, fetch_rows, generate_segment, inject_seeds, read_log, run, run_ok,
-    write_config,
+    stage_command, write_config,
 };
 
 /// `http://site0.web.test/` and its pages `/p1.html` .. `/p{n-1}.html`.
@@ -33,17 +33,8 @@ fn site0_pages(n: usize) -> Vec<String> {
 
 /// Starts `stage` on the crawl in the background, stderr captured.
 fn spawn(stage: &str, crawl: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(bin(stage));
-    cmd.arg("--crawl-dir")
-        .arg(crawl)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("TRAWL_CRAWL_DIR")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = stage_command(bin(stage), crawl, config, args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }

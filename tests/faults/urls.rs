@@ -4,9 +4,10 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::common::{TestWeb, bin, fetch_rows, generate_segment, site_map, write_config};
+use crate::common::{
+    TestWeb, bin, fetch_rows, files_under, generate_segment, site_map, stage_command, write_config,
+};
 
 const USER: &str = "alice";
 const SECRET: &str = "s3cret-pw";
@@ -14,14 +15,7 @@ const SECRET: &str = "s3cret-pw";
 /// Runs a stage binary (`path`) with `--crawl-dir`/`--config` at `RUST_LOG=debug`,
 /// asserting success; returns stdout and stderr.
 fn run_logged(path: &str, crawl: &Path, config: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new(path)
-        .arg("--crawl-dir")
-        .arg(crawl)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("TRAWL_CRAWL_DIR")
+    let out = stage_command(path, crawl, config, args)
         .env("RUST_LOG", "debug")
         .output()
         .unwrap_or_else(|e| panic!("run {path}: {e}"));
@@ -33,23 +27,6 @@ fn run_logged(path: &str, crawl: &Path, config: &Path, args: &[&str]) -> (String
         out.status
     );
     (stdout, stderr)
-}
-
-/// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 fn assert_no_credentials(what: &str, text: &str) {
