@@ -57,12 +57,6 @@ fn round(crawl: &Path, config: &Path, generate_args: &[&str]) -> Option<PathBuf>
     Some(PathBuf::from(segment))
 }
 
-fn crawldb(crawl: &Path) -> BTreeMap<String, CrawlDatum> {
-    let rows: Vec<CrawlDatum> =
-        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
-    rows.into_iter().map(|d| (d.url.clone(), d)).collect()
-}
-
 /// What changed between two generations, as counted over the checks.
 #[derive(Debug, Default)]
 struct Seen {

@@ -803,15 +803,6 @@ fn readme_looking_into_a_crawl_commands_work() {
     let bindir = Path::new(bin("mergesegs")).parent().unwrap();
     let script = script.replace("B=target/release\n", &format!("B={}\n", bindir.display()));
 
-    const DEMO_WEB: &[&str] = &[
-        "--seed",
-        "42",
-        "--hosts",
-        "20",
-        "--pages",
-        "40",
-        "--sitemaps",
-    ];
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let map = site_map(dir, DEMO_WEB);

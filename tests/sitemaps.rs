@@ -7,22 +7,14 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::{TestWeb, run, run_ok, site_map, write_config};
+use common::{TestWeb, crawldb, run, run_ok, site_map, write_config};
+use trawl::DbStatus;
 use trawl::sitemaps::SitemapRecord;
 use trawl::sitemaps::parse::{ChangeFreq, parse_w3c_datetime};
 use trawl::testweb::SiteMap;
 use trawl::testweb::xmlsitemaps::{SMAP_HOST, SMAP2_HOST};
-use trawl::{CrawlDatum, DbStatus};
 
 const WEB: &[&str] = &["--hosts", "2", "--pages", "6", "--sitemaps"];
-
-fn crawldb(crawl: &Path) -> BTreeMap<String, CrawlDatum> {
-    trawl::storage::read_dataset::<CrawlDatum>(&crawl.join("crawldb/current"))
-        .unwrap()
-        .into_iter()
-        .map(|d| (d.url.clone(), d))
-        .collect()
-}
 
 fn sitemapdb(crawl: &Path) -> BTreeMap<String, SitemapRecord> {
     trawl::storage::read_dataset::<SitemapRecord>(&crawl.join("sitemapdb/current"))

@@ -243,6 +243,24 @@ pub fn crawldb_statuses(crawl: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The crawldb's rows by URL.
+pub fn crawldb(crawl: &Path) -> BTreeMap<String, trawl::CrawlDatum> {
+    let rows: Vec<trawl::CrawlDatum> =
+        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
+    rows.into_iter().map(|d| (d.url.clone(), d)).collect()
+}
+
+/// The demo's test web (`make demo`): 20 sites of 40 pages and the sitemap hosts.
+pub const DEMO_WEB: &[&str] = &[
+    "--seed",
+    "42",
+    "--hosts",
+    "20",
+    "--pages",
+    "40",
+    "--sitemaps",
+];
+
 /// The corpus directory (`../shared/corpora` beside the checkout), if present.
 pub fn corpora() -> Option<PathBuf> {
     let candidates = [

@@ -3,11 +3,12 @@
 //! every stage refusing a missing or empty crawl directory the same way; messages
 //! that give the right next step; exit codes of `scripts/round.sh`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::{TestWeb, fetch_ok, generate_segment, run, run_ok, snapshot, write_config};
+use crate::common::{
+    TestWeb, crawldb, fetch_ok, generate_segment, run, run_ok, snapshot, write_config,
+};
 use trawl::CrawlDatum;
 use trawl::layout::{NO_CRAWL_DIR, NO_CRAWLDB};
 
@@ -26,12 +27,6 @@ fn seg_name(seg: &str) -> String {
         .unwrap()
         .to_string_lossy()
         .into_owned()
-}
-
-fn rows(crawl: &Path) -> BTreeMap<String, CrawlDatum> {
-    let rows: Vec<CrawlDatum> =
-        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
-    rows.into_iter().map(|d| (d.url.clone(), d)).collect()
 }
 
 fn meta(crawl: &Path) -> serde_json::Value {
@@ -74,7 +69,7 @@ fn comparable(d: &CrawlDatum) -> String {
 }
 
 fn assert_same_crawldb(a: &Path, b: &Path, when: &str) {
-    let (ra, rb) = (rows(a), rows(b));
+    let (ra, rb) = (crawldb(a), crawldb(b));
     assert_eq!(
         ra.keys().collect::<Vec<_>>(),
         rb.keys().collect::<Vec<_>>(),
@@ -173,13 +168,13 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
         );
 
         // --no-parse: fetch statuses only, recorded as partially applied.
-        let known_before = rows(&b).len();
+        let known_before = crawldb(&b).len();
         let out = run_ok("updatedb", &b, &cfg_b, &["--no-parse", &seg]);
         let _ = out;
         let m = meta(&b);
         assert_eq!(names(&m, "partial_segments"), std::slice::from_ref(&name));
         assert!(!names(&m, "applied_segments").contains(&name));
-        let partial = rows(&b);
+        let partial = crawldb(&b);
         let marked = partial
             .values()
             .filter(|d| d.metadata.contains_key(MARKER))
@@ -198,10 +193,10 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
         if round == 1 {
             // Outlinks are not in yet: only seeds and redirect targets.
             assert!(
-                partial.len() < rows(&a).len(),
+                partial.len() < crawldb(&a).len(),
                 "{} vs {}",
                 partial.len(),
-                rows(&a).len()
+                crawldb(&a).len()
             );
             assert!(partial.len() >= known_before);
             // The maintenance tools leave a partially applied segment alone.
@@ -242,7 +237,9 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
         assert!(names(&m, "partial_segments").is_empty());
         assert!(names(&m, "applied_segments").contains(&name));
         assert!(
-            rows(&b).values().all(|d| !d.metadata.contains_key(MARKER)),
+            crawldb(&b)
+                .values()
+                .all(|d| !d.metadata.contains_key(MARKER)),
             "markers left after the segment was completed"
         );
         assert_same_crawldb(&a, &b, &format!("round {round}"));
@@ -257,7 +254,7 @@ fn updatedb_refuses_an_unparsed_segment_and_no_parse_then_parse_applies_it_exact
         assert!(before == snapshot(&b.join("crawldb/current")));
     }
     // Retries were counted once per failed fetch: two rounds, two failures.
-    let dead = &rows(&b)["http://dead.test/"];
+    let dead = &crawldb(&b)["http://dead.test/"];
     assert_eq!(dead.retries, 2, "{dead:?}");
 }
 

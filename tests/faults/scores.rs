@@ -8,23 +8,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{self, TestWeb, bin, inject_seeds, round, run, run_ok, site_map, write_config};
-use trawl::CrawlDatum;
+use crate::common::{
+    self, DEMO_WEB, TestWeb, bin, crawldb, inject_seeds, round, run, run_ok, site_map, write_config,
+};
 use trawl::fetch::robots::RobotsRecord;
 use trawl::graph::rows::PageRankMeta;
 use trawl::records::PageRankRecord;
 use trawl::sitemaps::SitemapRecord;
 
 const SMALL_WEB: &[&str] = &["--seed", "7", "--hosts", "3", "--pages", "10", "--sitemaps"];
-const DEMO_WEB: &[&str] = &[
-    "--seed",
-    "42",
-    "--hosts",
-    "20",
-    "--pages",
-    "40",
-    "--sitemaps",
-];
 
 fn segments(crawl: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(crawl.join("segments"))
@@ -45,14 +37,6 @@ fn sitemapdb_urls(crawl: &Path) -> BTreeSet<String> {
         .unwrap()
         .into_iter()
         .map(|r| r.url)
-        .collect()
-}
-
-fn crawldb(crawl: &Path) -> BTreeMap<String, CrawlDatum> {
-    trawl::storage::read_dataset::<CrawlDatum>(&crawl.join("crawldb/current"))
-        .unwrap()
-        .into_iter()
-        .map(|d| (d.url.clone(), d))
         .collect()
 }
 

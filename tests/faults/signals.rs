@@ -8,14 +8,14 @@
 //! once (143 for SIGTERM) with nothing installed. A fetch that reached no server
 //! writes its segment with the real cause on every row and exits 5 with a warning.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    LogLine, TestWeb, bin, fetch_rows, generate_segment, inject_seeds, read_log, run, run_ok,
-    stage_command, write_config,
+    LogLine, TestWeb, bin, crawldb, fetch_rows, generate_segment, inject_seeds, read_log, run,
+    run_ok, stage_command, write_config,
 };
 
 /// `http://site0.web.test/` and its pages `/p1.html` .. `/p{n-1}.html`.
@@ -96,12 +96,6 @@ fn leftovers(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn crawldb(crawl: &Path) -> BTreeMap<String, trawl::CrawlDatum> {
-    let rows: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
-    rows.into_iter().map(|d| (d.url.clone(), d)).collect()
 }
 
 /// A crawl of one host with `n` pages injected and generated; returns (crawl, config,
