@@ -19,6 +19,7 @@ pub mod parse;
 pub mod records;
 pub mod signal;
 pub mod sitemaps;
+pub mod stage;
 pub mod storage;
 pub mod testweb;
 pub mod tools;
