@@ -12,6 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod rules;
+mod values;
+
+pub use rules::allowed_values;
+pub use values::{CountMode, GraphSource, QueueMode, Schedule, Teleport, UrlScope};
+
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -75,7 +81,7 @@ pub struct UrlConfig {
     /// Sort query parameters by name.
     pub sort_query: bool,
     /// Scope: `any`, `host` (only the seeds' hosts) or `domain` (the seeds' registrable domains).
-    pub scope: String,
+    pub scope: UrlScope,
     /// Maximum depth (links from a seed) of URLs added to the crawldb; 0 = unlimited.
     pub max_depth: i32,
 }
@@ -93,7 +99,7 @@ impl Default for UrlConfig {
                 "aspsessionid".into(),
             ],
             sort_query: false,
-            scope: "any".into(),
+            scope: UrlScope::Any,
             max_depth: 0,
         }
     }
@@ -127,7 +133,7 @@ pub struct GenerateConfig {
     /// Maximum URLs per host (or per domain, see `count_mode`) in one fetch list; 0 = no cap.
     pub max_per_host: usize,
     /// What `max_per_host` counts: `host` or `domain` (registrable domain).
-    pub count_mode: String,
+    pub count_mode: CountMode,
     /// URLs scoring below this are not generated.
     pub min_score: f64,
     /// Seconds after which a fetch list that never reached updatedb no longer locks its URLs.
@@ -139,7 +145,7 @@ impl Default for GenerateConfig {
         GenerateConfig {
             top_n: 50_000,
             max_per_host: 100,
-            count_mode: "host".into(),
+            count_mode: CountMode::Host,
             min_score: f64::NEG_INFINITY,
             gen_delay: 7 * 86400,
         }
@@ -199,7 +205,7 @@ pub struct FetchConfig {
     pub max_retry_after: f64,
     /// What one politeness queue is: `"host"` (default), `"domain"` (registrable
     /// domain, public suffix list) or `"ip"` (the resolved address).
-    pub queue_mode: String,
+    pub queue_mode: QueueMode,
     /// Adaptive delay (Heritrix's rule): the delay after a request is this factor times
     /// its response time, clamped to [`min_delay`, `max_delay`] and never below the
     /// robots.txt Crawl-delay; 0 = off (the fixed `delay` applies).
@@ -244,7 +250,7 @@ impl Default for FetchConfig {
             delays: BTreeMap::new(),
             max_host_exceptions: 5,
             max_retry_after: 30.0,
-            queue_mode: "host".into(),
+            queue_mode: QueueMode::Host,
             adaptive_delay_factor: 0.0,
             min_delay: 0.0,
             max_delay: 30.0,
@@ -301,7 +307,7 @@ pub struct UpdateDbConfig {
     /// Maximum re-fetch interval (seconds).
     pub max_interval: i64,
     /// Fetch schedule: `default` (fixed) or `adaptive`.
-    pub schedule: String,
+    pub schedule: Schedule,
     /// Drop `db_gone` URLs from the crawldb.
     pub purge_gone: bool,
     /// Segment rows (fetches, signatures, links) of one partition sorted in memory;
@@ -319,7 +325,7 @@ impl Default for UpdateDbConfig {
             max_retries: 3,
             default_interval: 30 * 86400,
             max_interval: 90 * 86400,
-            schedule: "default".into(),
+            schedule: Schedule::Default,
             purge_gone: false,
             sort_buffer_rows: 400_000,
         }
@@ -363,12 +369,12 @@ pub struct PageRankConfig {
     /// Stop after this many iterations.
     pub max_iterations: usize,
     /// Graph source: `crawl` (every segment's outlinks, all links) or `linkdb`.
-    pub source: String,
+    pub source: GraphSource,
     /// Copy scores into the crawldb's `score` column.
     pub update_crawldb: bool,
     /// Teleport target: `uniform` (every page) or `seeds` (the depth-0 crawldb URLs
     /// and the seed hosts' home pages that are in the graph).
-    pub teleport: String,
+    pub teleport: Teleport,
     /// Also compute HITS hub/authority scores into `pagerank/hits/`.
     pub hits: bool,
     /// Also compute HostRank (PageRank of the host graph) into `pagerank/hosts/`.
@@ -384,9 +390,9 @@ impl Default for PageRankConfig {
             damping: 0.85,
             tolerance: 1e-6,
             max_iterations: 100,
-            source: "crawl".into(),
+            source: GraphSource::Crawl,
             update_crawldb: true,
-            teleport: "uniform".into(),
+            teleport: Teleport::Uniform,
             hits: false,
             hostrank: false,
             ignore_internal: false,
@@ -437,359 +443,73 @@ impl Default for SitemapConfig {
 /// Longest interval (seconds) a key or a seed line's `fetch_interval=` may set: 100 years.
 pub const MAX_INTERVAL_SECS: i64 = 100 * 365 * 86_400;
 
-/// One day in seconds: the longest delay, timeout or wait a key may set.
-const DAY: f64 = 86_400.0;
-/// One year in seconds: the longest run-time limit a key may set.
-const YEAR: f64 = 365.0 * DAY;
-
-/// What a key accepts.
-#[derive(Debug, Clone, Copy)]
-enum Rule {
-    /// An integer in `[min, max]` (`max == i64::MAX`: no upper bound).
-    Int(i64, i64),
-    /// A finite number between `min` and `max` (`f64::MAX`: no upper bound); the bounds
-    /// are excluded when `open_min` / `open_max`.
-    Num {
-        min: f64,
-        max: f64,
-        open_min: bool,
-        open_max: bool,
-    },
-    /// Any finite number, or `-inf` (a lower bound that is off).
-    FloorOrNegInf,
-    /// One of these strings.
-    OneOf(&'static [&'static str]),
-    /// A non-empty list of these strings.
-    ListOf(&'static [&'static str]),
-    /// A non-empty string without control characters.
-    Text,
-}
-
-/// `[min, max]`.
-const fn closed(min: f64, max: f64) -> Rule {
-    Rule::Num {
-        min,
-        max,
-        open_min: false,
-        open_max: false,
+/// A refusal of the values read from `path`.
+fn refused(path: &Path, message: String) -> Error {
+    Error::Config {
+        path: path.to_path_buf(),
+        message,
     }
 }
 
-/// `(0, max]`.
-const fn positive(max: f64) -> Rule {
-    Rule::Num {
-        min: 0.0,
-        max,
-        open_min: true,
-        open_max: false,
-    }
-}
-
-/// Any finite number >= `min`.
-const fn at_least(min: f64) -> Rule {
-    closed(min, f64::MAX)
-}
-
-const UNBOUNDED: i64 = i64::MAX;
-
-/// Every checked key: `section.key`, what it accepts, and the unit named in messages
-/// (empty when none). docs/config.md lists the same ranges.
-const RULES: &[(&str, Rule, &str)] = &[
-    ("crawl.dir", Rule::Text, ""),
-    ("crawl.partitions", Rule::Int(1, 4096), ""),
-    ("crawl.threads", Rule::Int(0, 1024), ""),
-    ("urls.schemes", Rule::ListOf(&["http", "https"]), ""),
-    ("urls.max_length", Rule::Int(1, 65_536), "bytes"),
-    ("urls.scope", Rule::OneOf(&["any", "host", "domain"]), ""),
-    ("urls.max_depth", Rule::Int(0, 1_000_000), ""),
-    ("inject.score", at_least(f64::MIN), ""),
-    (
-        "inject.fetch_interval",
-        Rule::Int(1, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    ("generate.top_n", Rule::Int(1, UNBOUNDED), ""),
-    ("generate.max_per_host", Rule::Int(0, UNBOUNDED), ""),
-    ("generate.count_mode", Rule::OneOf(&["host", "domain"]), ""),
-    ("generate.min_score", Rule::FloorOrNegInf, ""),
-    (
-        "generate.gen_delay",
-        Rule::Int(0, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    ("fetch.user_agent", Rule::Text, ""),
-    ("fetch.robots_agent", Rule::Text, ""),
-    ("fetch.max_connections", Rule::Int(1, 65_536), ""),
-    ("fetch.per_host_connections", Rule::Int(1, 65_536), ""),
-    ("fetch.delay", closed(0.0, DAY), "seconds"),
-    ("fetch.max_crawl_delay", closed(0.0, DAY), "seconds"),
-    ("fetch.connect_timeout", positive(DAY), "seconds"),
-    ("fetch.read_timeout", positive(DAY), "seconds"),
-    ("fetch.total_timeout", positive(DAY), "seconds"),
-    ("fetch.max_content_bytes", Rule::Int(1, 1 << 30), "bytes"),
-    ("fetch.time_limit", closed(0.0, YEAR), "seconds"),
-    ("fetch.min_throughput", at_least(0.0), "URLs per second"),
-    ("fetch.min_throughput_window", positive(DAY), "seconds"),
-    ("fetch.min_throughput_after", closed(0.0, YEAR), "seconds"),
-    ("fetch.max_host_exceptions", Rule::Int(0, UNBOUNDED), ""),
-    ("fetch.max_retry_after", closed(0.0, DAY), "seconds"),
-    (
-        "fetch.queue_mode",
-        Rule::OneOf(&["host", "domain", "ip"]),
-        "",
-    ),
-    ("fetch.adaptive_delay_factor", closed(0.0, 1000.0), ""),
-    ("fetch.min_delay", closed(0.0, DAY), "seconds"),
-    ("fetch.max_delay", closed(0.0, DAY), "seconds"),
-    (
-        "fetch.robots_cache_ttl",
-        closed(0.0, DAY),
-        "seconds (24 h, RFC 9309)",
-    ),
-    ("fetch.follow_redirects", Rule::Int(0, 20), ""),
-    ("parse.max_outlinks", Rule::Int(0, UNBOUNDED), ""),
-    (
-        "parse.max_anchor_length",
-        Rule::Int(0, UNBOUNDED),
-        "characters",
-    ),
-    ("parse.max_page_bytes", Rule::Int(1, UNBOUNDED), "bytes"),
-    (
-        "parse.max_page_millis",
-        Rule::Int(0, 86_400_000),
-        "milliseconds",
-    ),
-    (
-        "updatedb.retry_interval",
-        Rule::Int(0, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    ("updatedb.max_retries", Rule::Int(0, 1000), ""),
-    (
-        "updatedb.default_interval",
-        Rule::Int(1, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    (
-        "updatedb.max_interval",
-        Rule::Int(1, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    (
-        "updatedb.schedule",
-        Rule::OneOf(&["default", "adaptive"]),
-        "",
-    ),
-    ("updatedb.sort_buffer_rows", Rule::Int(1, UNBOUNDED), "rows"),
-    (
-        "linkdb.max_anchor_length",
-        Rule::Int(0, UNBOUNDED),
-        "characters",
-    ),
-    ("linkdb.max_inlinks", Rule::Int(1, UNBOUNDED), ""),
-    (
-        "pagerank.damping",
-        Rule::Num {
-            min: 0.0,
-            max: 1.0,
-            open_min: false,
-            open_max: true,
-        },
-        "",
-    ),
-    ("pagerank.tolerance", at_least(0.0), ""),
-    ("pagerank.max_iterations", Rule::Int(1, 1_000_000), ""),
-    ("pagerank.source", Rule::OneOf(&["crawl", "linkdb"]), ""),
-    ("pagerank.teleport", Rule::OneOf(&["uniform", "seeds"]), ""),
-    ("sitemaps.max_depth", Rule::Int(0, 100), ""),
-    (
-        "sitemaps.refetch_interval",
-        Rule::Int(1, MAX_INTERVAL_SECS),
-        "seconds",
-    ),
-    (
-        "sitemaps.max_urls",
-        Rule::Int(1, 50_000),
-        "(the protocol's limit)",
-    ),
-    (
-        "sitemaps.max_bytes",
-        Rule::Int(1, 52_428_800),
-        "bytes (50 MB, the protocol's limit)",
-    ),
-    ("sitemaps.max_sitemaps", Rule::Int(1, UNBOUNDED), ""),
-    ("sitemaps.default_priority", closed(0.0, 1.0), ""),
-];
-
-/// The rule of the values of a free map (`[fetch.delays]`): seconds like `fetch.delay`.
-const DELAYS_RULE: Rule = closed(0.0, DAY);
-
-/// Sections whose keys are free (host patterns), not a fixed set.
-const FREE_MAPS: &[&str] = &["fetch.delays", "fetch.resolve"];
-
-impl Rule {
-    /// Whether `v` satisfies the rule.
-    fn accepts(self, v: &toml::Value) -> bool {
-        let number = || match v {
-            toml::Value::Float(f) => Some(*f),
-            toml::Value::Integer(i) => Some(*i as f64),
-            _ => None,
-        };
-        match self {
-            Rule::Int(min, max) => v.as_integer().is_some_and(|i| (min..=max).contains(&i)),
-            Rule::Num {
-                min,
-                max,
-                open_min,
-                open_max,
-            } => number().is_some_and(|f| {
-                f.is_finite()
-                    && if open_min { f > min } else { f >= min }
-                    && if open_max { f < max } else { f <= max }
-            }),
-            Rule::FloorOrNegInf => {
-                number().is_some_and(|f| f.is_finite() || f == f64::NEG_INFINITY)
-            }
-            Rule::OneOf(allowed) => v.as_str().is_some_and(|s| allowed.contains(&s)),
-            Rule::ListOf(allowed) => v.as_array().is_some_and(|items| {
-                !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|i| i.as_str().is_some_and(|s| allowed.contains(&s)))
-            }),
-            Rule::Text => v
-                .as_str()
-                .is_some_and(|s| !s.trim().is_empty() && !s.chars().any(char::is_control)),
-        }
-    }
-
-    /// What the rule accepts, for messages and docs: "an integer from 1 to 4096".
-    fn describe(self, unit: &str) -> String {
-        let unit = if unit.is_empty() {
-            String::new()
-        } else {
-            format!(" {unit}")
-        };
-        let quoted = |allowed: &[&str]| {
-            allowed
-                .iter()
-                .map(|s| format!("\"{s}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match self {
-            Rule::Int(min, UNBOUNDED) => format!("an integer >= {min}{unit}"),
-            Rule::Int(min, max) => format!("an integer from {min} to {max}{unit}"),
-            Rule::Num { min, .. } if min == f64::MIN => format!("a finite number{unit}"),
-            Rule::Num {
-                min,
-                max,
-                open_min,
-                open_max,
-            } => match (open_min, open_max, max == f64::MAX) {
-                (false, _, true) => format!("a finite number >= {min}{unit}"),
-                (true, _, true) => format!("a finite number > {min}{unit}"),
-                (false, false, false) => format!("a number from {min} to {max}{unit}"),
-                (true, false, false) => format!("a number above {min} and up to {max}{unit}"),
-                (false, true, false) => {
-                    format!("a number from {min} up to (not including) {max}{unit}")
-                }
-                (true, true, false) => {
-                    format!("a number between {min} and {max} (both excluded){unit}")
-                }
-            },
-            Rule::FloorOrNegInf => "a finite number, or -inf (no minimum)".into(),
-            Rule::OneOf(allowed) => format!("one of {}", quoted(allowed)),
-            Rule::ListOf(allowed) => format!("a non-empty list of {}", quoted(allowed)),
-            Rule::Text => "a non-empty string without control characters".into(),
-        }
-    }
-}
-
-/// Shows a value as TOML spells it (strings quoted, `nan`, `inf`), cut to 80 characters.
-fn show(v: &toml::Value) -> String {
-    let s = match v {
-        // One line whatever the string holds (control characters escaped).
-        toml::Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    };
-    match s.char_indices().nth(80) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s,
-    }
-}
-
-/// The value at `section.key` of a parsed document.
-fn lookup<'a>(table: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
-    let (section, name) = key.split_once('.')?;
-    table.get(section)?.as_table()?.get(name)
-}
-
-/// The 1-based line where `path` (section, key, ...) is written in `text`, if found.
-fn line_of(text: &str, path: &[&str]) -> Option<usize> {
-    let doc = toml::de::DeTable::parse(text).ok()?;
-    let mut table = doc.get_ref();
-    let mut span = None;
-    for (i, name) in path.iter().enumerate() {
-        let (k, v) = table.iter().find(|(k, _)| k.get_ref() == name)?;
-        span = Some(k.span());
-        if i + 1 < path.len() {
-            match v.get_ref() {
-                toml::de::DeValue::Table(t) => table = t,
-                _ => return None,
+/// Gives a section without relations between its keys a `validate()` that checks
+/// each key against its rule.
+macro_rules! validate_by_rules {
+    ($($section:ty => $name:literal),+ $(,)?) => {$(
+        impl $section {
+            #[doc = concat!("Checks every key of `[", $name, "]` against its allowed range; `path` names where the values came from.")]
+            pub fn validate(&self, path: &Path) -> Result<()> {
+                rules::check_section($name, self).map_err(|m| refused(path, m))
             }
         }
-    }
-    let start = span?.start;
-    Some(text.get(..start)?.matches('\n').count() + 1)
+    )+};
 }
 
-/// Edit distance of two short strings (for "did you mean").
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+validate_by_rules! {
+    CrawlConfig => "crawl",
+    UrlConfig => "urls",
+    InjectConfig => "inject",
+    GenerateConfig => "generate",
+    ParseConfig => "parse",
+    LinkDbConfig => "linkdb",
+    PageRankConfig => "pagerank",
+    SitemapConfig => "sitemaps",
+}
+
+impl FetchConfig {
+    /// Checks every key of `[fetch]` against its allowed range, and that `min_delay`
+    /// does not exceed `max_delay`; `path` names where the values came from.
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        rules::check_section("fetch", self).map_err(|m| refused(path, m))?;
+        if self.min_delay > self.max_delay {
+            return Err(refused(
+                path,
+                format!(
+                    "fetch.min_delay = {} is above fetch.max_delay = {}: min_delay must not exceed max_delay",
+                    self.min_delay, self.max_delay
+                ),
+            ));
         }
-        prev = cur;
+        Ok(())
     }
-    prev[b.len()]
 }
 
-/// The known key nearest to `key` (`section.key`), when near enough to be a typo or a
-/// key put in the wrong section.
-fn nearest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
-    let name = key.rsplit('.').next().unwrap_or(key);
-    if let Some(k) = known
-        .iter()
-        .find(|k| k.rsplit('.').next() == Some(name) && k.as_str() != key)
-    {
-        return Some(k);
-    }
-    let (d, best) = known
-        .iter()
-        .map(|k| (distance(key, k), k.as_str()))
-        .min_by_key(|(d, _)| *d)?;
-    (d <= (key.len() / 3).max(2)).then_some(best)
-}
-
-/// Every `section.key` of the configuration (sections alone for the free maps).
-fn known_keys() -> Vec<String> {
-    let mut keys = Vec::new();
-    if let Ok(defaults) = toml::Table::try_from(Config::default()) {
-        for (section, value) in &defaults {
-            if let Some(t) = value.as_table() {
-                keys.extend(t.keys().map(|k| format!("{section}.{k}")));
-            }
+impl UpdateDbConfig {
+    /// Checks every key of `[updatedb]` against its allowed range, and that
+    /// `default_interval` does not exceed `max_interval`; `path` names where the values
+    /// came from.
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        rules::check_section("updatedb", self).map_err(|m| refused(path, m))?;
+        if self.default_interval > self.max_interval {
+            return Err(refused(
+                path,
+                format!(
+                    "updatedb.default_interval = {} is above updatedb.max_interval = {}: default_interval must not exceed max_interval",
+                    self.default_interval, self.max_interval
+                ),
+            ));
         }
+        Ok(())
     }
-    // Keys whose default (None) does not serialize.
-    keys.push("urls.filter_file".into());
-    keys.sort();
-    keys
 }
 
 impl Config {
@@ -808,13 +528,10 @@ impl Config {
     /// Parses TOML text; `path` names it in errors. Unknown keys and values out of
     /// range are refused, naming the key, its line, the value and what is allowed.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        let fail = |message: String| Error::Config {
-            path: path.to_path_buf(),
-            message,
-        };
+        let fail = |message: String| refused(path, message);
         let raw: toml::Table = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
-        check_known(&raw, text).map_err(fail)?;
-        check_rules(&raw, Some(text)).map_err(fail)?;
+        rules::check_known(&raw, text).map_err(fail)?;
+        rules::check_file(&raw, text).map_err(fail)?;
         let cfg: Config = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
         cfg.validate(path)?;
         Ok(cfg)
@@ -822,28 +539,19 @@ impl Config {
 
     /// Checks every value against its allowed range, naming the key at fault; `path`
     /// names where the values came from (the file, or the command-line flags that
-    /// override it). Stages that apply flags call it again afterwards.
+    /// override it). Stages that apply flags call it again afterwards. Each section
+    /// checks its own keys, in the order of the file.
     pub fn validate(&self, path: &Path) -> Result<()> {
-        let fail = |message: String| Error::Config {
-            path: path.to_path_buf(),
-            message,
-        };
-        let table = toml::Table::try_from(self)
-            .map_err(|e| fail(format!("a value is out of range: {e}")))?;
-        check_rules(&table, None).map_err(fail)?;
-        if self.fetch.min_delay > self.fetch.max_delay {
-            return Err(fail(format!(
-                "fetch.min_delay = {} is above fetch.max_delay = {}: min_delay must not exceed max_delay",
-                self.fetch.min_delay, self.fetch.max_delay
-            )));
-        }
-        if self.updatedb.default_interval > self.updatedb.max_interval {
-            return Err(fail(format!(
-                "updatedb.default_interval = {} is above updatedb.max_interval = {}: default_interval must not exceed max_interval",
-                self.updatedb.default_interval, self.updatedb.max_interval
-            )));
-        }
-        Ok(())
+        self.crawl.validate(path)?;
+        self.urls.validate(path)?;
+        self.inject.validate(path)?;
+        self.generate.validate(path)?;
+        self.fetch.validate(path)?;
+        self.parse.validate(path)?;
+        self.updatedb.validate(path)?;
+        self.linkdb.validate(path)?;
+        self.pagerank.validate(path)?;
+        self.sitemaps.validate(path)
     }
 
     /// Checks the configuration after command-line flags overrode some keys: a bad flag
@@ -851,109 +559,6 @@ impl Config {
     pub fn validate_flags(&self) -> Result<()> {
         self.validate(Path::new("(command-line flags)"))
     }
-}
-
-/// Refuses keys and sections the configuration does not have, suggesting the nearest.
-fn check_known(raw: &toml::Table, text: &str) -> std::result::Result<(), String> {
-    let known = known_keys();
-    let mut sections: Vec<&str> = known
-        .iter()
-        .filter_map(|k| k.split_once('.').map(|(s, _)| s))
-        .collect();
-    sections.dedup();
-    let refuse = |what: &str, name: &str, path: &[&str], hint: Option<&str>| {
-        let line = line_of(text, path).map_or(String::new(), |l| format!(" (line {l})"));
-        let hint = hint.map_or(String::new(), |k| format!("; did you mean {k}?"));
-        Err(format!(
-            "unknown {what} {name}{line}{hint} (every key is listed in data/trawl.toml and docs/config.md)"
-        ))
-    };
-    for (section, value) in raw {
-        let Some(table) = value.as_table() else {
-            return refuse("key", section, &[section], nearest(section, &known));
-        };
-        if !sections.contains(&section.as_str()) {
-            let hint = sections
-                .iter()
-                .map(|s| (distance(section, s), *s))
-                .min_by_key(|(d, _)| *d)
-                .filter(|(d, _)| *d <= 2)
-                .map(|(_, s)| format!("[{s}]"));
-            return refuse(
-                "section",
-                &format!("[{section}]"),
-                &[section],
-                hint.as_deref(),
-            );
-        }
-        for key in table.keys() {
-            let full = format!("{section}.{key}");
-            if FREE_MAPS.contains(&full.as_str()) || known.contains(&full) {
-                continue;
-            }
-            return refuse("key", &full, &[section, key], nearest(&full, &known));
-        }
-    }
-    Ok(())
-}
-
-/// Checks every ruled key present in `table`; `text` (the file) locates the line.
-fn check_rules(table: &toml::Table, text: Option<&str>) -> std::result::Result<(), String> {
-    let defaults = toml::Table::try_from(Config::default()).unwrap_or_default();
-    let refuse = |key: &str, path: &[&str], v: &toml::Value, rule: Rule, unit: &str| {
-        let line = text
-            .and_then(|t| line_of(t, path))
-            .map_or(String::new(), |l| format!(" (line {l})"));
-        let default = lookup(&defaults, key)
-            .map_or(String::new(), |d| format!("; the default is {}", show(d)));
-        Err(format!(
-            "{key} = {}{line} is not allowed: expected {}{default}",
-            show(v),
-            rule.describe(unit)
-        ))
-    };
-    for &(key, rule, unit) in RULES {
-        let Some(v) = lookup(table, key) else {
-            continue;
-        };
-        if !rule.accepts(v) {
-            let path: Vec<&str> = key.split('.').collect();
-            return refuse(key, &path, v, rule, unit);
-        }
-    }
-    if let Some(delays) = table
-        .get("fetch")
-        .and_then(|f| f.get("delays"))
-        .and_then(toml::Value::as_table)
-    {
-        for (pattern, v) in delays {
-            if !DELAYS_RULE.accepts(v) {
-                let key = format!("fetch.delays.\"{pattern}\"");
-                return refuse(
-                    &key,
-                    &["fetch", "delays", pattern],
-                    v,
-                    DELAYS_RULE,
-                    "seconds",
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The allowed values of every checked key, as `(section.key, description)`, in the
-/// order of the sections (docs/config.md and data/trawl.toml state the same).
-pub fn allowed_values() -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = RULES
-        .iter()
-        .map(|&(key, rule, unit)| (key.to_string(), rule.describe(unit)))
-        .collect();
-    out.push((
-        "fetch.delays.<pattern>".into(),
-        DELAYS_RULE.describe("seconds"),
-    ));
-    out
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::path::Path;
 use regex::Regex;
 use url::Url;
 
-use crate::config::UrlConfig;
+use crate::config::{UrlConfig, UrlScope};
 use crate::error::{Error, Result};
 
 /// Why a URL was rejected. `as_str` is the reason recorded in reports.
@@ -103,10 +103,12 @@ impl UrlPolicy {
             Some(p) => parse_rules(p)?,
             None => Vec::new(),
         };
-        let scope = match cfg.scope.as_str() {
-            "host" => Scope::Hosts(seed_hosts.iter().cloned().collect()),
-            "domain" => Scope::Domains(seed_hosts.iter().map(|h| registrable_domain(h)).collect()),
-            _ => Scope::Any,
+        let scope = match cfg.scope {
+            UrlScope::Host => Scope::Hosts(seed_hosts.iter().cloned().collect()),
+            UrlScope::Domain => {
+                Scope::Domains(seed_hosts.iter().map(|h| registrable_domain(h)).collect())
+            }
+            UrlScope::Any => Scope::Any,
         };
         Ok(UrlPolicy {
             schemes: cfg.schemes.clone(),

@@ -87,14 +87,14 @@ fn run() -> anyhow::Result<()> {
     }
     if let Some(s) = args.source {
         pc.source = match s {
-            Source::Crawl => "crawl".into(),
-            Source::Linkdb => "linkdb".into(),
+            Source::Crawl => trawl::config::GraphSource::Crawl,
+            Source::Linkdb => trawl::config::GraphSource::Linkdb,
         };
     }
     if let Some(t) = args.teleport {
         pc.teleport = match t {
-            Teleport::Uniform => "uniform".into(),
-            Teleport::Seeds => "seeds".into(),
+            Teleport::Uniform => trawl::config::Teleport::Uniform,
+            Teleport::Seeds => trawl::config::Teleport::Seeds,
         };
     }
     pc.hits |= args.hits;

@@ -122,7 +122,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         now: opts.now.saturating_add(opts.lookahead),
         min_score: cfg.generate.min_score,
         max_per_key: opts.max_per_host,
-        by_domain: cfg.generate.count_mode == "domain",
+        by_domain: cfg.generate.count_mode == crate::config::CountMode::Domain,
         limit: opts.top_n.saturating_mul(k),
     };
     // A partially applied segment's fetches are merged: it holds no URLs any more.

@@ -195,7 +195,7 @@ pub fn parse_seeds(
 ) -> Result<(Vec<CrawlDatum>, Vec<Rejected>)> {
     // Seeds define the scope, so they are not themselves subject to it.
     let mut ucfg = cfg.urls.clone();
-    ucfg.scope = "any".into();
+    ucfg.scope = crate::config::UrlScope::Any;
     let policy = UrlPolicy::new(&ucfg, &[])?;
     let mut out = Vec::new();
     let mut rejected = Vec::new();

@@ -26,25 +26,8 @@ pub const INC_FACTOR: f64 = 1.4;
 /// Adaptive: share of the content's age subtracted from the reference time.
 pub const SYNC_DELTA_RATE: f64 = 0.3;
 
-/// Which schedule to apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Schedule {
-    /// Fixed interval.
-    Default,
-    /// Adaptive interval.
-    Adaptive,
-}
-
-impl Schedule {
-    /// From the `updatedb.schedule` key (validated by the config).
-    pub fn from_name(name: &str) -> Schedule {
-        if name == "adaptive" {
-            Schedule::Adaptive
-        } else {
-            Schedule::Default
-        }
-    }
-}
+/// Which schedule to apply (`updatedb.schedule`).
+pub use crate::config::Schedule;
 
 /// Whether a datum's interval is pinned by inject metadata.
 pub fn is_fixed(d: &CrawlDatum) -> bool {

@@ -103,7 +103,7 @@ impl Ctx {
         Ctx {
             now,
             cfg: cfg.clone(),
-            schedule: Schedule::from_name(&cfg.schedule),
+            schedule: cfg.schedule,
             additions: cfg.additions_allowed,
             max_depth,
         }

@@ -277,7 +277,7 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     let last_end = read_last_end(&last_end_file);
     let delays =
         hostpattern::HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d)));
-    let mode = QueueMode::parse(&cfg.fetch.queue_mode)?;
+    let mode = cfg.fetch.queue_mode;
     let ttl = cfg.fetch.robots_cache_ttl;
     let cache_file = crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE);
     let robots_cache = if ttl > 0.0 && cfg.fetch.respect_robots {

@@ -27,7 +27,6 @@ use tokio::time::Instant;
 use crate::config::FetchConfig;
 use crate::crawldb::state::{REASON_INTERRUPTED, REASON_THROUGHPUT_LIMIT, REASON_TIME_LIMIT};
 use crate::datum::FetchStatus;
-use crate::error::{Error, Result};
 use crate::fetch::client::Http;
 use crate::fetch::hostpattern::HostPatterns;
 use crate::fetch::outcome::{HostSignal, connect_failure, network_reason};
@@ -44,30 +43,7 @@ pub const REASON_REDIRECT_LOOP: &str = "redirect_loop";
 pub const REASON_TOO_MANY_REDIRECTS: &str = "too_many_redirects";
 
 /// What one politeness queue is (`fetch.queue_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueueMode {
-    /// One queue per host name.
-    Host,
-    /// One queue per registrable domain (public suffix list).
-    Domain,
-    /// One queue per resolved IP address.
-    Ip,
-}
-
-impl QueueMode {
-    /// Parses `fetch.queue_mode`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "host" => Ok(QueueMode::Host),
-            "domain" => Ok(QueueMode::Domain),
-            "ip" => Ok(QueueMode::Ip),
-            other => Err(Error::input(
-                "fetch.queue_mode",
-                format!("{other:?} is not a queue mode; use \"host\", \"domain\" or \"ip\""),
-            )),
-        }
-    }
-}
+pub use crate::config::QueueMode;
 
 /// The queue key of `host`: the host, its registrable domain, or its first resolved
 /// IP address (a host that does not resolve gets a queue of its own, named by the

@@ -14,7 +14,7 @@ use super::ids::{PageGraph, build_graph};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
 use super::rows::{HitsRecord, HostRankRecord, PageRankMeta};
 use super::source::{EdgeSource, read_columns};
-use crate::config::Config;
+use crate::config::{Config, GraphSource, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
@@ -54,13 +54,13 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     };
     // The crawldb feeds the seed teleport and is rewritten with the ranks: refuse
     // a damaged one before the work starts (and again under the lock).
-    if pc.update_crawldb || pc.teleport == "seeds" {
+    if pc.update_crawldb || pc.teleport == Teleport::Seeds {
         crate::crawldb::verify_for_rewrite(dir)?;
     }
     let started = Instant::now();
-    let source = match pc.source.as_str() {
-        "linkdb" => EdgeSource::linkdb(dir)?,
-        _ => EdgeSource::crawl(dir)?,
+    let source = match pc.source {
+        GraphSource::Linkdb => EdgeSource::linkdb(dir)?,
+        GraphSource::Crawl => EdgeSource::crawl(dir)?,
     }
     .ignore_internal(pc.ignore_internal)
     .with_crawldb_nodes(dir)?;
@@ -82,9 +82,9 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         tolerance: pc.tolerance,
         max_iterations: pc.max_iterations,
     };
-    let teleport = match pc.teleport.as_str() {
-        "seeds" => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
-        _ => None,
+    let teleport = match pc.teleport {
+        Teleport::Seeds => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
+        Teleport::Uniform => None,
     };
     let t = Instant::now();
     let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
@@ -147,12 +147,12 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         })?;
     }
     let meta = PageRankMeta {
-        source: pc.source.clone(),
+        source: pc.source.to_string(),
         damping: pc.damping,
         teleport: if teleport.is_some() {
-            "seeds".into()
+            Teleport::Seeds.to_string()
         } else {
-            "uniform".into()
+            Teleport::Uniform.to_string()
         },
         nodes: graph.nodes() as u64,
         edges: graph.out.edges() as u64,

@@ -346,7 +346,7 @@ mod tests {
         assert_eq!(r.len(), 1, "only the signature row: depth 3 > 2");
         assert_eq!(r[0].kind, "signature");
         let mut cfg = Config::default();
-        cfg.urls.scope = "host".into();
+        cfg.urls.scope = crate::config::UrlScope::Host;
         let r = content(body);
         let policy = UrlPolicy::new(&cfg.urls, &["a.test".to_string()]).unwrap();
         let page = parse_guarded(&r, &ParseOptions::from_config(&cfg), &policy);

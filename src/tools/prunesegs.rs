@@ -87,7 +87,7 @@ pub struct PruneReport {
 /// Runs prunesegs on the crawl directory `root`.
 pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<PruneReport> {
     let dir = CrawlDir::open_existing(root)?;
-    if opts.whole && cfg.pagerank.source == "crawl" {
+    if opts.whole && cfg.pagerank.source == crate::config::GraphSource::Crawl {
         return Err(Error::input(
             "--whole",
             "deleting whole segments would delete their parse_data, from which pagerank builds its graph while [pagerank] source = \"crawl\" (the configured source); set source = \"linkdb\" in the config, or prune only the heavy datasets (content, parse_text) by leaving out --whole. Nothing was changed",
