@@ -2,6 +2,8 @@
 //! exactly (pages, links, robots.txt, redirects, 404s), the request log must record
 //! every request, and the same generator flags must give the same web.
 
+mod common;
+
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
 use scraper::{Html, Selector};
+use testweb::{SiteMap, WebSpec, generate, read_log};
 use trawl::config::UrlConfig;
-use trawl::testweb::{SiteMap, WebSpec, generate, read_log};
 use trawl::urls::UrlPolicy;
 use url::Url;
 
-const BIN: &str = env!("CARGO_BIN_EXE_testweb");
 const GEN: [&str; 6] = ["--seed", "7", "--hosts", "4", "--pages", "12"];
 
 /// A running `testweb serve`, killed on drop.
@@ -34,7 +35,7 @@ impl Server {
     fn start_with(dir: &Path, extra: &[&str]) -> Server {
         let addr_file = dir.join("addr");
         let log = dir.join("requests.jsonl");
-        let child = Command::new(BIN)
+        let child = Command::new(common::testweb_bin())
             .arg("serve")
             .args(GEN)
             .args(extra)
@@ -93,7 +94,7 @@ impl Drop for Server {
 
 fn sitemap_via_binary(dir: &Path, name: &str, gen_args: &[&str]) -> (SiteMap, Vec<u8>) {
     let out = dir.join(name);
-    let st = Command::new(BIN)
+    let st = Command::new(common::testweb_bin())
         .arg("sitemap")
         .args(gen_args)
         .arg("--out")
@@ -179,7 +180,7 @@ fn sitemap_is_deterministic_and_matches_the_library() {
 fn seeds_file_lists_the_first_home_pages() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("seeds.txt");
-    let st = Command::new(BIN)
+    let st = Command::new(common::testweb_bin())
         .args(["seeds", "--seed-count", "3"])
         .args(GEN)
         .arg("--out")
@@ -331,7 +332,7 @@ fn keep_alive_serves_several_requests_on_one_connection() {
 
 #[test]
 fn refuses_non_loopback_addresses() {
-    let out = Command::new(BIN)
+    let out = Command::new(common::testweb_bin())
         .args(["serve", "--addr", "0.0.0.0:0"])
         .output()
         .unwrap();
@@ -341,7 +342,7 @@ fn refuses_non_loopback_addresses() {
 
 #[test]
 fn hostile_hosts_behave_as_the_site_map_says() {
-    use trawl::testweb::model::Behavior;
+    use testweb::model::Behavior;
     let dir = tempfile::tempdir().unwrap();
     let mut args: Vec<&str> = GEN.to_vec();
     args.push("--hostile");
@@ -376,7 +377,7 @@ fn hostile_hosts_behave_as_the_site_map_says() {
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut out)
             .unwrap();
-        assert_eq!(out.len(), trawl::testweb::hostile::BOMB_BYTES);
+        assert_eq!(out.len(), testweb::hostile::BOMB_BYTES);
         assert!(compressed.len() * 100 < out.len());
         // Reset: no response at all.
         let u = Url::parse(&h("/reset")).unwrap();
@@ -391,7 +392,7 @@ fn hostile_hosts_behave_as_the_site_map_says() {
         let r = c
             .get(&cond)
             .header(HOST, "hostile.web.test")
-            .header("if-none-match", trawl::testweb::hostile::ETAG)
+            .header("if-none-match", testweb::hostile::ETAG)
             .send()
             .await
             .unwrap();
@@ -535,7 +536,7 @@ fn tls_serves_every_host_with_a_certificate_for_its_name() {
     // Connections are numbered from 1, in accept order.
     assert!(log.iter().all(|l| l.conn >= 1));
     // --ca-out without --tls is refused.
-    let out = Command::new(BIN)
+    let out = Command::new(common::testweb_bin())
         .args(["serve", "--ca-out"])
         .arg(dir.path().join("x.pem"))
         .output()

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// A running `testweb serve`, killed on drop.
@@ -29,7 +30,7 @@ impl TestWeb {
         let addr_file = dir.join("testweb.addr");
         let log = dir.join("testweb.log");
         let _ = std::fs::remove_file(&addr_file);
-        let child = Command::new(env!("CARGO_BIN_EXE_testweb"))
+        let child = Command::new(testweb_bin())
             .args(["serve", "--addr", addr])
             .args(flags)
             .arg("--log")
@@ -121,6 +122,25 @@ pub fn write_config(dir: &Path, addr: &str, fetch_delay: f64, extra: &str) -> Pa
     path
 }
 
+/// The path of the `testweb` binary. It belongs to the workspace member
+/// `trawl-testweb`, so Cargo sets no `CARGO_BIN_EXE_testweb` for these tests: it lies
+/// beside the stage binaries in the workspace's target directory, where `cargo test`
+/// at the workspace root (or `cargo build --bins`) builds it.
+pub fn testweb_bin() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let stage = Path::new(env!("CARGO_BIN_EXE_inject"));
+        let path = stage.with_file_name(format!("testweb{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.is_file(),
+            "{} is missing: run the tests from the workspace root (cargo test builds every \
+             member's binaries) or `cargo build --release --bins` first",
+            path.display()
+        );
+        path.to_string_lossy().into_owned()
+    })
+}
+
 /// The path of a stage binary.
 pub fn bin(name: &str) -> &'static str {
     match name {
@@ -133,7 +153,7 @@ pub fn bin(name: &str) -> &'static str {
         "pagerank" => env!("CARGO_BIN_EXE_pagerank"),
         "readdb" => env!("CARGO_BIN_EXE_readdb"),
         "dedup" => env!("CARGO_BIN_EXE_dedup"),
-        "testweb" => env!("CARGO_BIN_EXE_testweb"),
+        "testweb" => testweb_bin(),
         "sitemap" => env!("CARGO_BIN_EXE_sitemap"),
         "readseg" => env!("CARGO_BIN_EXE_readseg"),
         "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
@@ -271,7 +291,7 @@ pub fn corpora() -> Option<PathBuf> {
 }
 
 /// Writes and loads the site map of the test web `testweb serve <web>` would serve.
-pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
+pub fn site_map(dir: &Path, web: &[&str]) -> testweb::SiteMap {
     let path = dir.join("sitemap.json");
     let out = Command::new(bin("testweb"))
         .arg("sitemap")
@@ -285,7 +305,7 @@ pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    trawl::testweb::SiteMap::load(&path).unwrap()
+    testweb::SiteMap::load(&path).unwrap()
 }
 
 /// Writes `seeds` to a seed file in `dir` and injects them.

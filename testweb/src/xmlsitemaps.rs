@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::html::PageBuilder;
 use super::model::{GZIP_TYPE, Host, Kind, Resource, TEXT_TYPE, XML_TYPE};
 use super::robots::Robots;
-use crate::error::{Error, Result};
-use crate::urls::UrlPolicy;
+use trawl::error::{Error, Result};
+use trawl::urls::UrlPolicy;
 
 /// The host whose robots.txt names six sitemaps.
 pub const SMAP_HOST: &str = "smap.web.test";
@@ -584,8 +584,8 @@ fn smap2(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::UrlConfig;
-    use crate::sitemaps::parse::{self, Context, Limits, Scope};
+    use trawl::config::UrlConfig;
+    use trawl::sitemaps::parse::{self, Context, Limits, Scope};
 
     /// The real parser agrees with the description of every file.
     #[test]

@@ -16,9 +16,9 @@ use super::rng::{Rng, Zipf};
 use super::robots::Robots;
 use super::spec::WebSpec;
 use super::vocab::{phrase, text_zipf, words};
-use crate::config::UrlConfig;
-use crate::error::{Error, Result};
-use crate::urls::UrlPolicy;
+use trawl::config::UrlConfig;
+use trawl::error::{Error, Result};
+use trawl::urls::UrlPolicy;
 
 /// Generates the web described by `spec`.
 pub fn generate(spec: &WebSpec) -> Result<Web> {
@@ -678,9 +678,9 @@ mod tests {
         let base = &maps[0];
         assert!(base.urls.values().all(|e| e.revision == 0));
         let last = &maps[4];
-        let keys = |m: &crate::testweb::SiteMap| m.urls.keys().cloned().collect::<Vec<_>>();
+        let keys = |m: &crate::SiteMap| m.urls.keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(base), keys(last), "the URL set never changes");
-        let count = |m: &crate::testweb::SiteMap, st: u16| {
+        let count = |m: &crate::SiteMap, st: u16| {
             m.urls
                 .values()
                 .filter(|e| e.kind == Kind::Page && e.status == st)

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+use testweb::{RunningServer, WebSpec, generate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use trawl::testweb::{RunningServer, WebSpec, generate};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

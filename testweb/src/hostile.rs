@@ -11,8 +11,8 @@ use url::Url;
 use super::html::PageBuilder;
 use super::model::{Behavior, Host, Kind, Resource};
 use super::robots::{Robots, RobotsGroup};
-use crate::error::{Error, IoContext, Result};
-use crate::urls::UrlPolicy;
+use trawl::error::{Error, IoContext, Result};
+use trawl::urls::UrlPolicy;
 
 /// The host of slow, failing and oversized responses.
 pub const HOSTILE_HOST: &str = "hostile.web.test";
@@ -382,9 +382,9 @@ fn robots_host(
 
 #[cfg(test)]
 mod tests {
-    use crate::testweb::{Kind, WebSpec, generate};
+    use crate::{Kind, WebSpec, generate};
 
-    fn map() -> crate::testweb::SiteMap {
+    fn map() -> crate::SiteMap {
         generate(&WebSpec {
             hosts: 2,
             pages_per_host: 5,
@@ -400,7 +400,7 @@ mod tests {
         let m = map();
         for (host, h) in &m.hosts {
             let Some(text) = &h.robots_txt else { continue };
-            let r = crate::fetch::robots::Robots::parse("trawl", text.as_bytes());
+            let r = trawl::fetch::robots::Robots::parse("trawl", text.as_bytes());
             for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
                 assert_eq!(r.allowed(url), !e.disallowed, "{url}");
             }

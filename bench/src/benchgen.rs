@@ -11,11 +11,11 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::datum::{CrawlDatum, DbStatus, FetchStatus, now_millis};
-use crate::error::Result;
-use crate::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
-use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::datum::{CrawlDatum, DbStatus, FetchStatus, now_millis};
+use trawl::error::Result;
+use trawl::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
+use trawl::records::{CrawlParseRecord, FetchRecord};
+use trawl::storage::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// Fills the fetch or parse rows of one partition.
 type FillPart<'a> = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync + 'a;
@@ -51,13 +51,13 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
         by_part[partition_for_host(&host(j), n)].push(j);
     }
 
-    let _lock = crate::crawldb::lock(&dir, "benchgen")?;
+    let _lock = trawl::crawldb::lock(&dir, "benchgen")?;
     let mut meta = CrawlDbMeta {
         partitions: n,
         seed_hosts: Vec::new(),
         ..CrawlDbMeta::default()
     };
-    crate::crawldb::write_version(&dir, &mut meta, "benchgen", |i, w| {
+    trawl::crawldb::write_version(&dir, &mut meta, "benchgen", |i, w| {
         let mut rows: Vec<CrawlDatum> = Vec::new();
         for &j in &by_part[i] {
             for k in 0..per_host {
@@ -78,11 +78,11 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
         Ok(())
     })?;
 
-    let name = crate::layout::new_segment_name(&dir, now);
+    let name = trawl::layout::new_segment_name(&dir, now);
     let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
     let write = |dataset: &str, f: &FillPart<'_>| -> Result<()> {
         let path = seg.path().join(dataset);
-        std::fs::create_dir_all(&path).map_err(|e| crate::error::Error::io(&path, e))?;
+        std::fs::create_dir_all(&path).map_err(|e| trawl::error::Error::io(&path, e))?;
         (0..n)
             .into_par_iter()
             .map(|i| {
