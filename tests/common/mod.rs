@@ -123,20 +123,30 @@ pub fn write_config(dir: &Path, addr: &str, fetch_delay: f64, extra: &str) -> Pa
 }
 
 /// The path of the `testweb` binary. It belongs to the workspace member
-/// `trawl-testweb`, so Cargo sets no `CARGO_BIN_EXE_testweb` for these tests: it lies
-/// beside the stage binaries in the workspace's target directory, where `cargo test`
-/// at the workspace root (or `cargo build --bins`) builds it.
+/// `trawl-testweb`, so Cargo sets no `CARGO_BIN_EXE_testweb` here: it lies beside the
+/// stage binaries in the workspace's target directory. A full `cargo test` at the
+/// workspace root builds it (trawl-testweb has integration tests of its own); a run of
+/// selected files (`cargo test --test x`) does not, so this refuses a binary that is
+/// missing or older than a source file of `testweb/src`.
 pub fn testweb_bin() -> &'static str {
     static PATH: OnceLock<String> = OnceLock::new();
     PATH.get_or_init(|| {
         let stage = Path::new(env!("CARGO_BIN_EXE_inject"));
         let path = stage.with_file_name(format!("testweb{}", std::env::consts::EXE_SUFFIX));
-        assert!(
-            path.is_file(),
-            "{} is missing: run the tests from the workspace root (cargo test builds every \
-             member's binaries) or `cargo build --release --bins` first",
-            path.display()
-        );
+        let rebuild = "run `cargo build --release --bins` (or a full `cargo test`) first";
+        let built = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| panic!("{} is missing: {rebuild}", path.display()));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("testweb/src");
+        for f in files_under(&src) {
+            let changed = std::fs::metadata(&f).and_then(|m| m.modified()).unwrap();
+            assert!(
+                changed <= built,
+                "{} is older than {}: {rebuild}",
+                path.display(),
+                f.display()
+            );
+        }
         path.to_string_lossy().into_owned()
     })
 }

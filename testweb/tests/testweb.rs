@@ -2,8 +2,6 @@
 //! exactly (pages, links, robots.txt, redirects, 404s), the request log must record
 //! every request, and the same generator flags must give the same web.
 
-mod common;
-
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,6 +15,8 @@ use testweb::{SiteMap, WebSpec, generate, read_log};
 use trawl::config::UrlConfig;
 use trawl::urls::UrlPolicy;
 use url::Url;
+
+const BIN: &str = env!("CARGO_BIN_EXE_testweb");
 
 const GEN: [&str; 6] = ["--seed", "7", "--hosts", "4", "--pages", "12"];
 
@@ -35,7 +35,7 @@ impl Server {
     fn start_with(dir: &Path, extra: &[&str]) -> Server {
         let addr_file = dir.join("addr");
         let log = dir.join("requests.jsonl");
-        let child = Command::new(common::testweb_bin())
+        let child = Command::new(BIN)
             .arg("serve")
             .args(GEN)
             .args(extra)
@@ -94,7 +94,7 @@ impl Drop for Server {
 
 fn sitemap_via_binary(dir: &Path, name: &str, gen_args: &[&str]) -> (SiteMap, Vec<u8>) {
     let out = dir.join(name);
-    let st = Command::new(common::testweb_bin())
+    let st = Command::new(BIN)
         .arg("sitemap")
         .args(gen_args)
         .arg("--out")
@@ -180,7 +180,7 @@ fn sitemap_is_deterministic_and_matches_the_library() {
 fn seeds_file_lists_the_first_home_pages() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("seeds.txt");
-    let st = Command::new(common::testweb_bin())
+    let st = Command::new(BIN)
         .args(["seeds", "--seed-count", "3"])
         .args(GEN)
         .arg("--out")
@@ -332,7 +332,7 @@ fn keep_alive_serves_several_requests_on_one_connection() {
 
 #[test]
 fn refuses_non_loopback_addresses() {
-    let out = Command::new(common::testweb_bin())
+    let out = Command::new(BIN)
         .args(["serve", "--addr", "0.0.0.0:0"])
         .output()
         .unwrap();
@@ -536,7 +536,7 @@ fn tls_serves_every_host_with_a_certificate_for_its_name() {
     // Connections are numbered from 1, in accept order.
     assert!(log.iter().all(|l| l.conn >= 1));
     // --ca-out without --tls is refused.
-    let out = Command::new(common::testweb_bin())
+    let out = Command::new(BIN)
         .args(["serve", "--ca-out"])
         .arg(dir.path().join("x.pem"))
         .output()
