@@ -39,28 +39,64 @@ fn url(j: u64, k: u64) -> String {
     format!("http://h{j}.bench.test/p{k:07}")
 }
 
+/// The shape of the generated data, derived from a [`BenchSpec`].
+struct Plan {
+    /// Partitions.
+    n: usize,
+    /// Hosts (at least 1).
+    hosts: u64,
+    /// Pages per host (at least 1).
+    per_host: u64,
+    /// The time every row is stamped with.
+    now: i64,
+    /// The hosts of each partition.
+    by_part: Vec<Vec<u64>>,
+}
+
+impl Plan {
+    fn new(spec: &BenchSpec) -> Plan {
+        let n = spec.partitions;
+        let hosts = spec.hosts.max(1);
+        let mut by_part: Vec<Vec<u64>> = (0..n).map(|_| Vec::new()).collect();
+        for j in 0..hosts {
+            by_part[partition_for_host(&host(j), n)].push(j);
+        }
+        Plan {
+            n,
+            hosts,
+            per_host: (spec.urls / hosts).max(1),
+            now: now_millis(),
+            by_part,
+        }
+    }
+
+    /// The pages of a host that were fetched: every tenth.
+    fn fetched_of(&self) -> std::iter::StepBy<std::ops::Range<u64>> {
+        (0..self.per_host).step_by(10)
+    }
+}
+
 /// Writes the crawldb and the segment; returns the segment's path.
 pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
     let dir = CrawlDir::new(root);
-    let n = spec.partitions;
-    let hosts = spec.hosts.max(1);
-    let per_host = (spec.urls / hosts).max(1);
-    let now = now_millis();
-    let mut by_part: Vec<Vec<u64>> = (0..n).map(|_| Vec::new()).collect();
-    for j in 0..hosts {
-        by_part[partition_for_host(&host(j), n)].push(j);
-    }
-
+    let plan = Plan::new(spec);
     let _lock = trawl::crawldb::lock(&dir, "benchgen")?;
+    write_crawldb(&dir, &plan)?;
+    write_segment(&dir, &plan)
+}
+
+/// The crawldb: every URL, a third of them fetched a day ago.
+fn write_crawldb(dir: &CrawlDir, plan: &Plan) -> Result<()> {
+    let now = plan.now;
     let mut meta = CrawlDbMeta {
-        partitions: n,
+        partitions: plan.n,
         seed_hosts: Vec::new(),
         ..CrawlDbMeta::default()
     };
-    trawl::crawldb::write_version(&dir, &mut meta, "benchgen", |i, w| {
+    trawl::crawldb::write_version(dir, &mut meta, "benchgen", |i, w| {
         let mut rows: Vec<CrawlDatum> = Vec::new();
-        for &j in &by_part[i] {
-            for k in 0..per_host {
+        for &j in &plan.by_part[i] {
+            for k in 0..plan.per_host {
                 let mut d = CrawlDatum::unfetched(url(j, k), host(j), now - 1000, 30 * 86400);
                 d.score = ((j * 31 + k * 17) % 1000) as f64 / 1000.0;
                 if k % 3 == 1 {
@@ -77,105 +113,122 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
         }
         Ok(())
     })?;
+    Ok(())
+}
 
-    let name = trawl::layout::new_segment_name(&dir, now);
+/// The segment: `crawl_fetch` and `crawl_parse` of the fetched tenth, and its meta.
+fn write_segment(dir: &CrawlDir, plan: &Plan) -> Result<std::path::PathBuf> {
+    let name = trawl::layout::new_segment_name(dir, plan.now);
     let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
-    let write = |dataset: &str, f: &FillPart<'_>| -> Result<()> {
-        let path = seg.path().join(dataset);
-        std::fs::create_dir_all(&path).map_err(|e| trawl::error::Error::io(&path, e))?;
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let (mut fr, mut pr) = (Vec::new(), Vec::new());
-                f(i, &mut fr, &mut pr);
-                let p = path.join(storage::part_name(i));
-                if dataset == "crawl_fetch" {
-                    let mut w = PartWriter::<FetchRecord>::create(&p)?;
-                    for r in fr {
-                        w.push(r)?;
-                    }
-                    w.finish()?;
-                } else {
-                    let mut w = PartWriter::<CrawlParseRecord>::create(&p)?;
-                    for r in pr {
-                        w.push(r)?;
-                    }
-                    w.finish()?;
-                }
-                Ok(())
-            })
-            .collect::<Result<Vec<()>>>()?;
-        storage::write_atomic(&path.join(storage::SUCCESS_MARKER), b"benchgen\n")
-    };
-    let fetched_of = |_host: u64| (0..per_host).step_by(10);
-    write("crawl_fetch", &|i, fr, _| {
-        for &j in &by_part[i] {
-            for k in fetched_of(j) {
-                fr.push(FetchRecord {
-                    url: url(j, k),
-                    host: host(j),
-                    status: if k % 100 == 50 {
-                        FetchStatus::FetchGone
-                    } else {
-                        FetchStatus::FetchSuccess
-                    },
-                    reason: "ok".into(),
-                    fetch_time: now,
-                    http_status: Some(200),
-                    content_type: Some("text/html".into()),
-                    content_length: Some(10_000),
-                    redirect_target: None,
-                    etag: None,
-                    last_modified: None,
-                    response_time_ms: Some(50),
-                    score: 1.0,
-                    depth: 1,
-                });
-            }
-        }
+    write_dataset(seg.path(), "crawl_fetch", plan.n, &|i, fr, _| {
+        fetch_rows(plan, i, fr)
     })?;
-    write("crawl_parse", &|i, _, pr| {
-        for &t in &by_part[i] {
-            for k in fetched_of(t) {
-                pr.push(CrawlParseRecord {
-                    url: url(t, k),
-                    host: host(t),
-                    kind: "signature".into(),
-                    from_url: None,
-                    anchor: None,
-                    score: 0.0,
-                    depth: 0,
-                    signature: Some(format!("{:016x}", t * 7 + k)),
-                });
-            }
-            // Inlinks of host t: from hosts t - m, link m.
-            for m in 0..5u64 {
-                let j = (t + hosts - m % hosts) % hosts;
-                for k in fetched_of(j) {
-                    let target = (2 * k + m) % (2 * per_host);
-                    pr.push(CrawlParseRecord {
-                        url: url(t, target),
-                        host: host(t),
-                        kind: "link".into(),
-                        from_url: Some(url(j, k)),
-                        anchor: Some("link".into()),
-                        score: 0.2,
-                        depth: 2,
-                        signature: None,
-                    });
-                }
-            }
-        }
+    write_dataset(seg.path(), "crawl_parse", plan.n, &|i, _, pr| {
+        parse_rows(plan, i, pr)
     })?;
-    let fetched = (0..hosts).map(|j| fetched_of(j).count() as u64).sum();
+    let fetched = plan.hosts * plan.fetched_of().count() as u64;
     storage::write_json(
         &seg.path().join(SEGMENT_META),
         &SegmentMeta {
             name,
-            generated_time: now,
-            partitions: n,
+            generated_time: plan.now,
+            partitions: plan.n,
             urls: fetched,
         },
     )?;
     seg.commit()
+}
+
+/// Writes `dataset` of the segment at `seg`: `n` parts filled by `f`, in parallel.
+fn write_dataset(seg: &Path, dataset: &str, n: usize, f: &FillPart<'_>) -> Result<()> {
+    let path = seg.join(dataset);
+    std::fs::create_dir_all(&path).map_err(|e| trawl::error::Error::io(&path, e))?;
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let (mut fr, mut pr) = (Vec::new(), Vec::new());
+            f(i, &mut fr, &mut pr);
+            let p = path.join(storage::part_name(i));
+            if dataset == "crawl_fetch" {
+                let mut w = PartWriter::<FetchRecord>::create(&p)?;
+                for r in fr {
+                    w.push(r)?;
+                }
+                w.finish()?;
+            } else {
+                let mut w = PartWriter::<CrawlParseRecord>::create(&p)?;
+                for r in pr {
+                    w.push(r)?;
+                }
+                w.finish()?;
+            }
+            Ok(())
+        })
+        .collect::<Result<Vec<()>>>()?;
+    storage::write_atomic(&path.join(storage::SUCCESS_MARKER), b"benchgen\n")
+}
+
+/// The `crawl_fetch` rows of partition `i` (one in a hundred gone).
+fn fetch_rows(plan: &Plan, i: usize, fr: &mut Vec<FetchRecord>) {
+    for &j in &plan.by_part[i] {
+        for k in plan.fetched_of() {
+            fr.push(FetchRecord {
+                url: url(j, k),
+                host: host(j),
+                status: if k % 100 == 50 {
+                    FetchStatus::FetchGone
+                } else {
+                    FetchStatus::FetchSuccess
+                },
+                reason: "ok".into(),
+                fetch_time: plan.now,
+                http_status: Some(200),
+                content_type: Some("text/html".into()),
+                content_length: Some(10_000),
+                redirect_target: None,
+                etag: None,
+                last_modified: None,
+                response_time_ms: Some(50),
+                score: 1.0,
+                depth: 1,
+            });
+        }
+    }
+}
+
+/// The `crawl_parse` rows of partition `i`: a signature per fetched page and the
+/// links into its hosts.
+fn parse_rows(plan: &Plan, i: usize, pr: &mut Vec<CrawlParseRecord>) {
+    let (hosts, per_host) = (plan.hosts, plan.per_host);
+    for &t in &plan.by_part[i] {
+        for k in plan.fetched_of() {
+            pr.push(CrawlParseRecord {
+                url: url(t, k),
+                host: host(t),
+                kind: "signature".into(),
+                from_url: None,
+                anchor: None,
+                score: 0.0,
+                depth: 0,
+                signature: Some(format!("{:016x}", t * 7 + k)),
+            });
+        }
+        // Inlinks of host t: from hosts t - m, link m.
+        for m in 0..5u64 {
+            let j = (t + hosts - m % hosts) % hosts;
+            for k in plan.fetched_of() {
+                let target = (2 * k + m) % (2 * per_host);
+                pr.push(CrawlParseRecord {
+                    url: url(t, target),
+                    host: host(t),
+                    kind: "link".into(),
+                    from_url: Some(url(j, k)),
+                    anchor: Some("link".into()),
+                    score: 0.2,
+                    depth: 2,
+                    signature: None,
+                });
+            }
+        }
+    }
 }
