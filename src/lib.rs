@@ -21,7 +21,6 @@ pub mod signal;
 pub mod sitemaps;
 pub mod stage;
 pub mod storage;
-pub mod testweb;
 pub mod tools;
 pub mod urls;
 pub mod warc;

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
 use trawl::fetch::robots::RobotsRecord;
-use trawl::testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
 
 /// One regular host and the hostile hosts (Crawl-delay 2 s on hostile.web.test).
 const HOSTILE_WEB: [&str; 7] = ["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];

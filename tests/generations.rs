@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use testweb::{Kind, SiteMap};
 use trawl::CrawlDatum;
-use trawl::testweb::{Kind, SiteMap};
 
 const WEB: &[&str] = &["--seed", "11", "--hosts", "6", "--pages", "14"];
 const GENERATIONS: u32 = 3;

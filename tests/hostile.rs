@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
+use testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
+use testweb::model::Behavior;
+use testweb::{SiteMap, WebSpec};
 use trawl::fetch::robots::RobotsRecord;
-use trawl::testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
-use trawl::testweb::model::Behavior;
-use trawl::testweb::{SiteMap, WebSpec};
 
 /// Flags of the served web; `spec()` is the same web for the site map.
 const WEB: &[&str] = &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
@@ -35,7 +35,7 @@ fn spec() -> WebSpec {
 }
 
 fn site_map() -> SiteMap {
-    trawl::testweb::generate(&spec()).unwrap().site_map()
+    testweb::generate(&spec()).unwrap().site_map()
 }
 
 /// A config with short timeouts and a 1 MiB cap, mapping `*.web.test` to the server.

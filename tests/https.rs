@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
+use testweb::{SiteMap, UNTRUSTED_HOST};
 use trawl::CrawlDatum;
 use trawl::fetch::client::pool_idle_secs;
 use trawl::fetch::robots::RobotsRecord;
 use trawl::records::FetchRecord;
-use trawl::testweb::{SiteMap, UNTRUSTED_HOST};
 
 const WEB: [&str; 6] = ["--seed", "3", "--hosts", "3", "--pages", "6"];
 const DELAY: f64 = 0.1;

@@ -1,7 +1,7 @@
 //! The parser against the shared corpus of real saved pages: main-text quality
 //! versus readability's expected output, and links versus html5lib + ada-url.
 
-use trawl::parse::corpus::{self, CorpusReport};
+use trawl_bench::corpus::{self, CorpusReport};
 
 fn run() -> Option<(CorpusReport, Vec<corpus::PageScore>)> {
     let Some(dir) = corpus::corpora_dir() else {

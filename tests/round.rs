@@ -6,7 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use trawl::testweb::SiteMap;
+use testweb::SiteMap;
 
 const WEB: &[&str] = &["--seed", "7", "--hosts", "10", "--pages", "12"];
 const DELAY_MS: i64 = 150;

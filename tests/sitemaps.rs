@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use common::{TestWeb, crawldb, run, run_ok, site_map, write_config};
+use testweb::SiteMap;
+use testweb::xmlsitemaps::{SMAP_HOST, SMAP2_HOST};
 use trawl::DbStatus;
 use trawl::sitemaps::SitemapRecord;
 use trawl::sitemaps::parse::{ChangeFreq, parse_w3c_datetime};
-use trawl::testweb::SiteMap;
-use trawl::testweb::xmlsitemaps::{SMAP_HOST, SMAP2_HOST};
 
 const WEB: &[&str] = &["--hosts", "2", "--pages", "6", "--sitemaps"];
 
@@ -99,7 +99,7 @@ fn sitemaps_reach_orphan_pages_with_priority_and_lastmod() {
     let orphans: BTreeSet<String> = map
         .urls
         .iter()
-        .filter(|(_, e)| e.kind == trawl::testweb::Kind::Orphan)
+        .filter(|(_, e)| e.kind == testweb::Kind::Orphan)
         .map(|(u, _)| u.clone())
         .collect();
     assert!(orphans.len() >= 10);

@@ -6,7 +6,6 @@
 //! writes a complete new version beside the current one (partitions in parallel) and
 //! installs it with [`layout::install_version`]; see [`write_version`].
 
-pub mod benchgen;
 pub mod generate;
 pub mod inject;
 pub mod merge;

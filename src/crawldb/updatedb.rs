@@ -450,8 +450,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::crawldb::benchgen::{self, BenchSpec};
     use crate::storage;
+    use trawl_bench::benchgen::{self, BenchSpec};
 
     fn copy_tree(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();

@@ -295,8 +295,8 @@ mod tests {
     #[test]
     fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
         let dir = tempfile::tempdir().unwrap();
-        let a = crate::testweb::TestCa::generate().unwrap();
-        let b = crate::testweb::TestCa::generate().unwrap();
+        let a = testweb::TestCa::generate().unwrap();
+        let b = testweb::TestCa::generate().unwrap();
         let pem = dir.path().join("ca.pem");
         std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
         assert_eq!(load_ca_file(&pem).unwrap().len(), 2);

@@ -9,7 +9,6 @@
 //! (`segments/<name>.lock`) for its whole run, so a second fetch of the same segment
 //! is refused instead of deleting the first one's work in progress.
 
-pub mod bench;
 pub mod client;
 pub mod hostpattern;
 pub mod outcome;

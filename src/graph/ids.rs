@@ -618,7 +618,7 @@ where
         "graph build: pass 1 (URL table, {n} URLs) {:.2}s, cpu {:.2}s, peak RSS {} MiB",
         t0.elapsed().as_secs_f64(),
         cpu_secs(),
-        super::bench::peak_rss_bytes().unwrap_or(0) >> 20
+        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
     );
 
     // Ids: by (host partition, URL).
@@ -699,7 +699,7 @@ where
         "graph build: ids {:.2}s, cpu {:.2}s, peak RSS {} MiB",
         t0.elapsed().as_secs_f64(),
         cpu_secs(),
-        super::bench::peak_rss_bytes().unwrap_or(0) >> 20
+        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
     );
 
     // Pass 2: fill each source's slots with its targets' ids.
@@ -743,7 +743,7 @@ where
         "graph build: pass 2 (edges) {:.2}s, cpu {:.2}s, peak RSS {} MiB",
         t0.elapsed().as_secs_f64(),
         cpu_secs(),
-        super::bench::peak_rss_bytes().unwrap_or(0) >> 20
+        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
     );
     let mut targets: Vec<u32> = slots.into_iter().map(AtomicU32::into_inner).collect();
 
@@ -801,7 +801,7 @@ where
         "graph build: dedup {:.2}s, cpu {:.2}s, peak RSS {} MiB",
         t0.elapsed().as_secs_f64(),
         cpu_secs(),
-        super::bench::peak_rss_bytes().unwrap_or(0) >> 20
+        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
     );
     Ok(PageGraph {
         shards,

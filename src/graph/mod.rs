@@ -8,12 +8,12 @@
 //! target straight into the out-link CSR ([`csr`]), whose lists are then sorted and
 //! deduplicated.
 
-pub mod bench;
 pub mod csr;
 pub mod hits;
 pub mod hostrank;
 pub mod ids;
 pub mod linkdb;
+pub mod mem;
 pub mod pagerank;
 pub mod rows;
 pub mod source;

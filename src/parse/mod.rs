@@ -7,7 +7,6 @@
 //! ([`signature`]). [`stage`] streams a segment through it.
 
 pub mod charset;
-pub mod corpus;
 pub mod html;
 pub mod links;
 pub mod maintext;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// A running `testweb serve`, killed on drop.
@@ -29,7 +30,7 @@ impl TestWeb {
         let addr_file = dir.join("testweb.addr");
         let log = dir.join("testweb.log");
         let _ = std::fs::remove_file(&addr_file);
-        let child = Command::new(env!("CARGO_BIN_EXE_testweb"))
+        let child = Command::new(testweb_bin())
             .args(["serve", "--addr", addr])
             .args(flags)
             .arg("--log")
@@ -121,6 +122,35 @@ pub fn write_config(dir: &Path, addr: &str, fetch_delay: f64, extra: &str) -> Pa
     path
 }
 
+/// The path of the `testweb` binary. It belongs to the workspace member
+/// `trawl-testweb`, so Cargo sets no `CARGO_BIN_EXE_testweb` here: it lies beside the
+/// stage binaries in the workspace's target directory. A full `cargo test` at the
+/// workspace root builds it (trawl-testweb has integration tests of its own); a run of
+/// selected files (`cargo test --test x`) does not, so this refuses a binary that is
+/// missing or older than a source file of `testweb/src`.
+pub fn testweb_bin() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let stage = Path::new(env!("CARGO_BIN_EXE_inject"));
+        let path = stage.with_file_name(format!("testweb{}", std::env::consts::EXE_SUFFIX));
+        let rebuild = "run `cargo build --release --bins` (or a full `cargo test`) first";
+        let built = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| panic!("{} is missing: {rebuild}", path.display()));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("testweb/src");
+        for f in files_under(&src) {
+            let changed = std::fs::metadata(&f).and_then(|m| m.modified()).unwrap();
+            assert!(
+                changed <= built,
+                "{} is older than {}: {rebuild}",
+                path.display(),
+                f.display()
+            );
+        }
+        path.to_string_lossy().into_owned()
+    })
+}
+
 /// The path of a stage binary.
 pub fn bin(name: &str) -> &'static str {
     match name {
@@ -133,7 +163,7 @@ pub fn bin(name: &str) -> &'static str {
         "pagerank" => env!("CARGO_BIN_EXE_pagerank"),
         "readdb" => env!("CARGO_BIN_EXE_readdb"),
         "dedup" => env!("CARGO_BIN_EXE_dedup"),
-        "testweb" => env!("CARGO_BIN_EXE_testweb"),
+        "testweb" => testweb_bin(),
         "sitemap" => env!("CARGO_BIN_EXE_sitemap"),
         "readseg" => env!("CARGO_BIN_EXE_readseg"),
         "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
@@ -271,7 +301,7 @@ pub fn corpora() -> Option<PathBuf> {
 }
 
 /// Writes and loads the site map of the test web `testweb serve <web>` would serve.
-pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
+pub fn site_map(dir: &Path, web: &[&str]) -> testweb::SiteMap {
     let path = dir.join("sitemap.json");
     let out = Command::new(bin("testweb"))
         .arg("sitemap")
@@ -285,7 +315,7 @@ pub fn site_map(dir: &Path, web: &[&str]) -> trawl::testweb::SiteMap {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    trawl::testweb::SiteMap::load(&path).unwrap()
+    testweb::SiteMap::load(&path).unwrap()
 }
 
 /// Writes `seeds` to a seed file in `dir` and injects them.

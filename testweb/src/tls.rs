@@ -25,7 +25,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs
 use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::{CertifiedKey, SigningKey};
 
-use crate::error::{Error, Result};
+use trawl::error::{Error, Result};
 
 /// The host name whose certificate is signed by an unpublished CA: a client that
 /// verifies certificates against the published CA must refuse it.

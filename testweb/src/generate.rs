@@ -16,9 +16,9 @@ use super::rng::{Rng, Zipf};
 use super::robots::Robots;
 use super::spec::WebSpec;
 use super::vocab::{phrase, text_zipf, words};
-use crate::config::UrlConfig;
-use crate::error::{Error, Result};
-use crate::urls::UrlPolicy;
+use trawl::config::UrlConfig;
+use trawl::error::{Error, Result};
+use trawl::urls::UrlPolicy;
 
 /// Generates the web described by `spec`.
 pub fn generate(spec: &WebSpec) -> Result<Web> {
@@ -73,6 +73,11 @@ fn page_path(j: usize) -> String {
     }
 }
 
+/// An `href` for `target` as written on a page whose base URL is `base`.
+fn href_to(rng: &mut Rng, base: &Url, target: &str) -> Result<String> {
+    Ok(href_for(rng, base, &parse(target)?))
+}
+
 fn parse(url: &str) -> Result<Url> {
     Url::parse(url).map_err(|e| Error::Url {
         url: url.to_string(),
@@ -100,6 +105,37 @@ enum Fate {
     Remove { at: u32, status: u16 },
     /// From generation `at` on, answers 301 to the home page.
     Redirect { at: u32 },
+}
+
+/// Links as (target URL or path, anchor text).
+type Links = Vec<(String, String)>;
+
+/// A host's special pages, drawn once per host.
+struct Picks {
+    /// The regular page `/copy{copy_src}.html` copies.
+    copy_src: usize,
+    /// The regular page `/old{old_target}` redirects to (301).
+    old_target: usize,
+    /// The regular page `/moved{moved_target}` redirects to (302).
+    moved_target: usize,
+    /// The regular page marked nofollow, if any.
+    nofollow_page: Option<usize>,
+    /// The regular page marked noindex, if any.
+    noindex_page: Option<usize>,
+}
+
+impl Picks {
+    fn copy_path(&self) -> String {
+        format!("/copy{}.html", self.copy_src)
+    }
+
+    fn old_path(&self) -> String {
+        format!("/old{}", self.old_target)
+    }
+
+    fn moved_path(&self) -> String {
+        format!("/moved{}", self.moved_target)
+    }
 }
 
 struct HostGen<'a> {
@@ -133,42 +169,78 @@ impl<'a> HostGen<'a> {
 
     fn build(&self) -> Result<Host> {
         let p = self.spec.pages_per_host;
-        let h = self.spec.hosts;
         let mut rng = Rng::derive(self.spec.seed, "host", self.i as u64);
-        let copy_src = rng.below(p);
-        let old_target = rng.below(p);
-        let moved_target = rng.below(p);
-        let nofollow_page = (self.i.is_multiple_of(3) && p >= 3).then(|| p - 1);
-        let noindex_page = (self.i % 3 == 1 && p >= 3).then(|| p - 1);
+        let picks = Picks {
+            copy_src: rng.below(p),
+            old_target: rng.below(p),
+            moved_target: rng.below(p),
+            nofollow_page: (self.i.is_multiple_of(3) && p >= 3).then(|| p - 1),
+            noindex_page: (self.i % 3 == 1 && p >= 3).then(|| p - 1),
+        };
+        let (placed, on_private) = self.place_specials(&mut rng, &picks);
+        let mut resources = BTreeMap::new();
+        let drafts = self.regular_pages(&picks, &placed, &mut resources)?;
+        // The copy: the same bytes under another URL.
+        let copy_doc = parse(&self.url(&picks.copy_path()))?;
+        let original = self.url(&page_path(picks.copy_src));
+        resources.insert(
+            picks.copy_path(),
+            self.page_resource(
+                &copy_doc,
+                Kind::Copy,
+                &drafts[picks.copy_src],
+                Some(original),
+            )?,
+        );
+        self.small_pages(&mut rng, &on_private, &mut resources)?;
+        self.redirects_and_missing(&picks, &mut resources)?;
+        Ok(Host {
+            name: self.name.clone(),
+            robots: Robots::for_host(self.i),
+            resources,
+        })
+    }
 
-        let copy_path = format!("/copy{copy_src}.html");
-        let old_path = format!("/old{old_target}");
-        let moved_path = format!("/moved{moved_target}");
+    /// Which regular page carries which special link (never the nofollow page, and
+    /// the copy's source never links to its copy, which would be a self link there);
+    /// the links no page may carry go on the first private page.
+    fn place_specials(&self, rng: &mut Rng, picks: &Picks) -> (Vec<Links>, Links) {
+        let p = self.spec.pages_per_host;
+        let copy_path = picks.copy_path();
         let specials: Vec<(String, &str)> = vec![
             (copy_path.clone(), "a copy"),
-            (old_path.clone(), "the old address"),
-            (moved_path.clone(), "moved page"),
+            (picks.old_path(), "the old address"),
+            (picks.moved_path(), "moved page"),
             ("/missing1.html".into(), "a lost page"),
             ("/missing2.html".into(), "gone"),
             ("/private/s1.html".into(), "members area"),
             ("/other/o1.html".into(), "other corner"),
         ];
-        // Which regular page carries which special link (never the nofollow page, and
-        // the copy's source never links to its copy, which would be a self link there).
-        let mut placed: Vec<Vec<(String, String)>> = vec![Vec::new(); p];
-        let mut on_private: Vec<(String, String)> = Vec::new();
+        let mut placed: Vec<Links> = vec![Vec::new(); p];
+        let mut on_private: Links = Vec::new();
         for (path, anchor) in &specials {
-            let banned =
-                |j: usize| Some(j) == nofollow_page || (*path == copy_path && j == copy_src);
+            let banned = |j: usize| {
+                Some(j) == picks.nofollow_page || (*path == copy_path && j == picks.copy_src)
+            };
             let start = rng.below(p);
             match (0..p).map(|k| (start + k) % p).find(|&j| !banned(j)) {
                 Some(j) => placed[j].push((path.clone(), anchor.to_string())),
                 None => on_private.push((path.clone(), anchor.to_string())),
             }
         }
+        (placed, on_private)
+    }
 
-        let mut resources = BTreeMap::new();
-        let mut drafts = Vec::with_capacity(p);
+    /// The regular pages (`placed[j]`: page `j`'s special links) as they are in the
+    /// spec's generation; returns their drafts (the copy reuses one).
+    fn regular_pages(
+        &self,
+        picks: &Picks,
+        placed: &[Links],
+        resources: &mut BTreeMap<String, Resource>,
+    ) -> Result<Vec<Draft>> {
+        let h = self.spec.hosts;
+        let mut drafts = Vec::with_capacity(placed.len());
         for (j, extra) in placed.iter().enumerate() {
             let path = page_path(j);
             let doc = parse(&self.url(&path))?;
@@ -182,11 +254,11 @@ impl<'a> HostGen<'a> {
                 &doc,
                 base_href,
                 extra,
-                Some(j) == nofollow_page,
-                Some(j) == noindex_page,
+                Some(j) == picks.nofollow_page,
+                Some(j) == picks.noindex_page,
             )?;
             let kind = if j == 0 { Kind::Home } else { Kind::Page };
-            let exempt = [0, copy_src, old_target, moved_target].contains(&j);
+            let exempt = [0, picks.copy_src, picks.old_target, picks.moved_target].contains(&j);
             let fate = if exempt { Fate::Stay } else { self.fate(j) };
             let g = self.spec.generation;
             let resource = match fate {
@@ -199,14 +271,18 @@ impl<'a> HostGen<'a> {
             resources.insert(path.clone(), resource);
             drafts.push(draft);
         }
-        // The copy: the same bytes under another URL.
-        let copy_doc = parse(&self.url(&copy_path))?;
-        let original = self.url(&page_path(copy_src));
-        resources.insert(
-            copy_path.clone(),
-            self.page_resource(&copy_doc, Kind::Copy, &drafts[copy_src], Some(original))?,
-        );
-        // Private, other-agent and hidden pages.
+        Ok(drafts)
+    }
+
+    /// Private, other-agent and hidden pages (`on_private`: special links no regular
+    /// page carries).
+    fn small_pages(
+        &self,
+        rng: &mut Rng,
+        on_private: &[(String, String)],
+        resources: &mut BTreeMap<String, Resource>,
+    ) -> Result<()> {
+        let p = self.spec.pages_per_host;
         for k in 1..=2 {
             let path = format!("/private/s{k}.html");
             let doc = parse(&self.url(&path))?;
@@ -240,10 +316,23 @@ impl<'a> HostGen<'a> {
                 self.page_resource(&doc, kind, &draft, None)?,
             );
         }
+        Ok(())
+    }
+
+    /// The two redirects and the two missing pages.
+    fn redirects_and_missing(
+        &self,
+        picks: &Picks,
+        resources: &mut BTreeMap<String, Resource>,
+    ) -> Result<()> {
         // Redirects: absolute Location for 301, root-relative for 302.
         for (path, status, location) in [
-            (old_path, 301u16, self.url(&page_path(old_target))),
-            (moved_path, 302u16, page_path(moved_target)),
+            (
+                picks.old_path(),
+                301u16,
+                self.url(&page_path(picks.old_target)),
+            ),
+            (picks.moved_path(), 302u16, page_path(picks.moved_target)),
         ] {
             let doc = parse(&self.url(&path))?;
             let target = self.normalize(&doc, &location)?;
@@ -274,11 +363,7 @@ impl<'a> HostGen<'a> {
                 ),
             );
         }
-        Ok(Host {
-            name: self.name.clone(),
-            robots: Robots::for_host(self.i),
-            resources,
-        })
+        Ok(())
     }
 
     /// The fate of regular page `j` (drawn once per page, independent of the generation).
@@ -413,16 +498,10 @@ impl<'a> HostGen<'a> {
         nofollow: bool,
         noindex: bool,
     ) -> Result<Draft> {
-        let p = self.spec.pages_per_host;
-        let h = self.spec.hosts;
         let mut rng = Rng::derive(self.spec.seed, &format!("page-{}", self.i), j as u64);
         let base = match &base_href {
             Some(b) => parse(b)?,
             None => doc.clone(),
-        };
-        let self_url = doc.to_string();
-        let href = |rng: &mut Rng, target: &str| -> Result<String> {
-            Ok(href_for(rng, &base, &parse(target)?))
         };
         let title = if j == 0 {
             format!(
@@ -444,114 +523,18 @@ impl<'a> HostGen<'a> {
             _ => None,
         };
         let mut page = PageBuilder::new(&title, meta, base_href.as_deref());
-
-        // Navigation: home and the first pages (the hubs of the host).
-        let mut nav = Vec::new();
-        for k in 0..p.min(4) {
-            if k != j {
-                let anchor = if k == 0 {
-                    "Home".to_string()
-                } else {
-                    format!("Page {k}")
-                };
-                nav.push((href(&mut rng, &self.url(&page_path(k)))?, anchor));
-            }
-        }
-        page.nav(&nav);
+        page.nav(&self.nav_links(&mut rng, &base, j)?);
         page.heading(&title);
 
-        // Random targets, Zipf-skewed so that low-numbered pages become hubs.
-        let n_links = rng.range(self.spec.min_links, self.spec.max_links);
-        let mut targets = Vec::new();
-        for _ in 0..n_links {
-            let host = if h > 1 && rng.chance(0.25) {
-                let other = self.hosts_zipf.sample(&mut rng);
-                WebSpec::host_name(if other >= self.i { other + 1 } else { other })
-            } else {
-                self.name.clone()
-            };
-            let target = format!("http://{host}{}", page_path(self.zipf.sample(&mut rng)));
-            if target == self_url {
-                continue;
-            }
-            let anchor = match rng.below(4) {
-                0 => {
-                    let n = rng.range(1, 3);
-                    phrase(&mut rng, &self.text, n)
-                }
-                1 => format!("read about {}", words(&mut rng, &self.text, 1).join("")),
-                2 => "more".to_string(),
-                _ => phrase(&mut rng, &self.text, 2),
-            };
-            targets.push((target, anchor));
-        }
+        let mut targets = self.random_targets(&mut rng, doc.as_str());
         let n_inline = rng.below(targets.len() + 1);
         let mut inline = targets.drain(..n_inline).collect::<Vec<_>>().into_iter();
-
-        let n_par = rng.range(2, 4);
-        for _ in 0..n_par {
-            let n_words = rng.range(25, 60);
-            let mut pieces = Vec::new();
-            let mut text = Vec::new();
-            for w in words(&mut rng, &self.text, n_words) {
-                text.push(w);
-                if rng.chance(0.06)
-                    && let Some((target, anchor)) = inline.next()
-                {
-                    pieces.push(Piece::Text(text.join(" ")));
-                    text.clear();
-                    pieces.push(Piece::Link {
-                        href: href(&mut rng, &target)?,
-                        anchor,
-                    });
-                }
-            }
-            pieces.push(Piece::Text(format!("{}.", text.join(" "))));
-            page.paragraph(&pieces);
-        }
-
-        let mut list = Vec::new();
-        for (target, anchor) in inline.chain(targets) {
-            list.push((href(&mut rng, &target)?, anchor));
-        }
-        for (path, anchor) in extra {
-            list.push((href(&mut rng, &self.url(path))?, anchor.clone()));
-        }
-        if j + 1 < p {
-            list.push((
-                href(&mut rng, &self.url(&page_path(j + 1)))?,
-                "next".to_string(),
-            ));
-        }
-        if j == 0 && h > 1 {
-            let next = format!("http://{}/", WebSpec::host_name((self.i + 1) % h));
-            list.push((href(&mut rng, &next)?, "a neighbour site".to_string()));
-        }
-        // A web directory: every page of the other hosts links to site0's home page,
-        // which makes it the web's biggest hub (a portal, as the real web has).
-        if self.i != 0 {
-            let portal = format!("http://{}/", WebSpec::host_name(0));
-            list.push((href(&mut rng, &portal)?, "web directory".to_string()));
-        }
-        if j % 5 == 2 {
-            list.push((
-                format!("mailto:webmaster@{}", self.name),
-                "write to us".to_string(),
-            ));
-        }
+        self.paragraphs(&mut rng, &base, &mut inline, &mut page)?;
+        let list = self.see_also(&mut rng, &base, j, inline.chain(targets), extra)?;
         page.link_list("See also", &list);
         let revision = self.revision(j);
         if revision > 0 {
-            let mut r = Rng::derive(
-                self.spec.seed,
-                &format!("revtext-{}-{j}", self.i),
-                revision.into(),
-            );
-            let n = r.range(10, 30);
-            page.paragraph(&[Piece::Text(format!(
-                "Revision {revision}: {}.",
-                words(&mut r, &self.text, n).join(" ")
-            ))]);
+            self.revision_note(j, revision, &mut page);
         }
         let (body, hrefs) = page.finish();
         Ok(Draft {
@@ -563,6 +546,142 @@ impl<'a> HostGen<'a> {
             noindex,
             revision,
         })
+    }
+
+    /// Navigation of page `j`: home and the first pages (the hubs of the host).
+    fn nav_links(&self, rng: &mut Rng, base: &Url, j: usize) -> Result<Links> {
+        let mut nav = Vec::new();
+        for k in 0..self.spec.pages_per_host.min(4) {
+            if k != j {
+                let anchor = if k == 0 {
+                    "Home".to_string()
+                } else {
+                    format!("Page {k}")
+                };
+                nav.push((href_to(rng, base, &self.url(&page_path(k)))?, anchor));
+            }
+        }
+        Ok(nav)
+    }
+
+    /// Random link targets with anchors, Zipf-skewed so that low-numbered pages
+    /// become hubs; never the page itself (`self_url`).
+    fn random_targets(&self, rng: &mut Rng, self_url: &str) -> Links {
+        let h = self.spec.hosts;
+        let n_links = rng.range(self.spec.min_links, self.spec.max_links);
+        let mut targets = Vec::new();
+        for _ in 0..n_links {
+            let host = if h > 1 && rng.chance(0.25) {
+                let other = self.hosts_zipf.sample(rng);
+                WebSpec::host_name(if other >= self.i { other + 1 } else { other })
+            } else {
+                self.name.clone()
+            };
+            let target = format!("http://{host}{}", page_path(self.zipf.sample(rng)));
+            if target == self_url {
+                continue;
+            }
+            let anchor = match rng.below(4) {
+                0 => {
+                    let n = rng.range(1, 3);
+                    phrase(rng, &self.text, n)
+                }
+                1 => format!("read about {}", words(rng, &self.text, 1).join("")),
+                2 => "more".to_string(),
+                _ => phrase(rng, &self.text, 2),
+            };
+            targets.push((target, anchor));
+        }
+        targets
+    }
+
+    /// Two to four paragraphs of text, with links taken from `inline` now and then.
+    fn paragraphs(
+        &self,
+        rng: &mut Rng,
+        base: &Url,
+        inline: &mut impl Iterator<Item = (String, String)>,
+        page: &mut PageBuilder,
+    ) -> Result<()> {
+        let n_par = rng.range(2, 4);
+        for _ in 0..n_par {
+            let n_words = rng.range(25, 60);
+            let mut pieces = Vec::new();
+            let mut text = Vec::new();
+            for w in words(rng, &self.text, n_words) {
+                text.push(w);
+                if rng.chance(0.06)
+                    && let Some((target, anchor)) = inline.next()
+                {
+                    pieces.push(Piece::Text(text.join(" ")));
+                    text.clear();
+                    pieces.push(Piece::Link {
+                        href: href_to(rng, base, &target)?,
+                        anchor,
+                    });
+                }
+            }
+            pieces.push(Piece::Text(format!("{}.", text.join(" "))));
+            page.paragraph(&pieces);
+        }
+        Ok(())
+    }
+
+    /// The "See also" list of page `j`: the remaining random targets, its special
+    /// links (`extra`), the next page, a neighbour site, the portal, a mailto: link.
+    fn see_also(
+        &self,
+        rng: &mut Rng,
+        base: &Url,
+        j: usize,
+        targets: impl Iterator<Item = (String, String)>,
+        extra: &[(String, String)],
+    ) -> Result<Links> {
+        let h = self.spec.hosts;
+        let mut list = Vec::new();
+        for (target, anchor) in targets {
+            list.push((href_to(rng, base, &target)?, anchor));
+        }
+        for (path, anchor) in extra {
+            list.push((href_to(rng, base, &self.url(path))?, anchor.clone()));
+        }
+        if j + 1 < self.spec.pages_per_host {
+            list.push((
+                href_to(rng, base, &self.url(&page_path(j + 1)))?,
+                "next".to_string(),
+            ));
+        }
+        if j == 0 && h > 1 {
+            let next = format!("http://{}/", WebSpec::host_name((self.i + 1) % h));
+            list.push((href_to(rng, base, &next)?, "a neighbour site".to_string()));
+        }
+        // A web directory: every page of the other hosts links to site0's home page,
+        // which makes it the web's biggest hub (a portal, as the real web has).
+        if self.i != 0 {
+            let portal = format!("http://{}/", WebSpec::host_name(0));
+            list.push((href_to(rng, base, &portal)?, "web directory".to_string()));
+        }
+        if j % 5 == 2 {
+            list.push((
+                format!("mailto:webmaster@{}", self.name),
+                "write to us".to_string(),
+            ));
+        }
+        Ok(list)
+    }
+
+    /// The paragraph revision `revision` of page `j` adds (its own PRNG stream).
+    fn revision_note(&self, j: usize, revision: u32, page: &mut PageBuilder) {
+        let mut r = Rng::derive(
+            self.spec.seed,
+            &format!("revtext-{}-{j}", self.i),
+            revision.into(),
+        );
+        let n = r.range(10, 30);
+        page.paragraph(&[Piece::Text(format!(
+            "Revision {revision}: {}.",
+            words(&mut r, &self.text, n).join(" ")
+        ))]);
     }
 }
 
@@ -678,9 +797,9 @@ mod tests {
         let base = &maps[0];
         assert!(base.urls.values().all(|e| e.revision == 0));
         let last = &maps[4];
-        let keys = |m: &crate::testweb::SiteMap| m.urls.keys().cloned().collect::<Vec<_>>();
+        let keys = |m: &crate::SiteMap| m.urls.keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(base), keys(last), "the URL set never changes");
-        let count = |m: &crate::testweb::SiteMap, st: u16| {
+        let count = |m: &crate::SiteMap, st: u16| {
             m.urls
                 .values()
                 .filter(|e| e.kind == Kind::Page && e.status == st)

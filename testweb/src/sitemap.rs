@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::model::{Behavior, Kind, Web};
 use super::robots::{CRAWLER_AGENT, RobotsGroup};
 use super::spec::WebSpec;
-use crate::error::Result;
-use crate::storage::{read_json, write_json};
+use trawl::error::Result;
+use trawl::storage::{read_json, write_json};
 
 /// Everything known about one URL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,7 +230,7 @@ impl SiteMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testweb::generate;
+    use crate::generate;
 
     fn map() -> SiteMap {
         generate(&WebSpec::default()).unwrap().site_map()

@@ -8,11 +8,11 @@ use std::time::Instant;
 use clap::Parser;
 use rayon::prelude::*;
 
+use testweb::{self, WebSpec};
 use trawl::Config;
-use trawl::parse::corpus;
 use trawl::parse::{PageInput, ParseOptions, parse_page};
-use trawl::testweb::{self, WebSpec};
 use trawl::urls::UrlPolicy;
+use trawl_bench::corpus;
 
 /// Parse throughput benchmark.
 #[derive(Debug, Parser)]

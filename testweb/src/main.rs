@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use testweb::server::serve_until_signal;
+use testweb::{TestCa, WebSpec, generate};
 use trawl::cli;
-use trawl::testweb::server::serve_until_signal;
-use trawl::testweb::{TestCa, WebSpec, generate};
 
 /// Generate, describe and serve the local test web.
 #[derive(Debug, Parser)]

@@ -17,12 +17,12 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 
-use crate::config::Config;
-use crate::datum::CrawlDatum;
-use crate::error::{Error, IoContext, Result};
-use crate::layout::SegmentMeta;
-use crate::storage::{self, PartWriter, StagedDataset};
-use crate::testweb::TestCa;
+use testweb::TestCa;
+use trawl::config::Config;
+use trawl::datum::CrawlDatum;
+use trawl::error::{Error, IoContext, Result};
+use trawl::layout::SegmentMeta;
+use trawl::storage::{self, PartWriter, StagedDataset};
 
 /// One benchmark scenario.
 #[derive(Debug, Clone)]
@@ -292,7 +292,7 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
     staged.commit()?;
     let meta = SegmentMeta {
         name: name.to_string(),
-        generated_time: crate::datum::now_millis(),
+        generated_time: trawl::datum::now_millis(),
         partitions,
         urls: (spec.hosts * spec.pages) as u64,
     };
@@ -342,7 +342,7 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
     let seg = write_segment(&root, spec, cfg.crawl.partitions)?;
     let sampler = CpuSampler::start();
     let started = Instant::now();
-    let summary = crate::fetch::run(&cfg, &root, Some(&seg))?;
+    let summary = trawl::fetch::run(&cfg, &root, Some(&seg))?;
     let secs = started.elapsed().as_secs_f64();
     let cpu = sampler.finish();
     server_rt.shutdown_background();

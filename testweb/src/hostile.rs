@@ -11,8 +11,8 @@ use url::Url;
 use super::html::PageBuilder;
 use super::model::{Behavior, Host, Kind, Resource};
 use super::robots::{Robots, RobotsGroup};
-use crate::error::{Error, IoContext, Result};
-use crate::urls::UrlPolicy;
+use trawl::error::{Error, IoContext, Result};
+use trawl::urls::UrlPolicy;
 
 /// The host of slow, failing and oversized responses.
 pub const HOSTILE_HOST: &str = "hostile.web.test";
@@ -133,6 +133,7 @@ fn error_body(status: u16) -> Vec<u8> {
         .into_bytes()
 }
 
+/// The hostile host: its home page links to every hostile resource, added by kind.
 fn hostile(policy: &UrlPolicy) -> Result<Host> {
     let mut b = Builder {
         host: HOSTILE_HOST,
@@ -159,6 +160,40 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
         "/tmp/ok.html",
     ];
     b.page("/", "Hostile home", &all, "links to every hostile resource")?;
+    slow_and_failing(&mut b)?;
+    redirects(&mut b)?;
+    oversized(&mut b)?;
+    robots_rules(&mut b)?;
+
+    let robots = Robots {
+        groups: Some(vec![
+            RobotsGroup {
+                agents: vec!["otherbot".into()],
+                disallow: vec!["/".into()],
+                allow: Vec::new(),
+                crawl_delay: None,
+            },
+            RobotsGroup {
+                agents: vec!["*".into()],
+                disallow: vec!["/*.cgi$".into(), "/tmp".into()],
+                allow: vec!["/tmp/ok".into()],
+                crawl_delay: Some(2),
+            },
+        ]),
+        unavailable: false,
+        padding_bytes: 0,
+        moved_to: None,
+        sitemaps: Vec::new(),
+    };
+    Ok(Host {
+        name: HOSTILE_HOST.into(),
+        robots,
+        resources: b.resources,
+    })
+}
+
+/// Slow, endless, reset and failing (500, 503, 429) responses.
+fn slow_and_failing(b: &mut Builder<'_>) -> Result<()> {
     b.page(
         "/slow.html",
         "Slow page",
@@ -207,6 +242,11 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
     )
     .headers
     .push(("retry-after".into(), "10".into()));
+    Ok(())
+}
+
+/// A redirect chain of 5 hops and a redirect loop.
+fn redirects(b: &mut Builder<'_>) -> Result<()> {
     for k in 1..=5 {
         let to = if k == 5 {
             "/final.html".to_string()
@@ -238,7 +278,11 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
         "/loop-a",
         "redirect loop /loop-a <-> /loop-b",
     );
+    Ok(())
+}
 
+/// A gzip bomb, a page over the size limit and a huge header.
+fn oversized(b: &mut Builder<'_>) -> Result<()> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     let chunk = vec![b' '; 1 << 16];
     for _ in 0..BOMB_BYTES / chunk.len() {
@@ -280,6 +324,11 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
     )?
     .headers
     .push(("x-filler".into(), "a".repeat(60_000)));
+    Ok(())
+}
+
+/// A conditional page and the pages robots.txt rules allow or disallow.
+fn robots_rules(b: &mut Builder<'_>) -> Result<()> {
     let r = b.page(
         "/cond.html",
         "Conditional page",
@@ -314,32 +363,7 @@ fn hostile(policy: &UrlPolicy) -> Result<Host> {
         &["/"],
         "allowed by the longer Allow: /tmp/ok",
     )?;
-
-    let robots = Robots {
-        groups: Some(vec![
-            RobotsGroup {
-                agents: vec!["otherbot".into()],
-                disallow: vec!["/".into()],
-                allow: Vec::new(),
-                crawl_delay: None,
-            },
-            RobotsGroup {
-                agents: vec!["*".into()],
-                disallow: vec!["/*.cgi$".into(), "/tmp".into()],
-                allow: vec!["/tmp/ok".into()],
-                crawl_delay: Some(2),
-            },
-        ]),
-        unavailable: false,
-        padding_bytes: 0,
-        moved_to: None,
-        sitemaps: Vec::new(),
-    };
-    Ok(Host {
-        name: HOSTILE_HOST.into(),
-        robots,
-        resources: b.resources,
-    })
+    Ok(())
 }
 
 /// A small host testing one robots.txt variant: `/` links to `/p1.html` and
@@ -382,9 +406,9 @@ fn robots_host(
 
 #[cfg(test)]
 mod tests {
-    use crate::testweb::{Kind, WebSpec, generate};
+    use crate::{Kind, WebSpec, generate};
 
-    fn map() -> crate::testweb::SiteMap {
+    fn map() -> crate::SiteMap {
         generate(&WebSpec {
             hosts: 2,
             pages_per_host: 5,
@@ -400,7 +424,7 @@ mod tests {
         let m = map();
         for (host, h) in &m.hosts {
             let Some(text) = &h.robots_txt else { continue };
-            let r = crate::fetch::robots::Robots::parse("trawl", text.as_bytes());
+            let r = trawl::fetch::robots::Robots::parse("trawl", text.as_bytes());
             for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
                 assert_eq!(r.allowed(url), !e.disallowed, "{url}");
             }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::html::PageBuilder;
 use super::model::{GZIP_TYPE, Host, Kind, Resource, TEXT_TYPE, XML_TYPE};
 use super::robots::Robots;
-use crate::error::{Error, Result};
-use crate::urls::UrlPolicy;
+use trawl::error::{Error, Result};
+use trawl::urls::UrlPolicy;
 
 /// The host whose robots.txt names six sitemaps.
 pub const SMAP_HOST: &str = "smap.web.test";
@@ -233,6 +233,13 @@ pub fn sitemap_hosts(policy: &UrlPolicy) -> Result<(Vec<Host>, BTreeMap<String, 
     Ok((hosts, files))
 }
 
+/// A URL on the sitemap host.
+fn smap_url(path: &str) -> String {
+    format!("http://{SMAP_HOST}{path}")
+}
+
+/// The sitemap host: its pages (orphans only sitemaps name) and the sitemap files
+/// robots.txt lists, one helper per kind of file.
 fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
     let mut b = Builder {
         host: SMAP_HOST,
@@ -240,7 +247,6 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
         resources: BTreeMap::new(),
         files: BTreeMap::new(),
     };
-    let u = |p: &str| format!("http://{SMAP_HOST}{p}");
     b.page("/", Kind::Home, "Home of the sitemap host", &["/p1.html"])?;
     b.page("/p1.html", Kind::Page, "Sitemap host page 1", &["/"])?;
     for k in 1..=8 {
@@ -251,6 +257,39 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
             &["/"],
         )?;
     }
+
+    smap_urlsets(&mut b)?;
+    smap_indexes(&mut b);
+    smap_malformed(&mut b);
+    smap_text_and_huge(&mut b)?;
+
+    let robots = Robots {
+        sitemaps: [
+            "/sitemap.xml",
+            "/sitemap-news.xml.gz",
+            "/sitemap-index.xml",
+            "/broken.xml",
+            "/sitemap.txt",
+            "/huge.xml.gz",
+        ]
+        .into_iter()
+        .map(smap_url)
+        .collect(),
+        ..Robots::private_disallowed()
+    };
+    Ok((
+        Host {
+            name: SMAP_HOST.into(),
+            robots,
+            resources: b.resources,
+        },
+        b.files,
+    ))
+}
+
+/// Sitemaps 1 and 2 of the sitemap host: a plain XML urlset and a gzipped one.
+fn smap_urlsets(b: &mut Builder<'_>) -> Result<()> {
+    let u = smap_url;
 
     // 1. Plain XML urlset.
     let e1 = vec![
@@ -307,6 +346,12 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
         vec![],
         &[],
     );
+    Ok(())
+}
+
+/// Sitemap 3 of the sitemap host: an index naming a nested index naming a urlset.
+fn smap_indexes(b: &mut Builder<'_>) {
+    let u = smap_url;
 
     // 3. An index naming a nested index naming a urlset (depth 2), and a sitemap
     //    on another site (rejected).
@@ -373,6 +418,11 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
         vec![],
         &[],
     );
+}
+
+/// Sitemap 4 of the sitemap host: malformed values, then broken XML.
+fn smap_malformed(b: &mut Builder<'_>) {
+    let u = smap_url;
 
     // 4. Malformed: bad lastmod, bad priority, bad URL, then broken XML.
     let mut xml = URLSET_OPEN.to_string();
@@ -425,6 +475,11 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
             "malformed_xml",
         ],
     );
+}
+
+/// Sitemaps 5 and 6 of the sitemap host: plain text, and one over 50 MB.
+fn smap_text_and_huge(b: &mut Builder<'_>) -> Result<()> {
+    let u = smap_url;
 
     // 5. Plain text.
     let text = format!("{}\nhttp://elsewhere.web.test/x.html\n", u("/orphan7.html"));
@@ -477,29 +532,7 @@ fn smap(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
         vec![],
         &["too_large"],
     );
-
-    let robots = Robots {
-        sitemaps: [
-            "/sitemap.xml",
-            "/sitemap-news.xml.gz",
-            "/sitemap-index.xml",
-            "/broken.xml",
-            "/sitemap.txt",
-            "/huge.xml.gz",
-        ]
-        .iter()
-        .map(|p| u(p))
-        .collect(),
-        ..Robots::private_disallowed()
-    };
-    Ok((
-        Host {
-            name: SMAP_HOST.into(),
-            robots,
-            resources: b.resources,
-        },
-        b.files,
-    ))
+    Ok(())
 }
 
 fn smap2(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
@@ -584,8 +617,8 @@ fn smap2(policy: &UrlPolicy) -> Result<(Host, BTreeMap<String, SitemapFile>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::UrlConfig;
-    use crate::sitemaps::parse::{self, Context, Limits, Scope};
+    use trawl::config::UrlConfig;
+    use trawl::sitemaps::parse::{self, Context, Limits, Scope};
 
     /// The real parser agrees with the description of every file.
     #[test]

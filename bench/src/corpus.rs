@@ -9,23 +9,23 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use url::Url;
 
-use super::html;
-use super::links;
-use super::maintext;
-use super::text::tokens;
-use crate::error::{Error, IoContext, Result};
+use trawl::error::{Error, IoContext, Result};
+use trawl::parse::html;
+use trawl::parse::links;
+use trawl::parse::maintext;
+use trawl::parse::text::tokens;
 
 /// The URL every corpus page is taken to live at.
 pub const PAGE_URL: &str = "http://fakehost/test/page.html";
 
-/// The corpora directory: `$TRAWL_CORPORA`, else `<crate>/../shared/corpora`,
+/// The corpora directory: `$TRAWL_CORPORA`, else `<workspace>/../shared/corpora`,
 /// else `/work/shared/corpora`; `None` when none exists.
 pub fn corpora_dir() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("TRAWL_CORPORA") {
         return Some(PathBuf::from(p)).filter(|p| p.is_dir());
     }
     [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpora"),
         PathBuf::from("/work/shared/corpora"),
     ]
     .into_iter()
@@ -161,7 +161,7 @@ pub struct PageScore {
 
 /// Evaluates one page (main text, links, title).
 pub fn evaluate_page(page: &CorpusPage) -> PageScore {
-    let src = super::charset::decode(&page.source, Some("text/html"), None, true).text;
+    let src = trawl::parse::charset::decode(&page.source, Some("text/html"), None, true).text;
     let doc = scraper::Html::parse_document(&src);
     let ex = html::walk(&doc, "trawl");
     let main = maintext::main_text(&ex).unwrap_or_default();
@@ -187,7 +187,7 @@ pub fn evaluate_page(page: &CorpusPage) -> PageScore {
         .filter_map(|s| Url::parse(s).ok().map(|u| u.to_string()))
         .collect();
     let link_f1 = set_f1(&mine, &theirs);
-    let norm = |s: &str| super::text::collapse(s);
+    let norm = |s: &str| trawl::parse::text::collapse(s);
     let title_match =
         ex.title.as_deref().map(norm) == page.title.as_deref().map(norm).filter(|t| !t.is_empty());
     PageScore {

@@ -1,15 +1,15 @@
 //! Throughput of the test web server: requests per second over keep-alive
 //! connections on loopback. Prints figures; asserts nothing about speed.
 //!
-//! `cargo bench --bench testweb_serve` (release) or, quicker,
-//! `cargo test --release --bench testweb_serve`. Env: `TESTWEB_BENCH_CONNS` (default 32),
+//! `cargo bench -p trawl-testweb --bench testweb_serve` (release) or, quicker,
+//! `cargo test --release -p trawl-testweb --bench testweb_serve`. Env: `TESTWEB_BENCH_CONNS` (default 32),
 //! `TESTWEB_BENCH_SECS` (default 3).
 
 use std::time::{Duration, Instant};
 
+use testweb::{RunningServer, WebSpec, generate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use trawl::testweb::{RunningServer, WebSpec, generate};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

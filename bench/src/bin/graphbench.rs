@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::graph::bench::{peak_rss_bytes, write_synthetic};
 use trawl::graph::ids::build_graph;
+use trawl::graph::mem::peak_rss_bytes;
 use trawl::graph::pagerank::{PageRankParams, out_degrees, pagerank};
 use trawl::graph::source::{EdgeKind, EdgeSource};
+use trawl_bench::graph::write_synthetic;
 
 /// Generates a synthetic graph, writes it as Parquet, and times graph build,
 /// PageRank iterations and peak memory.

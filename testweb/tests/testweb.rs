@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
 use scraper::{Html, Selector};
+use testweb::{SiteMap, WebSpec, generate, read_log};
 use trawl::config::UrlConfig;
-use trawl::testweb::{SiteMap, WebSpec, generate, read_log};
 use trawl::urls::UrlPolicy;
 use url::Url;
 
 const BIN: &str = env!("CARGO_BIN_EXE_testweb");
+
 const GEN: [&str; 6] = ["--seed", "7", "--hosts", "4", "--pages", "12"];
 
 /// A running `testweb serve`, killed on drop.
@@ -341,7 +342,7 @@ fn refuses_non_loopback_addresses() {
 
 #[test]
 fn hostile_hosts_behave_as_the_site_map_says() {
-    use trawl::testweb::model::Behavior;
+    use testweb::model::Behavior;
     let dir = tempfile::tempdir().unwrap();
     let mut args: Vec<&str> = GEN.to_vec();
     args.push("--hostile");
@@ -376,7 +377,7 @@ fn hostile_hosts_behave_as_the_site_map_says() {
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut out)
             .unwrap();
-        assert_eq!(out.len(), trawl::testweb::hostile::BOMB_BYTES);
+        assert_eq!(out.len(), testweb::hostile::BOMB_BYTES);
         assert!(compressed.len() * 100 < out.len());
         // Reset: no response at all.
         let u = Url::parse(&h("/reset")).unwrap();
@@ -391,7 +392,7 @@ fn hostile_hosts_behave_as_the_site_map_says() {
         let r = c
             .get(&cond)
             .header(HOST, "hostile.web.test")
-            .header("if-none-match", trawl::testweb::hostile::ETAG)
+            .header("if-none-match", testweb::hostile::ETAG)
             .send()
             .await
             .unwrap();

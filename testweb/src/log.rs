@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
+use trawl::error::{Error, IoContext, Result};
 
 /// The longest a logged request stays in the buffer.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(50);

@@ -7,6 +7,14 @@
 //! serves the web over HTTP/1.1 on a loopback address, routing on the `Host` header
 //! (and, with a throw-away CA from [`tls`], HTTPS on the same address), and logs
 //! every request as a JSON line.
+//!
+//! This crate (`trawl-testweb`, a workspace member) depends on trawl, never the
+//! reverse (trawl's tests take it as a dev-dependency): the site map is the truth of
+//! what a crawl must find, and every link in it is what trawl's own URL policy
+//! ([`trawl::urls::UrlPolicy`], default configuration) makes of the page's `href`, so
+//! the test web uses that policy instead of a second normalizer that could drift. It
+//! also reports errors as [`trawl::Error`] and writes files with
+//! [`trawl::storage`]'s atomic helpers.
 
 pub mod generate;
 pub mod hostile;

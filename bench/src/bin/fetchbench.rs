@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use trawl::fetch::bench::{BenchSpec, run_bench};
+use trawl_bench::fetch::{BenchSpec, run_bench};
 
 /// Benchmark the fetcher.
 #[derive(Debug, Parser)]

@@ -43,7 +43,7 @@ use tokio_rustls::rustls::ServerConfig;
 use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
 use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
 use super::tls::{TestCa, is_tls_handshake};
-use crate::error::{Error, Result};
+use trawl::error::{Error, Result};
 
 /// The response body type: a whole body, or a stream for slow and endless ones.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -496,7 +496,7 @@ pub fn serve_until_signal(
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
         check_loopback(&bound)?;
         if let Some(f) = addr_file {
-            crate::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
+            trawl::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
         }
         on_bound(bound);
         let stop = async move {
@@ -605,7 +605,7 @@ mod tests {
 
     /// A web of two hosts of three pages.
     fn two_host_web() -> Web {
-        crate::testweb::generate(&crate::testweb::WebSpec {
+        crate::generate(&crate::WebSpec {
             hosts: 2,
             pages_per_host: 3,
             ..Default::default()
@@ -644,7 +644,7 @@ mod tests {
         s.read_to_string(&mut out).unwrap();
         assert!(out.starts_with("HTTP/1.1 405"), "{out}");
         assert_eq!(server.stop().unwrap(), 2);
-        let lines = crate::testweb::read_log(&log).unwrap();
+        let lines = crate::read_log(&log).unwrap();
         assert_eq!(lines.len(), 2);
         assert_eq!(
             (lines[0].method.as_str(), lines[0].status, lines[0].bytes),
@@ -711,7 +711,7 @@ mod tests {
                 .await
                 .unwrap_err();
             assert_eq!(
-                crate::fetch::outcome::classify_error(&e),
+                trawl::fetch::outcome::classify_error(&e),
                 "tls_error",
                 "{e:?}"
             );
@@ -722,13 +722,13 @@ mod tests {
                 .await
                 .unwrap_err();
             assert_eq!(
-                crate::fetch::outcome::classify_error(&e),
+                trawl::fetch::outcome::classify_error(&e),
                 "tls_error",
                 "{e:?}"
             );
         });
         assert_eq!(server.stop().unwrap(), 4);
-        let lines = crate::testweb::read_log(&log).unwrap();
+        let lines = crate::read_log(&log).unwrap();
         let got: Vec<(&str, &str, bool)> = lines
             .iter()
             .map(|l| (l.host.as_str(), l.path.as_str(), l.tls))

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::error::Result;
-use crate::records::InlinkRecord;
-use crate::storage::{self, PartWriter};
+use trawl::error::Result;
+use trawl::records::InlinkRecord;
+use trawl::storage::{self, PartWriter};
 
 /// Pages per host in the synthetic graph.
 pub const PAGES_PER_HOST: u64 = 50;
@@ -45,7 +45,7 @@ pub fn write_synthetic(
     links: u64,
     files: usize,
 ) -> Result<(Vec<PathBuf>, u64)> {
-    std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| trawl::error::Error::io(dir, e))?;
     let avg = (links as f64 / pages.max(1) as f64).max(1.0);
     let per_file = pages.div_ceil(files.max(1) as u64);
     let results: Vec<Result<(PathBuf, u64)>> = (0..files)
@@ -83,12 +83,4 @@ pub fn write_synthetic(
         rows += n;
     }
     Ok((out, rows))
-}
-
-/// Peak resident set size of this process in bytes (`VmHWM`), if known.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

@@ -31,12 +31,12 @@ fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (cfg, dir) = args.common.setup()?;
     let started = Instant::now();
-    let spec = trawl::crawldb::benchgen::BenchSpec {
+    let spec = trawl_bench::benchgen::BenchSpec {
         urls: args.urls,
         hosts: args.hosts.unwrap_or((args.urls / 100).max(1)),
         partitions: cfg.crawl.partitions,
     };
-    let seg = trawl::crawldb::benchgen::generate(&dir, &spec)?;
+    let seg = trawl_bench::benchgen::generate(&dir, &spec)?;
     println!("{}", seg.display());
     trawl::cli::summary(
         "benchgen",

@@ -96,8 +96,8 @@ fn up_relative(from: &str, to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::UrlConfig;
-    use crate::urls::UrlPolicy;
+    use trawl::config::UrlConfig;
+    use trawl::urls::UrlPolicy;
 
     #[test]
     fn every_spelling_resolves_to_the_target() {

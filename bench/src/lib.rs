@@ -1,0 +1,11 @@
+//! trawl's benchmarks: the workloads behind the bench binaries (`benchgen`, `bench`,
+//! `fetchbench`, `graphbench`, `parsebench`; `scripts/bench.sh` runs them) and the
+//! parser corpus evaluation the corpus tests share.
+//!
+//! Nothing here ships in the library: this crate uses trawl only through its public
+//! API (and the test web's [`testweb::TestCa`] for HTTPS runs).
+
+pub mod benchgen;
+pub mod corpus;
+pub mod fetch;
+pub mod graph;
