@@ -39,7 +39,7 @@ pub struct PageInput<'a> {
 
 /// Parsing options (from `[parse]`, `[urls]` and `fetch.robots_agent`).
 #[derive(Debug, Clone)]
-pub struct ParseOptions {
+pub struct PageOpts {
     /// Link options.
     pub links: LinkOptions,
     /// Pages larger than this are `parse_failed` / `too_large`.
@@ -50,10 +50,10 @@ pub struct ParseOptions {
     pub agent: String,
 }
 
-impl ParseOptions {
+impl PageOpts {
     /// Options from the configuration.
     pub fn from_config(cfg: &Config) -> Self {
-        ParseOptions {
+        PageOpts {
             links: LinkOptions {
                 schemes: cfg.urls.schemes.clone(),
                 max_outlinks: cfg.parse.max_outlinks,
@@ -217,7 +217,7 @@ fn header_robots(headers: &[Header], agent: &str) -> RobotsDirectives {
 }
 
 /// Parses one page. Never fails: problems become `parse_failed` rows.
-pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy) -> ParsedPage {
+pub fn parse_page(input: &PageInput<'_>, opts: &PageOpts, policy: &UrlPolicy) -> ParsedPage {
     let budget = Budget {
         start: Instant::now(),
         limit: (opts.max_page_millis > 0).then(|| Duration::from_millis(opts.max_page_millis)),
@@ -387,8 +387,8 @@ mod tests {
     use super::*;
     use crate::config::UrlConfig;
 
-    fn opts() -> ParseOptions {
-        ParseOptions::from_config(&Config::default())
+    fn opts() -> PageOpts {
+        PageOpts::from_config(&Config::default())
     }
 
     fn parse(url: &str, ct: Option<&str>, headers: &[Header], body: &[u8]) -> ParsedPage {
