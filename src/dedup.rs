@@ -19,26 +19,28 @@
 //! with [`layout::install_version`], part by part, keeping partitioning and order.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use crate::datum::{CrawlDatum, DbStatus, now_millis};
 use crate::error::Result;
 use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
 use crate::records::ParseDataRecord;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, StagedDataset};
 
 /// Options of a dedup run.
 #[derive(Debug, Clone, Copy)]
-pub struct DedupOptions {
+pub struct DedupOpts {
     /// Also group near duplicates by SimHash.
     pub near: bool,
     /// Maximum differing bits for near duplicates.
     pub max_distance: u32,
 }
 
-impl Default for DedupOptions {
+impl Default for DedupOpts {
     fn default() -> Self {
-        DedupOptions {
+        DedupOpts {
             near: false,
             max_distance: 3,
         }
@@ -47,7 +49,7 @@ impl Default for DedupOptions {
 
 /// Counts reported by the stage.
 #[derive(Debug, Clone, Default)]
-pub struct DedupSummary {
+pub struct DedupReport {
     /// Rows read.
     pub rows: u64,
     /// Candidate rows (fetched with a signature).
@@ -60,6 +62,26 @@ pub struct DedupSummary {
     pub restored: u64,
     /// Pairs joined by SimHash.
     pub near_pairs: u64,
+}
+
+impl fmt::Display for DedupReport {
+    /// `R rows, C candidates, G duplicate groups, D duplicates, X restored, N near pairs`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} rows, {} candidates, {} duplicate groups, {} duplicates, {} restored, {} near pairs",
+            self.rows,
+            self.candidates,
+            self.groups,
+            self.duplicates,
+            self.restored,
+            self.near_pairs
+        )
+    }
+}
+
+impl Report for DedupReport {
+    const STAGE: &'static str = "dedup";
 }
 
 struct Cand {
@@ -193,9 +215,9 @@ fn is_candidate(d: &CrawlDatum) -> bool {
     ) && d.signature.as_deref().is_some_and(|s| !s.is_empty())
 }
 
-/// Runs dedup on the crawl directory `root`.
-pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
-    let dir = CrawlDir::open_existing(root)?;
+/// Runs dedup on the crawl directory of `ctx` (which must hold a crawldb).
+pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
+    let dir = ctx.open_existing()?;
     let _lock = Lock::acquire(&dir.crawldb_lock(), "dedup")?;
     dir.recover_crawldb()?;
     crate::crawldb::verify_for_rewrite(&dir)?;
@@ -207,11 +229,33 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     } else {
         HashMap::new()
     };
+    let mut sum = DedupReport::default();
+    let cands = candidates(&parts, &sims, &mut sum)?;
+    let verdict = verdicts(cands, opts, &mut sum);
 
-    // Pass 1: candidates.
-    let mut sum = DedupSummary::default();
+    // Pass 2: rewrite part by part, same names and order.
+    let staged = StagedDataset::new(&current)?;
+    for (i, part) in parts.iter().enumerate() {
+        let (duplicates, restored) = run_partition(i, part, &staged, &verdict)?;
+        sum.duplicates += duplicates;
+        sum.restored += restored;
+    }
+    meta.written_time = now_millis();
+    meta.written_by = "dedup".into();
+    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
+    layout::install_version(&dir.crawldb(), staged)?;
+    Ok(sum)
+}
+
+/// Pass 1: the candidate rows of every crawldb part (with their SimHash from `sims`);
+/// counts rows and candidates into `sum`.
+fn candidates(
+    parts: &[PathBuf],
+    sims: &HashMap<String, u64>,
+    sum: &mut DedupReport,
+) -> Result<Vec<Cand>> {
     let mut cands: Vec<Cand> = Vec::new();
-    for part in &parts {
+    for part in parts {
         for rows in storage::read_part::<CrawlDatum>(part)? {
             for d in rows? {
                 sum.rows += 1;
@@ -228,8 +272,13 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
         }
     }
     sum.candidates = cands.len() as u64;
+    Ok(cands)
+}
 
-    // Group.
+/// Groups the candidates (same signature; with `opts.near`, SimHashes within
+/// `opts.max_distance` bits) and returns, per URL, whether it is a duplicate (not its
+/// group's winner). Counts groups and near pairs into `sum`.
+fn verdicts(cands: Vec<Cand>, opts: &DedupOpts, sum: &mut DedupReport) -> HashMap<String, bool> {
     let mut groups = Groups::new(cands.len());
     let mut by_sig: HashMap<&str, usize> = HashMap::new();
     for (i, c) in cands.iter().enumerate() {
@@ -281,37 +330,43 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
         let dup = winner.get(&r).is_some_and(|&w| w != i);
         verdict.insert(c.url, dup);
     }
+    verdict
+}
 
-    // Pass 2: rewrite part by part, same names and order.
-    let staged = StagedDataset::new(&current)?;
-    for part in &parts {
-        let name = part.file_name().map(|n| n.to_owned()).unwrap_or_default();
-        let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
-        for rows in storage::read_part::<CrawlDatum>(part)? {
-            for mut d in rows? {
-                if is_candidate(&d) {
-                    match verdict.get(&d.url) {
-                        Some(true) => {
-                            d.status = DbStatus::DbDuplicate;
-                            sum.duplicates += 1;
-                        }
-                        Some(false) if d.status == DbStatus::DbDuplicate => {
-                            d.status = DbStatus::DbFetched;
-                            sum.restored += 1;
-                        }
-                        _ => {}
+/// Pass 2 for crawldb part `i` (`part`): copies it into the staged version under the
+/// same name and order, marking the rows `verdict` calls duplicates `db_duplicate` and
+/// restoring former duplicates that won their group. Returns (duplicates, restored).
+fn run_partition(
+    i: usize,
+    part: &Path,
+    staged: &StagedDataset,
+    verdict: &HashMap<String, bool>,
+) -> Result<(u64, u64)> {
+    let (mut duplicates, mut restored) = (0u64, 0u64);
+    let name = part
+        .file_name()
+        .map_or_else(|| storage::part_name(i).into(), |n| n.to_owned());
+    let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
+    for rows in storage::read_part::<CrawlDatum>(part)? {
+        for mut d in rows? {
+            if is_candidate(&d) {
+                match verdict.get(&d.url) {
+                    Some(true) => {
+                        d.status = DbStatus::DbDuplicate;
+                        duplicates += 1;
                     }
+                    Some(false) if d.status == DbStatus::DbDuplicate => {
+                        d.status = DbStatus::DbFetched;
+                        restored += 1;
+                    }
+                    _ => {}
                 }
-                w.push(d)?;
             }
+            w.push(d)?;
         }
-        w.finish()?;
     }
-    meta.written_time = now_millis();
-    meta.written_by = "dedup".into();
-    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
-    layout::install_version(&dir.crawldb(), staged)?;
-    Ok(sum)
+    w.finish()?;
+    Ok((duplicates, restored))
 }
 
 #[cfg(test)]

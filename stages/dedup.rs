@@ -1,8 +1,8 @@
 //! `dedup`: marks duplicate pages in the crawldb as `db_duplicate`.
 
-use std::time::Instant;
-
 use clap::Parser;
+use trawl::dedup::{self, DedupOpts};
+use trawl::stage::StageCtx;
 
 /// Mark duplicates in the crawldb.
 #[derive(Debug, Parser)]
@@ -30,20 +30,12 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let started = Instant::now();
-    let (_cfg, dir) = args.common.setup()?;
-    let opts = trawl::dedup::DedupOptions {
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = DedupOpts {
         near: args.near,
         max_distance: args.distance.min(63),
     };
-    let s = trawl::dedup::run(&dir, &opts)?;
-    trawl::cli::summary(
-        "dedup",
-        started,
-        &format!(
-            "{} rows, {} candidates, {} duplicate groups, {} duplicates, {} restored, {} near pairs",
-            s.rows, s.candidates, s.groups, s.duplicates, s.restored, s.near_pairs
-        ),
-    );
+    let report = dedup::run(&ctx, &opts)?;
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! `generate`: selects due URLs into a new segment (fetch list).
 
-use std::time::Instant;
-
 use clap::Parser;
+use trawl::crawldb::generate::{self, GenerateOpts};
+use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -44,49 +44,21 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (mut cfg, dir) = args.common.setup()?;
-    let started = Instant::now();
+    let mut ctx = StageCtx::from_args(&args.common)?;
     if let Some(n) = args.top_n {
-        cfg.generate.top_n = n;
+        ctx.config_mut().generate.top_n = n;
     }
     if let Some(m) = args.max_per_host {
-        cfg.generate.max_per_host = m;
+        ctx.config_mut().generate.max_per_host = m;
     }
-    cfg.validate_flags()?;
-    let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
+    ctx.validate_flags()?;
+    let mut opts = GenerateOpts::from_config(ctx.config());
     opts.segments = args.max_segments.max(1);
     opts.lookahead = (args.add_days * 86_400_000.0).round() as i64;
-    let report = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
+    let report = generate::run(&ctx, &opts)?;
     for s in &report.segments {
         println!("{}", s.display());
     }
-    let urls: Vec<String> = report.urls.iter().map(u64::to_string).collect();
-    trawl::cli::summary(
-        "generate",
-        started,
-        &format!(
-            "{} segment(s) with {} urls, {} due, {} held by pending fetch lists, {} scanned",
-            report.segments.len(),
-            if urls.is_empty() {
-                "0".into()
-            } else {
-                urls.join("+")
-            },
-            report.due,
-            report.pending,
-            report.scanned
-        ),
-    );
-    if report.segments.is_empty() {
-        use trawl::cli::{Exit, exit};
-        return Err(Exit::new(
-            exit::NOTHING_DUE,
-            format!(
-                "generate: no URLs due: nothing to generate (exit code {})",
-                exit::NOTHING_DUE
-            ),
-        )
-        .into());
-    }
+    ctx.finish(&report)?;
     Ok(())
 }

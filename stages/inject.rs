@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::crawldb::inject::{SeedInput, expand_inputs};
+use trawl::crawldb::inject::{self, InjectOpts, expand_inputs};
+use trawl::stage::StageCtx;
 
 /// Adds seed URLs to the crawldb (creating the crawl directory on first run).
 #[derive(Debug, Parser)]
@@ -41,14 +42,15 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (cfg, dir) = args.common.setup()?;
-    let started = Instant::now();
+    let ctx = StageCtx::from_args(&args.common)?;
     // Check every input before touching the crawl directory.
-    let inputs = expand_inputs(&args.seeds)?;
+    let opts = InjectOpts {
+        inputs: expand_inputs(&args.seeds)?,
+    };
     if let Some(list) = &args.sitemaps {
         let extra = trawl::sitemaps::read_sitemap_list(list)?;
-        if !inputs.is_empty() {
-            inject_seeds(&dir, &cfg, &inputs, started)?;
+        if !opts.inputs.is_empty() {
+            inject_seeds(&ctx, &opts)?;
         }
         let started = Instant::now();
         let opts = trawl::sitemaps::Options {
@@ -56,49 +58,24 @@ fn run() -> anyhow::Result<()> {
             force: false,
             only_extra: true,
         };
-        let summary = trawl::sitemaps::run(&dir, &cfg, &opts)?;
+        let summary = trawl::sitemaps::run(ctx.root(), ctx.config(), &opts)?;
         trawl::sitemaps::print_problems(&summary);
         trawl::cli::summary("inject --sitemaps", started, &summary.line());
         return Ok(());
     }
-    inject_seeds(&dir, &cfg, &inputs, started)
+    inject_seeds(&ctx, &opts)
 }
 
-fn inject_seeds(
-    dir: &std::path::Path,
-    cfg: &trawl::Config,
-    inputs: &[SeedInput],
-    started: Instant,
-) -> anyhow::Result<()> {
-    let report = trawl::crawldb::inject::run(dir, cfg, inputs)?;
+fn inject_seeds(ctx: &StageCtx, opts: &InjectOpts) -> anyhow::Result<()> {
+    let report = inject::run(ctx, opts)?;
     for r in &report.rejected {
         eprintln!("{r}");
     }
-    let per_input = |i: &trawl::crawldb::inject::InputReport| {
-        format!(
-            "{}: {} accepted, {} rejected",
-            i.name, i.accepted, i.rejected
-        )
-    };
-    let inputs_note = match report.inputs.as_slice() {
-        [one] => per_input(one),
-        many => {
-            for i in many {
-                eprintln!("inject: {}", per_input(i));
-            }
-            format!("{} inputs", many.len())
+    if report.inputs.len() > 1 {
+        for i in &report.inputs {
+            eprintln!("inject: {}", i.line());
         }
-    };
-    trawl::cli::summary(
-        "inject",
-        started,
-        &format!(
-            "injected {}, already known {}, rejected {}, crawldb {} urls ({inputs_note})",
-            report.injected,
-            report.known,
-            report.rejected.len(),
-            report.rows
-        ),
-    );
+    }
+    ctx.finish(&report)?;
     Ok(())
 }

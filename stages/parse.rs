@@ -1,9 +1,10 @@
 //! `parse`: parses a fetched segment's content into parse_text, parse_data and crawl_parse.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
+use trawl::parse::{self, ParseOpts};
+use trawl::stage::StageCtx;
 
 /// Parse a fetched segment.
 #[derive(Debug, Parser)]
@@ -38,36 +39,19 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let started = Instant::now();
-    let (mut cfg, dir) = args.common.setup()?;
+    let mut ctx = StageCtx::from_args(&args.common)?;
     if let Some(n) = args.max_outlinks {
-        cfg.parse.max_outlinks = n;
+        ctx.config_mut().parse.max_outlinks = n;
     }
     if let Some(ms) = args.max_page_millis {
-        cfg.parse.max_page_millis = ms;
+        ctx.config_mut().parse.max_page_millis = ms;
     }
-    cfg.validate_flags()?;
-    let run_args = trawl::parse::ParseArgs {
+    ctx.validate_flags()?;
+    let opts = ParseOpts {
         segment: args.segment,
         reparse: args.reparse,
     };
-    let s = trawl::parse::run(&cfg, &dir, &run_args)?;
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    let mb = s.bytes as f64 / 1e6;
-    trawl::cli::summary(
-        "parse",
-        started,
-        &format!(
-            "segment {}: {} pages ({} success, {} failed), {} outlinks, {} link rows, {:.1} MB at {:.1} MB/s",
-            s.segment,
-            s.pages,
-            s.success,
-            s.failed,
-            s.outlinks,
-            s.link_rows,
-            mb,
-            mb / secs
-        ),
-    );
+    let report = parse::run(&ctx, &opts)?;
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -1,13 +1,11 @@
 //! `readdb`: statistics, records, dumps and top lists of the crawldb.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::Context;
 use clap::Parser;
-use trawl::crawldb::readdb::{self, Filter, Format};
-use trawl::layout::CrawlDir;
+use trawl::cli::{Exit, exit};
+use trawl::crawldb::readdb::{self, Filter, Format, Query, ReaddbOpts, ReaddbReport};
+use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -66,71 +64,34 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (_cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let dir = CrawlDir::open_existing(&root)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary;
-    if args.stats {
-        let st = readdb::stats(&dir, args.per_host)?;
-        if args.json {
-            serde_json::to_writer_pretty(&mut out, &st)?;
-            writeln!(out)?;
-        } else {
-            readdb::print_stats(&st, &mut out)?;
+    let ctx = StageCtx::from_args(&args.common)?;
+    let query = if args.stats {
+        Query::Stats {
+            per_host: args.per_host,
+            json: args.json,
         }
-        summary = format!("{} urls, {} hosts", st.urls, st.hosts);
-    } else if let Some(url) = &args.url {
-        match readdb::lookup(&dir, url)? {
-            Some(d) => {
-                serde_json::to_writer_pretty(&mut out, &d)?;
-                writeln!(out)?;
-                summary = "1 record".into();
-            }
-            None => {
-                out.flush()?;
-                return Err(trawl::cli::Exit::new(
-                    trawl::cli::exit::ERROR,
-                    format!("readdb: {url} is not in the crawldb"),
-                )
-                .into());
-            }
-        }
+    } else if let Some(url) = args.url {
+        Query::Url(url)
     } else if args.dump {
-        let filter = Filter {
-            status: args.status,
-            regex: args.regex.clone(),
-        };
-        let n = match (&args.out, args.format) {
-            (Some(p), Format::Parquet) => {
-                readdb::dump(&dir, args.format, &filter, &mut out, Some(p))?
-            }
-            (Some(p), _) => {
-                let f =
-                    std::fs::File::create(p).with_context(|| format!("--out {}", p.display()))?;
-                readdb::dump(
-                    &dir,
-                    args.format,
-                    &filter,
-                    &mut std::io::BufWriter::new(f),
-                    None,
-                )?
-            }
-            (None, _) => readdb::dump(&dir, args.format, &filter, &mut out, None)?,
-        };
-        summary = format!("{n} rows dumped");
-    } else if let Some(n) = args.top {
-        let rows = readdb::top(&dir, n)?;
-        for d in &rows {
-            serde_json::to_writer(&mut out, d)?;
-            writeln!(out)?;
+        Query::Dump {
+            format: args.format,
+            filter: Filter {
+                status: args.status,
+                regex: args.regex,
+            },
+            file: args.out,
         }
-        summary = format!("top {} rows", rows.len());
+    } else if let Some(n) = args.top {
+        Query::Top(n)
     } else {
         anyhow::bail!("pass one of --stats, --url, --dump, --top");
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let report = readdb::run(&ctx, &ReaddbOpts { query }, &mut out)?;
+    if let ReaddbReport::Missing(url) = &report {
+        return Err(Exit::new(exit::ERROR, format!("readdb: {url} is not in the crawldb")).into());
     }
-    out.flush()?;
-    trawl::cli::summary("readdb", started, &summary);
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! `updatedb`: merges fetch and parse results of segments into the crawldb.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
+use trawl::crawldb::updatedb::{self, UpdateOpts};
+use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,17 +38,16 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let (mut cfg, dir) = args.common.setup()?;
+    let mut ctx = StageCtx::from_args(&args.common)?;
     if args.no_additions {
-        cfg.updatedb.additions_allowed = false;
+        ctx.config_mut().updatedb.additions_allowed = false;
     }
-    cfg.validate_flags()?;
-    let started = Instant::now();
-    let opts = trawl::crawldb::updatedb::UpdateOptions {
-        segments: args.segments.clone(),
+    ctx.validate_flags()?;
+    let opts = UpdateOpts {
+        segments: args.segments,
         no_parse: args.no_parse,
     };
-    let r = trawl::crawldb::updatedb::run(&dir, &cfg, &opts)?;
+    let r = updatedb::run(&ctx, &opts)?;
     for s in &r.skipped {
         eprintln!("updatedb: segment {s} already applied: skipped");
     }
@@ -56,27 +56,6 @@ fn run() -> anyhow::Result<()> {
             "updatedb: segment {s} partially applied (fetch statuses only); after `parse {s}`, run `updatedb {s}` to merge its signatures and outlinks"
         );
     }
-    let partial = if r.partial.is_empty() {
-        String::new()
-    } else {
-        format!(", partially applied [{}]", r.partial.join(", "))
-    };
-    let completed = if r.completed.is_empty() {
-        String::new()
-    } else {
-        format!(" (completing [{}])", r.completed.join(", "))
-    };
-    trawl::cli::summary(
-        "updatedb",
-        started,
-        &format!(
-            "applied [{}]{completed}{partial}, {} fetched, {} added, {} purged, crawldb {} urls",
-            r.applied.join(", "),
-            r.fetched,
-            r.added,
-            r.purged,
-            r.rows
-        ),
-    );
+    ctx.finish(&r)?;
     Ok(())
 }

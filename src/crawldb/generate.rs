@@ -14,12 +14,13 @@
 //! generated less than `generate.gen_delay` seconds ago) are not handed out again.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::path::PathBuf;
 
-use arrow::array::UInt32Array;
-use std::path::{Path, PathBuf};
-
+use arrow::array::{RecordBatch, UInt32Array};
 use rayon::prelude::*;
 
+use crate::cli::{Exit, exit};
 use crate::config::Config;
 use crate::crawldb::select::{self, Rules};
 use crate::crawldb::stream::read_partition;
@@ -27,11 +28,12 @@ use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{IoContext, Result};
 use crate::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, StagedDataset};
 
 /// Options of one generate run (flags over `[generate]`).
 #[derive(Debug, Clone)]
-pub struct GenerateOptions {
+pub struct GenerateOpts {
     /// URLs per fetch list.
     pub top_n: usize,
     /// Cap per host or domain (0 = none).
@@ -45,10 +47,10 @@ pub struct GenerateOptions {
     pub lookahead: Millis,
 }
 
-impl GenerateOptions {
+impl GenerateOpts {
     /// Options from the config, for now.
     pub fn from_config(cfg: &Config) -> Self {
-        GenerateOptions {
+        GenerateOpts {
             top_n: cfg.generate.top_n,
             max_per_host: cfg.generate.max_per_host,
             segments: 1,
@@ -71,6 +73,44 @@ pub struct GenerateReport {
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+}
+
+impl fmt::Display for GenerateReport {
+    /// `K segment(s) with A+B urls, D due, P held by pending fetch lists, S scanned`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} segment(s) with ", self.segments.len())?;
+        if self.urls.is_empty() {
+            f.write_str("0")?;
+        }
+        for (i, u) in self.urls.iter().enumerate() {
+            if i > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{u}")?;
+        }
+        write!(
+            f,
+            " urls, {} due, {} held by pending fetch lists, {} scanned",
+            self.due, self.pending, self.scanned
+        )
+    }
+}
+
+impl Report for GenerateReport {
+    const STAGE: &'static str = "generate";
+
+    /// [`exit::NOTHING_DUE`] when no segment was written.
+    fn exit(&self) -> Option<Exit> {
+        self.segments.is_empty().then(|| {
+            Exit::new(
+                exit::NOTHING_DUE,
+                format!(
+                    "generate: no URLs due: nothing to generate (exit code {})",
+                    exit::NOTHING_DUE
+                ),
+            )
+        })
+    }
 }
 
 /// Whether a row's status may be generated (Nutch: everything but duplicates).
@@ -109,9 +149,12 @@ fn pending_urls(
     Ok(out)
 }
 
-/// Runs generate on `root`. An empty report (no segments) means nothing was due.
-pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<GenerateReport> {
-    let dir = CrawlDir::open_existing(root)?;
+/// Runs generate on the crawl directory of `ctx` (which must hold a crawldb) with the
+/// `[generate]` keys of its configuration. A report without segments means nothing was
+/// due ([`Report::exit`] is then [`exit::NOTHING_DUE`]).
+pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
+    let cfg = ctx.config();
+    let dir = ctx.open_existing()?;
     // Held so that two generates cannot hand out the same URLs and updatedb cannot
     // apply a segment while we read the pending lists.
     let _lock = lock(&dir, "generate")?;
@@ -138,7 +181,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
     let parts = (0..n)
         .into_par_iter()
         .map(|i| {
-            let r = select::rank_part(&current_part(&dir, i), &rules, &pending[i]);
+            let r = run_partition(&dir, i, &rules, &pending[i]);
             pb.inc(1);
             r
         })
@@ -189,13 +232,39 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
     if lists.is_empty() {
         return Ok(report);
     }
-    // Stage every segment, then write part i of each from batches[i].
+    write_segments(&dir, opts, n, &batches, &lists, &mut report)?;
+    tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
+    Ok(report)
+}
+
+/// Pass 1 over crawldb partition `i`: its best candidates under `rules`, leaving out
+/// the URLs of pending fetch lists (`pending`, this partition's share).
+pub fn run_partition(
+    dir: &CrawlDir,
+    i: usize,
+    rules: &Rules,
+    pending: &HashSet<String>,
+) -> Result<select::Ranked> {
+    select::rank_part(&current_part(dir, i), rules, pending)
+}
+
+/// Stages one segment per fetch list of `lists`, writes part `i` of each from
+/// `batches[i]` ([`write_partition`], partitions in parallel) and commits them; the
+/// segments and their URL counts go into `report`.
+fn write_segments(
+    dir: &CrawlDir,
+    opts: &GenerateOpts,
+    n: usize,
+    batches: &[RecordBatch],
+    lists: &[Vec<Vec<u32>>],
+    report: &mut GenerateReport,
+) -> Result<()> {
     let mut staged = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for list in &lists {
+    for list in lists {
         let mut t = opts.now;
         let name = loop {
-            let name = layout::new_segment_name(&dir, t);
+            let name = layout::new_segment_name(dir, t);
             if !names.contains(&name) {
                 break name;
             }
@@ -224,24 +293,8 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         .collect();
     (0..n)
         .into_par_iter()
-        .map(|i| {
-            let batch = &batches[i];
-            let hosts = select::HostIds::new(batch)?;
-            for (list, d) in lists.iter().zip(&gen_dirs) {
-                let mut w = PartWriter::<CrawlDatum>::create(&d.join(storage::part_name(i)))?;
-                let rows = &list[i];
-                if !rows.is_empty() {
-                    let idx = UInt32Array::from(select::interleave(&hosts, rows));
-                    let b = arrow::compute::take_record_batch(batch, &idx)
-                        .map_err(|e| crate::error::Error::arrow("generate", e))?;
-                    w.write_batch(&b)?;
-                }
-                w.finish()?;
-            }
-            Ok(())
-        })
+        .map(|i| write_partition(i, &batches[i], lists, &gen_dirs))
         .collect::<Result<Vec<()>>>()?;
-    tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     for (seg, d) in staged.into_iter().zip(&gen_dirs) {
         storage::write_atomic(
             &d.join(storage::SUCCESS_MARKER),
@@ -249,7 +302,31 @@ pub fn run(root: &Path, cfg: &Config, opts: &GenerateOptions) -> Result<Generate
         )?;
         report.segments.push(seg.commit()?);
     }
-    Ok(report)
+    Ok(())
+}
+
+/// Writes part `i` of every fetch list (`lists[segment][i]`, row indices into `batch`,
+/// best first) into its segment's `crawl_generate` directory (`gen_dirs[segment]`),
+/// hosts interleaved.
+fn write_partition(
+    i: usize,
+    batch: &RecordBatch,
+    lists: &[Vec<Vec<u32>>],
+    gen_dirs: &[PathBuf],
+) -> Result<()> {
+    let hosts = select::HostIds::new(batch)?;
+    for (list, d) in lists.iter().zip(gen_dirs) {
+        let mut w = PartWriter::<CrawlDatum>::create(&d.join(storage::part_name(i)))?;
+        let rows = &list[i];
+        if !rows.is_empty() {
+            let idx = UInt32Array::from(select::interleave(&hosts, rows));
+            let b = arrow::compute::take_record_batch(batch, &idx)
+                .map_err(|e| crate::error::Error::arrow("generate", e))?;
+            w.write_batch(&b)?;
+        }
+        w.finish()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

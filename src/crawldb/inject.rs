@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::{Config, MAX_INTERVAL_SECS};
 use crate::crawldb::schedule::FIXED_INTERVAL_KEY;
@@ -18,7 +18,8 @@ use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::layout::CrawlDir;
-use crate::storage::partition_for_host;
+use crate::stage::{Report, StageCtx};
+use crate::storage::{PartWriter, partition_for_host};
 use crate::urls::UrlPolicy;
 
 /// The longest piece of a rejected line echoed in messages, in characters; longer input
@@ -280,14 +281,57 @@ fn apply_keys<'a>(
     Ok(())
 }
 
-/// Injects the seeds of `inputs` into the crawl directory `root`. Every input is read
-/// and parsed before the crawldb is touched; an unreadable input injects nothing.
-pub fn run(root: &Path, cfg: &Config, inputs: &[SeedInput]) -> Result<InjectReport> {
+/// What to inject.
+#[derive(Debug, Clone, Default)]
+pub struct InjectOpts {
+    /// The seed inputs, checked by [`expand_inputs`].
+    pub inputs: Vec<SeedInput>,
+}
+
+impl InputReport {
+    /// `NAME: A accepted, R rejected`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: {} accepted, {} rejected",
+            self.name, self.accepted, self.rejected
+        )
+    }
+}
+
+impl std::fmt::Display for InjectReport {
+    /// `injected I, already known K, rejected R, crawldb N urls (INPUTS)`, INPUTS being
+    /// the one input's [`InputReport::line`] or `M inputs`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "injected {}, already known {}, rejected {}, crawldb {} urls (",
+            self.injected,
+            self.known,
+            self.rejected.len(),
+            self.rows
+        )?;
+        match self.inputs.as_slice() {
+            [one] => f.write_str(&one.line())?,
+            many => write!(f, "{} inputs", many.len())?,
+        }
+        f.write_str(")")
+    }
+}
+
+impl Report for InjectReport {
+    const STAGE: &'static str = "inject";
+}
+
+/// Injects the seeds of `opts.inputs` into the crawl directory of `ctx` (created if
+/// needed). Every input is read and parsed before the crawldb is touched; an unreadable
+/// input injects nothing.
+pub fn run(ctx: &StageCtx, opts: &InjectOpts) -> Result<InjectReport> {
+    let cfg = ctx.config();
     let now = now_millis();
     let mut seeds = Vec::new();
     let mut rejected = Vec::new();
     let mut per_input = Vec::new();
-    for input in inputs {
+    for input in &opts.inputs {
         let name = input.name();
         let bytes = input.read()?;
         let (ok, bad) = parse_seeds(&name, &bytes, cfg, now)?;
@@ -299,7 +343,7 @@ pub fn run(root: &Path, cfg: &Config, inputs: &[SeedInput]) -> Result<InjectRepo
         seeds.extend(ok);
         rejected.extend(bad);
     }
-    let dir = CrawlDir::new(root);
+    let dir = ctx.crawl_dir();
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     let _lock = lock(&dir, "inject")?;
     super::verify_for_rewrite(&dir)?;
@@ -319,40 +363,7 @@ pub fn run(root: &Path, cfg: &Config, inputs: &[SeedInput]) -> Result<InjectRepo
     }
     meta.seed_hosts = hosts.into_iter().collect();
     let counts = write_version(&dir, &mut meta, "inject", |i, w| {
-        let mut db = if exists {
-            DatumStream::open(&current_part(&dir, i))?
-        } else {
-            DatumStream::empty()
-        };
-        let mut new = parts[i].values().cloned().peekable();
-        let (mut injected, mut known, mut rows) = (0u64, 0u64, 0u64);
-        loop {
-            let take_db = match (db.peek_url(), new.peek()) {
-                (None, None) => break,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some(a), Some(b)) => {
-                    if a == b.url {
-                        known += 1;
-                        new.next();
-                        true
-                    } else {
-                        a < b.url.as_str()
-                    }
-                }
-            };
-            let row = if take_db {
-                db.next_row()?
-            } else {
-                injected += 1;
-                new.next()
-            };
-            if let Some(r) = row {
-                rows += 1;
-                w.push(r)?;
-            }
-        }
-        Ok((injected, known, rows))
+        run_partition(&dir, i, exists, &parts[i], w)
     })?;
     let mut report = InjectReport {
         known: dup,
@@ -366,6 +377,52 @@ pub fn run(root: &Path, cfg: &Config, inputs: &[SeedInput]) -> Result<InjectRepo
         report.rows += r;
     }
     Ok(report)
+}
+
+/// Merges the new seeds of partition `i` (by URL) into crawldb part `i` (when the
+/// crawldb `exists`), writing the new part to `w`; URLs already known keep their row.
+/// Returns (injected, known, rows).
+fn run_partition(
+    dir: &CrawlDir,
+    i: usize,
+    exists: bool,
+    seeds: &BTreeMap<String, CrawlDatum>,
+    w: &mut PartWriter<CrawlDatum>,
+) -> Result<(u64, u64, u64)> {
+    let mut db = if exists {
+        DatumStream::open(&current_part(dir, i))?
+    } else {
+        DatumStream::empty()
+    };
+    let mut new = seeds.values().cloned().peekable();
+    let (mut injected, mut known, mut rows) = (0u64, 0u64, 0u64);
+    loop {
+        let take_db = match (db.peek_url(), new.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(a), Some(b)) => {
+                if a == b.url {
+                    known += 1;
+                    new.next();
+                    true
+                } else {
+                    a < b.url.as_str()
+                }
+            }
+        };
+        let row = if take_db {
+            db.next_row()?
+        } else {
+            injected += 1;
+            new.next()
+        };
+        if let Some(r) = row {
+            rows += 1;
+            w.push(r)?;
+        }
+    }
+    Ok((injected, known, rows))
 }
 
 #[cfg(test)]

@@ -248,123 +248,171 @@ where
         admit,
         totals: Totals::default(),
     };
-    let schema = CrawlDatum::schema();
-    let arrow_err = |e: arrow::error::ArrowError| Error::arrow(part.display().to_string(), e);
-    let unsorted = |url: &str| {
-        Error::crawl_dir(
-            part,
-            format!(
-                "crawldb part is not sorted by url or holds {url} twice; restore crawldb/old or re-create the crawldb"
-            ),
-        )
-    };
     let mut last_url: Option<String> = None;
     if part.is_file() {
+        let schema = CrawlDatum::schema();
         let file = File::open(part).map_err(|e| Error::io(part, e))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| Error::parquet(part, e))?
             .with_batch_size(storage::ROW_GROUP_ROWS)
             .build()
             .map_err(|e| Error::parquet(part, e))?;
-        let gone = DbStatus::DbGone.as_str();
         for batch in reader {
-            let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
+            let batch = batch.map_err(|e| arrow_err(part, e))?;
             let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
-                .map_err(arrow_err)?;
-            let urls = batch
-                .column(0)
-                .as_string_opt::<i32>()
-                .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 url column"))?;
-            let status = batch
-                .column(2)
-                .as_string_opt::<i32>()
-                .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 status column"))?;
-            let mut plan = Vec::with_capacity(batch.num_rows());
-            let mut touched: Vec<u32> = Vec::new();
-            for r in 0..batch.num_rows() {
-                let u = urls.value(r);
-                let prev = if r > 0 {
-                    Some(urls.value(r - 1))
-                } else {
-                    last_url.as_deref()
-                };
-                if prev.is_some_and(|p| p >= u) {
-                    return Err(unsorted(u));
-                }
-                while m.next_key().is_some_and(|k| k < u) {
-                    let (k, fr, pr) = m.take_next()?;
-                    plan.push(Step::New(k, fr, pr));
-                }
-                if m.next_key() == Some(u) {
-                    let (_, fr, pr) = m.take_next()?;
-                    plan.push(Step::Old(fr, pr));
-                    touched.push(r as u32);
-                } else if ctx.cfg.purge_gone && status.value(r) == gone {
-                    plan.push(Step::Old(Vec::new(), Vec::new()));
-                    touched.push(r as u32);
-                } else {
-                    plan.push(Step::Keep(r as u32));
-                }
-            }
-            if let Some(n) = batch.num_rows().checked_sub(1) {
-                last_url = Some(urls.value(n).to_string());
-            }
-            let decoded: Vec<CrawlDatum> = if touched.is_empty() {
-                Vec::new()
-            } else {
-                let t = arrow::compute::take_record_batch(&batch, &UInt32Array::from(touched))
-                    .map_err(arrow_err)?;
-                storage::from_batch(&t)?
-            };
-            let mut decoded = decoded.into_iter();
-            let mut changed = Vec::new();
-            let mut order: Vec<(usize, usize)> = Vec::with_capacity(plan.len());
-            for step in plan {
-                let out = match step {
-                    Step::Keep(r) => {
-                        m.totals.rows += 1;
-                        order.push((0, r as usize));
-                        continue;
-                    }
-                    Step::Old(fr, pr) => {
-                        let old = decoded.next();
-                        let url = old.as_ref().map(|d| d.url.clone()).unwrap_or_default();
-                        m.apply(&url, old, fr, pr)
-                    }
-                    Step::New(url, fr, pr) => m.apply(&url, None, fr, pr),
-                };
-                if let Some(d) = out {
-                    order.push((1, changed.len()));
-                    changed.push(d);
-                }
-            }
-            let fresh = storage::to_batch(&changed)?;
-            let out = arrow::compute::interleave_record_batch(&[&batch, &fresh], &order)
-                .map_err(arrow_err)?;
-            if out.num_rows() > 0 {
-                w.write_batch(&out)?;
-            }
+                .map_err(|e| arrow_err(part, e))?;
+            m.merge_batch(part, &batch, &mut last_url, w)?;
         }
     }
-    // Segment rows after the last crawldb row.
-    let mut tail = Vec::new();
-    while let Some(k) = m.next_key() {
-        if last_url.as_deref().is_some_and(|l| l >= k) {
-            return Err(unsorted(k));
-        }
-        let (k, fr, pr) = m.take_next()?;
-        if let Some(d) = m.apply(&k, None, fr, pr) {
-            tail.push(d);
-        }
-        if tail.len() == storage::ROW_GROUP_ROWS {
-            w.write_batch(&storage::to_batch(&tail)?)?;
-            tail.clear();
-        }
-    }
-    if !tail.is_empty() {
-        w.write_batch(&storage::to_batch(&tail)?)?;
-    }
+    m.write_tail(part, last_url.as_deref(), w)?;
     Ok(m.totals)
+}
+
+fn arrow_err(part: &Path, e: arrow::error::ArrowError) -> Error {
+    Error::arrow(part.display().to_string(), e)
+}
+
+/// The error for a crawldb part whose rows are not strictly sorted by URL.
+fn unsorted(part: &Path, url: &str) -> Error {
+    Error::crawl_dir(
+        part,
+        format!(
+            "crawldb part is not sorted by url or holds {url} twice; restore crawldb/old or re-create the crawldb"
+        ),
+    )
+}
+
+impl<F, P> Merger<'_, F, P>
+where
+    F: Iterator<Item = Result<FetchRecord>>,
+    P: Iterator<Item = Result<Keyed>>,
+{
+    /// Merges one crawldb batch (after `last_url`, updated to its last URL) with the
+    /// segment rows up to its last URL, writing one output batch: the untouched rows
+    /// as they are, interleaved with the re-encoded ones.
+    fn merge_batch(
+        &mut self,
+        part: &Path,
+        batch: &RecordBatch,
+        last_url: &mut Option<String>,
+        w: &mut PartWriter<CrawlDatum>,
+    ) -> Result<()> {
+        let (plan, touched) = self.plan_batch(part, batch, last_url)?;
+        let decoded: Vec<CrawlDatum> = if touched.is_empty() {
+            Vec::new()
+        } else {
+            let t = arrow::compute::take_record_batch(batch, &UInt32Array::from(touched))
+                .map_err(|e| arrow_err(part, e))?;
+            storage::from_batch(&t)?
+        };
+        let mut decoded = decoded.into_iter();
+        let mut changed = Vec::new();
+        let mut order: Vec<(usize, usize)> = Vec::with_capacity(plan.len());
+        for step in plan {
+            let out = match step {
+                Step::Keep(r) => {
+                    self.totals.rows += 1;
+                    order.push((0, r as usize));
+                    continue;
+                }
+                Step::Old(fr, pr) => {
+                    let old = decoded.next();
+                    let url = old.as_ref().map(|d| d.url.clone()).unwrap_or_default();
+                    self.apply(&url, old, fr, pr)
+                }
+                Step::New(url, fr, pr) => self.apply(&url, None, fr, pr),
+            };
+            if let Some(d) = out {
+                order.push((1, changed.len()));
+                changed.push(d);
+            }
+        }
+        let fresh = storage::to_batch(&changed)?;
+        let out = arrow::compute::interleave_record_batch(&[batch, &fresh], &order)
+            .map_err(|e| arrow_err(part, e))?;
+        if out.num_rows() > 0 {
+            w.write_batch(&out)?;
+        }
+        Ok(())
+    }
+
+    /// What becomes of each row of a crawldb batch (and of the new URLs between them),
+    /// in URL order, with the indices of the rows to decode. Refuses rows not sorted
+    /// after `last_url` and each other; sets `last_url` to the batch's last URL.
+    fn plan_batch(
+        &mut self,
+        part: &Path,
+        batch: &RecordBatch,
+        last_url: &mut Option<String>,
+    ) -> Result<(Vec<Step>, Vec<u32>)> {
+        let urls = batch
+            .column(0)
+            .as_string_opt::<i32>()
+            .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 url column"))?;
+        let status = batch
+            .column(2)
+            .as_string_opt::<i32>()
+            .ok_or_else(|| Error::crawl_dir(part, "crawldb part has no utf8 status column"))?;
+        let gone = DbStatus::DbGone.as_str();
+        let mut plan = Vec::with_capacity(batch.num_rows());
+        let mut touched: Vec<u32> = Vec::new();
+        for r in 0..batch.num_rows() {
+            let u = urls.value(r);
+            let prev = if r > 0 {
+                Some(urls.value(r - 1))
+            } else {
+                last_url.as_deref()
+            };
+            if prev.is_some_and(|p| p >= u) {
+                return Err(unsorted(part, u));
+            }
+            while self.next_key().is_some_and(|k| k < u) {
+                let (k, fr, pr) = self.take_next()?;
+                plan.push(Step::New(k, fr, pr));
+            }
+            if self.next_key() == Some(u) {
+                let (_, fr, pr) = self.take_next()?;
+                plan.push(Step::Old(fr, pr));
+                touched.push(r as u32);
+            } else if self.ctx.cfg.purge_gone && status.value(r) == gone {
+                plan.push(Step::Old(Vec::new(), Vec::new()));
+                touched.push(r as u32);
+            } else {
+                plan.push(Step::Keep(r as u32));
+            }
+        }
+        if let Some(n) = batch.num_rows().checked_sub(1) {
+            *last_url = Some(urls.value(n).to_string());
+        }
+        Ok((plan, touched))
+    }
+
+    /// Writes the segment rows after the last crawldb row (`last_url`): new URLs.
+    fn write_tail(
+        &mut self,
+        part: &Path,
+        last_url: Option<&str>,
+        w: &mut PartWriter<CrawlDatum>,
+    ) -> Result<()> {
+        let mut tail = Vec::new();
+        while let Some(k) = self.next_key() {
+            if last_url.is_some_and(|l| l >= k) {
+                return Err(unsorted(part, k));
+            }
+            let (k, fr, pr) = self.take_next()?;
+            if let Some(d) = self.apply(&k, None, fr, pr) {
+                tail.push(d);
+            }
+            if tail.len() == storage::ROW_GROUP_ROWS {
+                w.write_batch(&storage::to_batch(&tail)?)?;
+                tail.clear();
+            }
+        }
+        if !tail.is_empty() {
+            w.write_batch(&storage::to_batch(&tail)?)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! Every mode streams the parts; only the score column is held for quantiles.
 
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
@@ -12,8 +13,134 @@ use crate::crawldb::stream::DatumStream;
 use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::layout::CrawlDir;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{PartWriter, partition_for_host};
 use crate::urls::host_of;
+
+/// What readdb prints.
+#[derive(Debug, Clone)]
+pub enum Query {
+    /// Statistics (`--stats`), per host (`--per-host`), as JSON (`--json`) or text.
+    Stats {
+        /// With per-host status counts.
+        per_host: bool,
+        /// JSON instead of text.
+        json: bool,
+    },
+    /// The record of one URL as JSON (`--url`).
+    Url(String),
+    /// Rows (`--dump`) in `format`, those `filter` keeps, to the output or to `file`.
+    Dump {
+        /// The dump format.
+        format: Format,
+        /// Which rows.
+        filter: Filter,
+        /// The file to write instead of the output (`--out`; required for Parquet).
+        file: Option<PathBuf>,
+    },
+    /// The N highest-scoring rows as jsonl (`--top`).
+    Top(usize),
+}
+
+/// Options of one readdb run.
+#[derive(Debug, Clone)]
+pub struct ReaddbOpts {
+    /// What to print.
+    pub query: Query,
+}
+
+/// What readdb printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReaddbReport {
+    /// Statistics of this many URLs and hosts.
+    Stats {
+        /// URLs.
+        urls: u64,
+        /// Hosts.
+        hosts: u64,
+    },
+    /// The record of the URL asked for.
+    Record,
+    /// The URL asked for is not in the crawldb (nothing printed; the binary ends with
+    /// [`crate::cli::exit::ERROR`]).
+    Missing(String),
+    /// This many rows dumped.
+    Dumped(u64),
+    /// This many top rows.
+    Top(usize),
+}
+
+impl fmt::Display for ReaddbReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReaddbReport::Stats { urls, hosts } => write!(f, "{urls} urls, {hosts} hosts"),
+            ReaddbReport::Record => f.write_str("1 record"),
+            ReaddbReport::Missing(url) => write!(f, "{url} is not in the crawldb"),
+            ReaddbReport::Dumped(n) => write!(f, "{n} rows dumped"),
+            ReaddbReport::Top(n) => write!(f, "top {n} rows"),
+        }
+    }
+}
+
+impl Report for ReaddbReport {
+    const STAGE: &'static str = "readdb";
+}
+
+/// Runs readdb on the crawl directory of `ctx` (which must hold a crawldb): prints what
+/// `opts.query` asks for to `out` (flushed), or to the `--out` file of a dump.
+pub fn run(ctx: &StageCtx, opts: &ReaddbOpts, out: &mut impl Write) -> Result<ReaddbReport> {
+    let dir = ctx.open_existing()?;
+    let out_err = |e: std::io::Error| Error::io("<output>", e);
+    let report = match &opts.query {
+        Query::Stats { per_host, json } => {
+            let st = stats(&dir, *per_host)?;
+            if *json {
+                serde_json::to_writer_pretty(&mut *out, &st)
+                    .map_err(|e| Error::input("<output>", e.to_string()))?;
+                writeln!(out).map_err(out_err)?;
+            } else {
+                print_stats(&st, out).map_err(out_err)?;
+            }
+            ReaddbReport::Stats {
+                urls: st.urls,
+                hosts: st.hosts,
+            }
+        }
+        Query::Url(url) => match lookup(&dir, url)? {
+            Some(d) => {
+                serde_json::to_writer_pretty(&mut *out, &d)
+                    .map_err(|e| Error::input(url, e.to_string()))?;
+                writeln!(out).map_err(out_err)?;
+                ReaddbReport::Record
+            }
+            None => ReaddbReport::Missing(url.clone()),
+        },
+        Query::Dump {
+            format,
+            filter,
+            file,
+        } => ReaddbReport::Dumped(match (file, format) {
+            (Some(p), Format::Parquet) => dump(&dir, *format, filter, out, Some(p))?,
+            (Some(p), _) => {
+                let f = std::fs::File::create(p)
+                    .map_err(|e| Error::input(format!("--out {}", p.display()), e.to_string()))?;
+                dump(&dir, *format, filter, &mut std::io::BufWriter::new(f), None)?
+            }
+            (None, _) => dump(&dir, *format, filter, out, None)?,
+        }),
+        Query::Top(n) => {
+            let rows = top(&dir, *n)?;
+            for d in &rows {
+                serde_json::to_writer(&mut *out, d)
+                    .map_err(|e| Error::input(&d.url, e.to_string()))?;
+                writeln!(out).map_err(out_err)?;
+            }
+            ReaddbReport::Top(rows.len())
+        }
+    };
+    out.flush().map_err(out_err)?;
+    Ok(report)
+}
 
 /// Streams every row of the current crawldb through `f`, part by part.
 pub fn for_each(dir: &CrawlDir, mut f: impl FnMut(CrawlDatum) -> Result<()>) -> Result<()> {

@@ -28,8 +28,8 @@ use arrow::datatypes::{
 };
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
-    RowSelector,
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelectionPolicy, RowSelector,
 };
 
 use crate::datum::{CrawlDatum, DbStatus, Millis};
@@ -140,27 +140,26 @@ impl Keys {
     }
 }
 
-/// Pass 1: ranks the part at `path` (missing = empty).
-pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Result<Ranked> {
-    let mut out = Ranked::default();
-    if !path.is_file() {
-        return Ok(out);
-    }
+/// The error for a crawldb part at `path` without the expected `what` column.
+fn bad_column(path: &Path, what: &str) -> Error {
+    Error::crawl_dir(
+        path,
+        format!("crawldb part has no or an unexpected {what} column; is it a trawl crawldb?"),
+    )
+}
+
+/// A reader of pass 1's columns of the part at `path`: `host, status, fetch_time,
+/// score`, and `url` when `with_url`. `host` and `status` are read as the dictionaries
+/// they are stored as: a batch's rows are mapped through its dictionary, never
+/// compared as strings.
+fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let mut wanted = vec!["host", "status", "fetch_time", "score"];
-    if !pending.is_empty() {
+    if with_url {
         wanted.push("url");
     }
-    let bad = |what: &str| {
-        Error::crawl_dir(
-            path,
-            format!("crawldb part has no or an unexpected {what} column; is it a trawl crawldb?"),
-        )
-    };
-    // host and status are read as the dictionaries they are stored as: a batch's
-    // rows are mapped through its dictionary, never compared as strings.
     let hint: Vec<FieldRef> = builder
         .schema()
         .fields()
@@ -178,12 +177,12 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     ));
     let mut roots = Vec::new();
     for w in &wanted {
-        roots.push(hint.index_of(w).map_err(|_| bad(w))?);
+        roots.push(hint.index_of(w).map_err(|_| bad_column(path, w))?);
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     drop(builder);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(
+    ParquetRecordBatchReaderBuilder::try_new_with_options(
         file,
         ArrowReaderOptions::new().with_schema(hint),
     )
@@ -191,22 +190,27 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     .with_projection(mask)
     .with_batch_size(storage::ROW_GROUP_ROWS)
     .build()
-    .map_err(|e| Error::parquet(path, e))?;
-    let k = if rules.capped() {
-        rules.max_per_key
-    } else {
-        rules.limit
-    };
-    let mut keys = Keys::default();
-    let mut seen: Vec<bool> = Vec::new();
-    let mut split_runs = false;
-    let mut ents: Vec<Cand> = Vec::new();
-    let mut run_start = 0usize;
-    let mut run_key: Option<u32> = None;
-    let duplicate = DbStatus::DbDuplicate.as_str();
-    let mut row: u32 = 0;
-    for batch in reader {
-        let batch = batch.map_err(|e| Error::arrow(path.display().to_string(), e))?;
+    .map_err(|e| Error::parquet(path, e))
+}
+
+/// Pass 1's columns of one batch, typed.
+struct RankCols<'a> {
+    /// Host dictionary keys per row, and the dictionary's names.
+    host_idx: &'a [i32],
+    host_names: &'a StringArray,
+    /// Status dictionary keys per row, and whether each dictionary entry is
+    /// `db_duplicate`.
+    status_idx: &'a [i32],
+    dup: Vec<bool>,
+    fetch_time: &'a [i64],
+    score: &'a [f64],
+    /// Only when pending fetch lists are checked.
+    url: Option<&'a StringArray>,
+}
+
+impl<'a> RankCols<'a> {
+    fn new(batch: &'a RecordBatch, with_url: bool, path: &Path) -> Result<Self> {
+        let bad = |what: &str| bad_column(path, what);
         let col = |name: &str| batch.column_by_name(name).ok_or_else(|| bad(name));
         let host = col("host")?
             .as_dictionary_opt::<Int32Type>()
@@ -218,6 +222,7 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
         let status = col("status")?
             .as_dictionary_opt::<Int32Type>()
             .ok_or_else(|| bad("status"))?;
+        let duplicate = DbStatus::DbDuplicate.as_str();
         let dup: Vec<bool> = status
             .values()
             .as_string_opt::<i32>()
@@ -225,36 +230,72 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
             .iter()
             .map(|v| v == Some(duplicate))
             .collect();
-        let (host_idx, status_idx) = (host.keys().values(), status.keys().values());
-        // Key id of each host dictionary entry, filled as entries are met.
-        let mut key_of = vec![u32::MAX; host_names.len()];
         let ft = col("fetch_time")?
             .as_primitive_opt::<TimestampMillisecondType>()
             .ok_or_else(|| bad("fetch_time"))?;
         let score = col("score")?
             .as_primitive_opt::<Float64Type>()
             .ok_or_else(|| bad("score"))?;
-        let url = if pending.is_empty() {
-            None
-        } else {
+        let url = if with_url {
             Some(
                 col("url")?
                     .as_string_opt::<i32>()
                     .ok_or_else(|| bad("url"))?,
             )
+        } else {
+            None
         };
-        let (fts, scores) = (ft.values(), score.values());
+        Ok(RankCols {
+            host_idx: host.keys().values(),
+            host_names,
+            status_idx: status.keys().values(),
+            dup,
+            fetch_time: ft.values(),
+            score: score.values(),
+            url,
+        })
+    }
+}
+
+/// Pass 1: ranks the part at `path` (missing = empty).
+pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Result<Ranked> {
+    let mut out = Ranked::default();
+    if !path.is_file() {
+        return Ok(out);
+    }
+    let with_url = !pending.is_empty();
+    let reader = rank_reader(path, with_url)?;
+    let k = if rules.capped() {
+        rules.max_per_key
+    } else {
+        rules.limit
+    };
+    let mut keys = Keys::default();
+    let mut seen: Vec<bool> = Vec::new();
+    let mut split_runs = false;
+    let mut ents: Vec<Cand> = Vec::new();
+    let mut run_start = 0usize;
+    let mut run_key: Option<u32> = None;
+    let mut row: u32 = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::arrow(path.display().to_string(), e))?;
+        let c = RankCols::new(&batch, with_url, path)?;
+        // Key id of each host dictionary entry, filled as entries are met.
+        let mut key_of = vec![u32::MAX; c.host_names.len()];
         for i in 0..batch.num_rows() {
             let r = row;
             row += 1;
-            let s = scores[i];
-            if fts[i] > rules.now
+            let s = c.score[i];
+            if c.fetch_time[i] > rules.now
                 || s < rules.min_score
-                || dup.get(status_idx[i] as usize).copied().unwrap_or(false)
+                || c.dup
+                    .get(c.status_idx[i] as usize)
+                    .copied()
+                    .unwrap_or(false)
             {
                 continue;
             }
-            if let Some(url) = url
+            if let Some(url) = c.url
                 && pending.contains(url.value(i))
             {
                 out.pending += 1;
@@ -262,15 +303,15 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
             }
             out.due += 1;
             let key = if rules.capped() {
-                let h = host_idx[i] as usize;
+                let h = c.host_idx[i] as usize;
                 match key_of.get(h) {
                     Some(&k) if k != u32::MAX => k,
                     Some(_) => {
-                        let k = keys.key_of(host_names.value(h), rules.by_domain);
+                        let k = keys.key_of(c.host_names.value(h), rules.by_domain);
                         key_of[h] = k;
                         k
                     }
-                    None => return Err(bad("host")),
+                    None => return Err(bad_column(path, "host")),
                 }
             } else {
                 0
@@ -305,22 +346,7 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     if split_runs {
         // Some key came in several runs (hosts whose URLs do not sort together, e.g.
         // http and https): cap each key over all its runs.
-        ents.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| better(a, b)));
-        let mut kept = 0usize;
-        let mut i = 0usize;
-        while i < ents.len() {
-            let key = ents[i].key;
-            let mut j = i;
-            while j < ents.len() && ents[j].key == key {
-                if j - i < k {
-                    ents[kept] = ents[j];
-                    kept += 1;
-                }
-                j += 1;
-            }
-            i = j;
-        }
-        ents.truncate(kept);
+        cap_per_key(&mut ents, k);
     }
     trim(&mut ents, 0, rules.limit);
     if rules.by_domain && rules.capped() {
@@ -330,6 +356,27 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     out.cands = ents;
     out.keys = keys.names;
     Ok(out)
+}
+
+/// Keeps the best `k` candidates of each key (over all its runs); the candidates end
+/// up sorted by key, then by [`better`].
+fn cap_per_key(ents: &mut Vec<Cand>, k: usize) {
+    ents.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| better(a, b)));
+    let mut kept = 0usize;
+    let mut i = 0usize;
+    while i < ents.len() {
+        let key = ents[i].key;
+        let mut j = i;
+        while j < ents.len() && ents[j].key == key {
+            if j - i < k {
+                ents[kept] = ents[j];
+                kept += 1;
+            }
+            j += 1;
+        }
+        i = j;
+    }
+    ents.truncate(kept);
 }
 
 /// Walks the candidates of all parts (each sorted by [`better`]) by score

@@ -16,26 +16,29 @@
 //! `applied_segments`.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-use crate::config::Config;
 use crate::crawldb::merge::{self, Keyed, SegRow};
 use crate::crawldb::spill::Sorter;
 use crate::crawldb::state::{Ctx, Inlink};
 use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{current_part, lock, write_version};
-use crate::datum::{CrawlDatum, FetchStatus, now_millis};
+use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::integrity::Check;
-use crate::layout::{CrawlDir, Segment};
+use crate::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::records::{CrawlParseRecord, FetchRecord};
+use crate::stage::{Report, StageCtx};
 use crate::storage::{PartWriter, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
-/// Options of one updatedb run.
+/// Options of one updatedb run (`updatedb.additions_allowed`, `--no-additions`, is a
+/// config key).
 #[derive(Debug, Clone, Default)]
-pub struct UpdateOptions {
+pub struct UpdateOpts {
     /// Segments (names or paths); empty = the newest fetched segment not yet applied.
-    pub segments: Vec<std::path::PathBuf>,
+    pub segments: Vec<PathBuf>,
     /// Merge only the fetch outcomes (`--no-parse`): the segments are recorded as
     /// partially applied, and a later run after `parse` merges the rest.
     pub no_parse: bool,
@@ -73,6 +76,30 @@ pub struct UpdateReport {
     pub purged: u64,
 }
 
+impl fmt::Display for UpdateReport {
+    /// `applied [..] (completing [..]), partially applied [..], F fetched, A added,
+    /// P purged, crawldb N urls` (the parenthesised parts only when not empty).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "applied [{}]", self.applied.join(", "))?;
+        if !self.completed.is_empty() {
+            write!(f, " (completing [{}])", self.completed.join(", "))?;
+        }
+        if !self.partial.is_empty() {
+            write!(f, ", partially applied [{}]", self.partial.join(", "))?;
+        }
+        write!(
+            f,
+            ", {} fetched, {} added, {} purged, crawldb {} urls",
+            self.fetched, self.added, self.purged, self.rows
+        )
+    }
+}
+
+impl Report for UpdateReport {
+    const STAGE: &'static str = "updatedb";
+}
+
+/// What one partition's merge counted.
 #[derive(Debug, Default)]
 struct PartStats {
     rows: u64,
@@ -81,23 +108,70 @@ struct PartStats {
     purged: u64,
 }
 
-/// Runs updatedb on `root`.
-pub fn run(root: &std::path::Path, cfg: &Config, opts: &UpdateOptions) -> Result<UpdateReport> {
-    run_at(root, cfg, opts, now_millis())
+/// Runs updatedb on the crawl directory of `ctx` (which must hold a crawldb).
+pub fn run(ctx: &StageCtx, opts: &UpdateOpts) -> Result<UpdateReport> {
+    run_at(ctx, opts, now_millis())
 }
 
 /// [`run`] as of the time `now` (ms UTC).
-fn run_at(
-    root: &std::path::Path,
-    cfg: &Config,
-    opts: &UpdateOptions,
-    now: crate::datum::Millis,
-) -> Result<UpdateReport> {
-    let dir = CrawlDir::open_existing(root)?;
+fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport> {
+    let cfg = ctx.config();
+    let dir = ctx.open_existing()?;
     let _lock = lock(&dir, "updatedb")?;
     let mut meta = dir.crawldb_meta()?;
     let mut report = UpdateReport::default();
+    let segments = choose_segments(&dir, &meta, opts, &mut report)?;
+    if segments.is_empty() {
+        return Ok(report);
+    }
+    // Refuse a damaged crawldb or segment before anything is written: a flipped
+    // byte read here would otherwise be written into current and, next time, old.
+    dir.verify_crawldb(Check::Checksums)?;
+    for sg in &segments {
+        sg.seg.verify("crawl_fetch", Check::Checksums)?;
+        if sg.part != Part::FetchOnly {
+            sg.seg.verify("crawl_parse", Check::Checksums)?;
+        }
+    }
 
+    let n = meta.partitions;
+    let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
+    state.additions = cfg.updatedb.additions_allowed;
+    let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
+    let redirects = route_redirects(&segments, &policy, n)?;
+    record_segments(&mut meta, &segments);
+    let stats = write_version(&dir, &mut meta, "updatedb", |i, w| {
+        run_partition(&dir, i, n, &segments, &redirects[i], &state, &policy, w)
+    })?;
+    for st in stats {
+        report.rows += st.rows;
+        report.added += st.added;
+        report.fetched += st.fetched;
+        report.purged += st.purged;
+    }
+    for sg in &segments {
+        let name = sg.seg.name().to_string();
+        match sg.part {
+            Part::Whole => report.applied.push(name),
+            Part::FetchOnly => report.partial.push(name),
+            Part::Rest => {
+                report.completed.push(name.clone());
+                report.applied.push(name);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// The segments this run merges, each with what is merged of it: `opts.segments`, or
+/// the newest fetched segment not yet (fully) applied. Segments already applied go
+/// into `report.skipped`; a segment that cannot be applied is an error.
+fn choose_segments(
+    dir: &CrawlDir,
+    meta: &CrawlDbMeta,
+    opts: &UpdateOpts,
+    report: &mut UpdateReport,
+) -> Result<Vec<Seg>> {
     let chosen_newest = opts.segments.is_empty();
     let candidates: Vec<Segment> = if chosen_newest {
         // The newest fetched segment whose fetch outcomes (with --no-parse) or whose
@@ -111,7 +185,7 @@ fn run_at(
             Some(s) => vec![s],
             None => {
                 tracing::info!("no fetched segment left to apply");
-                return Ok(report);
+                return Ok(Vec::new());
             }
         }
     } else {
@@ -129,85 +203,91 @@ fn run_at(
             report.skipped.push(name);
             continue;
         }
-        // A segment a stage is writing (fetch, parse) must not be applied half done.
-        s.check_unlocked("updatedb")?;
-        if !s.has("crawl_fetch") {
+        match what_to_merge(&s, meta, opts.no_parse, chosen_newest)? {
+            Some(part) => {
+                let parts = s.meta()?.partitions;
+                segments.push(Seg {
+                    seg: s,
+                    parts,
+                    part,
+                });
+            }
+            None => report.skipped.push(name),
+        }
+    }
+    Ok(segments)
+}
+
+/// What is merged of segment `s` (not applied yet); `None` when there is nothing left
+/// to merge with `--no-parse` (its fetch outcomes are applied). An error when it is not
+/// fetched, or not parsed without `--no-parse`.
+fn what_to_merge(
+    s: &Segment,
+    meta: &CrawlDbMeta,
+    no_parse: bool,
+    chosen_newest: bool,
+) -> Result<Option<Part>> {
+    let name = s.name();
+    // A segment a stage is writing (fetch, parse) must not be applied half done.
+    s.check_unlocked("updatedb")?;
+    if !s.has("crawl_fetch") {
+        return Err(Error::crawl_dir(
+            s.path(),
+            format!(
+                "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}` first"
+            ),
+        ));
+    }
+    let which = if chosen_newest {
+        " (the newest fetched segment not yet applied)"
+    } else {
+        ""
+    };
+    let parsed = s.has("crawl_parse");
+    Ok(Some(match (meta.is_partial(name), no_parse, parsed) {
+        (true, true, _) => {
+            tracing::warn!(
+                "segment {name}: its fetch outcomes are already applied (partially applied); run `parse {name}` if needed, then `updatedb {name}` to merge the rest: skipping it"
+            );
+            return Ok(None);
+        }
+        (true, false, true) => Part::Rest,
+        (true, false, false) => {
             return Err(Error::crawl_dir(
                 s.path(),
                 format!(
-                    "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}` first"
+                    "segment {name}{which} is partially applied (fetch statuses only, by `updatedb --no-parse`) and still not parsed (no complete crawl_parse/): run `parse {name}` first, then `updatedb {name}` to merge its signatures and outlinks. Nothing was changed"
                 ),
             ));
         }
-        let which = if chosen_newest {
-            " (the newest fetched segment not yet applied)"
-        } else {
-            ""
-        };
-        let parsed = s.has("crawl_parse");
-        let part = match (meta.is_partial(&name), opts.no_parse, parsed) {
-            (true, true, _) => {
+        (false, true, parsed) => {
+            if parsed {
                 tracing::warn!(
-                    "segment {name}: its fetch outcomes are already applied (partially applied); run `parse {name}` if needed, then `updatedb {name}` to merge the rest: skipping it"
+                    "segment {name} is parsed, but --no-parse merges its fetch statuses only; run `updatedb {name}` again to merge its signatures and outlinks"
                 );
-                report.skipped.push(name);
-                continue;
             }
-            (true, false, true) => Part::Rest,
-            (true, false, false) => {
-                return Err(Error::crawl_dir(
-                    s.path(),
-                    format!(
-                        "segment {name}{which} is partially applied (fetch statuses only, by `updatedb --no-parse`) and still not parsed (no complete crawl_parse/): run `parse {name}` first, then `updatedb {name}` to merge its signatures and outlinks. Nothing was changed"
-                    ),
-                ));
-            }
-            (false, true, parsed) => {
-                if parsed {
-                    tracing::warn!(
-                        "segment {name} is parsed, but --no-parse merges its fetch statuses only; run `updatedb {name}` again to merge its signatures and outlinks"
-                    );
-                }
-                Part::FetchOnly
-            }
-            (false, false, true) => Part::Whole,
-            (false, false, false) => {
-                return Err(Error::crawl_dir(
-                    s.path(),
-                    format!(
-                        "segment {name}{which} is fetched but not parsed (no complete crawl_parse/): run `parse {name}` first, or pass --no-parse to apply fetch statuses only (a later `updatedb {name}` after parse merges the rest). Nothing was changed"
-                    ),
-                ));
-            }
-        };
-        let seg_parts = s.meta()?.partitions;
-        segments.push(Seg {
-            seg: s,
-            parts: seg_parts,
-            part,
-        });
-    }
-    if segments.is_empty() {
-        return Ok(report);
-    }
-    // Refuse a damaged crawldb or segment before anything is written: a flipped
-    // byte read here would otherwise be written into current and, next time, old.
-    dir.verify_crawldb(Check::Checksums)?;
-    for sg in &segments {
-        sg.seg.verify("crawl_fetch", Check::Checksums)?;
-        if sg.part != Part::FetchOnly {
-            sg.seg.verify("crawl_parse", Check::Checksums)?;
+            Part::FetchOnly
         }
-    }
+        (false, false, true) => Part::Whole,
+        (false, false, false) => {
+            return Err(Error::crawl_dir(
+                s.path(),
+                format!(
+                    "segment {name}{which} is fetched but not parsed (no complete crawl_parse/): run `parse {name}` first, or pass --no-parse to apply fetch statuses only (a later `updatedb {name}` after parse merges the rest). Nothing was changed"
+                ),
+            ));
+        }
+    }))
+}
 
-    let n = meta.partitions;
-    let mut ctx = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
-    ctx.additions = cfg.updatedb.additions_allowed;
-    let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
+/// A redirect target routed to its crawldb partition: (url, host, inlink).
+type Redirect = (String, String, Inlink);
 
-    // Redirect targets may live in any partition: route them first (small: one per redirect).
-    let mut redirects: Vec<Vec<(String, String, Inlink)>> = (0..n).map(|_| Vec::new()).collect();
-    // (Their fetches are merged by then for a segment being completed.)
+/// The redirect targets of the segments' fetches, per crawldb partition (they may live
+/// in any partition: small, one per redirect). A segment being completed had its
+/// fetches (and redirects) merged already.
+fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec<Vec<Redirect>>> {
+    let mut redirects: Vec<Vec<Redirect>> = (0..n).map(|_| Vec::new()).collect();
     for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
         for p in 0..sg.parts {
             let rows: Vec<FetchRecord> = read_partition(
@@ -241,8 +321,12 @@ fn run_at(
             }
         }
     }
+    Ok(redirects)
+}
 
-    for sg in &segments {
+/// Records the segments in the crawldb's metadata: applied, or partially applied.
+fn record_segments(meta: &mut CrawlDbMeta, segments: &[Seg]) {
+    for sg in segments {
         let name = sg.seg.name().to_string();
         match sg.part {
             Part::Whole => meta.applied_segments.push(name),
@@ -253,36 +337,6 @@ fn run_at(
             }
         }
     }
-    let stats = write_version(&dir, &mut meta, "updatedb", |i, w| {
-        merge_partition(
-            &dir,
-            i,
-            n,
-            &segments,
-            redirects[i].clone(),
-            &ctx,
-            &policy,
-            w,
-        )
-    })?;
-    for st in stats {
-        report.rows += st.rows;
-        report.added += st.added;
-        report.fetched += st.fetched;
-        report.purged += st.purged;
-    }
-    for sg in &segments {
-        let name = sg.seg.name().to_string();
-        match sg.part {
-            Part::Whole => report.applied.push(name),
-            Part::FetchOnly => report.partial.push(name),
-            Part::Rest => {
-                report.completed.push(name.clone());
-                report.applied.push(name);
-            }
-        }
-    }
-    Ok(report)
 }
 
 /// A segment of this run and what is merged of it.
@@ -294,15 +348,45 @@ struct Seg {
     part: Part,
 }
 
-/// Merges one partition.
+/// The segment rows of one partition being sorted by URL: fetch outcomes and the rest
+/// (parse results, markers, redirects), spilled together when their buffers hold
+/// `budget` rows.
+struct SegRows {
+    fetches: Sorter<FetchRecord>,
+    parse: Sorter<Keyed>,
+    budget: usize,
+}
+
+impl SegRows {
+    fn fetch(&mut self, r: FetchRecord) -> Result<()> {
+        self.fetches.push(r);
+        self.spill_if_full()
+    }
+
+    fn keyed(&mut self, url: String, host: String, row: SegRow) -> Result<()> {
+        self.parse.push(Keyed { url, host, row });
+        self.spill_if_full()
+    }
+
+    fn spill_if_full(&mut self) -> Result<()> {
+        if self.fetches.buffered() + self.parse.buffered() >= self.budget {
+            self.fetches.spill()?;
+            self.parse.spill()?;
+        }
+        Ok(())
+    }
+}
+
+/// Merges crawldb partition `i` (of `n`) with the segments' rows of that partition and
+/// the redirect targets routed to it, writing the new part to `w`.
 #[allow(clippy::too_many_arguments)]
-fn merge_partition(
+fn run_partition(
     dir: &CrawlDir,
     i: usize,
     n: usize,
     segments: &[Seg],
-    redirects: Vec<(String, String, Inlink)>,
-    ctx: &Ctx,
+    redirects: &[Redirect],
+    state: &Ctx,
     policy: &UrlPolicy,
     w: &mut PartWriter<CrawlDatum>,
 ) -> Result<PartStats> {
@@ -311,116 +395,24 @@ fn merge_partition(
     let spill_dir = w
         .path()
         .parent()
-        .map(std::path::Path::to_path_buf)
+        .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.crawldb());
-    let budget = ctx.cfg.sort_buffer_rows.max(1);
-    let mut fetches: Sorter<FetchRecord> =
-        Sorter::new(&spill_dir, &format!("updatedb-{i:05}-fetch"));
-    let mut parse: Sorter<Keyed> = Sorter::new(&spill_dir, &format!("updatedb-{i:05}-parse"));
-    let full = |f: &Sorter<FetchRecord>, p: &Sorter<Keyed>| f.buffered() + p.buffered() >= budget;
+    let budget = state.cfg.sort_buffer_rows.max(1);
+    let mut rows = SegRows {
+        fetches: Sorter::new(&spill_dir, &format!("updatedb-{i:05}-fetch")),
+        parse: Sorter::new(&spill_dir, &format!("updatedb-{i:05}-parse")),
+        budget,
+    };
     for sg in segments {
-        let (s, seg_parts, part) = (&sg.seg, sg.parts, sg.part);
-        let name = s.name();
-        scan_partition(
-            &s.dataset("crawl_fetch"),
-            i,
-            n,
-            seg_parts,
-            |r: &FetchRecord| &r.host,
-            |rows| {
-                for r in rows {
-                    let success = r.status == FetchStatus::FetchSuccess;
-                    let marker = match part {
-                        Part::Whole => None,
-                        Part::FetchOnly => success.then(|| SegRow::Unparsed {
-                            segment: name.to_string(),
-                            fetch_time: r.fetch_time,
-                        }),
-                        Part::Rest => success.then(|| SegRow::Settle {
-                            segment: name.to_string(),
-                            signature: None,
-                        }),
-                    };
-                    if let Some(row) = marker {
-                        parse.push(Keyed {
-                            url: r.url.clone(),
-                            host: r.host.clone(),
-                            row,
-                        });
-                    }
-                    // A segment being completed had its fetches merged already.
-                    if part != Part::Rest {
-                        fetches.push(r);
-                    }
-                    if full(&fetches, &parse) {
-                        fetches.spill()?;
-                        parse.spill()?;
-                    }
-                }
-                Ok(())
-            },
-        )?;
-        if part != Part::FetchOnly && s.has("crawl_parse") {
-            scan_partition(
-                &s.dataset("crawl_parse"),
-                i,
-                n,
-                seg_parts,
-                |r: &CrawlParseRecord| &r.host,
-                |rows| {
-                    for r in rows {
-                        let row = match r.kind.as_str() {
-                            "signature" => match (r.signature, part) {
-                                (Some(sig), Part::Rest) => SegRow::Settle {
-                                    segment: name.to_string(),
-                                    signature: Some(sig),
-                                },
-                                (Some(sig), _) => SegRow::Sig(sig),
-                                (None, _) => continue,
-                            },
-                            "link" => SegRow::Link(Inlink {
-                                score: r.score,
-                                depth: r.depth,
-                                redirect: false,
-                            }),
-                            other => {
-                                return Err(Error::crawl_dir(
-                                    s.dataset("crawl_parse"),
-                                    format!(
-                                        "unknown row kind {other:?} for {}; re-run parse on segment {}",
-                                        r.url,
-                                        s.name()
-                                    ),
-                                ));
-                            }
-                        };
-                        parse.push(Keyed {
-                            url: r.url,
-                            host: r.host,
-                            row,
-                        });
-                        if full(&fetches, &parse) {
-                            fetches.spill()?;
-                            parse.spill()?;
-                        }
-                    }
-                    Ok(())
-                },
-            )?;
+        scan_fetches(sg, i, n, &mut rows)?;
+        if sg.part != Part::FetchOnly && sg.seg.has("crawl_parse") {
+            scan_parse(sg, i, n, &mut rows)?;
         }
     }
     for (url, host, inl) in redirects {
-        parse.push(Keyed {
-            url,
-            host,
-            row: SegRow::Link(inl),
-        });
-        if full(&fetches, &parse) {
-            fetches.spill()?;
-            parse.spill()?;
-        }
+        rows.keyed(url.clone(), host.clone(), SegRow::Link(inl.clone()))?;
     }
-    let runs = fetches.runs() + parse.runs();
+    let runs = rows.fetches.runs() + rows.parse.runs();
     if runs > 0 {
         tracing::debug!(
             "partition {i}: segment rows beyond updatedb.sort_buffer_rows = {budget}: merging {runs} sorted runs spilled to {}",
@@ -431,9 +423,9 @@ fn merge_partition(
     let admit = |url: &str| policy.check(url).is_ok();
     let t = merge::merge_sorted(
         &current_part(dir, i),
-        fetches.finish()?,
-        parse.finish()?,
-        ctx,
+        rows.fetches.finish()?,
+        rows.parse.finish()?,
+        state,
         &admit,
         w,
     )?;
@@ -445,11 +437,93 @@ fn merge_partition(
     })
 }
 
+/// Adds partition `i` of a segment's `crawl_fetch` to `rows`: the fetch outcomes (unless
+/// the segment is being completed) and the markers of what its parse will bring.
+fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+    let (s, part) = (&sg.seg, sg.part);
+    let name = s.name();
+    scan_partition(
+        &s.dataset("crawl_fetch"),
+        i,
+        n,
+        sg.parts,
+        |r: &FetchRecord| &r.host,
+        |batch| {
+            for r in batch {
+                let success = r.status == FetchStatus::FetchSuccess;
+                let marker = match part {
+                    Part::Whole => None,
+                    Part::FetchOnly => success.then(|| SegRow::Unparsed {
+                        segment: name.to_string(),
+                        fetch_time: r.fetch_time,
+                    }),
+                    Part::Rest => success.then(|| SegRow::Settle {
+                        segment: name.to_string(),
+                        signature: None,
+                    }),
+                };
+                if let Some(row) = marker {
+                    rows.keyed(r.url.clone(), r.host.clone(), row)?;
+                }
+                // A segment being completed had its fetches merged already.
+                if part != Part::Rest {
+                    rows.fetch(r)?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Adds partition `i` of a segment's `crawl_parse` (signatures, links) to `rows`.
+fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+    let (s, part) = (&sg.seg, sg.part);
+    let name = s.name();
+    scan_partition(
+        &s.dataset("crawl_parse"),
+        i,
+        n,
+        sg.parts,
+        |r: &CrawlParseRecord| &r.host,
+        |batch| {
+            for r in batch {
+                let row = match r.kind.as_str() {
+                    "signature" => match (r.signature, part) {
+                        (Some(sig), Part::Rest) => SegRow::Settle {
+                            segment: name.to_string(),
+                            signature: Some(sig),
+                        },
+                        (Some(sig), _) => SegRow::Sig(sig),
+                        (None, _) => continue,
+                    },
+                    "link" => SegRow::Link(Inlink {
+                        score: r.score,
+                        depth: r.depth,
+                        redirect: false,
+                    }),
+                    other => {
+                        return Err(Error::crawl_dir(
+                            s.dataset("crawl_parse"),
+                            format!(
+                                "unknown row kind {other:?} for {}; re-run parse on segment {name}",
+                                r.url
+                            ),
+                        ));
+                    }
+                };
+                rows.keyed(r.url, r.host, row)?;
+            }
+            Ok(())
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::config::Config;
     use crate::storage;
     use trawl_bench::benchgen::{self, BenchSpec};
 
@@ -503,14 +577,14 @@ mod tests {
         copy_tree(&a, &c);
 
         let now = now_millis();
-        let opts = UpdateOptions::default();
+        let opts = UpdateOpts::default();
         let cfg = Config::default();
-        let in_memory = run_at(&a, &cfg, &opts, now).unwrap();
+        let in_memory = run_at(&StageCtx::new(&a, cfg), &opts, now).unwrap();
         let mut small = Config::default();
         // Segment rows per partition: ~1k fetches + ~5k links + signatures, so about 100
         // runs: more than spill::MAX_FAN_IN, merged in two passes.
         small.updatedb.sort_buffer_rows = 61;
-        let spilled = run_at(&b, &small, &opts, now).unwrap();
+        let spilled = run_at(&StageCtx::new(&b, small.clone()), &opts, now).unwrap();
         assert_eq!(in_memory, spilled);
         assert_eq!(in_memory.applied, vec![seg_name]);
         assert!(
@@ -530,7 +604,7 @@ mod tests {
 
         // A budget just under a partition's rows: one full run plus the rest.
         small.updatedb.sort_buffer_rows = 5_000;
-        let two = run_at(&c, &small, &opts, now).unwrap();
+        let two = run_at(&StageCtx::new(&c, small), &opts, now).unwrap();
         assert_eq!(in_memory, two);
         assert!(rows_a == crawldb_rows(&c), "updatedb with two runs differs");
 

@@ -29,38 +29,88 @@ fn tag_bonus(tag: &str) -> f64 {
     }
 }
 
+/// Prefix sums of (non-whitespace) chars and link chars over the blocks, for the link
+/// density of any range of blocks.
+struct Density {
+    chars: Vec<usize>,
+    links: Vec<usize>,
+    /// Chars of each block.
+    block_chars: Vec<usize>,
+}
+
+impl Density {
+    fn new(ex: &Extract) -> Self {
+        let mut chars = Vec::with_capacity(ex.blocks.len() + 1);
+        let mut links = Vec::with_capacity(ex.blocks.len() + 1);
+        chars.push(0usize);
+        links.push(0usize);
+        let mut block_chars = Vec::with_capacity(ex.blocks.len());
+        for b in &ex.blocks {
+            let c = b.text.chars().filter(|c| !c.is_whitespace()).count();
+            block_chars.push(c);
+            chars.push(chars.last().copied().unwrap_or(0) + c);
+            links.push(links.last().copied().unwrap_or(0) + b.link_chars);
+        }
+        Density {
+            chars,
+            links,
+            block_chars,
+        }
+    }
+
+    /// Link density of blocks `start..end` (1 when they hold no chars).
+    fn of(&self, start: usize, end: usize) -> f64 {
+        let c = self.chars[end] - self.chars[start];
+        if c == 0 {
+            1.0
+        } else {
+            (self.links[end] - self.links[start]) as f64 / c as f64
+        }
+    }
+}
+
 /// Extracts the main text of a walked page, or `None` when nothing qualifies.
 pub fn main_text(ex: &Extract) -> Option<String> {
     let n = ex.elems.len();
     if n == 0 || ex.blocks.is_empty() {
         return None;
     }
-    // Prefix sums of chars and link chars over blocks, for element link density.
-    let mut chars = Vec::with_capacity(ex.blocks.len() + 1);
-    let mut links = Vec::with_capacity(ex.blocks.len() + 1);
-    chars.push(0usize);
-    links.push(0usize);
-    let mut block_chars = Vec::with_capacity(ex.blocks.len());
-    for b in &ex.blocks {
-        let c = b.text.chars().filter(|c| !c.is_whitespace()).count();
-        block_chars.push(c);
-        chars.push(chars.last().copied().unwrap_or(0) + c);
-        links.push(links.last().copied().unwrap_or(0) + b.link_chars);
-    }
-    let density = |start: usize, end: usize| {
-        let c = chars[end] - chars[start];
-        if c == 0 {
-            1.0
-        } else {
-            (links[end] - links[start]) as f64 / c as f64
+    let d = Density::new(ex);
+    let (points, scored) = block_points(ex, &d);
+    let mut best: Option<(usize, f64)> = None;
+    let mut finals = vec![f64::MIN; n];
+    for (i, el) in ex.elems.iter().enumerate() {
+        if !scored[i] || el.tag == "body" || el.tag == "html" {
+            continue;
         }
+        let s = (points[i] + tag_bonus(el.tag) + el.class_weight as f64)
+            * (1.0 - d.of(el.start, el.end));
+        finals[i] = s;
+        if best.is_none_or(|(_, b)| s > b) {
+            best = Some((i, s));
+        }
+    }
+    let Some((top, _)) = best else {
+        return fallback(ex);
     };
+    let top = climb(ex, &finals, &scored, top);
+    let chosen = with_siblings(ex, &d, &finals, &scored, top);
+    let out = blocks_text(ex, chosen);
+    if out.is_empty() {
+        return fallback(ex);
+    }
+    Some(out)
+}
 
+/// Step 1: the points each element earns from the text blocks under it, and whether
+/// it earned any.
+fn block_points(ex: &Extract, d: &Density) -> (Vec<f64>, Vec<bool>) {
+    let n = ex.elems.len();
     let mut points = vec![0.0f64; n];
     let mut scored = vec![false; n];
     for (i, b) in ex.blocks.iter().enumerate() {
-        let c = block_chars[i];
-        if c < 25 || density(i, i + 1) > 0.5 {
+        let c = d.block_chars[i];
+        if c < 25 || d.of(i, i + 1) > 0.5 {
             continue;
         }
         let commas = b
@@ -83,23 +133,12 @@ pub fn main_text(ex: &Extract) -> Option<String> {
             e = ex.elems[idx].parent;
         }
     }
-    let mut best: Option<(usize, f64)> = None;
-    let mut finals = vec![f64::MIN; n];
-    for (i, el) in ex.elems.iter().enumerate() {
-        if !scored[i] || el.tag == "body" || el.tag == "html" {
-            continue;
-        }
-        let s = (points[i] + tag_bonus(el.tag) + el.class_weight as f64)
-            * (1.0 - density(el.start, el.end));
-        finals[i] = s;
-        if best.is_none_or(|(_, b)| s > b) {
-            best = Some((i, s));
-        }
-    }
-    let Some((mut top, _)) = best else {
-        return fallback(ex);
-    };
-    // Readability: climb while an ancestor scores higher, or holds nothing else.
+    (points, scored)
+}
+
+/// Readability: from the best element `top`, climbs while an ancestor scores higher,
+/// or holds nothing else.
+fn climb(ex: &Extract, finals: &[f64], scored: &[bool], mut top: usize) -> usize {
     let threshold = finals[top] / 3.0;
     let mut last = finals[top];
     let mut parent = ex.elems[top].parent;
@@ -131,8 +170,19 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         }
         top = p;
     }
-    let top_score = finals[top];
-    let sib_threshold = (top_score * 0.2).max(10.0);
+    top
+}
+
+/// Step 3: `top` and its siblings that score at least `max(10, 0.2 * top's score)`
+/// (or unscored paragraphs that look like content), in document order.
+fn with_siblings(
+    ex: &Extract,
+    d: &Density,
+    finals: &[f64],
+    scored: &[bool],
+    top: usize,
+) -> Vec<usize> {
+    let sib_threshold = (finals[top] * 0.2).max(10.0);
     let top_el = &ex.elems[top];
     let mut chosen: Vec<usize> = vec![top];
     for (i, el) in ex.elems.iter().enumerate() {
@@ -142,8 +192,8 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         let ok = if scored[i] {
             finals[i] >= sib_threshold
         } else if el.tag == "p" && el.end > el.start {
-            let len = chars[el.end] - chars[el.start];
-            let ld = density(el.start, el.end);
+            let len = d.chars[el.end] - d.chars[el.start];
+            let ld = d.of(el.start, el.end);
             let last_text = ex.blocks[el.end - 1].text.trim_end();
             (len > 80 && ld < 0.25) || (ld == 0.0 && last_text.ends_with('.'))
         } else {
@@ -154,6 +204,12 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         }
     }
     chosen.sort_by_key(|&i| ex.elems[i].start);
+    chosen
+}
+
+/// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
+/// blocks and blocks under more boilerplate than their element.
+fn blocks_text(ex: &Extract, chosen: Vec<usize>) -> String {
     let mut out = String::new();
     for i in chosen {
         let el = &ex.elems[i];
@@ -168,10 +224,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
             out.push_str(&b.text);
         }
     }
-    if out.is_empty() {
-        return fallback(ex);
-    }
-    Some(out)
+    out
 }
 
 /// For pages with no scorable paragraph (short pages): the blocks outside

@@ -17,5 +17,5 @@ pub mod signature;
 pub mod stage;
 pub mod text;
 
-pub use page::{PageInput, ParseOptions, ParsedPage, parse_page};
-pub use stage::{ParseArgs, ParseSummary, run};
+pub use page::{PageInput, PageOpts, ParsedPage, parse_page};
+pub use stage::{ParseOpts, ParseReport, run};

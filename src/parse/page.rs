@@ -39,7 +39,7 @@ pub struct PageInput<'a> {
 
 /// Parsing options (from `[parse]`, `[urls]` and `fetch.robots_agent`).
 #[derive(Debug, Clone)]
-pub struct ParseOptions {
+pub struct PageOpts {
     /// Link options.
     pub links: LinkOptions,
     /// Pages larger than this are `parse_failed` / `too_large`.
@@ -50,10 +50,10 @@ pub struct ParseOptions {
     pub agent: String,
 }
 
-impl ParseOptions {
+impl PageOpts {
     /// Options from the configuration.
     pub fn from_config(cfg: &Config) -> Self {
-        ParseOptions {
+        PageOpts {
             links: LinkOptions {
                 schemes: cfg.urls.schemes.clone(),
                 max_outlinks: cfg.parse.max_outlinks,
@@ -217,7 +217,7 @@ fn header_robots(headers: &[Header], agent: &str) -> RobotsDirectives {
 }
 
 /// Parses one page. Never fails: problems become `parse_failed` rows.
-pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy) -> ParsedPage {
+pub fn parse_page(input: &PageInput<'_>, opts: &PageOpts, policy: &UrlPolicy) -> ParsedPage {
     let budget = Budget {
         start: Instant::now(),
         limit: (opts.max_page_millis > 0).then(|| Duration::from_millis(opts.max_page_millis)),
@@ -238,7 +238,7 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
         Err(e) => return failed(input, "bad_url", e.to_string()),
     };
     let kind = classify(input.content_type, input.content);
-    let mut robots = header_robots(input.headers, &opts.agent);
+    let robots = header_robots(input.headers, &opts.agent);
     let tld = page_url
         .host_str()
         .and_then(|h| h.rsplit('.').next())
@@ -263,74 +263,114 @@ pub fn parse_page(input: &PageInput<'_>, opts: &ParseOptions, policy: &UrlPolicy
             apply_robots(&mut data, robots);
             ParsedPage::without_text(input, data)
         }
-        DocKind::Text => {
-            let dec = charset::decode(input.content, input.content_type, tld.as_deref(), false);
-            set_charset(&mut data, &dec);
-            let text = collapse(&dec.text);
-            let (sig, simhash) = signature::sign(&text);
-            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
-            data.simhash = simhash;
-            apply_robots(&mut data, robots);
-            ParsedPage {
-                data,
-                text: ParseTextRecord {
-                    url: input.url.to_string(),
-                    text,
-                    main_text: None,
-                },
-                links: Vec::new(),
-            }
-        }
-        DocKind::Html => {
-            let dec = charset::decode(input.content, input.content_type, tld.as_deref(), true);
-            set_charset(&mut data, &dec);
-            if budget.exceeded() {
-                return failed(input, "time_budget", "after decoding".into());
-            }
-            let markup = super::nesting::flatten(&dec.text, super::nesting::MAX_DEPTH);
-            if matches!(markup, std::borrow::Cow::Owned(_)) {
-                data.metadata.insert("flattened".into(), "true".into());
-            }
-            let doc = scraper::Html::parse_document(&markup);
-            if budget.exceeded() {
-                return failed(input, "time_budget", "after building the DOM".into());
-            }
-            let ex = html::walk(&doc, &opts.agent);
-            drop(doc);
-            if budget.exceeded() {
-                return failed(input, "time_budget", "after the DOM walk".into());
-            }
-            let main = maintext::main_text(&ex);
-            if budget.exceeded() {
-                return failed(input, "time_budget", "after main-text extraction".into());
-            }
-            let text = ex.text();
-            robots.noindex |= ex.robots.noindex;
-            robots.nofollow |= ex.robots.nofollow;
-            robots.noarchive |= ex.robots.noarchive;
-            let base = links::base_url(&page_url, ex.base_href.as_deref());
-            let resolved = links::resolve(&base, &ex.links, policy, &opts.links);
-            fill_html(&mut data, &ex, &base);
-            let signed = main.as_deref().filter(|m| !m.is_empty()).unwrap_or(&text);
-            let (sig, simhash) = signature::sign(signed);
-            let sig = match sig {
-                Some(s) => Some(s),
-                None => signature::text_signature(&text),
-            };
-            data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
-            data.simhash = simhash;
-            data.outlinks = resolved.iter().map(|l| l.link.clone()).collect();
-            apply_robots(&mut data, robots);
-            ParsedPage {
-                data,
-                text: ParseTextRecord {
-                    url: input.url.to_string(),
-                    text,
-                    main_text: main,
-                },
-                links: resolved,
-            }
-        }
+        DocKind::Text => parse_text(input, data, robots, tld.as_deref()),
+        DocKind::Html => parse_html(
+            input,
+            opts,
+            policy,
+            &Page {
+                url: &page_url,
+                tld: tld.as_deref(),
+                budget,
+            },
+            data,
+            robots,
+        ),
+    }
+}
+
+/// A plain-text page: decoded, collapsed and signed.
+fn parse_text(
+    input: &PageInput<'_>,
+    mut data: ParseDataRecord,
+    robots: RobotsDirectives,
+    tld: Option<&str>,
+) -> ParsedPage {
+    let dec = charset::decode(input.content, input.content_type, tld, false);
+    set_charset(&mut data, &dec);
+    let text = collapse(&dec.text);
+    let (sig, simhash) = signature::sign(&text);
+    data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+    data.simhash = simhash;
+    apply_robots(&mut data, robots);
+    ParsedPage {
+        data,
+        text: ParseTextRecord {
+            url: input.url.to_string(),
+            text,
+            main_text: None,
+        },
+        links: Vec::new(),
+    }
+}
+
+/// What an HTML page's parse knows of the page besides its input.
+struct Page<'a> {
+    url: &'a Url,
+    /// The host's last label (a charset hint).
+    tld: Option<&'a str>,
+    budget: Budget,
+}
+
+/// An HTML page: decoded, flattened, walked once; main text, links, signatures and
+/// robots directives (headers' and the page's). A `parse_failed` row when the time
+/// budget runs out between two steps.
+fn parse_html(
+    input: &PageInput<'_>,
+    opts: &PageOpts,
+    policy: &UrlPolicy,
+    page: &Page<'_>,
+    mut data: ParseDataRecord,
+    mut robots: RobotsDirectives,
+) -> ParsedPage {
+    let budget = &page.budget;
+    let dec = charset::decode(input.content, input.content_type, page.tld, true);
+    set_charset(&mut data, &dec);
+    if budget.exceeded() {
+        return failed(input, "time_budget", "after decoding".into());
+    }
+    let markup = super::nesting::flatten(&dec.text, super::nesting::MAX_DEPTH);
+    if matches!(markup, std::borrow::Cow::Owned(_)) {
+        data.metadata.insert("flattened".into(), "true".into());
+    }
+    let doc = scraper::Html::parse_document(&markup);
+    if budget.exceeded() {
+        return failed(input, "time_budget", "after building the DOM".into());
+    }
+    let ex = html::walk(&doc, &opts.agent);
+    drop(doc);
+    if budget.exceeded() {
+        return failed(input, "time_budget", "after the DOM walk".into());
+    }
+    let main = maintext::main_text(&ex);
+    if budget.exceeded() {
+        return failed(input, "time_budget", "after main-text extraction".into());
+    }
+    let text = ex.text();
+    robots.noindex |= ex.robots.noindex;
+    robots.nofollow |= ex.robots.nofollow;
+    robots.noarchive |= ex.robots.noarchive;
+    let base = links::base_url(page.url, ex.base_href.as_deref());
+    let resolved = links::resolve(&base, &ex.links, policy, &opts.links);
+    fill_html(&mut data, &ex, &base);
+    let signed = main.as_deref().filter(|m| !m.is_empty()).unwrap_or(&text);
+    let (sig, simhash) = signature::sign(signed);
+    let sig = match sig {
+        Some(s) => Some(s),
+        None => signature::text_signature(&text),
+    };
+    data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+    data.simhash = simhash;
+    data.outlinks = resolved.iter().map(|l| l.link.clone()).collect();
+    apply_robots(&mut data, robots);
+    ParsedPage {
+        data,
+        text: ParseTextRecord {
+            url: input.url.to_string(),
+            text,
+            main_text: main,
+        },
+        links: resolved,
     }
 }
 
@@ -387,8 +427,8 @@ mod tests {
     use super::*;
     use crate::config::UrlConfig;
 
-    fn opts() -> ParseOptions {
-        ParseOptions::from_config(&Config::default())
+    fn opts() -> PageOpts {
+        PageOpts::from_config(&Config::default())
     }
 
     fn parse(url: &str, ct: Option<&str>, headers: &[Header], body: &[u8]) -> ParsedPage {

@@ -16,28 +16,31 @@
 //! segment's lock (`segments/<name>.lock`) for its whole run, so it is refused on a
 //! segment a fetch (or another parse) is writing.
 
+use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use indicatif::ProgressBar;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rayon::prelude::*;
 
-use super::page::{PageInput, ParseOptions, ParsedPage, parse_page};
+use super::page::{PageInput, PageOpts, ParsedPage, parse_page};
 use crate::cli;
 use crate::config::Config;
 use crate::error::{Error, IoContext, Result};
 use crate::layout::{CrawlDir, Segment};
 use crate::records::{ContentRecord, CrawlParseRecord, ParseDataRecord, ParseTextRecord};
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
 pub const BATCH_ROWS: usize = 64;
 
-/// What to parse.
+/// What to parse (the `[parse]` keys come from the configuration).
 #[derive(Debug, Clone, Default)]
-pub struct ParseArgs {
+pub struct ParseOpts {
     /// The segment (path or name); default: the newest with content and no parse_data.
     pub segment: Option<PathBuf>,
     /// Parse again a segment that already has parse_data (replacing it).
@@ -46,7 +49,7 @@ pub struct ParseArgs {
 
 /// Counts reported by the stage.
 #[derive(Debug, Clone, Default)]
-pub struct ParseSummary {
+pub struct ParseReport {
     /// The segment parsed.
     pub segment: String,
     /// Pages read from content.
@@ -61,10 +64,35 @@ pub struct ParseSummary {
     pub link_rows: u64,
     /// Content bytes parsed.
     pub bytes: u64,
+    /// Seconds since the stage started, when the segment was parsed (for the rate).
+    pub secs: f64,
 }
 
-fn pick_segment(dir: &CrawlDir, args: &ParseArgs) -> Result<Segment> {
-    if let Some(s) = &args.segment {
+impl fmt::Display for ParseReport {
+    /// `segment S: P pages (A success, F failed), O outlinks, L link rows, M MB at R MB/s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mb = self.bytes as f64 / 1e6;
+        write!(
+            f,
+            "segment {}: {} pages ({} success, {} failed), {} outlinks, {} link rows, {:.1} MB at {:.1} MB/s",
+            self.segment,
+            self.pages,
+            self.success,
+            self.failed,
+            self.outlinks,
+            self.link_rows,
+            mb,
+            mb / self.secs.max(1e-9)
+        )
+    }
+}
+
+impl Report for ParseReport {
+    const STAGE: &'static str = "parse";
+}
+
+fn pick_segment(dir: &CrawlDir, opts: &ParseOpts) -> Result<Segment> {
+    if let Some(s) = &opts.segment {
         return dir.segment(s);
     }
     dir.segments()?
@@ -79,15 +107,27 @@ fn pick_segment(dir: &CrawlDir, args: &ParseArgs) -> Result<Segment> {
         })
 }
 
-/// Parses a segment of the crawl directory `root`.
-pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> {
+/// What every content part of one run shares.
+struct Shared<'a> {
+    cfg: &'a Config,
+    page: PageOpts,
+    policy: UrlPolicy,
+    seg: &'a Segment,
+    text_ds: StagedDataset,
+    data_ds: StagedDataset,
+    pb: ProgressBar,
+}
+
+/// Parses a segment of the crawl directory of `ctx` (which must exist).
+pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let started = Instant::now();
-    let dir = CrawlDir::open_for_segments(root)?;
-    let seg = pick_segment(&dir, args)?;
+    let cfg = ctx.config();
+    let dir = ctx.open_for_segments()?;
+    let seg = pick_segment(&dir, opts)?;
     // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
     let _lock = seg.lock("parse")?;
     let content = seg.require("content", "fetch")?;
-    if seg.has("parse_data") && !args.reparse {
+    if seg.has("parse_data") && !opts.reparse {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
@@ -99,83 +139,102 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
     let meta = seg.meta()?;
     let partitions = meta.partitions.max(1);
     let seeds = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
-    let policy = UrlPolicy::new(&cfg.urls, &seeds)?;
-    let opts = ParseOptions::from_config(cfg);
 
     // Checked in full: cheap next to parsing, and what parse writes flows into the crawldb.
     let parts = crate::integrity::verify(&content, crate::integrity::Check::Checksums)?;
     let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
-    let pb = cli::progress_bar(total_rows, "parse");
-
-    let text_ds = StagedDataset::new(&seg.dataset("parse_text"))?;
-    let data_ds = StagedDataset::new(&seg.dataset("parse_data"))?;
+    let sh = Shared {
+        cfg,
+        page: PageOpts::from_config(cfg),
+        policy: UrlPolicy::new(&cfg.urls, &seeds)?,
+        seg: &seg,
+        text_ds: StagedDataset::new(&seg.dataset("parse_text"))?,
+        data_ds: StagedDataset::new(&seg.dataset("parse_data"))?,
+        pb: cli::progress_bar(total_rows, "parse"),
+    };
     let cp_ds = StagedDataset::new(&seg.dataset("crawl_parse"))?;
     let mut cp_writers = (0..partitions)
         .map(|i| PartWriter::<CrawlParseRecord>::create(&cp_ds.part_path(i)))
         .collect::<Result<Vec<_>>>()?;
 
-    let mut sum = ParseSummary {
+    let mut report = ParseReport {
         segment: seg.name().to_string(),
         ..Default::default()
     };
     for (pos, part) in parts.iter().enumerate() {
-        let idx = part_index(part).unwrap_or(pos);
-        let mut text_w = PartWriter::<ParseTextRecord>::create(&text_ds.part_path(idx))?;
-        let mut data_w = PartWriter::<ParseDataRecord>::create(&data_ds.part_path(idx))?;
-        let file = File::open(part).at(part)?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| Error::parquet(part, e))?
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(|e| Error::parquet(part, e))?;
-        for batch in reader {
-            interrupted(&seg)?;
-            let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
-            let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
-            let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
-                .par_iter()
-                .map(|r| {
-                    let page = parse_guarded(r, &opts, &policy);
-                    let cp = crawl_parse_rows(r, &page, cfg);
-                    (page, cp)
-                })
-                .collect();
-            for (r, (page, cp)) in rows.iter().zip(results) {
-                sum.pages += 1;
-                sum.bytes += r.content.len() as u64;
-                if page.ok() {
-                    sum.success += 1;
-                } else {
-                    sum.failed += 1;
-                }
-                sum.outlinks += page.data.outlinks.len() as u64;
-                for row in cp {
-                    if row.kind == "link" {
-                        sum.link_rows += 1;
-                    }
-                    let p = partition_for_host(&row.host, partitions);
-                    cp_writers[p].push(row)?;
-                }
-                text_w.push(page.text)?;
-                data_w.push(page.data)?;
-            }
-            text_w.flush()?;
-            data_w.flush()?;
-            pb.inc(rows.len() as u64);
-        }
-        text_w.finish()?;
-        data_w.finish()?;
+        let i = part_index(part).unwrap_or(pos);
+        run_partition(&sh, i, part, &mut cp_writers, &mut report)?;
     }
     for w in cp_writers {
         w.finish()?;
     }
-    pb.finish_and_clear();
+    sh.pb.finish_and_clear();
     interrupted(&seg)?;
-    text_ds.commit_replacing()?;
+    sh.text_ds.commit_replacing()?;
     cp_ds.commit_replacing()?;
-    data_ds.commit_replacing()?;
+    sh.data_ds.commit_replacing()?;
     tracing::debug!("parsed {} in {:?}", seg.name(), started.elapsed());
-    Ok(sum)
+    report.secs = ctx.started().elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Parses content part `i` (`part`) batch by batch (the pages of a batch in parallel):
+/// writes parse_text and parse_data part `i` and pushes the page's crawl_parse rows
+/// to the writer of their host's partition (`cp_writers`); counts into `report`.
+fn run_partition(
+    sh: &Shared<'_>,
+    i: usize,
+    part: &Path,
+    cp_writers: &mut [PartWriter<CrawlParseRecord>],
+    report: &mut ParseReport,
+) -> Result<()> {
+    let partitions = cp_writers.len();
+    let mut text_w = PartWriter::<ParseTextRecord>::create(&sh.text_ds.part_path(i))?;
+    let mut data_w = PartWriter::<ParseDataRecord>::create(&sh.data_ds.part_path(i))?;
+    let file = File::open(part).at(part)?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::parquet(part, e))?
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| Error::parquet(part, e))?;
+    for batch in reader {
+        interrupted(sh.seg)?;
+        let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
+        let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
+        let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
+            .par_iter()
+            .map(|r| {
+                let page = parse_guarded(r, &sh.page, &sh.policy);
+                let cp = crawl_parse_rows(r, &page, sh.cfg);
+                (page, cp)
+            })
+            .collect();
+        for (r, (page, cp)) in rows.iter().zip(results) {
+            report.pages += 1;
+            report.bytes += r.content.len() as u64;
+            if page.ok() {
+                report.success += 1;
+            } else {
+                report.failed += 1;
+            }
+            report.outlinks += page.data.outlinks.len() as u64;
+            for row in cp {
+                if row.kind == "link" {
+                    report.link_rows += 1;
+                }
+                let p = partition_for_host(&row.host, partitions);
+                cp_writers[p].push(row)?;
+            }
+            text_w.push(page.text)?;
+            data_w.push(page.data)?;
+        }
+        text_w.flush()?;
+        data_w.flush()?;
+        sh.pb.inc(rows.len() as u64);
+    }
+    text_w.finish()?;
+    data_w.finish()?;
+    Ok(())
 }
 
 /// Stops parse at a SIGINT/SIGTERM ([`crate::signal`]) between two batches of
@@ -205,7 +264,7 @@ fn part_index(path: &Path) -> Option<usize> {
 
 /// Parses one content row, turning a panic (a bug in a parser dependency) into
 /// a `parse_failed` row instead of losing the segment.
-fn parse_guarded(r: &ContentRecord, opts: &ParseOptions, policy: &UrlPolicy) -> ParsedPage {
+fn parse_guarded(r: &ContentRecord, opts: &PageOpts, policy: &UrlPolicy) -> ParsedPage {
     let input = PageInput {
         url: &r.url,
         content_type: r.content_type.as_deref(),
@@ -310,7 +369,7 @@ mod tests {
     fn rows(cfg: &Config, body: &str) -> Vec<CrawlParseRecord> {
         let r = content(body);
         let policy = UrlPolicy::new(&cfg.urls, &[]).unwrap();
-        let page = parse_guarded(&r, &ParseOptions::from_config(cfg), &policy);
+        let page = parse_guarded(&r, &PageOpts::from_config(cfg), &policy);
         crawl_parse_rows(&r, &page, cfg)
     }
 
@@ -349,7 +408,7 @@ mod tests {
         cfg.urls.scope = crate::config::UrlScope::Host;
         let r = content(body);
         let policy = UrlPolicy::new(&cfg.urls, &["a.test".to_string()]).unwrap();
-        let page = parse_guarded(&r, &ParseOptions::from_config(&cfg), &policy);
+        let page = parse_guarded(&r, &PageOpts::from_config(&cfg), &policy);
         assert_eq!(
             page.data.outlinks.len(),
             2,

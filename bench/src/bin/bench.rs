@@ -53,7 +53,8 @@ fn run() -> anyhow::Result<()> {
     match args.stage.as_deref() {
         Some("updatedb") => {
             let t = Instant::now();
-            let r = trawl::crawldb::updatedb::run(&dir, &cfg, &Default::default())?;
+            let ctx = trawl::stage::StageCtx::new(&dir, cfg);
+            let r = trawl::crawldb::updatedb::run(&ctx, &Default::default())?;
             let secs = t.elapsed().as_secs_f64();
             println!(
                 "updatedb\t{} rows ({} fetched, {} added)\t{:.2}s\t{:.0} rows/s\t{:.0} MiB",
@@ -67,10 +68,11 @@ fn run() -> anyhow::Result<()> {
         }
         Some("generate") => {
             let t = Instant::now();
-            let mut opts = trawl::crawldb::generate::GenerateOptions::from_config(&cfg);
+            let mut opts = trawl::crawldb::generate::GenerateOpts::from_config(&cfg);
             opts.top_n = args.top_n;
             opts.max_per_host = args.max_per_host;
-            let r = trawl::crawldb::generate::run(&dir, &cfg, &opts)?;
+            let ctx = trawl::stage::StageCtx::new(&dir, cfg);
+            let r = trawl::crawldb::generate::run(&ctx, &opts)?;
             let secs = t.elapsed().as_secs_f64();
             println!(
                 "generate\t{} selected of {} scanned\t{:.2}s\t{:.0} rows/s\t{:.0} MiB",

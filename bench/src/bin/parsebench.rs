@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use testweb::{self, WebSpec};
 use trawl::Config;
-use trawl::parse::{PageInput, ParseOptions, parse_page};
+use trawl::parse::{PageInput, PageOpts, parse_page};
 use trawl::urls::UrlPolicy;
 use trawl_bench::corpus;
 
@@ -84,7 +84,7 @@ fn process_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
-fn bench(name: &str, pages: &[Page], rounds: usize, opts: &ParseOptions, policy: &UrlPolicy) {
+fn bench(name: &str, pages: &[Page], rounds: usize, opts: &PageOpts, policy: &UrlPolicy) {
     let bytes: usize = pages.iter().map(|(_, _, b)| b.len()).sum();
     let started = Instant::now();
     let cpu_start = process_cpu_ns();
@@ -141,7 +141,7 @@ fn run() -> anyhow::Result<()> {
             .build_global();
     }
     let cfg = Config::default();
-    let opts = ParseOptions::from_config(&cfg);
+    let opts = PageOpts::from_config(&cfg);
     let policy = UrlPolicy::new(&cfg.urls, &[])?;
     println!(
         "threads: {}{}",
