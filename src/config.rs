@@ -479,17 +479,10 @@ impl FetchConfig {
     /// Checks every key of `[fetch]` against its allowed range, and that `min_delay`
     /// does not exceed `max_delay`; `path` names where the values came from.
     pub fn validate(&self, path: &Path) -> Result<()> {
-        rules::check_section("fetch", self).map_err(|m| refused(path, m))?;
-        if self.min_delay > self.max_delay {
-            return Err(refused(
-                path,
-                format!(
-                    "fetch.min_delay = {} is above fetch.max_delay = {}: min_delay must not exceed max_delay",
-                    self.min_delay, self.max_delay
-                ),
-            ));
-        }
-        Ok(())
+        let (low, high) = (("min_delay", self.min_delay), ("max_delay", self.max_delay));
+        rules::check_section("fetch", self)
+            .and_then(|()| rules::not_above("fetch", low, high))
+            .map_err(|m| refused(path, m))
     }
 }
 
@@ -498,17 +491,11 @@ impl UpdateDbConfig {
     /// `default_interval` does not exceed `max_interval`; `path` names where the values
     /// came from.
     pub fn validate(&self, path: &Path) -> Result<()> {
-        rules::check_section("updatedb", self).map_err(|m| refused(path, m))?;
-        if self.default_interval > self.max_interval {
-            return Err(refused(
-                path,
-                format!(
-                    "updatedb.default_interval = {} is above updatedb.max_interval = {}: default_interval must not exceed max_interval",
-                    self.default_interval, self.max_interval
-                ),
-            ));
-        }
-        Ok(())
+        let low = ("default_interval", self.default_interval);
+        let high = ("max_interval", self.max_interval);
+        rules::check_section("updatedb", self)
+            .and_then(|()| rules::not_above("updatedb", low, high))
+            .map_err(|m| refused(path, m))
     }
 }
 
@@ -695,6 +682,39 @@ mod tests {
             e.starts_with("config (command-line flags): fetch.delay = nan is not allowed"),
             "{e}"
         );
+    }
+
+    /// A value outside an enum's set is refused by the rules (key, line, allowed
+    /// values, default), never with serde's message.
+    #[test]
+    fn bad_enum_values_name_key_line_and_allowed_values() {
+        let p = Path::new("t.toml");
+        for (section, key, names, default) in [
+            (
+                "urls",
+                "scope",
+                UrlScope::NAMES,
+                UrlScope::default().as_str(),
+            ),
+            ("generate", "count_mode", CountMode::NAMES, "host"),
+            ("fetch", "queue_mode", QueueMode::NAMES, "host"),
+            ("updatedb", "schedule", Schedule::NAMES, "default"),
+            ("pagerank", "source", GraphSource::NAMES, "crawl"),
+            ("pagerank", "teleport", Teleport::NAMES, "uniform"),
+        ] {
+            let text = format!("[{section}]\n\n{key} = \"planet\"\n");
+            let e = Config::parse(&text, p).unwrap_err().to_string();
+            let allowed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+            let want = format!(
+                "config t.toml: {section}.{key} = \"planet\" (line 3) is not allowed: expected one of {}; the default is \"{default}\"",
+                allowed.join(", ")
+            );
+            assert_eq!(e, want);
+            for name in names {
+                let text = format!("[{section}]\n{key} = \"{name}\"\n");
+                assert!(Config::parse(&text, p).is_ok(), "{text}");
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! with this module's message, never serde's), and each section's `validate()` checks
 //! its typed values against the same table after flags override them.
 
+use std::fmt;
+
 use serde::Serialize;
 
 use super::MAX_INTERVAL_SECS;
@@ -424,6 +426,20 @@ pub(super) fn check_section<T: Serialize>(section: &str, values: &T) -> Result<(
     let table =
         toml::Table::try_from(values).map_err(|e| format!("a value is out of range: {e}"))?;
     check_values(section, &table, None)
+}
+
+/// Refuses a `low` key above a `high` key of `section`, each given as `(name, value)`.
+pub(super) fn not_above<T: PartialOrd + fmt::Display>(
+    section: &str,
+    (low, low_value): (&str, T),
+    (high, high_value): (&str, T),
+) -> Result<(), String> {
+    if low_value > high_value {
+        return Err(format!(
+            "{section}.{low} = {low_value} is above {section}.{high} = {high_value}: {low} must not exceed {high}"
+        ));
+    }
+    Ok(())
 }
 
 /// The name of `key` (`section.name`) inside `section`, when it is in that section.
