@@ -96,6 +96,8 @@ mod tests {
     const DAY: i64 = 86400;
     const T: Millis = 1_700_000_000_000;
 
+    // One long table on purpose: each schedule's cases are rows side by side, read
+    // against docs/crawldb.md; splitting it would scatter the rows.
     #[test]
     fn schedules_table() {
         // (schedule, interval, fixed, changed, modified-age secs, expected interval, expected fetch_time)

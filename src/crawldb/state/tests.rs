@@ -80,6 +80,8 @@ fn run(
     )
 }
 
+// One long table on purpose: every (old status, fetch outcome) transition is a row,
+// read top to bottom against docs/crawldb.md's table; splitting it would scatter rows.
 #[test]
 fn fetch_transitions_table() {
     use DbStatus::*;
