@@ -51,14 +51,14 @@ fn run() -> anyhow::Result<()> {
             inject_seeds(&dir, &cfg, &inputs, started)?;
         }
         let started = Instant::now();
-        let opts = trawl::sitemaps::Options {
+        let opts = trawl::sitemaps::SitemapOpts {
             extra,
             force: false,
             only_extra: true,
         };
-        let summary = trawl::sitemaps::run(&dir, &cfg, &opts)?;
+        let summary = trawl::sitemaps::run(&trawl::stage::StageCtx::new(&dir, cfg), &opts)?;
         trawl::sitemaps::print_problems(&summary);
-        trawl::cli::summary("inject --sitemaps", started, &summary.line());
+        trawl::cli::summary("inject --sitemaps", started, &summary.to_string());
         return Ok(());
     }
     inject_seeds(&dir, &cfg, &inputs, started)
