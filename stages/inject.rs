@@ -53,14 +53,14 @@ fn run() -> anyhow::Result<()> {
             inject_seeds(&ctx, &opts)?;
         }
         let started = Instant::now();
-        let opts = trawl::sitemaps::Options {
+        let opts = trawl::sitemaps::SitemapOpts {
             extra,
             force: false,
             only_extra: true,
         };
-        let summary = trawl::sitemaps::run(ctx.root(), ctx.config(), &opts)?;
+        let summary = trawl::sitemaps::run(&ctx, &opts)?;
         trawl::sitemaps::print_problems(&summary);
-        trawl::cli::summary("inject --sitemaps", started, &summary.line());
+        trawl::cli::summary("inject --sitemaps", started, &summary.to_string());
         return Ok(());
     }
     inject_seeds(&ctx, &opts)

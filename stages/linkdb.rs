@@ -1,11 +1,10 @@
 //! `linkdb`: inverts segments' outlinks into the link database.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::graph::linkdb::{SegmentChoice, run_linkdb};
-use trawl::layout::CrawlDir;
+use trawl::graph::linkdb::{self, LinkDbOpts, SegmentChoice};
+use trawl::stage::StageCtx;
 
 /// Inverts the outlinks of segments' parse_data into linkdb/current (inlinks per URL).
 #[derive(Debug, Parser)]
@@ -45,7 +44,8 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let (mut cfg, dir) = args.common.setup()?;
+    let mut ctx = StageCtx::from_args(&args.common)?;
+    let cfg = ctx.config_mut();
     if args.keep_internal {
         cfg.linkdb.ignore_internal = false;
     }
@@ -55,23 +55,15 @@ fn run() -> anyhow::Result<()> {
     if let Some(n) = args.max_inlinks {
         cfg.linkdb.max_inlinks = n;
     }
-    cfg.validate_flags()?;
-    let choice = if args.all {
+    ctx.validate_flags()?;
+    let segments = if args.all {
         SegmentChoice::All
     } else if args.segments.is_empty() {
         SegmentChoice::New
     } else {
-        SegmentChoice::Given(args.segments.clone())
+        SegmentChoice::Given(args.segments)
     };
-    let started = Instant::now();
-    let s = run_linkdb(&CrawlDir::open_for_segments(dir)?, &cfg, &choice)?;
-    trawl::cli::summary(
-        "linkdb",
-        started,
-        &format!(
-            "{} segments, {} links read, {} links, {} targets",
-            s.segments, s.links_read, s.links, s.targets
-        ),
-    );
+    let report = linkdb::run(&ctx, &LinkDbOpts { segments })?;
+    ctx.finish(&report)?;
     Ok(())
 }

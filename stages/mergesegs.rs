@@ -1,10 +1,10 @@
 //! `mergesegs`: merge several segments into new ones.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::tools::mergesegs::{self, MergeOptions};
+use trawl::stage::StageCtx;
+use trawl::tools::mergesegs::{self, MergeSegsOpts};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -44,16 +44,15 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let opts = MergeOptions {
-        segments: args.segments.clone(),
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = MergeSegsOpts {
+        segments: args.segments,
         filter: args.filter,
         normalize: args.normalize,
         slice: args.slice,
         delete_inputs: args.delete_inputs,
     };
-    let r = mergesegs::run(&root, &cfg, &opts)?;
+    let r = mergesegs::run(&ctx, &opts)?;
     for p in &r.outputs {
         println!("{}", p.display());
     }
@@ -66,26 +65,6 @@ fn run() -> anyhow::Result<()> {
     for (s, into) in &r.already_merged {
         eprintln!("mergesegs: segment {s} was already merged into {into} and removed");
     }
-    let names: Vec<String> = r
-        .outputs
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    trawl::cli::summary(
-        "mergesegs",
-        started,
-        &format!(
-            "merged [{}] into [{}]: {} urls ({} fetch rows read, {} superseded, {} filtered), {} -> {} bytes, {} inputs deleted",
-            r.inputs.join(", "),
-            names.join(", "),
-            r.urls,
-            r.input_rows,
-            r.superseded,
-            r.filtered,
-            r.input_bytes,
-            r.output_bytes,
-            r.deleted.len()
-        ),
-    );
+    ctx.finish(&r)?;
     Ok(())
 }

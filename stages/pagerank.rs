@@ -1,10 +1,8 @@
 //! `pagerank`: PageRank (and optionally HITS, HostRank) over the crawl's link graph.
 
-use std::time::Instant;
-
 use clap::{Parser, ValueEnum};
-use trawl::graph::stage::run_pagerank;
-use trawl::layout::CrawlDir;
+use trawl::graph::stage::{self, PageRankOpts};
+use trawl::stage::StageCtx;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Source {
@@ -74,8 +72,8 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let (mut cfg, dir) = args.common.setup()?;
-    let pc = &mut cfg.pagerank;
+    let mut ctx = StageCtx::from_args(&args.common)?;
+    let pc = &mut ctx.config_mut().pagerank;
     if let Some(d) = args.damping {
         pc.damping = d;
     }
@@ -103,23 +101,8 @@ fn run() -> anyhow::Result<()> {
     if args.no_update_crawldb {
         pc.update_crawldb = false;
     }
-    cfg.validate_flags()?;
-    let started = Instant::now();
-    let dir = CrawlDir::open_existing(dir)?;
-    let s = run_pagerank(&dir, &cfg)?;
-    trawl::cli::summary(
-        "pagerank",
-        started,
-        &format!(
-            "{} nodes, {} edges, {} iterations, final delta {:.3e}, {} crawldb scores updated (build {:.2}s, rank {:.2}s)",
-            s.nodes,
-            s.edges,
-            s.iterations,
-            s.delta,
-            s.crawldb_updated,
-            s.build_time.as_secs_f64(),
-            s.rank_time.as_secs_f64()
-        ),
-    );
+    ctx.validate_flags()?;
+    let report = stage::run(&ctx, &PageRankOpts::default())?;
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -2,10 +2,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::tools::prunesegs::{self, PruneOptions};
+use trawl::stage::StageCtx;
+use trawl::tools::prunesegs::{self, PruneSegsOpts};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,17 +47,16 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let opts = PruneOptions {
-        segments: args.segments.clone(),
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = PruneSegsOpts {
+        segments: args.segments,
         older_than_days: args.older_than,
         keep_newest: args.keep_newest,
         whole: args.whole,
         dry_run: args.dry_run,
         now: trawl::datum::now_millis(),
     };
-    let r = prunesegs::run(&root, &cfg, &opts)?;
+    let r = prunesegs::run(&ctx, &opts)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
@@ -84,18 +83,6 @@ fn run() -> anyhow::Result<()> {
         }
     }
     out.flush()?;
-    let touched = r.entries.iter().filter(|e| e.action != "keep").count();
-    trawl::cli::summary(
-        "prunesegs",
-        started,
-        &format!(
-            "{}{} of {} segments pruned, {} bytes {}",
-            if r.dry_run { "dry run: " } else { "" },
-            touched,
-            r.entries.len(),
-            r.bytes,
-            if r.dry_run { "would be freed" } else { "freed" }
-        ),
-    );
+    ctx.finish(&r)?;
     Ok(())
 }

@@ -1,11 +1,10 @@
 //! `readlinkdb`: inlinks of one URL, or the whole linkdb.
 
 use std::io::Write;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
-use trawl::tools::readlinkdb;
+use trawl::stage::StageCtx;
+use trawl::tools::readlinkdb::{self, ReadLinkDbOpts};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,24 +31,18 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (_cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let dir = CrawlDir::open_for_segments(&root)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = if let Some(url) = &args.url {
-        let rows = readlinkdb::inlinks(&dir, url)?;
-        for r in &rows {
-            readlinkdb::write_row(r, &mut out)?;
-        }
-        format!("{}: {} inlinks", url, rows.len())
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = if let Some(url) = args.url {
+        ReadLinkDbOpts::Url(url)
     } else if args.dump {
-        let n = readlinkdb::dump(&dir, &mut out)?;
-        format!("{n} inlinks dumped")
+        ReadLinkDbOpts::Dump
     } else {
         anyhow::bail!("pass --url URL or --dump");
     };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let report = readlinkdb::run(&ctx, &opts, &mut out)?;
     out.flush()?;
-    trawl::cli::summary("readlinkdb", started, &summary);
+    ctx.finish(&report)?;
     Ok(())
 }

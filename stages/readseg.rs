@@ -2,11 +2,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
-use trawl::tools::readseg::{self, DumpOptions};
+use trawl::stage::StageCtx;
+use trawl::tools::readseg::{self, DumpOpts, ReadSegOpts};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -48,35 +47,25 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (_cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let dir = CrawlDir::open_for_segments(&root)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = if args.list {
-        let rows = readseg::list(&dir)?;
-        if args.json {
-            for r in &rows {
-                serde_json::to_writer(&mut out, r)?;
-                writeln!(out)?;
-            }
-        } else {
-            readseg::print_list(&rows, &mut out)?;
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = if args.list {
+        ReadSegOpts::List { json: args.json }
+    } else if let Some(segment) = args.dump {
+        ReadSegOpts::Dump {
+            segment,
+            dump: DumpOpts {
+                datasets: args.dataset,
+                url: args.url,
+                columns: args.columns,
+            },
         }
-        format!("{} segments", rows.len())
-    } else if let Some(seg) = &args.dump {
-        let seg = dir.segment(seg)?;
-        let opts = DumpOptions {
-            datasets: args.dataset.clone(),
-            url: args.url.clone(),
-            columns: args.columns.clone(),
-        };
-        let n = readseg::dump(&seg, &opts, &mut out)?;
-        format!("segment {}: {n} rows dumped", seg.name())
     } else {
         anyhow::bail!("pass --list or --dump SEGMENT");
     };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let report = readseg::run(&ctx, &opts, &mut out)?;
     out.flush()?;
-    trawl::cli::summary("readseg", started, &summary);
+    ctx.finish(&report)?;
     Ok(())
 }

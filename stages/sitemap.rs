@@ -1,8 +1,8 @@
 //! `sitemap`: discovers, fetches and parses sitemaps and merges their URLs into the crawldb.
 
-use std::time::Instant;
-
 use clap::Parser;
+use trawl::sitemaps::{self, SitemapOpts};
+use trawl::stage::StageCtx;
 
 /// A round step: sitemaps from robots.txt (and /sitemap.xml when configured) into the crawldb.
 #[derive(Debug, Parser)]
@@ -40,21 +40,21 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let (mut cfg, dir) = args.common.setup()?;
+    let mut ctx = StageCtx::from_args(&args.common)?;
+    let cfg = ctx.config_mut();
     if args.probe {
         cfg.sitemaps.probe_sitemap_xml = true;
     }
     if let Some(d) = args.delay {
         cfg.fetch.delay = d;
     }
-    cfg.validate_flags()?;
-    let started = Instant::now();
-    let opts = trawl::sitemaps::Options {
+    ctx.validate_flags()?;
+    let opts = SitemapOpts {
         force: args.force,
         ..Default::default()
     };
-    let summary = trawl::sitemaps::run(&dir, &cfg, &opts)?;
-    trawl::sitemaps::print_problems(&summary);
-    trawl::cli::summary("sitemap", started, &summary.line());
+    let report = sitemaps::run(&ctx, &opts)?;
+    sitemaps::print_problems(&report);
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -1,11 +1,10 @@
 //! `warc`: export a segment's fetched content as WARC/1.1 files.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
-use trawl::warc::{ExportOptions, export::default_out_dir, export_segment};
+use trawl::stage::StageCtx;
+use trawl::warc::WarcOpts;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -50,40 +49,17 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (cfg, root) = args.common.setup()?;
-    let started = Instant::now();
-    let dir = CrawlDir::open_for_segments(&root)?;
-    let segment = match &args.segment {
-        Some(s) => dir.segment(s)?,
-        None => dir.latest_segment()?.ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: no segments: run `generate` and `fetch` first, or pass the right --crawl-dir",
-                root.display()
-            )
-        })?,
+    let ctx = StageCtx::from_args(&args.common)?;
+    let opts = WarcOpts {
+        segment: args.segment,
+        out_dir: args.out,
+        prefix: args.prefix,
+        max_file_bytes: args.max_file_bytes,
     };
-    let opts = ExportOptions {
-        out_dir: args.out.clone().unwrap_or_else(|| default_out_dir(&root)),
-        prefix: args.prefix.clone(),
-        max_file_bytes: args.max_file_bytes.max(1),
-        user_agent: cfg.fetch.user_agent.clone(),
-    };
-    let stats = export_segment(&segment, &opts)?;
-    for f in &stats.files {
+    let report = trawl::warc::run(&ctx, &opts)?;
+    for f in &report.stats.files {
         println!("{}", f.display());
     }
-    trawl::cli::summary(
-        "warc",
-        started,
-        &format!(
-            "segment {}: {} pages, {} records, {} skipped, {} files, {} bytes",
-            segment.name(),
-            stats.pages,
-            stats.records,
-            stats.skipped,
-            stats.files.len(),
-            stats.bytes
-        ),
-    );
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! seen (by segment, then source URL), so inverting a segment twice changes nothing.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::path::Path;
 
 use arrow::array::{Array, AsArray};
@@ -20,12 +21,13 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::url_host;
 use super::source::read_columns;
-use crate::config::{Config, LinkDbConfig};
+use crate::config::LinkDbConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::integrity::{self, Check};
 use crate::layout::{self, CrawlDir, Lock, Segment};
 use crate::records::InlinkRecord;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// The linkdb's `_meta.json`, stored inside each version.
@@ -55,9 +57,16 @@ pub enum SegmentChoice {
     Given(Vec<std::path::PathBuf>),
 }
 
+/// What linkdb does (flags merged over `[linkdb]` in the config).
+#[derive(Debug, Clone)]
+pub struct LinkDbOpts {
+    /// Which segments to invert.
+    pub segments: SegmentChoice,
+}
+
 /// What a linkdb run did.
 #[derive(Debug, Clone, Default)]
-pub struct LinkDbSummary {
+pub struct LinkDbReport {
     /// Segments inverted in this run.
     pub segments: usize,
     /// Outlinks read from them (after the internal/external filters).
@@ -66,6 +75,20 @@ pub struct LinkDbSummary {
     pub links: u64,
     /// Distinct targets in the new linkdb.
     pub targets: u64,
+}
+
+impl fmt::Display for LinkDbReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} segments, {} links read, {} links, {} targets",
+            self.segments, self.links_read, self.links, self.targets
+        )
+    }
+}
+
+impl Report for LinkDbReport {
+    const STAGE: &'static str = "linkdb";
 }
 
 /// Reads the current linkdb's metadata, if there is a linkdb.
@@ -79,10 +102,12 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
     Ok(Some(storage::read_json(&cur.join(LINKDB_META))?))
 }
 
-/// Runs the linkdb stage on `dir`.
-pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Result<LinkDbSummary> {
+/// Runs the linkdb stage on the crawl directory of `ctx` (which must exist).
+pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     // Refuses a missing or empty crawl directory before creating anything in it.
-    CrawlDir::open_for_segments(dir.root())?;
+    let dir = ctx.open_for_segments()?;
+    let dir = &dir;
+    let cfg = ctx.config();
     let _lock = Lock::acquire(&dir.linkdb().join(".lock"), "linkdb")?;
     layout::recover_versioned(&dir.linkdb())?;
     let old_meta = read_meta(dir)?;
@@ -90,6 +115,71 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         .as_ref()
         .map(|m| m.inverted_segments.iter().cloned().collect())
         .unwrap_or_default();
+    let segments = select_segments(dir, &opts.segments, &done)?;
+    let partitions = match &old_meta {
+        Some(m) if m.partitions > 0 => m.partitions,
+        _ => dir
+            .crawldb_meta()
+            .map(|m| m.partitions)
+            .ok()
+            .filter(|&p| p > 0)
+            .unwrap_or(cfg.crawl.partitions),
+    };
+    let mut summary = LinkDbReport {
+        segments: segments.len(),
+        ..Default::default()
+    };
+    if segments.is_empty() && old_meta.is_some() {
+        tracing::info!("no new segments to invert; the linkdb is unchanged");
+        count_current(dir, &mut summary)?;
+        return Ok(summary);
+    }
+
+    // Everything read below is written into the new version: refuse a damaged
+    // linkdb or parse_data before anything is written.
+    if old_meta.is_some() {
+        integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
+    }
+    for seg in &segments {
+        seg.verify("parse_data", Check::Checksums)?;
+    }
+
+    let buckets = invert_segments(&segments, &cfg.linkdb, partitions, &mut summary)?;
+
+    // Merge with the existing linkdb, partition by partition, in parallel.
+    let staged = StagedDataset::new(&dir.linkdb_current())?;
+    let cur = dir.linkdb_current();
+    let old = old_meta.is_some().then_some(cur.as_path());
+    let counts: Vec<Result<(u64, u64)>> = buckets
+        .into_par_iter()
+        .enumerate()
+        .map(|(p, new_rows)| run_partition(old, &staged, p, new_rows, cfg.linkdb.max_inlinks))
+        .collect();
+    for c in counts {
+        let (n, t) = c?;
+        summary.links += n;
+        summary.targets += t;
+    }
+    let mut inverted = done;
+    inverted.extend(segments.iter().map(|s| s.name().to_string()));
+    let meta = LinkDbMeta {
+        partitions,
+        inverted_segments: inverted.into_iter().collect(),
+        written_time: now_millis(),
+    };
+    storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
+    layout::install_version(&dir.linkdb(), staged)?;
+    Ok(summary)
+}
+
+/// The segments `choice` names: given ones must have `parse_data`; otherwise every
+/// segment with `parse_data` (not yet in `done` unless [`SegmentChoice::All`]). None
+/// may be locked by a stage writing it.
+fn select_segments(
+    dir: &CrawlDir,
+    choice: &SegmentChoice,
+    done: &BTreeSet<String>,
+) -> Result<Vec<Segment>> {
     let segments: Vec<Segment> = match choice {
         SegmentChoice::Given(args) => {
             let mut out = Vec::new();
@@ -123,50 +213,38 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     for s in &segments {
         s.check_unlocked("linkdb")?;
     }
-    let partitions = match &old_meta {
-        Some(m) if m.partitions > 0 => m.partitions,
-        _ => dir
-            .crawldb_meta()
-            .map(|m| m.partitions)
-            .ok()
-            .filter(|&p| p > 0)
-            .unwrap_or(cfg.crawl.partitions),
-    };
-    let mut summary = LinkDbSummary {
-        segments: segments.len(),
-        ..Default::default()
-    };
-    if segments.is_empty() && old_meta.is_some() {
-        tracing::info!("no new segments to invert; the linkdb is unchanged");
-        let cur = dir.linkdb_current();
-        for p in storage::part_files(&cur)? {
-            for rows in storage::read_part::<InlinkRecord>(&p)? {
-                let rows = rows?;
-                summary.links += rows.len() as u64;
-                summary.targets += count_targets(&rows);
-            }
+    Ok(segments)
+}
+
+/// Counts the rows and targets of the current linkdb into `summary` (nothing to invert).
+fn count_current(dir: &CrawlDir, summary: &mut LinkDbReport) -> Result<()> {
+    let cur = dir.linkdb_current();
+    for p in storage::part_files(&cur)? {
+        for rows in storage::read_part::<InlinkRecord>(&p)? {
+            let rows = rows?;
+            summary.links += rows.len() as u64;
+            summary.targets += count_targets(&rows);
         }
-        return Ok(summary);
     }
+    Ok(())
+}
 
-    // Everything read below is written into the new version: refuse a damaged
-    // linkdb or parse_data before anything is written.
-    if old_meta.is_some() {
-        integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
-    }
-    for seg in &segments {
-        seg.verify("parse_data", Check::Checksums)?;
-    }
-
-    // Invert: new inlinks bucketed by the target's partition, in segment order.
+/// Inverts the segments' outlinks: new inlinks bucketed by the target's partition, in
+/// segment order (counted into `summary.links_read`).
+fn invert_segments(
+    segments: &[Segment],
+    cfg: &LinkDbConfig,
+    partitions: usize,
+    summary: &mut LinkDbReport,
+) -> Result<Vec<Vec<InlinkRecord>>> {
     let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
     let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
-    for seg in &segments {
+    for seg in segments {
         interrupted()?;
         let files = storage::part_files(&seg.dataset("parse_data"))?;
         let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
             .par_iter()
-            .map(|f| invert_file(f, seg.name(), &cfg.linkdb, partitions))
+            .map(|f| invert_file(f, seg.name(), cfg, partitions))
             .collect();
         for b in per_file {
             for (p, rows) in b?.into_iter().enumerate() {
@@ -177,53 +255,41 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         pb.inc(1);
     }
     pb.finish_and_clear();
+    Ok(buckets)
+}
 
-    // Merge with the existing linkdb, partition by partition, in parallel.
-    let staged = StagedDataset::new(&dir.linkdb_current())?;
-    let cur = dir.linkdb_current();
-    let have_old = old_meta.is_some();
-    let counts: Vec<Result<(u64, u64)>> = buckets
-        .into_par_iter()
-        .enumerate()
-        .map(|(p, new_rows)| {
-            interrupted()?;
-            let mut rows = if have_old {
-                let path = cur.join(storage::part_name(p));
-                if path.is_file() {
-                    storage::read_part_all::<InlinkRecord>(&path)?
-                } else {
-                    Vec::new()
-                }
+/// Partition `i` of the new linkdb: the current version's part `i` (when `old` is the
+/// current version's directory) merged with the new inlinks `new_rows`, written into
+/// `staged`. Returns (rows, targets) written.
+fn run_partition(
+    old: Option<&Path>,
+    staged: &StagedDataset,
+    i: usize,
+    new_rows: Vec<InlinkRecord>,
+    max_inlinks: usize,
+) -> Result<(u64, u64)> {
+    interrupted()?;
+    let mut rows = match old {
+        Some(cur) => {
+            let path = cur.join(storage::part_name(i));
+            if path.is_file() {
+                storage::read_part_all::<InlinkRecord>(&path)?
             } else {
                 Vec::new()
-            };
-            rows.extend(new_rows);
-            let rows = merge_inlinks(rows, cfg.linkdb.max_inlinks);
-            let targets = count_targets(&rows);
-            let mut w = PartWriter::<InlinkRecord>::create(&staged.part_path(p))?;
-            let n = rows.len() as u64;
-            for r in rows {
-                w.push(r)?;
             }
-            w.finish()?;
-            Ok((n, targets))
-        })
-        .collect();
-    for c in counts {
-        let (n, t) = c?;
-        summary.links += n;
-        summary.targets += t;
-    }
-    let mut inverted = done;
-    inverted.extend(segments.iter().map(|s| s.name().to_string()));
-    let meta = LinkDbMeta {
-        partitions,
-        inverted_segments: inverted.into_iter().collect(),
-        written_time: now_millis(),
+        }
+        None => Vec::new(),
     };
-    storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
-    layout::install_version(&dir.linkdb(), staged)?;
-    Ok(summary)
+    rows.extend(new_rows);
+    let rows = merge_inlinks(rows, max_inlinks);
+    let targets = count_targets(&rows);
+    let mut w = PartWriter::<InlinkRecord>::create(&staged.part_path(i))?;
+    let n = rows.len() as u64;
+    for r in rows {
+        w.push(r)?;
+    }
+    w.finish()?;
+    Ok((n, targets))
 }
 
 /// Stops linkdb at a SIGINT/SIGTERM ([`crate::signal`]): nothing installed.

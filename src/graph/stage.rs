@@ -2,31 +2,39 @@
 //! and HostRank), writes `pagerank/` and copies the scores into the crawldb.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow::array::AsArray;
 use rayon::prelude::*;
 
+use super::csr::Csr;
 use super::hits::hits;
 use super::hostrank::hostrank;
 use super::ids::{PageGraph, build_graph};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
 use super::rows::{HitsRecord, HostRankRecord, PageRankMeta};
 use super::source::{EdgeSource, read_columns};
-use crate::config::{Config, GraphSource, Teleport};
+use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
 use crate::records::PageRankRecord;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
 
 /// Name of `pagerank/`'s metadata file.
 pub const PAGERANK_META: &str = "_meta.json";
 
+/// What pagerank does: its settings are `[pagerank]` in the config (flags merged over
+/// it), so there is nothing more to give.
+#[derive(Debug, Clone, Default)]
+pub struct PageRankOpts {}
+
 /// What a pagerank run did.
 #[derive(Debug, Clone, Default)]
-pub struct PageRankSummary {
+pub struct PageRankReport {
     /// Pages in the graph.
     pub nodes: u64,
     /// Distinct links.
@@ -43,8 +51,40 @@ pub struct PageRankSummary {
     pub rank_time: Duration,
 }
 
-/// Runs the pagerank stage with the settings of `cfg.pagerank`.
-pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
+impl fmt::Display for PageRankReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} nodes, {} edges, {} iterations, final delta {:.3e}, {} crawldb scores updated (build {:.2}s, rank {:.2}s)",
+            self.nodes,
+            self.edges,
+            self.iterations,
+            self.delta,
+            self.crawldb_updated,
+            self.build_time.as_secs_f64(),
+            self.rank_time.as_secs_f64()
+        )
+    }
+}
+
+impl Report for PageRankReport {
+    const STAGE: &'static str = "pagerank";
+}
+
+/// The page graph with what PageRank needs besides it.
+struct Built {
+    graph: PageGraph,
+    /// The in-link CSR (the out-link CSR transposed).
+    inl: Csr,
+    /// Out-degree per page.
+    outdeg: Vec<u32>,
+}
+
+/// Runs the pagerank stage on the crawl directory of `ctx` (which must have a
+/// crawldb) with the settings of `[pagerank]`.
+pub fn run(ctx: &StageCtx, _opts: &PageRankOpts) -> Result<PageRankReport> {
+    let dir = &ctx.open_existing()?;
+    let cfg = ctx.config();
     let pc = &cfg.pagerank;
     let db_meta = dir.crawldb_meta()?;
     let partitions = if db_meta.partitions > 0 {
@@ -58,24 +98,8 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         crate::crawldb::verify_for_rewrite(dir)?;
     }
     let started = Instant::now();
-    let source = match pc.source {
-        GraphSource::Linkdb => EdgeSource::linkdb(dir)?,
-        GraphSource::Crawl => EdgeSource::crawl(dir)?,
-    }
-    .ignore_internal(pc.ignore_internal)
-    .with_crawldb_nodes(dir)?;
-    let graph = build_graph(&source, partitions)?;
-    interrupted()?;
-    let inl = graph.out.transpose();
-    let outdeg = out_degrees(&graph.out);
+    let Built { graph, inl, outdeg } = build(dir, pc, partitions)?;
     let build_time = started.elapsed();
-    tracing::info!(
-        "graph: {} pages, {} links from {} files in {:.2}s",
-        graph.nodes(),
-        graph.out.edges(),
-        source.files().len(),
-        build_time.as_secs_f64()
-    );
 
     let params = PageRankParams {
         damping: pc.damping,
@@ -91,26 +115,95 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     let rank_time = t.elapsed();
     interrupted()?;
     if rank.delta >= pc.tolerance && graph.nodes() > 0 {
-        let hint = match iterations_bound(pc.damping, pc.tolerance) {
-            Some(k) => format!(
-                "raise --max-iterations to {k} (enough for tolerance {:e} at damping {} on any graph) or --tolerance",
-                pc.tolerance, pc.damping
-            ),
-            None => "raise --tolerance above 0".to_string(),
-        };
-        tracing::warn!(
-            "PageRank did not converge: L1 change {:.3e} after {} iterations (tolerance {:e}); {hint}",
-            rank.delta,
-            rank.iterations,
-            pc.tolerance
-        );
+        warn_not_converged(pc, &rank);
     }
 
-    // pagerank/ with hits/ and hosts/ inside, staged and replaced as one.
     let staged = StagedDataset::new(&dir.pagerank())?;
-    write_scores(staged.path(), &graph, &inl, &rank)?;
+    write_pagerank(
+        &staged,
+        pc,
+        &graph,
+        &inl,
+        &rank,
+        &params,
+        teleport.is_some(),
+    )?;
+    interrupted()?;
+    staged.commit_replacing()?;
+
+    let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
+        update_crawldb(dir, &graph, &rank.scores, crawldb_scale(graph.nodes()))?
+    } else {
+        0
+    };
+    Ok(PageRankReport {
+        nodes: graph.nodes() as u64,
+        edges: graph.out.edges() as u64,
+        iterations: rank.iterations,
+        delta: rank.delta,
+        crawldb_updated,
+        build_time,
+        rank_time,
+    })
+}
+
+/// Builds the page graph from the configured edge source (with every crawldb URL as a
+/// node), its in-link CSR and the out-degrees.
+fn build(dir: &CrawlDir, pc: &PageRankConfig, partitions: usize) -> Result<Built> {
+    let started = Instant::now();
+    let source = match pc.source {
+        GraphSource::Linkdb => EdgeSource::linkdb(dir)?,
+        GraphSource::Crawl => EdgeSource::crawl(dir)?,
+    }
+    .ignore_internal(pc.ignore_internal)
+    .with_crawldb_nodes(dir)?;
+    let graph = build_graph(&source, partitions)?;
+    interrupted()?;
+    let inl = graph.out.transpose();
+    let outdeg = out_degrees(&graph.out);
+    tracing::info!(
+        "graph: {} pages, {} links from {} files in {:.2}s",
+        graph.nodes(),
+        graph.out.edges(),
+        source.files().len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Built { graph, inl, outdeg })
+}
+
+/// Warns that PageRank stopped at `max_iterations` above the tolerance, with the
+/// iteration count that would have been enough.
+fn warn_not_converged(pc: &PageRankConfig, rank: &PageRankResult) {
+    let hint = match iterations_bound(pc.damping, pc.tolerance) {
+        Some(k) => format!(
+            "raise --max-iterations to {k} (enough for tolerance {:e} at damping {} on any graph) or --tolerance",
+            pc.tolerance, pc.damping
+        ),
+        None => "raise --tolerance above 0".to_string(),
+    };
+    tracing::warn!(
+        "PageRank did not converge: L1 change {:.3e} after {} iterations (tolerance {:e}); {hint}",
+        rank.delta,
+        rank.iterations,
+        pc.tolerance
+    );
+}
+
+/// Writes the new `pagerank/` into `staged`: the scores, with `hits/` and `hosts/`
+/// inside when configured (computed here), and the metadata. It is then replaced as
+/// one.
+fn write_pagerank(
+    staged: &StagedDataset,
+    pc: &PageRankConfig,
+    graph: &PageGraph,
+    inl: &Csr,
+    rank: &PageRankResult,
+    params: &PageRankParams,
+    seed_teleport: bool,
+) -> Result<()> {
+    write_scores(staged.path(), graph, inl, rank)?;
     if pc.hits {
-        let h = hits(&graph.out, &inl, pc.tolerance, pc.max_iterations);
+        let h = hits(&graph.out, inl, pc.tolerance, pc.max_iterations);
         tracing::info!("HITS: {} iterations, delta {:.3e}", h.iterations, h.delta);
         let sub = staged.path().join("hits");
         std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
@@ -126,7 +219,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         })?;
     }
     if pc.hostrank {
-        let hr = hostrank(&graph, &params);
+        let hr = hostrank(graph, params);
         tracing::info!(
             "HostRank: {} hosts, {} host links, {} iterations",
             hr.hosts.len(),
@@ -149,7 +242,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
     let meta = PageRankMeta {
         source: pc.source.to_string(),
         damping: pc.damping,
-        teleport: if teleport.is_some() {
+        teleport: if seed_teleport {
             Teleport::Seeds.to_string()
         } else {
             Teleport::Uniform.to_string()
@@ -165,24 +258,7 @@ pub fn run_pagerank(dir: &CrawlDir, cfg: &Config) -> Result<PageRankSummary> {
         crawldb_scale: crawldb_scale(graph.nodes()),
         written_time: now_millis(),
     };
-    storage::write_json(&staged.path().join(PAGERANK_META), &meta)?;
-    interrupted()?;
-    staged.commit_replacing()?;
-
-    let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
-        update_crawldb(dir, &graph, &rank.scores, crawldb_scale(graph.nodes()))?
-    } else {
-        0
-    };
-    Ok(PageRankSummary {
-        nodes: graph.nodes() as u64,
-        edges: graph.out.edges() as u64,
-        iterations: rank.iterations,
-        delta: rank.delta,
-        crawldb_updated,
-        build_time,
-        rank_time,
-    })
+    storage::write_json(&staged.path().join(PAGERANK_META), &meta)
 }
 
 /// Stops pagerank at a SIGINT/SIGTERM ([`crate::signal`]) between its phases:
@@ -195,12 +271,7 @@ fn interrupted() -> Result<()> {
 }
 
 /// Writes `pagerank/` part files (one per host partition, sorted by URL).
-fn write_scores(
-    dir: &Path,
-    graph: &PageGraph,
-    inl: &super::csr::Csr,
-    rank: &PageRankResult,
-) -> Result<()> {
+fn write_scores(dir: &Path, graph: &PageGraph, inl: &Csr, rank: &PageRankResult) -> Result<()> {
     write_parts(dir, graph.partitions(), |p| {
         graph
             .partition(p)
@@ -323,25 +394,10 @@ pub fn update_crawldb(
     let staged = StagedDataset::new(&current)?;
     let parts = storage::part_files(&current)?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "pagerank: crawldb");
-    let updated: Vec<Result<u64>> = parts
-        .par_iter()
-        .map(|src| {
-            crate::signal::check(
-                "pagerank stopped while updating the crawldb: pagerank/ is new, the crawldb keeps its old scores; rerun pagerank",
-            )?;
-            let name = src.file_name().map(|n| n.to_owned()).unwrap_or_default();
-            let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
-            let mut n = 0;
-            for rows in storage::read_part::<CrawlDatum>(src)? {
-                for mut row in rows? {
-                    if let Some(id) = graph.id_of(&row.url) {
-                        row.score = scores[id] * scale;
-                        n += 1;
-                    }
-                    w.push(row)?;
-                }
-            }
-            w.finish()?;
+    let updated: Vec<Result<u64>> = (0..parts.len())
+        .into_par_iter()
+        .map(|i| {
+            let n = run_partition(&staged, &parts, i, graph, scores, scale)?;
             pb.inc(1);
             Ok(n)
         })
@@ -356,6 +412,36 @@ pub fn update_crawldb(
     storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
     layout::install_version(&dir.crawldb(), staged)?;
     Ok(total)
+}
+
+/// Crawldb part `i` of `parts` rewritten into `staged` with each page's score from
+/// `scores` times `scale`. Returns the number of rows whose score was replaced.
+fn run_partition(
+    staged: &StagedDataset,
+    parts: &[PathBuf],
+    i: usize,
+    graph: &PageGraph,
+    scores: &[f64],
+    scale: f64,
+) -> Result<u64> {
+    crate::signal::check(
+        "pagerank stopped while updating the crawldb: pagerank/ is new, the crawldb keeps its old scores; rerun pagerank",
+    )?;
+    let src = &parts[i];
+    let name = src.file_name().map(|n| n.to_owned()).unwrap_or_default();
+    let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
+    let mut n = 0;
+    for rows in storage::read_part::<CrawlDatum>(src)? {
+        for mut row in rows? {
+            if let Some(id) = graph.id_of(&row.url) {
+                row.score = scores[id] * scale;
+                n += 1;
+            }
+            w.push(row)?;
+        }
+    }
+    w.finish()?;
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod parse;
 pub mod record;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
 use std::path::Path;
 
 use url::Url;
@@ -23,6 +24,7 @@ use crate::config::Config;
 use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::layout::CrawlDir;
+use crate::stage::{Report, StageCtx};
 use crate::storage;
 use crate::urls::UrlPolicy;
 
@@ -81,9 +83,9 @@ pub struct Job {
     pub referrer: Option<String>,
 }
 
-/// Options of one run.
+/// What one sitemap run does (the rest is `[sitemaps]` and `[fetch]` in the config).
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct SitemapOpts {
     /// Sitemap URLs given directly (`inject --sitemaps`); fetched even when not due.
     pub extra: Vec<Url>,
     /// Fetch every known sitemap (and every child of the indexes fetched), due or not.
@@ -94,7 +96,7 @@ pub struct Options {
 
 /// What a run did (the summary line's counts).
 #[derive(Debug, Clone, Default)]
-pub struct SitemapSummary {
+pub struct SitemapReport {
     /// Sitemaps fetched and parsed (index files included).
     pub fetched: u64,
     /// Sitemaps answered 304 Not Modified.
@@ -127,15 +129,15 @@ pub struct SitemapSummary {
     pub problems: Vec<(String, Problem)>,
 }
 
-impl SitemapSummary {
-    /// The fields of the one-line summary.
-    pub fn line(&self) -> String {
+impl fmt::Display for SitemapReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let crawldb = if self.crawldb_rows == 0 {
             "crawldb unchanged".to_string()
         } else {
             format!("crawldb {} urls", self.crawldb_rows)
         };
-        format!(
+        write!(
+            f,
             "sitemaps fetched {} (not modified {}), failed {}, malformed {}, not due {}, deferred {}; urls found {}, rejected {}, cut {}, added {}, known {}, due again {}; {crawldb}",
             self.fetched,
             self.not_modified,
@@ -151,6 +153,10 @@ impl SitemapSummary {
             self.urls_due_again,
         )
     }
+}
+
+impl Report for SitemapReport {
+    const STAGE: &'static str = "sitemap";
 }
 
 /// Reads the sitemap database (empty when there is none).
@@ -222,10 +228,10 @@ fn due(rec: Option<&SitemapRecord>, now: Millis) -> bool {
 fn plan(
     dir: &CrawlDir,
     cfg: &Config,
-    opts: &Options,
+    opts: &SitemapOpts,
     known: &BTreeMap<String, SitemapRecord>,
     now: Millis,
-    summary: &mut SitemapSummary,
+    summary: &mut SitemapReport,
 ) -> Result<Vec<Job>> {
     let mut candidates: Vec<Job> = Vec::new();
     for u in &opts.extra {
@@ -311,15 +317,16 @@ fn plan(
     Ok(jobs)
 }
 
-/// Runs the sitemap step on the crawl directory `root`: discover, fetch what is new
-/// or due, merge the URLs into the crawldb, remember what was processed.
-pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> {
-    // `inject --sitemaps` (only_extra) may create the crawl directory; the sitemap
-    // stage needs a crawldb.
+/// Runs the sitemap step on the crawl directory of `ctx` (which must have a crawldb,
+/// except for `inject --sitemaps`, `only_extra`, which may create it): discover,
+/// fetch what is new or due, merge the URLs into the crawldb, remember what was
+/// processed.
+pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
+    let cfg = ctx.config();
     let dir = if opts.only_extra {
-        CrawlDir::new(root)
+        ctx.crawl_dir()
     } else {
-        CrawlDir::open_existing(root)?
+        ctx.open_existing()?
     };
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     // Held for the whole run: the crawldb and the sitemapdb change together.
@@ -327,7 +334,7 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
     crate::crawldb::verify_for_rewrite(&dir)?;
     let now = now_millis();
     let known = read_sitemapdb(&dir)?;
-    let mut summary = SitemapSummary::default();
+    let mut summary = SitemapReport::default();
     let jobs = plan(&dir, cfg, opts, &known, now, &mut summary)?;
     let mut seed_hosts = if storage::dataset_complete(&dir.crawldb_current()) {
         dir.crawldb_meta()?.seed_hosts
@@ -343,10 +350,35 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
     tracing::info!("sitemap: {} sitemaps to fetch", jobs.len());
     let (results, children_not_due) =
-        fetch::fetch_all(cfg, root, jobs, &known, &policy, now, opts.force)?;
+        fetch::fetch_all(cfg, ctx.root(), jobs, &known, &policy, now, opts.force)?;
     summary.not_due += children_not_due;
 
-    // Merge the URLs (first mention of a URL wins) into the crawldb.
+    let (entries, mut records) = tally(results, &mut summary);
+    let merged = merge::merge_into_crawldb(&dir, cfg, &entries, &extra_hosts, now)?;
+    summary.urls_added = merged.added;
+    summary.urls_known = merged.known;
+    summary.urls_due_again = merged.due_again;
+    summary.crawldb_rows = merged.rows;
+    for r in records.iter_mut() {
+        r.urls_added = merged.added_per_sitemap.get(&r.url).copied().unwrap_or(0) as i64;
+    }
+    // The crawldb is installed; now remember what was processed. A run killed in
+    // between fetches the sitemaps again next time and adds nothing twice.
+    let mut db = known;
+    for r in &records {
+        db.insert(r.url.clone(), r.clone());
+    }
+    record::write_sitemapdb(&dir, db.into_values().collect())?;
+    summary.reports = records;
+    Ok(summary)
+}
+
+/// Counts the fetch results into `summary` and collects their URLs (first mention of
+/// a URL wins, with the sitemap that named it) and their sitemap records.
+fn tally(
+    results: Vec<fetch::FetchResult>,
+    summary: &mut SitemapReport,
+) -> (Vec<(SitemapUrl, String)>, Vec<SitemapRecord>) {
     let mut urls: HashMap<String, (SitemapUrl, String)> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut records: Vec<SitemapRecord> = Vec::new();
@@ -375,25 +407,8 @@ pub fn run(root: &Path, cfg: &Config, opts: &Options) -> Result<SitemapSummary> 
         }
         records.push(rec);
     }
-    let entries: Vec<(SitemapUrl, String)> =
-        order.into_iter().filter_map(|u| urls.remove(&u)).collect();
-    let merged = merge::merge_into_crawldb(&dir, cfg, &entries, &extra_hosts, now)?;
-    summary.urls_added = merged.added;
-    summary.urls_known = merged.known;
-    summary.urls_due_again = merged.due_again;
-    summary.crawldb_rows = merged.rows;
-    for r in records.iter_mut() {
-        r.urls_added = merged.added_per_sitemap.get(&r.url).copied().unwrap_or(0) as i64;
-    }
-    // The crawldb is installed; now remember what was processed. A run killed in
-    // between fetches the sitemaps again next time and adds nothing twice.
-    let mut db = known;
-    for r in &records {
-        db.insert(r.url.clone(), r.clone());
-    }
-    record::write_sitemapdb(&dir, db.into_values().collect())?;
-    summary.reports = records;
-    Ok(summary)
+    let entries = order.into_iter().filter_map(|u| urls.remove(&u)).collect();
+    (entries, records)
 }
 
 /// Reads a file of sitemap URLs (one per line, `#` comments): `inject --sitemaps`.
@@ -429,7 +444,7 @@ pub fn read_sitemap_list(path: &Path) -> Result<Vec<Url>> {
 
 /// Prints every sitemap's status and problems on stderr (one line each):
 /// `sitemap URL: position: reason`.
-pub fn print_problems(summary: &SitemapSummary) {
+pub fn print_problems(summary: &SitemapReport) {
     for r in &summary.reports {
         if !matches!(r.status.as_str(), "ok" | "not_modified" | "deferred") {
             eprintln!("{}: {} ({})", r.url, r.status, r.reason);

@@ -36,6 +36,7 @@
 //! merge of the same inputs with the same options and only deletes.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::fs;
 use std::path::PathBuf;
 
@@ -43,7 +44,6 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::segstate::{self, Applied};
-use crate::config::Config;
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::fetch::robots::RobotsRecord;
@@ -56,6 +56,7 @@ use crate::layout::{
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
+use crate::stage::{Report, StageCtx};
 use crate::storage::{
     self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name,
     partition_for_host, read_part,
@@ -101,9 +102,9 @@ pub fn provenance(seg: &Segment) -> Result<Option<Provenance>> {
     Ok(Some(storage::read_json(&p)?))
 }
 
-/// Options of one mergesegs run.
+/// What one mergesegs run does.
 #[derive(Debug, Clone, Default)]
-pub struct MergeOptions {
+pub struct MergeSegsOpts {
     /// The segments to merge (names under `segments/` or paths).
     pub segments: Vec<PathBuf>,
     /// Drop URLs the configured `[urls]` filters reject.
@@ -143,6 +144,33 @@ pub struct MergeReport {
     pub input_bytes: u64,
     /// Bytes of the outputs' files.
     pub output_bytes: u64,
+}
+
+impl fmt::Display for MergeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = self
+            .outputs
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        write!(
+            f,
+            "merged [{}] into [{}]: {} urls ({} fetch rows read, {} superseded, {} filtered), {} -> {} bytes, {} inputs deleted",
+            self.inputs.join(", "),
+            names.join(", "),
+            self.urls,
+            self.input_rows,
+            self.superseded,
+            self.filtered,
+            self.input_bytes,
+            self.output_bytes,
+            self.deleted.len()
+        )
+    }
+}
+
+impl Report for MergeReport {
+    const STAGE: &'static str = "mergesegs";
 }
 
 /// How URLs become merge keys: as they are, filtered, normalized, or both.
@@ -202,9 +230,9 @@ struct PartStats {
     fetch: Vec<u64>,
 }
 
-/// Runs mergesegs on the crawl directory `root`.
-pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<MergeReport> {
-    let dir = CrawlDir::open_existing(root)?;
+/// Runs mergesegs on the crawl directory of `ctx` (which must have a crawldb).
+pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
+    let dir = ctx.open_existing()?;
     if opts.segments.is_empty() {
         return Err(Error::input(
             "mergesegs",
@@ -220,7 +248,112 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     let applied = Applied::lock(&dir, "mergesegs")?;
     segstate::clean_leftovers(&dir)?;
     let mut report = MergeReport::default();
+    let (live, earlier) = resolve_inputs(&dir, opts, &mut report)?;
+    // Every input's lock, held to the end: no stage writes into an input (a reparse)
+    // or reads one (warc) while it is merged or deleted.
+    let _input_locks = live
+        .iter()
+        .map(|s| s.lock("mergesegs"))
+        .collect::<Result<Vec<_>>>()?;
+    if live.is_empty() {
+        tracing::info!("every segment given was already merged and removed: nothing to do");
+        return Ok(report);
+    }
+    let done = same_merge(&earlier, opts, &report);
+    if !done.is_empty() {
+        finish_existing(&live, done, opts, &mut report)?;
+        return Ok(report);
+    }
+    let inputs = check_inputs(&applied, &live, &mut report)?;
 
+    let crawldb_meta = dir.crawldb_meta()?;
+    let keyer = Keyer {
+        policy: UrlPolicy::new(&ctx.config().urls, &crawldb_meta.seed_hosts)?,
+        filter: opts.filter,
+        normalize: opts.normalize,
+    };
+    let n = crawldb_meta.partitions.max(1);
+    let winners = find_winners(&inputs, &keyer, &mut report)?;
+    let (slice_of, slices) = slice_keys(&winners, opts.slice);
+    let newest_input = report.inputs.last().cloned().unwrap_or_default();
+    let (names, last_name_secs) = output_names(&dir, &applied, &newest_input, slices);
+    let datasets = datasets_to_merge(&inputs)?;
+
+    // The outputs' locks, taken before they are staged and held to the end: once
+    // renamed into place they are complete, but no stage touches them before the
+    // whole merge (input deletions included) is done.
+    let _output_locks = names
+        .iter()
+        .map(|nm| {
+            Lock::acquire(
+                &segment_lock_path(&dir.segments_dir().join(nm)),
+                "mergesegs",
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let staged: Vec<StagedDataset> = names
+        .iter()
+        .map(|nm| StagedDataset::new(&dir.segments_dir().join(nm)))
+        .collect::<Result<_>>()?;
+    for st in &staged {
+        for d in &datasets {
+            let p = st.path().join(d);
+            fs::create_dir_all(&p).at(&p)?;
+        }
+    }
+    let plan = Plan {
+        inputs: &inputs,
+        n,
+        keyer: &keyer,
+        winners,
+        slice_of,
+        slices,
+        outputs: staged.iter().map(|s| s.path().to_path_buf()).collect(),
+        datasets,
+    };
+    let pb = crate::cli::progress_bar(n as u64, "mergesegs");
+    let stats = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let st = plan.run_partition(i);
+            pb.inc(1);
+            st
+        })
+        .collect::<Result<Vec<PartStats>>>()?;
+    pb.finish_and_clear();
+
+    let outputs = Outputs {
+        names: &names,
+        staged: &staged,
+        datasets: &plan.datasets,
+        partitions: n,
+        slices,
+    };
+    write_output_metas(&outputs, &inputs, &stats, opts, &mut report)?;
+    segstate::test_pause("mergesegs:staged");
+    record_outputs(&dir, &applied, &names, last_name_secs)?;
+    segstate::test_pause("mergesegs:recorded");
+    for st in staged {
+        report.outputs.push(st.commit()?);
+    }
+    segstate::test_pause("mergesegs:installed");
+    if opts.delete_inputs {
+        for s in &live {
+            segstate::remove_dir(s.path())?;
+            report.deleted.push(s.name().to_string());
+        }
+    }
+    Ok(report)
+}
+
+/// The segments given that are still there (opened, each once), with the installed
+/// merged segments' provenance; segments an earlier run merged and removed are
+/// noted in `report.already_merged`.
+fn resolve_inputs(
+    dir: &CrawlDir,
+    opts: &MergeSegsOpts,
+    report: &mut MergeReport,
+) -> Result<(Vec<Segment>, Vec<(String, Provenance)>)> {
     // Which installed segments hold which others (reruns, interrupted runs).
     let mut merged_into: HashMap<String, String> = HashMap::new();
     let mut earlier: Vec<(String, Provenance)> = Vec::new();
@@ -258,32 +391,30 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         }
     }
     let live = segstate::open_segments(
-        &dir,
+        dir,
         &live
             .iter()
             .map(|s| s.path().to_path_buf())
             .collect::<Vec<_>>(),
     )?;
     report.inputs = live.iter().map(|s| s.name().to_string()).collect();
-    // Every input's lock, held to the end: no stage writes into an input (a reparse)
-    // or reads one (warc) while it is merged or deleted.
-    let _input_locks = live
-        .iter()
-        .map(|s| s.lock("mergesegs"))
-        .collect::<Result<Vec<_>>>()?;
-    if live.is_empty() {
-        tracing::info!("every segment given was already merged and removed: nothing to do");
-        return Ok(report);
-    }
-    // The same merge (same inputs, same options) already installed: a rerun, or a
-    // run killed while deleting its inputs. Only the deletion is left to do.
+    Ok((live, earlier))
+}
+
+/// The installed segments that already are this merge (same inputs, same options):
+/// found by a rerun, or a run killed while deleting its inputs.
+fn same_merge(
+    earlier: &[(String, Provenance)],
+    opts: &MergeSegsOpts,
+    report: &MergeReport,
+) -> Vec<String> {
     let requested: BTreeSet<String> = report
         .inputs
         .iter()
         .cloned()
         .chain(report.already_merged.iter().map(|(n, _)| n.clone()))
         .collect();
-    let done: Vec<String> = earlier
+    earlier
         .iter()
         .filter(|(_, p)| {
             p.inputs.iter().cloned().collect::<BTreeSet<_>>() == requested
@@ -292,32 +423,47 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
                 && p.slice_size == opts.slice
         })
         .map(|(n, _)| n.clone())
-        .collect();
-    if !done.is_empty() {
-        report.existing = done.clone();
-        if opts.delete_inputs {
-            for s in &live {
-                tracing::warn!(
-                    "segment {} is already merged into [{}]: finishing its deletion",
-                    s.name(),
-                    done.join(", ")
-                );
-                report.input_bytes += segstate::disk_bytes(s.path());
-                segstate::remove_dir(s.path())?;
-                report.deleted.push(s.name().to_string());
-            }
-        } else {
+        .collect()
+}
+
+/// The same merge is installed already (`done`): only the deletion of the inputs is
+/// left to do (`--delete-inputs`).
+fn finish_existing(
+    live: &[Segment],
+    done: Vec<String>,
+    opts: &MergeSegsOpts,
+    report: &mut MergeReport,
+) -> Result<()> {
+    if opts.delete_inputs {
+        for s in live {
             tracing::warn!(
-                "these segments are already merged into [{}] with the same options: nothing to do",
+                "segment {} is already merged into [{}]: finishing its deletion",
+                s.name(),
                 done.join(", ")
             );
+            report.input_bytes += segstate::disk_bytes(s.path());
+            segstate::remove_dir(s.path())?;
+            report.deleted.push(s.name().to_string());
         }
-        return Ok(report);
+    } else {
+        tracing::warn!(
+            "these segments are already merged into [{}] with the same options: nothing to do",
+            done.join(", ")
+        );
     }
+    report.existing = done;
+    Ok(())
+}
 
-    // Refuse before writing anything: unfetched, unparsed or unapplied inputs.
+/// Refuses before writing anything: unfetched, unparsed or unapplied inputs, or a
+/// damaged dataset. Returns the inputs with their partition counts.
+fn check_inputs(
+    applied: &Applied,
+    live: &[Segment],
+    report: &mut MergeReport,
+) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
-    for s in &live {
+    for s in live {
         if let Some(why) = applied.pending(s) {
             return Err(Error::crawl_dir(
                 s.path(),
@@ -337,16 +483,16 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             parts: meta.partitions.max(1),
         });
     }
+    Ok(inputs)
+}
 
-    let crawldb_meta = dir.crawldb_meta()?;
-    let keyer = Keyer {
-        policy: UrlPolicy::new(&cfg.urls, &crawldb_meta.seed_hosts)?,
-        filter: opts.filter,
-        normalize: opts.normalize,
-    };
-    let n = crawldb_meta.partitions.max(1);
-
-    // The winning fetch of every URL.
+/// The winning fetch of every URL key: key -> (fetch time, input index), the newest
+/// fetch winning, ties to the newer input. Counts rows read, filtered and superseded.
+fn find_winners(
+    inputs: &[Input],
+    keyer: &Keyer,
+    report: &mut MergeReport,
+) -> Result<HashMap<String, (Millis, usize)>> {
     let mut winners: HashMap<String, (Millis, usize)> = HashMap::new();
     for (k, inp) in inputs.iter().enumerate() {
         for p in part_files(&inp.seg.dataset("crawl_fetch"))? {
@@ -373,11 +519,18 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         ));
     }
     report.superseded = report.input_rows - report.filtered - winners.len() as u64;
+    Ok(winners)
+}
 
-    // Slices: URLs in sorted order, cut every `slice` URLs.
+/// Slices: URL keys in sorted order, cut every `slice` URLs. Returns key -> slice
+/// (absent: slice 0) and the number of slices.
+fn slice_keys(
+    winners: &HashMap<String, (Millis, usize)>,
+    slice: Option<u64>,
+) -> (HashMap<String, usize>, usize) {
     let mut slice_of = HashMap::new();
     let mut slices = 1;
-    if let Some(size) = opts.slice
+    if let Some(size) = slice
         && winners.len() as u64 > size
     {
         let mut keys: Vec<&String> = winners.keys().collect();
@@ -388,13 +541,21 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             slice_of.insert(key.clone(), j / size);
         }
     }
+    (slice_of, slices)
+}
 
-    // Output names: after every existing segment name, never one already recorded.
+/// Output names: after every existing segment name and after `newest_input`, never
+/// one already recorded. Returns them with the second of the last one.
+fn output_names(
+    dir: &CrawlDir,
+    applied: &Applied,
+    newest_input: &str,
+    slices: usize,
+) -> (Vec<String>, i64) {
     let mut names: Vec<String> = Vec::new();
-    let newest_input = report.inputs.last().cloned().unwrap_or_default();
-    // From a few seconds back (so the clock is soon past the last name; see below),
-    // but after the newest input.
-    let newest_secs = chrono::NaiveDateTime::parse_from_str(&newest_input, "%Y%m%d%H%M%S")
+    // From a few seconds back (so the clock is soon past the last name; see
+    // `record_outputs`), but after the newest input.
+    let newest_secs = chrono::NaiveDateTime::parse_from_str(newest_input, "%Y%m%d%H%M%S")
         .map(|d| d.and_utc().timestamp())
         .unwrap_or(0);
     let mut t = (now_millis() / 1000 - slices as i64).max(newest_secs + 1);
@@ -408,14 +569,16 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             || applied.partial.contains(&name)
             || applied.linkdb.as_ref().is_some_and(|l| l.contains(&name))
             || names.contains(&name);
-        if !taken && name > newest_input {
+        if !taken && name.as_str() > newest_input {
             names.push(name);
         }
     }
-    let last_name_secs = t - 1;
+    (names, t - 1)
+}
 
-    // Every dataset of the segment layout (one list: `layout::SEGMENT_DATASETS`):
-    // those every applied segment has, and the others when some input has them.
+/// Every dataset of the segment layout (one list: `layout::SEGMENT_DATASETS`): those
+/// every applied segment has, and the others when some input has them.
+fn datasets_to_merge(inputs: &[Input]) -> Result<Vec<&'static str>> {
     let mut datasets: Vec<&'static str> = Vec::new();
     for d in SEGMENT_DATASETS {
         let how = merge_kind(d).ok_or_else(|| {
@@ -430,53 +593,30 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
             datasets.push(d);
         }
     }
+    Ok(datasets)
+}
 
-    // The outputs' locks, taken before they are staged and held to the end: once
-    // renamed into place they are complete, but no stage touches them before the
-    // whole merge (input deletions included) is done.
-    let _output_locks = names
-        .iter()
-        .map(|nm| {
-            Lock::acquire(
-                &segment_lock_path(&dir.segments_dir().join(nm)),
-                "mergesegs",
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let staged: Vec<StagedDataset> = names
-        .iter()
-        .map(|nm| StagedDataset::new(&dir.segments_dir().join(nm)))
-        .collect::<Result<_>>()?;
-    for st in &staged {
-        for d in &datasets {
-            let p = st.path().join(d);
-            fs::create_dir_all(&p).at(&p)?;
-        }
-    }
-    let plan = Plan {
-        inputs: &inputs,
-        n,
-        keyer: &keyer,
-        winners,
-        slice_of,
-        slices,
-        outputs: staged.iter().map(|s| s.path().to_path_buf()).collect(),
-        datasets: datasets.clone(),
-    };
-    let pb = crate::cli::progress_bar(n as u64, "mergesegs");
-    let stats = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let st = plan.merge_partition(i);
-            pb.inc(1);
-            st
-        })
-        .collect::<Result<Vec<PartStats>>>()?;
-    pb.finish_and_clear();
+/// The staged outputs of one merge.
+struct Outputs<'a> {
+    names: &'a [String],
+    staged: &'a [StagedDataset],
+    datasets: &'a [&'static str],
+    partitions: usize,
+    slices: usize,
+}
 
+/// Completes every staged output: the datasets' markers, `_meta.json` and
+/// `_merged.json`; counts URLs and output bytes.
+fn write_output_metas(
+    out: &Outputs<'_>,
+    inputs: &[Input],
+    stats: &[PartStats],
+    opts: &MergeSegsOpts,
+    report: &mut MergeReport,
+) -> Result<()> {
     let now = now_millis();
     let mut merged_from: BTreeSet<String> = report.inputs.iter().cloned().collect();
-    for inp in &inputs {
+    for inp in inputs {
         if let Some(p) = provenance(&inp.seg)? {
             merged_from.extend(p.merged_from);
         }
@@ -488,8 +628,8 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         .into_iter()
         .max()
         .unwrap_or(now);
-    for (s, st) in staged.iter().enumerate() {
-        for d in &datasets {
+    for (s, st) in out.staged.iter().enumerate() {
+        for d in out.datasets {
             storage::write_atomic(
                 &st.path().join(d).join(SUCCESS_MARKER),
                 chrono::Utc::now().to_rfc3339().as_bytes(),
@@ -500,9 +640,9 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         storage::write_json(
             &st.path().join(SEGMENT_META),
             &SegmentMeta {
-                name: names[s].clone(),
+                name: out.names[s].clone(),
                 generated_time,
-                partitions: n,
+                partitions: out.partitions,
                 urls,
             },
         )?;
@@ -513,7 +653,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
                 merged_from: merged_from.iter().cloned().collect(),
                 merged_time: now,
                 slice: s,
-                slices,
+                slices: out.slices,
                 filtered: opts.filter,
                 normalized: opts.normalize,
                 slice_size: opts.slice,
@@ -521,12 +661,19 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         )?;
         report.output_bytes += segstate::disk_bytes(st.path());
     }
-    segstate::test_pause("mergesegs:staged");
+    Ok(())
+}
 
-    // Record the outputs as applied, then install them. Names are recorded only once
-    // the clock is past them, so a segment `generate` creates later (named from the
-    // current time) can never take a recorded name, even if we are killed before
-    // the outputs are renamed into place.
+/// Records the outputs as applied in the crawldb's and the linkdb's `_meta.json`.
+/// Names are recorded only once the clock is past them (`last_name_secs`), so a
+/// segment `generate` creates later (named from the current time) can never take a
+/// recorded name, even if we are killed before the outputs are renamed into place.
+fn record_outputs(
+    dir: &CrawlDir,
+    applied: &Applied,
+    names: &[String],
+    last_name_secs: i64,
+) -> Result<()> {
     while now_millis() / 1000 <= last_name_secs {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
@@ -540,18 +687,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         lmeta.inverted_segments.extend(names.iter().cloned());
         storage::write_json(&p, &lmeta)?;
     }
-    segstate::test_pause("mergesegs:recorded");
-    for st in staged {
-        report.outputs.push(st.commit()?);
-    }
-    segstate::test_pause("mergesegs:installed");
-    if opts.delete_inputs {
-        for s in &live {
-            segstate::remove_dir(s.path())?;
-            report.deleted.push(s.name().to_string());
-        }
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// Whether a segment dataset is always written by a merge, or only when an input has it.
@@ -667,116 +803,137 @@ impl Plan<'_> {
         Ok(counts)
     }
 
-    fn merge_partition(&self, i: usize) -> Result<PartStats> {
+    /// Partition `i` of every output: each dataset's rows of the winning fetches
+    /// (of the inputs' part `i`, or of every part when an input is partitioned
+    /// otherwise or URLs are rewritten). Returns the rows written per slice.
+    fn run_partition(&self, i: usize) -> Result<PartStats> {
         let direct: Vec<bool> = self.inputs.iter().map(|inp| self.direct(inp)).collect();
-        let kr = self.keyer.rewrites();
-
         // crawl_generate and crawl_fetch: the winning segment's row of each URL.
-        let mut gen_rows: Vec<Vec<CrawlDatum>> = empty(self.slices);
-        let mut fetch_rows: Vec<Vec<FetchRecord>> = empty(self.slices);
-        for (k, inp) in self.inputs.iter().enumerate() {
-            self.rows::<CrawlDatum>(inp, "crawl_generate", i, |mut d| {
-                let Some(key) = self.keyer.key(&d.url) else {
-                    return Ok(());
-                };
-                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
-                    if kr {
-                        d.host = host_of(&key);
-                        d.url = key;
-                    }
-                    gen_rows[s].push(d);
-                }
-                Ok(())
-            })?;
-            self.rows::<FetchRecord>(inp, "crawl_fetch", i, |mut r| {
-                let Some(key) = self.keyer.key(&r.url) else {
-                    return Ok(());
-                };
-                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
-                    if kr {
-                        r.host = host_of(&key);
-                        r.url = key;
-                    }
-                    fetch_rows[s].push(r);
-                }
-                Ok(())
-            })?;
-        }
+        let gen_rows = self.winning_rows::<CrawlDatum>("crawl_generate", i, &direct, |d| {
+            (&mut d.url, Some(&mut d.host))
+        })?;
+        let fetch_rows = self.winning_rows::<FetchRecord>("crawl_fetch", i, &direct, |r| {
+            (&mut r.url, Some(&mut r.host))
+        })?;
         let generate = self.write_sorted("crawl_generate", i, gen_rows, |d| d.url.clone())?;
         let fetch = self.write_sorted("crawl_fetch", i, fetch_rows, |r| r.url.clone())?;
 
         // content and parse_text: streamed, a row group per FLUSH_BYTES.
         if self.datasets.contains(&"content") {
-            let mut ws = self.writers::<ContentRecord>("content", i)?;
-            let mut buffered = vec![0usize; self.slices];
-            for (k, inp) in self.inputs.iter().enumerate() {
-                self.rows::<ContentRecord>(inp, "content", i, |mut r| {
-                    let Some(key) = self.keyer.key(&r.url) else {
-                        return Ok(());
-                    };
-                    if let Some(s) = self.place(k, &key, &key, direct[k], i) {
-                        if kr {
-                            r.host = host_of(&key);
-                            r.url = key;
-                        }
-                        buffered[s] += r.content.len();
-                        ws[s].push(r)?;
-                        if buffered[s] >= FLUSH_BYTES {
-                            ws[s].end_row_group()?;
-                            buffered[s] = 0;
-                        }
-                    }
-                    Ok(())
-                })?;
-            }
-            for w in ws {
-                w.finish()?;
-            }
+            self.stream::<ContentRecord>(
+                "content",
+                i,
+                &direct,
+                |r| (&mut r.url, Some(&mut r.host)),
+                |r| r.content.len(),
+            )?;
         }
         if self.datasets.contains(&"parse_text") {
-            let mut ws = self.writers::<ParseTextRecord>("parse_text", i)?;
-            let mut buffered = vec![0usize; self.slices];
-            for (k, inp) in self.inputs.iter().enumerate() {
-                self.rows::<ParseTextRecord>(inp, "parse_text", i, |mut r| {
-                    let Some(key) = self.keyer.key(&r.url) else {
-                        return Ok(());
-                    };
-                    if let Some(s) = self.place(k, &key, &key, direct[k], i) {
-                        if kr {
-                            r.url = key;
-                        }
-                        buffered[s] += r.text.len() + r.main_text.as_ref().map_or(0, |t| t.len());
-                        ws[s].push(r)?;
-                        if buffered[s] >= FLUSH_BYTES {
-                            ws[s].end_row_group()?;
-                            buffered[s] = 0;
-                        }
-                    }
-                    Ok(())
-                })?;
-            }
-            for w in ws {
-                w.finish()?;
-            }
+            self.stream::<ParseTextRecord>(
+                "parse_text",
+                i,
+                &direct,
+                |r| (&mut r.url, None),
+                |r| r.text.len() + r.main_text.as_ref().map_or(0, |t| t.len()),
+            )?;
         }
 
         // parse_data: the winning segment's parse of each page.
-        let mut data_rows: Vec<Vec<ParseDataRecord>> = empty(self.slices);
-        // crawl_parse: signature rows by their URL, link rows by the page they are on.
-        let mut cp_rows: Vec<Vec<CrawlParseRecord>> = empty(self.slices);
+        let data_rows =
+            self.winning_rows::<ParseDataRecord>("parse_data", i, &direct, |r| (&mut r.url, None))?;
+        self.write_sorted("parse_data", i, data_rows, |r| r.url.clone())?;
+        let cp_rows = self.crawl_parse_rows(i, &direct)?;
+        self.write_sorted("crawl_parse", i, cp_rows, |r| {
+            (r.url.clone(), r.kind.clone(), r.from_url.clone())
+        })?;
+        if self.datasets.contains(&"robots") {
+            self.merge_robots(i)?;
+        }
+        Ok(PartStats { generate, fetch })
+    }
+
+    /// The rows of dataset `ds` for partition `i` that come from each URL's winning
+    /// fetch, per output slice. `fields` gives a row's URL and host (when it has one),
+    /// rewritten to the key when URLs are filtered or normalized.
+    fn winning_rows<R: Record>(
+        &self,
+        ds: &str,
+        i: usize,
+        direct: &[bool],
+        fields: impl Fn(&mut R) -> (&mut String, Option<&mut String>),
+    ) -> Result<Vec<Vec<R>>> {
+        let kr = self.keyer.rewrites();
+        let mut out: Vec<Vec<R>> = empty(self.slices);
         for (k, inp) in self.inputs.iter().enumerate() {
-            self.rows::<ParseDataRecord>(inp, "parse_data", i, |mut r| {
-                let Some(key) = self.keyer.key(&r.url) else {
+            self.rows::<R>(inp, ds, i, |mut r| {
+                let (url, host) = fields(&mut r);
+                let Some(key) = self.keyer.key(url) else {
                     return Ok(());
                 };
                 if let Some(s) = self.place(k, &key, &key, direct[k], i) {
                     if kr {
-                        r.url = key;
+                        if let Some(h) = host {
+                            *h = host_of(&key);
+                        }
+                        *url = key;
                     }
-                    data_rows[s].push(r);
+                    out[s].push(r);
                 }
                 Ok(())
             })?;
+        }
+        Ok(out)
+    }
+
+    /// Streams the rows of dataset `ds` for partition `i` that come from each URL's
+    /// winning fetch into the outputs in input order, ending a row group whenever
+    /// `FLUSH_BYTES` (by `size`) are buffered for a slice.
+    fn stream<R: Record>(
+        &self,
+        ds: &str,
+        i: usize,
+        direct: &[bool],
+        fields: impl Fn(&mut R) -> (&mut String, Option<&mut String>),
+        size: impl Fn(&R) -> usize,
+    ) -> Result<()> {
+        let kr = self.keyer.rewrites();
+        let mut ws = self.writers::<R>(ds, i)?;
+        let mut buffered = vec![0usize; self.slices];
+        for (k, inp) in self.inputs.iter().enumerate() {
+            self.rows::<R>(inp, ds, i, |mut r| {
+                let (url, host) = fields(&mut r);
+                let Some(key) = self.keyer.key(url) else {
+                    return Ok(());
+                };
+                if let Some(s) = self.place(k, &key, &key, direct[k], i) {
+                    if kr {
+                        if let Some(h) = host {
+                            *h = host_of(&key);
+                        }
+                        *url = key;
+                    }
+                    buffered[s] += size(&r);
+                    ws[s].push(r)?;
+                    if buffered[s] >= FLUSH_BYTES {
+                        ws[s].end_row_group()?;
+                        buffered[s] = 0;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        for w in ws {
+            w.finish()?;
+        }
+        Ok(())
+    }
+
+    /// `crawl_parse` rows for partition `i`: signature rows by their URL, link rows
+    /// by the page they are on (its winning fetch), per output slice.
+    fn crawl_parse_rows(&self, i: usize, direct: &[bool]) -> Result<Vec<Vec<CrawlParseRecord>>> {
+        let kr = self.keyer.rewrites();
+        let mut cp_rows: Vec<Vec<CrawlParseRecord>> = empty(self.slices);
+        for (k, inp) in self.inputs.iter().enumerate() {
             self.rows::<CrawlParseRecord>(inp, "crawl_parse", i, |mut r| {
                 let Some(url) = self.keyer.key(&r.url) else {
                     return Ok(());
@@ -801,14 +958,7 @@ impl Plan<'_> {
                 Ok(())
             })?;
         }
-        self.write_sorted("parse_data", i, data_rows, |r| r.url.clone())?;
-        self.write_sorted("crawl_parse", i, cp_rows, |r| {
-            (r.url.clone(), r.kind.clone(), r.from_url.clone())
-        })?;
-        if self.datasets.contains(&"robots") {
-            self.merge_robots(i)?;
-        }
-        Ok(PartStats { generate, fetch })
+        Ok(cp_rows)
     }
 
     /// `robots`: one row per robots.txt origin, the newest fetch of it winning

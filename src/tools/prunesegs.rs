@@ -28,22 +28,23 @@
 //! segment) is renamed away in one step, then deleted, and the next run removes
 //! anything a kill left half deleted.
 
+use std::fmt;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::segstate::{self, Applied};
-use crate::config::Config;
 use crate::datum::Millis;
 use crate::error::{Error, Result};
-use crate::layout::{CrawlDir, Segment};
+use crate::layout::{Lock, Segment};
+use crate::stage::{Report, StageCtx};
 
 /// The datasets deleted by default.
 pub const HEAVY_DATASETS: [&str; 2] = ["content", "parse_text"];
 
-/// Options of one prunesegs run.
+/// What one prunesegs run does.
 #[derive(Debug, Clone, Default)]
-pub struct PruneOptions {
+pub struct PruneSegsOpts {
     /// Only these segments (names or paths); empty = every segment.
     pub segments: Vec<PathBuf>,
     /// Only segments generated at least this many days before `now`.
@@ -84,23 +85,33 @@ pub struct PruneReport {
     pub dry_run: bool,
 }
 
-/// Runs prunesegs on the crawl directory `root`.
-pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<PruneReport> {
-    let dir = CrawlDir::open_existing(root)?;
-    if opts.whole && cfg.pagerank.source == crate::config::GraphSource::Crawl {
-        return Err(Error::input(
-            "--whole",
-            "deleting whole segments would delete their parse_data, from which pagerank builds its graph while [pagerank] source = \"crawl\" (the configured source); set source = \"linkdb\" in the config, or prune only the heavy datasets (content, parse_text) by leaving out --whole. Nothing was changed",
-        ));
+impl fmt::Display for PruneReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let touched = self.entries.iter().filter(|e| e.action != "keep").count();
+        write!(
+            f,
+            "{}{} of {} segments pruned, {} bytes {}",
+            if self.dry_run { "dry run: " } else { "" },
+            touched,
+            self.entries.len(),
+            self.bytes,
+            if self.dry_run {
+                "would be freed"
+            } else {
+                "freed"
+            }
+        )
     }
-    if let Some(d) = opts.older_than_days
-        && !(d >= 0.0 && d.is_finite())
-    {
-        return Err(Error::input(
-            "--older-than",
-            format!("{d}: must be a number of days, 0 or more"),
-        ));
-    }
+}
+
+impl Report for PruneReport {
+    const STAGE: &'static str = "prunesegs";
+}
+
+/// Runs prunesegs on the crawl directory of `ctx` (which must have a crawldb).
+pub fn run(ctx: &StageCtx, opts: &PruneSegsOpts) -> Result<PruneReport> {
+    let dir = ctx.open_existing()?;
+    check_opts(ctx, opts)?;
     let applied = Applied::lock(&dir, "prunesegs")?;
     if !opts.dry_run {
         segstate::clean_leftovers(&dir)?;
@@ -114,29 +125,11 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
     };
     // The locks of the segments to prune, held to the end: no stage writes into
     // them (a reparse) or reads them (warc) while their data is deleted.
-    let mut locks = Vec::new();
-    // Named segments must be prunable (and not in use): refuse before deleting anything.
-    if named {
-        for s in &chosen {
-            if let Some(why) = applied.pending(s) {
-                return Err(Error::crawl_dir(
-                    s.path(),
-                    format!(
-                        "{why}. prunesegs never deletes data that has not reached the crawldb and the linkdb; nothing was changed"
-                    ),
-                ));
-            }
-            if !opts.dry_run {
-                locks.push(s.lock("prunesegs").map_err(|e| match e {
-                    Error::Locked { path, message } => Error::Locked {
-                        path,
-                        message: format!("{message}; nothing was changed"),
-                    },
-                    other => other,
-                })?);
-            }
-        }
-    }
+    let mut locks = if named {
+        lock_named(&applied, &chosen, opts.dry_run)?
+    } else {
+        Vec::new()
+    };
     let newest: Vec<&str> = all
         .iter()
         .rev()
@@ -148,48 +141,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
         ..Default::default()
     };
     for s in &chosen {
-        let mut e = PruneEntry {
-            segment: s.name().to_string(),
-            action: "keep".into(),
-            ..Default::default()
-        };
-        let generated = s.meta()?.generated_time;
-        e.reason = if newest.contains(&s.name()) {
-            Some(format!("among the newest {} segments", opts.keep_newest))
-        } else if let Some(days) = opts.older_than_days
-            && (opts.now - generated) < (days * 86_400_000.0) as i64
-        {
-            Some(format!("generated less than {days} days ago"))
-        } else {
-            applied.pending(s)
-        };
-        if e.reason.is_none() {
-            if opts.whole {
-                e.action = "delete_segment".into();
-                e.datasets = crate::layout::SEGMENT_DATASETS
-                    .iter()
-                    .filter(|d| s.dataset(d).exists())
-                    .map(|d| d.to_string())
-                    .collect();
-                e.bytes = segstate::disk_bytes(s.path());
-            } else {
-                e.datasets = HEAVY_DATASETS
-                    .iter()
-                    .filter(|d| s.dataset(d).exists())
-                    .map(|d| d.to_string())
-                    .collect();
-                if e.datasets.is_empty() {
-                    e.reason = Some("already pruned (no content, no parse_text)".into());
-                } else {
-                    e.action = "delete_datasets".into();
-                    e.bytes = e
-                        .datasets
-                        .iter()
-                        .map(|d| segstate::disk_bytes(&s.dataset(d)))
-                        .sum();
-                }
-            }
-        }
+        let mut e = plan_entry(&applied, s, &newest, opts)?;
         // Unnamed segments in use by another stage are kept, not waited for.
         if e.action != "keep" && !opts.dry_run && !named {
             match s.lock("prunesegs") {
@@ -223,4 +175,104 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
         }
     }
     Ok(report)
+}
+
+/// Refuses `--whole` while pagerank builds its graph from segments, and a bad
+/// `--older-than`.
+fn check_opts(ctx: &StageCtx, opts: &PruneSegsOpts) -> Result<()> {
+    if opts.whole && ctx.config().pagerank.source == crate::config::GraphSource::Crawl {
+        return Err(Error::input(
+            "--whole",
+            "deleting whole segments would delete their parse_data, from which pagerank builds its graph while [pagerank] source = \"crawl\" (the configured source); set source = \"linkdb\" in the config, or prune only the heavy datasets (content, parse_text) by leaving out --whole. Nothing was changed",
+        ));
+    }
+    if let Some(d) = opts.older_than_days
+        && !(d >= 0.0 && d.is_finite())
+    {
+        return Err(Error::input(
+            "--older-than",
+            format!("{d}: must be a number of days, 0 or more"),
+        ));
+    }
+    Ok(())
+}
+
+/// Named segments must be prunable (and not in use): refuses before deleting
+/// anything. Returns their locks (none for a dry run).
+fn lock_named(applied: &Applied, chosen: &[Segment], dry_run: bool) -> Result<Vec<Lock>> {
+    let mut locks = Vec::new();
+    for s in chosen {
+        if let Some(why) = applied.pending(s) {
+            return Err(Error::crawl_dir(
+                s.path(),
+                format!(
+                    "{why}. prunesegs never deletes data that has not reached the crawldb and the linkdb; nothing was changed"
+                ),
+            ));
+        }
+        if !dry_run {
+            locks.push(s.lock("prunesegs").map_err(|e| match e {
+                Error::Locked { path, message } => Error::Locked {
+                    path,
+                    message: format!("{message}; nothing was changed"),
+                },
+                other => other,
+            })?);
+        }
+    }
+    Ok(locks)
+}
+
+/// What happens to segment `s`: kept (with the reason), or what is deleted and the
+/// bytes it frees.
+fn plan_entry(
+    applied: &Applied,
+    s: &Segment,
+    newest: &[&str],
+    opts: &PruneSegsOpts,
+) -> Result<PruneEntry> {
+    let mut e = PruneEntry {
+        segment: s.name().to_string(),
+        action: "keep".into(),
+        ..Default::default()
+    };
+    let generated = s.meta()?.generated_time;
+    e.reason = if newest.contains(&s.name()) {
+        Some(format!("among the newest {} segments", opts.keep_newest))
+    } else if let Some(days) = opts.older_than_days
+        && (opts.now - generated) < (days * 86_400_000.0) as i64
+    {
+        Some(format!("generated less than {days} days ago"))
+    } else {
+        applied.pending(s)
+    };
+    if e.reason.is_some() {
+        return Ok(e);
+    }
+    if opts.whole {
+        e.action = "delete_segment".into();
+        e.datasets = crate::layout::SEGMENT_DATASETS
+            .iter()
+            .filter(|d| s.dataset(d).exists())
+            .map(|d| d.to_string())
+            .collect();
+        e.bytes = segstate::disk_bytes(s.path());
+    } else {
+        e.datasets = HEAVY_DATASETS
+            .iter()
+            .filter(|d| s.dataset(d).exists())
+            .map(|d| d.to_string())
+            .collect();
+        if e.datasets.is_empty() {
+            e.reason = Some("already pruned (no content, no parse_text)".into());
+        } else {
+            e.action = "delete_datasets".into();
+            e.bytes = e
+                .datasets
+                .iter()
+                .map(|d| segstate::disk_bytes(&s.dataset(d)))
+                .sum();
+        }
+    }
+    Ok(e)
 }

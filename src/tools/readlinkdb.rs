@@ -1,11 +1,13 @@
 //! `readlinkdb`: the inlinks of one URL, or the whole linkdb, as JSON lines.
 
+use std::fmt;
 use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::graph::linkdb::read_meta;
 use crate::layout::CrawlDir;
 use crate::records::InlinkRecord;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{part_files, part_name, partition_for_host, read_part};
 use crate::urls::host_of;
 
@@ -57,4 +59,63 @@ pub fn dump(dir: &CrawlDir, out: &mut impl Write) -> Result<u64> {
 pub fn write_row(r: &InlinkRecord, out: &mut impl Write) -> Result<()> {
     serde_json::to_writer(&mut *out, r).map_err(|e| Error::input("<stdout>", e.to_string()))?;
     writeln!(out).map_err(|e| Error::io("<stdout>", e))
+}
+
+/// What `readlinkdb` does.
+#[derive(Debug, Clone)]
+pub enum ReadLinkDbOpts {
+    /// Print the inlinks of this URL.
+    Url(String),
+    /// Print every inlink.
+    Dump,
+}
+
+/// What a `readlinkdb` run wrote.
+#[derive(Debug, Clone)]
+pub enum ReadLinkDbReport {
+    /// The URL asked for and its number of inlinks.
+    Inlinks {
+        /// The URL.
+        url: String,
+        /// Inlinks written.
+        count: usize,
+    },
+    /// Rows dumped.
+    Dumped(u64),
+}
+
+impl fmt::Display for ReadLinkDbReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadLinkDbReport::Inlinks { url, count } => write!(f, "{url}: {count} inlinks"),
+            ReadLinkDbReport::Dumped(n) => write!(f, "{n} inlinks dumped"),
+        }
+    }
+}
+
+impl Report for ReadLinkDbReport {
+    const STAGE: &'static str = "readlinkdb";
+}
+
+/// Runs `readlinkdb` on the crawl directory of `ctx` (which must exist), writing the
+/// rows as JSON lines to `out`.
+pub fn run(
+    ctx: &StageCtx,
+    opts: &ReadLinkDbOpts,
+    out: &mut impl Write,
+) -> Result<ReadLinkDbReport> {
+    let dir = ctx.open_for_segments()?;
+    match opts {
+        ReadLinkDbOpts::Url(url) => {
+            let rows = inlinks(&dir, url)?;
+            for r in &rows {
+                write_row(r, out)?;
+            }
+            Ok(ReadLinkDbReport::Inlinks {
+                url: url.clone(),
+                count: rows.len(),
+            })
+        }
+        ReadLinkDbOpts::Dump => Ok(ReadLinkDbReport::Dumped(dump(&dir, out)?)),
+    }
 }

@@ -4,6 +4,7 @@
 //! them) as JSON lines through Arrow's JSON writer.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use crate::layout::{CrawlDir, SEGMENT_DATASETS, Segment};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
+use crate::stage::{Report, StageCtx};
 use crate::storage::{Record, part_files, part_name, partition_for_host, read_batches, read_part};
 use crate::urls::host_of;
 
@@ -161,7 +163,7 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
 
 /// What `dump` writes.
 #[derive(Debug, Clone, Default)]
-pub struct DumpOptions {
+pub struct DumpOpts {
     /// Only these datasets (default: every complete one, in stage order).
     pub datasets: Vec<String>,
     /// Only rows whose `url` column is this URL.
@@ -174,7 +176,7 @@ pub struct DumpOptions {
 /// Dumps a segment's datasets as JSON lines, each row with a leading `dataset`
 /// field. Binary columns (`content`) are hex; timestamps are ISO 8601 UTC.
 /// Returns the number of rows written.
-pub fn dump(seg: &Segment, opts: &DumpOptions, out: &mut impl Write) -> Result<u64> {
+pub fn dump(seg: &Segment, opts: &DumpOpts, out: &mut impl Write) -> Result<u64> {
     let datasets: Vec<String> = if opts.datasets.is_empty() {
         SEGMENT_DATASETS
             .iter()
@@ -437,5 +439,80 @@ mod tests {
                 .unwrap()
                 .starts_with("{\"dataset\":\"content\",\"n\":1}\n")
         );
+    }
+}
+
+/// What `readseg` does.
+#[derive(Debug, Clone)]
+pub enum ReadSegOpts {
+    /// List the segments with their statistics (`json`: as JSON lines, else a table).
+    List {
+        /// JSON lines instead of a table.
+        json: bool,
+    },
+    /// Dump a segment's datasets as JSON lines.
+    Dump {
+        /// The segment (a name under `segments/` or a path).
+        segment: std::path::PathBuf,
+        /// What to dump.
+        dump: DumpOpts,
+    },
+}
+
+/// What a `readseg` run wrote.
+#[derive(Debug, Clone)]
+pub enum ReadSegReport {
+    /// The number of segments listed.
+    Listed(usize),
+    /// The segment dumped and the rows written.
+    Dumped {
+        /// The segment's name.
+        segment: String,
+        /// Rows written.
+        rows: u64,
+    },
+}
+
+impl fmt::Display for ReadSegReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadSegReport::Listed(n) => write!(f, "{n} segments"),
+            ReadSegReport::Dumped { segment, rows } => {
+                write!(f, "segment {segment}: {rows} rows dumped")
+            }
+        }
+    }
+}
+
+impl Report for ReadSegReport {
+    const STAGE: &'static str = "readseg";
+}
+
+/// Runs `readseg` on the crawl directory of `ctx` (which must exist), writing the
+/// listing or the dump to `out`.
+pub fn run(ctx: &StageCtx, opts: &ReadSegOpts, out: &mut impl Write) -> Result<ReadSegReport> {
+    let dir = ctx.open_for_segments()?;
+    match opts {
+        ReadSegOpts::List { json } => {
+            let rows = list(&dir)?;
+            if *json {
+                for r in &rows {
+                    serde_json::to_writer(&mut *out, r)
+                        .map_err(|e| Error::input("<stdout>", e.to_string()))?;
+                    writeln!(out).map_err(|e| Error::io("<stdout>", e))?;
+                }
+            } else {
+                print_list(&rows, out)?;
+            }
+            Ok(ReadSegReport::Listed(rows.len()))
+        }
+        ReadSegOpts::Dump { segment, dump: d } => {
+            let seg = dir.segment(segment)?;
+            let rows = dump(&seg, d, out)?;
+            Ok(ReadSegReport::Dumped {
+                segment: seg.name().to_string(),
+                rows,
+            })
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! whole export is done, so a killed export leaves no half file under a final name.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -13,13 +14,84 @@ use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::layout::Segment;
 use crate::records::ContentRecord;
+use crate::stage::{Report, StageCtx};
 use crate::storage::{part_files, read_dataset, read_part};
 use crate::warc::http::{RequestInfo, request_block, response_block};
 use crate::warc::writer::{WarcRecord, record_id, sha1_digest, warc_date};
 
+/// What the `warc` stage exports and where.
+#[derive(Debug, Clone)]
+pub struct WarcOpts {
+    /// The segment (a name under `segments/` or a path); `None`: the newest.
+    pub segment: Option<PathBuf>,
+    /// The output directory; `None`: [`default_out_dir`] of the crawl directory.
+    pub out_dir: Option<PathBuf>,
+    /// File name prefix: files are `<prefix>-<segment>-<NNNNN>.warc.gz`.
+    pub prefix: String,
+    /// A file is closed and the next one started once it reaches this many bytes.
+    pub max_file_bytes: u64,
+}
+
+/// What a `warc` run wrote: the segment exported and the export's counts.
+#[derive(Debug, Clone)]
+pub struct WarcReport {
+    /// The segment's name.
+    pub segment: String,
+    /// What the export wrote.
+    pub stats: ExportStats,
+}
+
+impl fmt::Display for WarcReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "segment {}: {} pages, {} records, {} skipped, {} files, {} bytes",
+            self.segment,
+            self.stats.pages,
+            self.stats.records,
+            self.stats.skipped,
+            self.stats.files.len(),
+            self.stats.bytes
+        )
+    }
+}
+
+impl Report for WarcReport {
+    const STAGE: &'static str = "warc";
+}
+
+/// Runs the `warc` stage: exports the chosen segment of the crawl directory of `ctx`
+/// (which must exist) with the User-Agent of `fetch.user_agent`.
+pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
+    let dir = ctx.open_for_segments()?;
+    let segment = match &opts.segment {
+        Some(s) => dir.segment(s)?,
+        None => dir.latest_segment()?.ok_or_else(|| {
+            Error::crawl_dir(
+                ctx.root(),
+                "no segments: run `generate` and `fetch` first, or pass the right --crawl-dir",
+            )
+        })?,
+    };
+    let export = ExportOpts {
+        out_dir: opts
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| default_out_dir(ctx.root())),
+        prefix: opts.prefix.clone(),
+        max_file_bytes: opts.max_file_bytes.max(1),
+        user_agent: ctx.config().fetch.user_agent.clone(),
+    };
+    let stats = export_segment(&segment, &export)?;
+    Ok(WarcReport {
+        segment: segment.name().to_string(),
+        stats,
+    })
+}
+
 /// What to export and where.
 #[derive(Debug, Clone)]
-pub struct ExportOptions {
+pub struct ExportOpts {
     /// The directory the `.warc.gz` files go to (created if missing).
     pub out_dir: PathBuf,
     /// File name prefix: files are `<prefix>-<segment>-<NNNNN>.warc.gz`.
@@ -47,7 +119,7 @@ pub struct ExportStats {
 }
 
 /// Exports `segment`'s `content` dataset as WARC files (see the module doc).
-pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportStats> {
+pub fn export_segment(segment: &Segment, opts: &ExportOpts) -> Result<ExportStats> {
     // Held for the whole export: the content it reads is not deleted (prunesegs,
     // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
     // leftovers are not a concurrent export's of the same segment.
@@ -174,7 +246,7 @@ struct OpenFile {
 
 /// The rotating set of output files of one export.
 struct FileSet<'a> {
-    opts: &'a ExportOptions,
+    opts: &'a ExportOpts,
     segment: String,
     segment_path: PathBuf,
     hostname: String,
@@ -185,7 +257,7 @@ struct FileSet<'a> {
 }
 
 impl<'a> FileSet<'a> {
-    fn new(opts: &'a ExportOptions, segment: &Segment) -> Result<Self> {
+    fn new(opts: &'a ExportOpts, segment: &Segment) -> Result<Self> {
         let set = FileSet {
             opts,
             segment: segment.name().to_string(),

@@ -6,4 +6,4 @@ pub mod export;
 pub mod http;
 pub mod writer;
 
-pub use export::{ExportOptions, ExportStats, export_segment};
+pub use export::{ExportOpts, ExportStats, WarcOpts, WarcReport, export_segment, run};
