@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
-use trawl::fetch::robots::RobotsRecord;
+use trawl::net::robots::RobotsRecord;
 use trawl::testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
 use trawl::testweb::model::Behavior;
 use trawl::testweb::{SiteMap, WebSpec};

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use reqwest::header::{HeaderName, IF_MODIFIED_SINCE, IF_NONE_MATCH};
 
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
-use crate::fetch::client::Http;
-use crate::fetch::outcome::{
+use crate::fetch::writer::Output;
+use crate::net::client::Http;
+use crate::net::outcome::{
     HostSignal, classify_error, classify_http, host_signal_for_status, parse_retry_after,
     redirect_status,
 };
-use crate::fetch::writer::Output;
 use crate::records::{ContentRecord, FetchRecord, Header};
 use crate::urls::UrlPolicy;
 

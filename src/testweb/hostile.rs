@@ -400,7 +400,7 @@ mod tests {
         let m = map();
         for (host, h) in &m.hosts {
             let Some(text) = &h.robots_txt else { continue };
-            let r = crate::fetch::robots::Robots::parse("trawl", text.as_bytes());
+            let r = crate::net::robots::Robots::parse("trawl", text.as_bytes());
             for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
                 assert_eq!(r.allowed(url), !e.disallowed, "{url}");
             }

@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use texting_robots::Robot;
 
 use crate::datum::{Millis, timestamp_type};
-use crate::fetch::outcome::classify_error;
+use crate::net::outcome::classify_error;
 use crate::storage::Record;
 
+/// Name of the segment-level dataset of robots.txt outcomes ([`RobotsRecord`] rows).
+pub const ROBOTS_DATASET: &str = "robots";
 /// At most this many bytes of a robots.txt are parsed (Google's limit).
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
 /// Longer lines are cut to this many bytes (Google's parser: `2083 * 8 - 1`).
@@ -255,7 +257,7 @@ pub fn origin_of(url: &url::Url) -> String {
 /// Also returns the body of a 2xx robots.txt (at most [`MAX_ROBOTS_BYTES`]), for the
 /// robots cache.
 pub async fn fetch_robots(
-    http: &crate::fetch::client::Http,
+    http: &crate::net::client::Http,
     origin: &str,
     host: &str,
     agent: &str,
