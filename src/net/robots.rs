@@ -316,37 +316,9 @@ pub async fn fetch_robots(
                     }
                 }
             }
-            429 => {
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::Unavailable,
-                    "http_429",
-                    last_status,
-                    0,
-                ));
-            }
-            400..=499 => {
-                let reason = format!("http_{code}");
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::AllowAll,
-                    &reason,
-                    last_status,
-                    0,
-                ));
-            }
-            _ => {
-                let reason = format!("http_{code}");
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::Unavailable,
-                    &reason,
-                    last_status,
-                    0,
-                ));
+            code => {
+                let (robots, reason) = robots_for_status(code);
+                return no_body(finish(origin, host, robots, &reason, last_status, 0));
             }
         }
     }
@@ -360,6 +332,17 @@ pub async fn fetch_robots(
         last_status,
         0,
     ))
+}
+
+/// What a robots.txt answering `code` (not 2xx or 3xx) means, and its reason: 429
+/// and 5xx make it unavailable (nothing is fetched), other 4xx allow everything.
+fn robots_for_status(code: u16) -> (Robots, String) {
+    let robots = match code {
+        429 => Robots::Unavailable,
+        400..=499 => Robots::AllowAll,
+        _ => Robots::Unavailable,
+    };
+    (robots, format!("http_{code}"))
 }
 
 fn no_body((robots, rec): (Robots, RobotsRecord)) -> (Robots, RobotsRecord, Option<Vec<u8>>) {
