@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod graph;
 pub mod integrity;
 pub mod layout;
+pub mod net;
 pub mod parse;
 pub mod records;
 pub mod signal;

@@ -583,7 +583,7 @@ mod schema_doc_tests {
             ("crawl_parse", CrawlParseRecord::schema()),
             ("linkdb", InlinkRecord::schema()),
             ("pagerank", PageRankRecord::schema()),
-            ("robots", crate::fetch::robots::RobotsRecord::schema()),
+            ("robots", crate::net::robots::RobotsRecord::schema()),
             ("sitemapdb", crate::sitemaps::SitemapRecord::schema()),
             ("pagerank_hits", crate::graph::rows::HitsRecord::schema()),
             (

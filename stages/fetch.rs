@@ -1,9 +1,10 @@
 //! `fetch`: fetches a segment's fetch list politely and writes crawl_fetch, content and robots.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
+use trawl::fetch::FetchOpts;
+use trawl::stage::StageCtx;
 
 /// Fetch the URLs of a segment.
 #[derive(Debug, Parser)]
@@ -52,10 +53,9 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let started = Instant::now();
     trawl::signal::install()?;
-    let (mut cfg, dir) = args.common.setup()?;
-    let f = &mut cfg.fetch;
+    let mut ctx = StageCtx::from_args(&args.common)?;
+    let f = &mut ctx.config_mut().fetch;
     if let Some(d) = args.delay {
         f.delay = d;
     }
@@ -71,31 +71,13 @@ fn run() -> anyhow::Result<()> {
     if let Some(ua) = args.user_agent {
         f.user_agent = ua;
     }
-    cfg.validate_flags()?;
-    let summary = trawl::fetch::run(&cfg, &dir, args.segment.as_deref())?;
-    trawl::cli::summary("fetch", started, &summary.line());
-    if let Some(signal) = summary.interrupted {
-        let cut = summary
-            .stats
-            .by_reason
-            .get(trawl::crawldb::state::REASON_INTERRUPTED)
-            .copied()
-            .unwrap_or(0);
-        return Err(trawl::cli::Exit::new(
-            trawl::cli::exit::INTERRUPTED,
-            format!(
-                "fetch: interrupted by {signal}: segment {} written with what was fetched; {cut} URLs not attempted are fetch_retry/interrupted and stay due. Apply it as usual (parse, updatedb)",
-                summary.segment.display()
-            ),
-        )
-        .into());
-    }
-    if summary.unreachable() {
-        return Err(trawl::cli::Exit::new(
-            trawl::cli::exit::UNREACHABLE,
-            format!("fetch: WARNING: {}", summary.unreachable_warning()),
-        )
-        .into());
-    }
+    ctx.validate_flags()?;
+    let report = trawl::fetch::run(
+        &ctx,
+        &FetchOpts {
+            segment: args.segment,
+        },
+    )?;
+    ctx.finish(&report)?;
     Ok(())
 }

@@ -438,7 +438,7 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
 
     // robots/ records the sitemap, the Crawl-delay and unavailability.
     let robots =
-        storage::read_dataset::<trawl::fetch::robots::RobotsRecord>(&seg.join("robots")).unwrap();
+        storage::read_dataset::<trawl::net::robots::RobotsRecord>(&seg.join("robots")).unwrap();
     let a = robots.iter().find(|r| r.origin == "http://a.test").unwrap();
     assert_eq!(a.sitemaps, vec!["http://a.test/sitemap.xml".to_string()]);
     let b = robots.iter().find(|r| r.origin == "http://b.test").unwrap();

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use trawl::net::robots::RobotsRecord;
 use testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
-use trawl::fetch::robots::RobotsRecord;
 
 /// One regular host and the hostile hosts (Crawl-delay 2 s on hostile.web.test).
 const HOSTILE_WEB: [&str; 7] = ["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
@@ -245,7 +245,7 @@ fn robots_cache_between_runs() {
     let mut r1 = robots_requests(since);
     r1.sort();
     assert_eq!(r1, ["site0.web.test", "site1.web.test"], "{s1}");
-    let cache = crawl.join(trawl::fetch::robots_cache::ROBOTS_CACHE_FILE);
+    let cache = crawl.join(trawl::net::robots_cache::ROBOTS_CACHE_FILE);
     assert!(cache.is_file());
 
     // Round 2: no robots.txt request, the cached rules still apply (site0 and site1

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
+use trawl::net::robots::RobotsRecord;
 use testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
 use testweb::model::Behavior;
 use testweb::{SiteMap, WebSpec};
-use trawl::fetch::robots::RobotsRecord;
 
 /// Flags of the served web; `spec()` is the same web for the site map.
 const WEB: &[&str] = &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];

@@ -14,8 +14,8 @@ use std::time::Duration;
 use common::*;
 use testweb::{SiteMap, UNTRUSTED_HOST};
 use trawl::CrawlDatum;
-use trawl::fetch::client::pool_idle_secs;
-use trawl::fetch::robots::RobotsRecord;
+use trawl::net::client::pool_idle_secs;
+use trawl::net::robots::RobotsRecord;
 use trawl::records::FetchRecord;
 
 const WEB: [&str; 6] = ["--seed", "3", "--hosts", "3", "--pages", "6"];
@@ -538,4 +538,29 @@ fn without_system_roots_ca_file_alone_is_trusted() {
         }
     }
     drop(web);
+}
+
+/// Every certificate of a `fetch.ca_file` is loaded, and a client builds with it and
+/// with `fetch.tls_verify = false` (moved from the client's unit tests: it needs the
+/// test web's CA).
+#[test]
+fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
+    use trawl::config::FetchConfig;
+    use trawl::net::client::{Http, load_ca_file};
+    let dir = tempfile::tempdir().unwrap();
+    let a = trawl::testweb::TestCa::generate().unwrap();
+    let b = trawl::testweb::TestCa::generate().unwrap();
+    let pem = dir.path().join("ca.pem");
+    std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
+    assert_eq!(load_ca_file(&pem).unwrap().len(), 2);
+    let cfg = FetchConfig {
+        ca_file: pem,
+        ..FetchConfig::default()
+    };
+    assert!(Http::new(&cfg).is_ok());
+    let cfg = FetchConfig {
+        tls_verify: false,
+        ..FetchConfig::default()
+    };
+    assert!(Http::new(&cfg).is_ok());
 }

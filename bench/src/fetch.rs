@@ -342,7 +342,10 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
     let seg = write_segment(&root, spec, cfg.crawl.partitions)?;
     let sampler = CpuSampler::start();
     let started = Instant::now();
-    let summary = trawl::fetch::run(&cfg, &root, Some(&seg))?;
+    let summary = trawl::fetch::run(
+        &trawl::stage::StageCtx::new(&root, cfg),
+        &trawl::fetch::FetchOpts { segment: Some(seg) },
+    )?;
     let secs = started.elapsed().as_secs_f64();
     let cpu = sampler.finish();
     server_rt.shutdown_background();

@@ -9,42 +9,51 @@
 //! (`segments/<name>.lock`) for its whole run, so a second fetch of the same segment
 //! is refused instead of deleting the first one's work in progress.
 
-pub mod client;
-pub mod hostpattern;
-pub mod outcome;
+pub mod origins;
 pub mod page;
 pub mod progress;
 pub mod queues;
-pub mod resolve;
-pub mod robots;
-pub mod robots_cache;
+pub mod redirects;
+pub mod state;
 pub mod throughput;
+pub mod worker;
 pub mod writer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::cli::Exit;
 use crate::config::Config;
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::layout::{CrawlDir, Segment};
+use crate::net::politeness::Politeness;
+use crate::net::robots::{ROBOTS_DATASET, RobotsRecord};
+use crate::net::robots_cache::{self, CacheEntry};
+use crate::net::{client, runtime};
+use crate::stage::{Report, StageCtx};
 use crate::storage::{self, PartWriter, StagedDataset};
 use crate::urls::UrlPolicy;
 
 use page::FetchItem;
-use queues::{HostQueue, Progress, QueueMode, Shared};
-use robots::RobotsRecord;
+use queues::{HostQueue, QueueMode};
+use state::{Progress, Shared};
 pub use writer::WriteStats;
 
-/// Name of the segment-level dataset of robots.txt outcomes.
-pub const ROBOTS_DATASET: &str = "robots";
+/// The fetch stage's options (flags over `[fetch]` go into the context's config).
+#[derive(Debug, Clone, Default)]
+pub struct FetchOpts {
+    /// The segment (a path, or a name under `segments/`); `None`: the newest unfetched.
+    pub segment: Option<PathBuf>,
+}
 
 /// What a fetch run did.
 #[derive(Debug, Clone)]
-pub struct FetchSummary {
+pub struct FetchReport {
     /// The segment fetched.
     pub segment: PathBuf,
     /// URLs in the fetch list.
@@ -67,7 +76,7 @@ pub struct FetchSummary {
     /// The signal (`SIGINT`, `SIGTERM`) that stopped the run, if one did: the URLs
     /// not attempted are `fetch_retry`/`interrupted`.
     pub interrupted: Option<&'static str>,
-    /// Whether some server was reached (any response; see [`FetchSummary::unreachable`]).
+    /// Whether some server was reached (any response; see [`FetchReport::unreachable`]).
     pub reached: bool,
     /// Hosts that failed to connect or resolve, by host: (reason, address tried).
     pub unreached: BTreeMap<String, (String, String)>,
@@ -76,7 +85,7 @@ pub struct FetchSummary {
 /// How many unreached hosts the unreachable warning names.
 pub const UNREACHED_NAMED: usize = 5;
 
-impl FetchSummary {
+impl FetchReport {
     /// Whether the run reached no server at all: requests were made, and every one
     /// of them failed to connect or resolve (exit code 5 in the `fetch` binary).
     pub fn unreachable(&self) -> bool {
@@ -129,6 +138,44 @@ impl FetchSummary {
             join(&self.stats.by_status),
             join(&self.stats.by_reason)
         )
+    }
+}
+
+impl fmt::Display for FetchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.line())
+    }
+}
+
+impl Report for FetchReport {
+    const STAGE: &'static str = "fetch";
+
+    /// Interrupted by a signal: [`crate::cli::exit::INTERRUPTED`] (the segment is
+    /// written with what was fetched); no server reached:
+    /// [`crate::cli::exit::UNREACHABLE`] with the warning.
+    fn exit(&self) -> Option<Exit> {
+        if let Some(signal) = self.interrupted {
+            let cut = self
+                .stats
+                .by_reason
+                .get(crate::crawldb::state::REASON_INTERRUPTED)
+                .copied()
+                .unwrap_or(0);
+            return Some(Exit::new(
+                crate::cli::exit::INTERRUPTED,
+                format!(
+                    "fetch: interrupted by {signal}: segment {} written with what was fetched; {cut} URLs not attempted are fetch_retry/interrupted and stay due. Apply it as usual (parse, updatedb)",
+                    self.segment.display()
+                ),
+            ));
+        }
+        if self.unreachable() {
+            return Some(Exit::new(
+                crate::cli::exit::UNREACHABLE,
+                format!("fetch: WARNING: {}", self.unreachable_warning()),
+            ));
+        }
+        None
     }
 }
 
@@ -198,30 +245,6 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     Ok((hosts, n))
 }
 
-/// The file in the crawl directory where each fetch run records when its last request
-/// ended (milliseconds since the epoch, UTC).
-pub const LAST_END_FILE: &str = "fetch.last_end";
-
-/// The end of the last fetch run as recorded in `last_end_file` (ms), if readable.
-pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
-    std::fs::read_to_string(last_end_file)
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-}
-
-/// How long the first request to a host must wait so that its delay also holds
-/// across fetch runs: `last run's end + delay - now`, or nothing when the last run
-/// ended longer ago than the delay (or never ran: `last_end` is `None`, see
-/// [`read_last_end`]).
-pub fn wait_since(last_end: Option<i64>, delay_secs: f64, now_ms: i64) -> Duration {
-    let Some(last_end) = last_end else {
-        return Duration::ZERO;
-    };
-    let delay_ms = (delay_secs.max(0.0) * 1000.0).ceil() as i64;
-    let wait = last_end.saturating_add(delay_ms).saturating_sub(now_ms);
-    Duration::from_millis(wait.clamp(0, delay_ms) as u64)
-}
-
 /// Removes datasets a run killed between commits left behind (crawl_fetch absent).
 fn remove_partial_outputs(seg: &Segment) -> Result<()> {
     for name in ["content", ROBOTS_DATASET] {
@@ -237,11 +260,12 @@ fn remove_partial_outputs(seg: &Segment) -> Result<()> {
     Ok(())
 }
 
-/// Fetches a segment of the crawl directory `crawl_dir` (the newest unfetched one
-/// when `segment` is `None`).
-pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<FetchSummary> {
-    let dir = CrawlDir::open_for_segments(crawl_dir)?;
-    let seg = select_segment(&dir, segment)?;
+/// Fetches a segment of the crawl directory (the newest unfetched one when
+/// `opts.segment` is `None`).
+pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
+    let cfg = ctx.config();
+    let dir = ctx.open_for_segments()?;
+    let seg = select_segment(&dir, opts.segment.as_deref())?;
     // The segment's lock, before anything in it is touched: what a killed run left
     // is removed only once no other fetch can be writing it. Checked again under the
     // lock: another fetch may have finished the segment meanwhile.
@@ -251,136 +275,30 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     remove_partial_outputs(&seg)?;
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
-    let http = client::Http::new(&cfg.fetch)?;
     let (hosts, urls) = read_fetch_list(&seg)?;
     tracing::info!(
         "fetching segment {}: {urls} urls on {} hosts",
         seg.name(),
         hosts.len()
     );
+    let n_hosts = hosts.len();
     let partitions = meta.partitions.max(1);
     let writer = writer::SegmentWriter::start(seg.path(), partitions)?;
-    let progress = Arc::new(Progress::default());
-    let n_hosts = hosts.len();
-
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if cfg.crawl.threads > 0 {
-        rt.worker_threads(cfg.crawl.threads);
-    }
-    let rt = rt
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
-    let time_limit = cfg.fetch.time_limit;
-    let last_end_file = crawl_dir.join(LAST_END_FILE);
-    let last_end = read_last_end(&last_end_file);
-    let delays =
-        hostpattern::HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d)));
-    let mode = cfg.fetch.queue_mode;
-    let ttl = cfg.fetch.robots_cache_ttl;
-    let cache_file = crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE);
-    let robots_cache = if ttl > 0.0 && cfg.fetch.respect_robots {
-        robots_cache::load(&cache_file, ttl, crate::datum::now_millis())
-    } else {
-        HashMap::new()
-    };
-    let claimed: HashSet<String> = if cfg.fetch.follow_redirects > 0 {
-        hosts
-            .iter()
-            .flat_map(|(_, items)| items.iter().map(|i| i.url.to_string()))
-            .collect()
-    } else {
-        HashSet::new()
-    };
-    let run = rt.block_on(async {
-        let deadline = (time_limit > 0.0)
-            .then(|| tokio::time::Instant::now() + Duration::from_secs_f64(time_limit));
-        let shared = Arc::new(Shared {
-            http,
-            policy,
-            cfg: cfg.fetch.clone(),
-            tx: writer.tx.clone(),
-            permits: Arc::new(tokio::sync::Semaphore::new(cfg.fetch.max_connections)),
-            deadline,
-            progress: progress.clone(),
-            robots_log: Mutex::new(Vec::new()),
-            aborted: AtomicBool::new(false),
-            mode,
-            queues: Mutex::new(HashMap::new()),
-            last_end,
-            delays,
-            robots_cache,
-            robots_fetched: Mutex::new(HashMap::new()),
-            claimed: Mutex::new(claimed),
-            followed: std::sync::atomic::AtomicU64::new(0),
-            tasks: Mutex::new(Vec::new()),
-            stopped: AtomicBool::new(false),
-            stop: tokio::sync::Notify::new(),
-            interrupted: AtomicBool::new(false),
-            cut: AtomicBool::new(false),
-            cut_notify: tokio::sync::Notify::new(),
-            reached: AtomicBool::new(false),
-            unreached: Mutex::new(BTreeMap::new()),
-        });
-        let watch = tokio::spawn(watch_signals(shared.clone()));
-        let reporter = progress::spawn_reporter(progress.clone(), urls);
-        let grouped = group_into_queues(mode, shared.http.resolver(), hosts).await;
-        // Every queue is registered before any worker starts, so a redirect target
-        // on a listed host joins that host's queue instead of creating a second one.
-        let listed: Vec<Arc<HostQueue>> = grouped
-            .into_iter()
-            .map(|(key, items)| Arc::new(shared.new_queue(key, items.into())))
-            .collect();
-        if let Ok(mut qs) = shared.queues.lock() {
-            for q in &listed {
-                qs.insert(q.key().to_string(), q.clone());
-            }
-        }
-        for q in &listed {
-            queues::spawn_workers(&shared, q);
-        }
-        let floor = (cfg.fetch.min_throughput > 0.0)
-            .then(|| tokio::spawn(throughput::watch(shared.clone(), urls)));
-        if !queues::join_workers(&shared).await {
-            shared.aborted.store(true, Ordering::Relaxed);
-        }
-        if let Some(f) = floor {
-            f.abort();
-        }
-        watch.abort();
-        reporter.finish().await;
-        let unreached = take(&shared.unreached);
-        let mut addressed = BTreeMap::new();
-        for (host, (reason, port)) in unreached {
-            let addr = match shared.http.resolver().addresses(&host).await {
-                Ok(addrs) => match addrs.first() {
-                    Some(a) if a.port() == 0 => std::net::SocketAddr::new(a.ip(), port).to_string(),
-                    Some(a) => a.to_string(),
-                    None => format!("{host}:{port}"),
-                },
-                Err(_) => "does not resolve".to_string(),
-            };
-            addressed.insert(host, (reason.to_string(), addr));
-        }
-        RunResult {
-            robots_log: take(&shared.robots_log),
-            robots_fetched: take(&shared.robots_fetched),
-            robots_cached_origins: shared.robots_cache.keys().cloned().collect(),
-            aborted: shared.aborted.load(Ordering::Relaxed),
-            followed: shared.followed.load(Ordering::Relaxed),
-            queues: shared.queues.lock().map(|q| q.len()).unwrap_or(0),
-            dns_lookups: shared.http.resolver().lookups(),
-            interrupted: shared.interrupted.load(Ordering::Relaxed),
-            reached: shared.reached.load(Ordering::Relaxed),
-            unreached: addressed,
-        }
-    });
+    let politeness = Politeness::load(ctx.root(), &cfg.fetch);
+    let robots_cache = RobotsCache::new(ctx.root(), cfg);
+    let shared = Arc::new(new_shared(
+        cfg,
+        policy,
+        &writer,
+        &hosts,
+        &politeness,
+        &robots_cache,
+    )?);
+    let rt = runtime::build(cfg.crawl.threads)?;
+    let run = rt.block_on(fetch_queues(shared, hosts, urls));
     drop(rt);
     // Every request of this run has ended: the next run keeps its distance from now.
-    storage::write_atomic(
-        &last_end_file,
-        crate::datum::now_millis().to_string().as_bytes(),
-    )?;
+    politeness.record_end()?;
     let written = writer.finish()?;
     let expected = urls + run.followed;
     if run.aborted || written.stats.rows != expected {
@@ -392,25 +310,17 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
             ),
         ));
     }
-    let robots_log = run.robots_log;
-    let robots = robots_log.len();
-    let robots_cached = robots_log
+    let robots = run.robots_log.len();
+    let robots_cached = run
+        .robots_log
         .iter()
         .filter(|r| run.robots_cached_origins.contains(&r.origin))
         .count();
-    write_robots(&seg, robots_log, partitions)?;
+    write_robots(&seg, run.robots_log, partitions)?;
     written.content.commit()?;
     written.crawl_fetch.commit()?;
-    if ttl > 0.0 && cfg.fetch.respect_robots {
-        // Entries of earlier runs stay until they expire; this run's replace them.
-        let now = crate::datum::now_millis();
-        let mut all = robots_cache::load(&cache_file, ttl, now);
-        all.extend(run.robots_fetched);
-        if let Err(e) = robots_cache::save(&cache_file, all, ttl, now) {
-            tracing::warn!("cannot write the robots cache: {e}");
-        }
-    }
-    Ok(FetchSummary {
+    robots_cache.save(run.robots_fetched);
+    Ok(FetchReport {
         segment: seg.path().to_path_buf(),
         urls,
         hosts: n_hosts,
@@ -428,10 +338,162 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     })
 }
 
+/// The crawl directory's robots cache (`robots_cache.json`) as this run uses it:
+/// kept only when `fetch.robots_cache_ttl` > 0 and robots.txt is respected.
+struct RobotsCache {
+    file: PathBuf,
+    ttl: f64,
+    enabled: bool,
+}
+
+impl RobotsCache {
+    fn new(crawl_dir: &Path, cfg: &Config) -> Self {
+        let ttl = cfg.fetch.robots_cache_ttl;
+        RobotsCache {
+            file: crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE),
+            ttl,
+            enabled: ttl > 0.0 && cfg.fetch.respect_robots,
+        }
+    }
+
+    /// The entries of earlier runs still fresh, by origin.
+    fn load(&self) -> HashMap<String, CacheEntry> {
+        if self.enabled {
+            robots_cache::load(&self.file, self.ttl, crate::datum::now_millis())
+        } else {
+            HashMap::new()
+        }
+    }
+
+    /// Adds this run's robots.txt (`fetched`) to the cache; entries of earlier runs
+    /// stay until they expire. A failure to write is only a warning.
+    fn save(&self, fetched: HashMap<String, CacheEntry>) {
+        if !self.enabled {
+            return;
+        }
+        let now = crate::datum::now_millis();
+        let mut all = robots_cache::load(&self.file, self.ttl, now);
+        all.extend(fetched);
+        if let Err(e) = robots_cache::save(&self.file, all, self.ttl, now) {
+            tracing::warn!("cannot write the robots cache: {e}");
+        }
+    }
+}
+
+/// The state a run's workers share, before any request.
+fn new_shared(
+    cfg: &Config,
+    policy: UrlPolicy,
+    writer: &writer::SegmentWriter,
+    hosts: &[HostList],
+    politeness: &Politeness,
+    robots_cache: &RobotsCache,
+) -> Result<Shared> {
+    let claimed: HashSet<String> = if cfg.fetch.follow_redirects > 0 {
+        hosts
+            .iter()
+            .flat_map(|(_, items)| items.iter().map(|i| i.url.to_string()))
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let time_limit = cfg.fetch.time_limit;
+    Ok(Shared {
+        http: client::Http::new(&cfg.fetch)?,
+        policy,
+        cfg: cfg.fetch.clone(),
+        tx: writer.tx.clone(),
+        permits: Arc::new(tokio::sync::Semaphore::new(cfg.fetch.max_connections)),
+        deadline: (time_limit > 0.0)
+            .then(|| tokio::time::Instant::now() + Duration::from_secs_f64(time_limit)),
+        progress: Arc::new(Progress::default()),
+        robots_log: Mutex::new(Vec::new()),
+        aborted: AtomicBool::new(false),
+        mode: QueueMode::parse(&cfg.fetch.queue_mode)?,
+        queues: Mutex::new(HashMap::new()),
+        politeness: politeness.clone(),
+        robots_cache: robots_cache.load(),
+        robots_fetched: Mutex::new(HashMap::new()),
+        claimed: Mutex::new(claimed),
+        followed: AtomicU64::new(0),
+        tasks: Mutex::new(Vec::new()),
+        stopped: AtomicBool::new(false),
+        stop: tokio::sync::Notify::new(),
+        interrupted: AtomicBool::new(false),
+        cut: AtomicBool::new(false),
+        cut_notify: tokio::sync::Notify::new(),
+        reached: AtomicBool::new(false),
+        unreached: Mutex::new(BTreeMap::new()),
+    })
+}
+
+/// The async part of a run: groups the hosts into queues, starts their workers,
+/// watches signals, the progress and the throughput floor, and waits until every
+/// worker is done.
+async fn fetch_queues(shared: Arc<Shared>, hosts: Vec<HostList>, urls: u64) -> RunResult {
+    let watch = tokio::spawn(watch_signals(shared.clone()));
+    let reporter = progress::spawn_reporter(shared.progress.clone(), urls);
+    let grouped = queues::group_into_queues(shared.mode, shared.http.resolver(), hosts).await;
+    // Every queue is registered before any worker starts, so a redirect target
+    // on a listed host joins that host's queue instead of creating a second one.
+    let listed: Vec<Arc<HostQueue>> = grouped
+        .into_iter()
+        .map(|(key, items)| Arc::new(shared.new_queue(key, items.into())))
+        .collect();
+    if let Ok(mut qs) = shared.queues.lock() {
+        for q in &listed {
+            qs.insert(q.key().to_string(), q.clone());
+        }
+    }
+    for q in &listed {
+        worker::spawn_workers(&shared, q);
+    }
+    let floor = (shared.cfg.min_throughput > 0.0)
+        .then(|| tokio::spawn(throughput::watch(shared.clone(), urls)));
+    if !worker::join_workers(&shared).await {
+        shared.aborted.store(true, Ordering::Relaxed);
+    }
+    if let Some(f) = floor {
+        f.abort();
+    }
+    watch.abort();
+    reporter.finish().await;
+    RunResult {
+        robots_log: take(&shared.robots_log),
+        robots_fetched: take(&shared.robots_fetched),
+        robots_cached_origins: shared.robots_cache.keys().cloned().collect(),
+        aborted: shared.aborted.load(Ordering::Relaxed),
+        followed: shared.followed.load(Ordering::Relaxed),
+        queues: shared.queues.lock().map(|q| q.len()).unwrap_or(0),
+        dns_lookups: shared.http.resolver().lookups(),
+        interrupted: shared.interrupted.load(Ordering::Relaxed),
+        reached: shared.reached.load(Ordering::Relaxed),
+        unreached: unreached_addresses(&shared).await,
+    }
+}
+
+/// The hosts that failed to connect or resolve, by host: (reason, the address tried).
+async fn unreached_addresses(shared: &Shared) -> BTreeMap<String, (String, String)> {
+    let unreached = take(&shared.unreached);
+    let mut addressed = BTreeMap::new();
+    for (host, (reason, port)) in unreached {
+        let addr = match shared.http.resolver().addresses(&host).await {
+            Ok(addrs) => match addrs.first() {
+                Some(a) if a.port() == 0 => std::net::SocketAddr::new(a.ip(), port).to_string(),
+                Some(a) => a.to_string(),
+                None => format!("{host}:{port}"),
+            },
+            Err(_) => "does not resolve".to_string(),
+        };
+        addressed.insert(host, (reason.to_string(), addr));
+    }
+    addressed
+}
+
 /// Stops the run when SIGINT or SIGTERM arrives ([`crate::signal`]): no request
 /// starts any more, the requests in flight get [`crate::signal::grace`] to finish,
 /// then are cut. The flag is polled every 50 ms.
-async fn watch_signals(shared: Arc<queues::Shared>) {
+async fn watch_signals(shared: Arc<Shared>) {
     let signal = crate::signal::wait().await;
     let grace = crate::signal::grace(shared.cfg.total_timeout);
     tracing::warn!(
@@ -451,7 +513,7 @@ fn take<T: Default>(m: &Mutex<T>) -> T {
 /// What the async part of a run hands back.
 struct RunResult {
     robots_log: Vec<RobotsRecord>,
-    robots_fetched: HashMap<String, robots_cache::CacheEntry>,
+    robots_fetched: HashMap<String, CacheEntry>,
     robots_cached_origins: HashSet<String>,
     aborted: bool,
     followed: u64,
@@ -460,33 +522,6 @@ struct RunResult {
     interrupted: bool,
     reached: bool,
     unreached: BTreeMap<String, (String, String)>,
-}
-
-/// Groups the per-host lists into politeness queues (`fetch.queue_mode`), in
-/// first-seen order; in ip mode hosts are resolved (cached, 64 at a time).
-async fn group_into_queues(
-    mode: QueueMode,
-    resolver: &resolve::Resolver,
-    hosts: Vec<HostList>,
-) -> Vec<(String, Vec<FetchItem>)> {
-    use futures::StreamExt;
-    let keys: Vec<String> = futures::stream::iter(hosts.iter().map(|(h, _)| h.clone()))
-        .map(|h| async move { queues::queue_key(mode, resolver, &h).await })
-        .buffered(64)
-        .collect()
-        .await;
-    let mut out: Vec<(String, Vec<FetchItem>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for (key, (_, items)) in keys.into_iter().zip(hosts) {
-        match index.get(&key) {
-            Some(&i) => out[i].1.extend(items),
-            None => {
-                index.insert(key.clone(), out.len());
-                out.push((key, items));
-            }
-        }
-    }
-    out
 }
 
 /// Writes and commits the segment's `robots/` dataset (partitioned by host).
@@ -505,41 +540,4 @@ fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -
     }
     staged.commit()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod initial_wait_tests {
-    use super::*;
-
-    #[test]
-    fn waits_only_for_what_is_left_of_the_delay() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join(LAST_END_FILE);
-        assert_eq!(
-            wait_since(read_last_end(&f), 1.0, 10_000),
-            Duration::ZERO,
-            "no previous run"
-        );
-        std::fs::write(&f, "10000").unwrap();
-        assert_eq!(
-            wait_since(read_last_end(&f), 1.0, 10_000),
-            Duration::from_millis(1000)
-        );
-        assert_eq!(
-            wait_since(read_last_end(&f), 1.0, 10_400),
-            Duration::from_millis(600)
-        );
-        assert_eq!(
-            wait_since(read_last_end(&f), 1.0, 12_000),
-            Duration::ZERO,
-            "ended long ago"
-        );
-        assert_eq!(
-            wait_since(read_last_end(&f), 1.0, 9_000),
-            Duration::from_millis(1000),
-            "clock went back"
-        );
-        std::fs::write(&f, "garbage").unwrap();
-        assert_eq!(wait_since(read_last_end(&f), 1.0, 10_000), Duration::ZERO);
-    }
 }

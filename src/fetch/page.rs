@@ -6,12 +6,12 @@ use std::sync::Arc;
 use reqwest::header::{HeaderName, IF_MODIFIED_SINCE, IF_NONE_MATCH};
 
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
-use crate::fetch::client::Http;
-use crate::fetch::outcome::{
+use crate::fetch::writer::Output;
+use crate::net::client::{Fetched, Http};
+use crate::net::outcome::{
     HostSignal, classify_error, classify_http, host_signal_for_status, parse_retry_after,
     redirect_status,
 };
-use crate::fetch::writer::Output;
 use crate::records::{ContentRecord, FetchRecord, Header};
 use crate::urls::UrlPolicy;
 
@@ -162,27 +162,7 @@ pub async fn fetch_page(
     rec.etag = resp.header("etag").map(str::to_string);
     rec.last_modified = resp.header("last-modified").map(str::to_string);
     rec.response_time_ms = Some(resp.elapsed.as_millis() as i64);
-    let (status, reason) = match classify_http(code) {
-        Some(sr) => sr,
-        None => {
-            let target = resp
-                .header("location")
-                .and_then(|loc| url.join(loc.trim()).ok());
-            match target {
-                None => (FetchStatus::FetchGone, "bad_redirect".to_string()),
-                Some(t) => match policy.check_url(t) {
-                    Ok(n) => {
-                        rec.redirect_target = Some(n.to_string());
-                        (redirect_status(code), format!("http_{code}"))
-                    }
-                    Err(rej) => {
-                        tracing::debug!("{}: redirect target rejected: {rej}", item.url);
-                        (redirect_status(code), "redirect_filtered".to_string())
-                    }
-                },
-            }
-        }
-    };
+    let (status, reason) = status_of(code, resp.header("location"), url, policy, item, &mut rec);
     rec.status = status;
     rec.reason = reason;
     if status == FetchStatus::FetchNotmodified {
@@ -206,26 +186,7 @@ pub async fn fetch_page(
             rec.reason = "truncated".to_string();
         }
         rec.content_length = Some(resp.body.len() as i64);
-        Some(ContentRecord {
-            url: item.url.to_string(),
-            host: item.host.to_string(),
-            fetch_time: now,
-            http_status: i32::from(code),
-            content_type: rec.content_type.clone(),
-            headers: resp
-                .headers
-                .iter()
-                .map(|(n, v)| Header {
-                    name: n.as_str().to_string(),
-                    value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                })
-                .collect(),
-            content: resp.body,
-            truncated: resp.truncated,
-            ip_address: resp.remote_addr.map(|a| a.ip().to_string()),
-            score: item.score,
-            depth: item.depth,
-        })
+        Some(content_record(item, &rec, resp, now))
     } else {
         None
     };
@@ -236,4 +197,57 @@ pub async fn fetch_page(
         },
         signal,
     )
+}
+
+/// The status and reason of a response with HTTP status `code`; a redirect's target
+/// (`location` resolved against `url`, checked by the URL policy) goes into `rec`.
+fn status_of(
+    code: u16,
+    location: Option<&str>,
+    url: &url::Url,
+    policy: &UrlPolicy,
+    item: &FetchItem,
+    rec: &mut FetchRecord,
+) -> (FetchStatus, String) {
+    if let Some(sr) = classify_http(code) {
+        return sr;
+    }
+    let target = location.and_then(|loc| url.join(loc.trim()).ok());
+    match target {
+        None => (FetchStatus::FetchGone, "bad_redirect".to_string()),
+        Some(t) => match policy.check_url(t) {
+            Ok(n) => {
+                rec.redirect_target = Some(n.to_string());
+                (redirect_status(code), format!("http_{code}"))
+            }
+            Err(rej) => {
+                tracing::debug!("{}: redirect target rejected: {rej}", item.url);
+                (redirect_status(code), "redirect_filtered".to_string())
+            }
+        },
+    }
+}
+
+/// The content row of a page fetched (2xx) at `now`, whose crawl_fetch row is `rec`.
+fn content_record(item: &FetchItem, rec: &FetchRecord, resp: Fetched, now: i64) -> ContentRecord {
+    ContentRecord {
+        url: item.url.to_string(),
+        host: item.host.to_string(),
+        fetch_time: now,
+        http_status: i32::from(resp.status),
+        content_type: rec.content_type.clone(),
+        headers: resp
+            .headers
+            .iter()
+            .map(|(n, v)| Header {
+                name: n.as_str().to_string(),
+                value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            })
+            .collect(),
+        content: resp.body,
+        truncated: resp.truncated,
+        ip_address: resp.remote_addr.map(|a| a.ip().to_string()),
+        score: item.score,
+        depth: item.depth,
+    }
 }

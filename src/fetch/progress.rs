@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::fetch::queues::Progress;
+use crate::fetch::state::Progress;
 
 /// The running reporter task.
 pub struct Reporter {

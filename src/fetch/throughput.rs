@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::fetch::queues::Shared;
+use crate::fetch::state::Shared;
 
 /// Watches the URLs finished per window and stops the run ([`Shared::stop_early`])
 /// at the end of the first whole `fetch.min_throughput_window` (after

@@ -18,10 +18,11 @@ use super::{Job, Source};
 use crate::config::Config;
 use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::fetch::client::Http;
-use crate::fetch::hostpattern::HostPatterns;
-use crate::fetch::outcome::classify_error;
-use crate::fetch::robots::{Robots, fetch_robots, origin_of};
+use crate::net::client::{Fetched, Http, RequestError};
+use crate::net::outcome::classify_error;
+use crate::net::politeness::Politeness;
+use crate::net::robots::{Robots, fetch_robots, origin_of};
+use crate::net::runtime;
 use crate::urls::UrlPolicy;
 
 /// At most this many redirects are followed for one sitemap (same origin only).
@@ -44,10 +45,8 @@ struct Shared {
     policy: Arc<UrlPolicy>,
     known: BTreeMap<String, SitemapRecord>,
     now: Millis,
-    /// When the last fetch run's last request ended (ms), for politeness across runs.
-    last_end: Option<i64>,
-    /// `fetch.delays`: per-host delays replacing `fetch.delay`.
-    delays: HostPatterns<f64>,
+    /// Per-host delays and the distance to the last run (`fetch.last_end`).
+    politeness: Politeness,
     not_due: AtomicU64,
     /// Fetch index children due or not (`--force`).
     force: bool,
@@ -70,15 +69,13 @@ pub fn fetch_all(
     if jobs.is_empty() {
         return Ok((Vec::new(), 0));
     }
-    let last_end = crawl_dir.join(crate::fetch::LAST_END_FILE);
     let shared = Arc::new(Shared {
         http: Http::new(&cfg.fetch)?,
         cfg: cfg.clone(),
         policy: Arc::new(policy.clone()),
         known: known.clone(),
         now,
-        last_end: crate::fetch::read_last_end(&last_end),
-        delays: HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d))),
+        politeness: Politeness::load(crawl_dir, &cfg.fetch),
         not_due: AtomicU64::new(0),
         force,
         budget: std::sync::atomic::AtomicI64::new(
@@ -89,11 +86,7 @@ pub fn fetch_all(
     for j in jobs {
         by_origin.entry(origin_of(&j.url)).or_default().push_back(j);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
+    let rt = runtime::build(2)?;
     let max_parallel = cfg.fetch.max_connections.max(1);
     let results = rt.block_on(async {
         tokio::select! {
@@ -106,7 +99,7 @@ pub fn fetch_all(
     });
     drop(rt);
     // Requests were made either way: the next run keeps its distance from now.
-    crate::storage::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
+    shared.politeness.record_end()?;
     let results = results?;
     Ok((results, shared.not_due.load(Ordering::Relaxed)))
 }
@@ -117,26 +110,14 @@ async fn fetch_jobs(
     by_origin: BTreeMap<String, VecDeque<Job>>,
     max_parallel: usize,
 ) -> Vec<FetchResult> {
-    {
-        let permits = Arc::new(tokio::sync::Semaphore::new(max_parallel));
-        let mut tasks = Vec::new();
-        for (origin, queue) in by_origin {
-            let shared = shared.clone();
-            let permits = permits.clone();
-            tasks.push(tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await.ok();
-                origin_task(shared, origin, queue).await
-            }));
-        }
-        let mut out = Vec::new();
-        for t in tasks {
-            match t.await {
-                Ok(r) => out.extend(r),
-                Err(e) => tracing::error!("a sitemap worker failed: {e}"),
-            }
-        }
-        out
-    }
+    let tasks = by_origin
+        .into_iter()
+        .map(|(origin, queue)| origin_task(shared.clone(), origin, queue));
+    runtime::run_bounded(max_parallel, tasks, "a sitemap worker")
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// A record for `job` with no parse result yet.
@@ -190,13 +171,8 @@ async fn origin_task(
         .to_ascii_lowercase();
     let mut seen: HashSet<String> = queue.iter().map(|j| j.url.to_string()).collect();
     let fcfg = &shared.cfg.fetch;
-    let base = shared.delays.get(&host).copied().unwrap_or(fcfg.delay);
-    tokio::time::sleep(crate::fetch::wait_since(
-        shared.last_end,
-        base,
-        now_millis(),
-    ))
-    .await;
+    let base = shared.politeness.delay_secs(&host);
+    tokio::time::sleep(shared.politeness.first_wait(base)).await;
     let mut delay = Duration::try_from_secs_f64(base.max(0.0)).unwrap_or_default();
     let robots = if fcfg.respect_robots {
         let (r, _, _) = fetch_robots(&shared.http, &origin, &host, &fcfg.robots_agent).await;
@@ -278,7 +254,7 @@ async fn polite_get(
     headers: &[(HeaderName, String)],
     last: &mut tokio::time::Instant,
     delay: Duration,
-) -> std::result::Result<crate::fetch::client::Fetched, crate::fetch::client::RequestError> {
+) -> std::result::Result<Fetched, RequestError> {
     tokio::time::sleep_until(*last + delay).await;
     let cap = usize::try_from(shared.cfg.sitemaps.max_bytes).unwrap_or(usize::MAX);
     let r = shared.http.get(url, headers, cap).await;
@@ -316,72 +292,8 @@ async fn fetch_one(
         rec.http_status = Some(i32::from(resp.status));
         rec.fetched_time = Some(now_millis());
         match resp.status {
-            200..=299 => {
-                rec.etag = resp.header("etag").map(str::to_string);
-                rec.last_modified = resp.header("last-modified").map(str::to_string);
-                let truncated = resp.truncated;
-                let body = resp.body;
-                let policy = shared.policy.clone();
-                let scope = job.scope.clone();
-                let sm_url = job.url.clone();
-                let limits = Limits {
-                    max_urls: shared.cfg.sitemaps.max_urls,
-                    max_bytes: shared.cfg.sitemaps.max_bytes,
-                };
-                let parsed = tokio::task::spawn_blocking(move || {
-                    let ctx = Context {
-                        sitemap: &sm_url,
-                        scope: &scope,
-                        policy: &policy,
-                        limits,
-                    };
-                    let mut p = parse::parse(&body, &ctx);
-                    if truncated && !p.too_large {
-                        p.too_large = true;
-                        p.note_download_cut(limits.max_bytes);
-                    }
-                    p
-                })
-                .await;
-                let parsed = match parsed {
-                    Ok(p) => p,
-                    Err(e) => {
-                        rec.reason = format!("parser_failed: {e}");
-                        return (rec, empty());
-                    }
-                };
-                rec.status = "ok".into();
-                rec.reason = if parsed.problem_count > 0 {
-                    "malformed".into()
-                } else {
-                    "ok".into()
-                };
-                rec.format = Some(parsed.format.as_str().to_string());
-                rec.gzipped = parsed.gzipped;
-                rec.bytes = parsed.bytes as i64;
-                rec.urls_found = (parsed.urls.len() + parsed.sitemaps.len()) as i64;
-                rec.urls_rejected = parsed.rejected as i64;
-                rec.urls_cut = parsed.cut as i64;
-                rec.problems = parsed.problem_count as i64;
-                rec.first_problem = parsed.problems.first().map(|p| p.to_string());
-                for p in &parsed.problems {
-                    tracing::debug!("sitemap {}: {p}", job.url);
-                }
-                return (rec, parsed);
-            }
-            304 => {
-                // Unchanged: keep what the last fetch found.
-                if let Some(prev) = shared.known.get(job.url.as_str()) {
-                    rec.format = prev.format.clone();
-                    rec.gzipped = prev.gzipped;
-                    rec.bytes = prev.bytes;
-                    rec.problems = prev.problems;
-                    rec.first_problem = prev.first_problem.clone();
-                }
-                rec.status = "not_modified".into();
-                rec.reason = "http_304".into();
-                return (rec, empty());
-            }
+            200..=299 => return parse_ok(shared, job, rec, resp).await,
+            304 => return (not_modified(shared, job, rec), empty()),
             300..=399 => {
                 let target = resp.header("location").and_then(|l| url.join(l).ok());
                 match target {
@@ -405,4 +317,80 @@ async fn fetch_one(
     }
     rec.reason = "too_many_redirects".into();
     (rec, Parsed::empty())
+}
+
+/// The record and URLs of a sitemap that answered 2xx: its body parsed (off the
+/// async workers) within `[sitemaps]`'s limits.
+async fn parse_ok(
+    shared: &Shared,
+    job: &Job,
+    mut rec: SitemapRecord,
+    resp: Fetched,
+) -> (SitemapRecord, Parsed) {
+    rec.etag = resp.header("etag").map(str::to_string);
+    rec.last_modified = resp.header("last-modified").map(str::to_string);
+    let truncated = resp.truncated;
+    let body = resp.body;
+    let policy = shared.policy.clone();
+    let scope = job.scope.clone();
+    let sm_url = job.url.clone();
+    let limits = Limits {
+        max_urls: shared.cfg.sitemaps.max_urls,
+        max_bytes: shared.cfg.sitemaps.max_bytes,
+    };
+    let parsed = tokio::task::spawn_blocking(move || {
+        let ctx = Context {
+            sitemap: &sm_url,
+            scope: &scope,
+            policy: &policy,
+            limits,
+        };
+        let mut p = parse::parse(&body, &ctx);
+        if truncated && !p.too_large {
+            p.too_large = true;
+            p.note_download_cut(limits.max_bytes);
+        }
+        p
+    })
+    .await;
+    let parsed = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            rec.reason = format!("parser_failed: {e}");
+            return (rec, Parsed::empty());
+        }
+    };
+    rec.status = "ok".into();
+    rec.reason = if parsed.problem_count > 0 {
+        "malformed".into()
+    } else {
+        "ok".into()
+    };
+    rec.format = Some(parsed.format.as_str().to_string());
+    rec.gzipped = parsed.gzipped;
+    rec.bytes = parsed.bytes as i64;
+    rec.urls_found = (parsed.urls.len() + parsed.sitemaps.len()) as i64;
+    rec.urls_rejected = parsed.rejected as i64;
+    rec.urls_cut = parsed.cut as i64;
+    rec.problems = parsed.problem_count as i64;
+    rec.first_problem = parsed.problems.first().map(|p| p.to_string());
+    for p in &parsed.problems {
+        tracing::debug!("sitemap {}: {p}", job.url);
+    }
+    (rec, parsed)
+}
+
+/// The record of a sitemap that answered 304: unchanged, it keeps what the last
+/// fetch found.
+fn not_modified(shared: &Shared, job: &Job, mut rec: SitemapRecord) -> SitemapRecord {
+    if let Some(prev) = shared.known.get(job.url.as_str()) {
+        rec.format = prev.format.clone();
+        rec.gzipped = prev.gzipped;
+        rec.bytes = prev.bytes;
+        rec.problems = prev.problems;
+        rec.first_problem = prev.first_problem.clone();
+    }
+    rec.status = "not_modified".into();
+    rec.reason = "http_304".into();
+    rec
 }

@@ -182,12 +182,12 @@ pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     for seg in dir.segments()? {
-        let ds = seg.dataset(crate::fetch::ROBOTS_DATASET);
+        let ds = seg.dataset(crate::net::robots::ROBOTS_DATASET);
         if !storage::dataset_complete(&ds) {
             continue;
         }
         crate::integrity::verify(&ds, crate::integrity::Check::Checksums)?;
-        for r in storage::read_dataset::<crate::fetch::robots::RobotsRecord>(&ds)? {
+        for r in storage::read_dataset::<crate::net::robots::RobotsRecord>(&ds)? {
             for s in r.sitemaps {
                 if seen.insert((s.clone(), r.origin.clone())) {
                     out.push((s, r.origin.clone()));

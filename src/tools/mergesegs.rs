@@ -46,13 +46,13 @@ use serde::{Deserialize, Serialize};
 use super::segstate::{self, Applied};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
-use crate::fetch::robots::RobotsRecord;
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
 use crate::integrity::Check;
 use crate::layout::lock::segment_lock_path;
 use crate::layout::{
     CRAWLDB_META, CrawlDir, Lock, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
 };
+use crate::net::robots::RobotsRecord;
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
@@ -1005,9 +1005,9 @@ mod tests {
         for d in SEGMENT_DATASETS {
             assert!(merge_kind(d).is_some(), "no merge rule for {d}");
         }
-        assert!(SEGMENT_DATASETS.contains(&crate::fetch::ROBOTS_DATASET));
+        assert!(SEGMENT_DATASETS.contains(&crate::net::robots::ROBOTS_DATASET));
         assert_eq!(
-            merge_kind(crate::fetch::ROBOTS_DATASET),
+            merge_kind(crate::net::robots::ROBOTS_DATASET),
             Some(MergeKind::IfPresent)
         );
         assert_eq!(merge_kind("nope"), None);

@@ -230,7 +230,7 @@ pub fn dump(seg: &Segment, opts: &DumpOpts, out: &mut impl Write) -> Result<u64>
                         Ok(parsed) => filter_column(
                             &batch,
                             "origin",
-                            &crate::fetch::robots::origin_of(&parsed),
+                            &crate::net::robots::origin_of(&parsed),
                             &ctx,
                         )?,
                         Err(_) => batch.slice(0, 0),
@@ -260,7 +260,7 @@ fn dataset_schema(name: &str) -> Option<SchemaRef> {
         "parse_text" => ParseTextRecord::schema(),
         "parse_data" => ParseDataRecord::schema(),
         "crawl_parse" => CrawlParseRecord::schema(),
-        "robots" => crate::fetch::robots::RobotsRecord::schema(),
+        "robots" => crate::net::robots::RobotsRecord::schema(),
         _ => return None,
     })
 }

@@ -11,8 +11,8 @@ use std::process::Command;
 use crate::common::{
     self, DEMO_WEB, TestWeb, bin, crawldb, inject_seeds, round, run, run_ok, site_map, write_config,
 };
-use trawl::fetch::robots::RobotsRecord;
 use trawl::graph::rows::PageRankMeta;
+use trawl::net::robots::RobotsRecord;
 use trawl::records::PageRankRecord;
 use trawl::sitemaps::SitemapRecord;
 

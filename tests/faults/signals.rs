@@ -455,7 +455,7 @@ fn fetch_with_the_web_down_exits_5_naming_connection_refused() {
             "{u}"
         );
     }
-    let robots: Vec<trawl::fetch::robots::RobotsRecord> =
+    let robots: Vec<trawl::net::robots::RobotsRecord> =
         trawl::storage::read_dataset(&Path::new(&segment).join("robots")).unwrap();
     assert_eq!(robots.len(), 3);
     for r in &robots {

@@ -424,7 +424,7 @@ mod tests {
         let m = map();
         for (host, h) in &m.hosts {
             let Some(text) = &h.robots_txt else { continue };
-            let r = trawl::fetch::robots::Robots::parse("trawl", text.as_bytes());
+            let r = trawl::net::robots::Robots::parse("trawl", text.as_bytes());
             for (url, e) in m.urls.iter().filter(|(u, _)| u.contains(host.as_str())) {
                 assert_eq!(r.allowed(url), !e.disallowed, "{url}");
             }

@@ -711,7 +711,7 @@ mod tests {
                 .await
                 .unwrap_err();
             assert_eq!(
-                trawl::fetch::outcome::classify_error(&e),
+                trawl::net::outcome::classify_error(&e),
                 "tls_error",
                 "{e:?}"
             );
@@ -722,7 +722,7 @@ mod tests {
                 .await
                 .unwrap_err();
             assert_eq!(
-                trawl::fetch::outcome::classify_error(&e),
+                trawl::net::outcome::classify_error(&e),
                 "tls_error",
                 "{e:?}"
             );

@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use texting_robots::Robot;
 
 use crate::datum::{Millis, timestamp_type};
-use crate::fetch::outcome::classify_error;
+use crate::net::outcome::classify_error;
 use crate::storage::Record;
 
+/// Name of the segment-level dataset of robots.txt outcomes ([`RobotsRecord`] rows).
+pub const ROBOTS_DATASET: &str = "robots";
 /// At most this many bytes of a robots.txt are parsed (Google's limit).
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
 /// Longer lines are cut to this many bytes (Google's parser: `2083 * 8 - 1`).
@@ -255,7 +257,7 @@ pub fn origin_of(url: &url::Url) -> String {
 /// Also returns the body of a 2xx robots.txt (at most [`MAX_ROBOTS_BYTES`]), for the
 /// robots cache.
 pub async fn fetch_robots(
-    http: &crate::fetch::client::Http,
+    http: &crate::net::client::Http,
     origin: &str,
     host: &str,
     agent: &str,
@@ -314,37 +316,9 @@ pub async fn fetch_robots(
                     }
                 }
             }
-            429 => {
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::Unavailable,
-                    "http_429",
-                    last_status,
-                    0,
-                ));
-            }
-            400..=499 => {
-                let reason = format!("http_{code}");
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::AllowAll,
-                    &reason,
-                    last_status,
-                    0,
-                ));
-            }
-            _ => {
-                let reason = format!("http_{code}");
-                return no_body(finish(
-                    origin,
-                    host,
-                    Robots::Unavailable,
-                    &reason,
-                    last_status,
-                    0,
-                ));
+            code => {
+                let (robots, reason) = robots_for_status(code);
+                return no_body(finish(origin, host, robots, &reason, last_status, 0));
             }
         }
     }
@@ -358,6 +332,17 @@ pub async fn fetch_robots(
         last_status,
         0,
     ))
+}
+
+/// What a robots.txt answering `code` (not 2xx or 3xx) means, and its reason: 429
+/// and 5xx make it unavailable (nothing is fetched), other 4xx allow everything.
+fn robots_for_status(code: u16) -> (Robots, String) {
+    let robots = match code {
+        429 => Robots::Unavailable,
+        400..=499 => Robots::AllowAll,
+        _ => Robots::Unavailable,
+    };
+    (robots, format!("http_{code}"))
 }
 
 fn no_body((robots, rec): (Robots, RobotsRecord)) -> (Robots, RobotsRecord, Option<Vec<u8>>) {

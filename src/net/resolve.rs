@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::error::{Error, Result};
-use crate::fetch::hostpattern::HostPatterns;
-use crate::fetch::outcome::DnsError;
+use crate::net::hostpattern::HostPatterns;
+use crate::net::outcome::DnsError;
 
 /// The `fetch.resolve` value that marks matching hosts as not resolving: a lookup of
 /// such a host fails at once (counted and cached like a real failed lookup), and no

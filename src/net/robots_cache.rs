@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::datum::Millis;
 use crate::error::Result;
-use crate::fetch::robots::{Robots, RobotsRecord};
+use crate::net::robots::{Robots, RobotsRecord};
 use crate::storage;
 
 /// The cache file in the crawl directory.

@@ -14,7 +14,7 @@ use reqwest::header::{HOST, HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::FetchConfig;
 use crate::error::{Error, Result};
-use crate::fetch::resolve::{ResolveMap, Resolver};
+use crate::net::resolve::{ResolveMap, Resolver};
 
 /// An error of one request (network, timeout, protocol).
 pub type RequestError = Box<dyn std::error::Error + Send + Sync>;
@@ -290,26 +290,6 @@ mod tests {
         .unwrap();
         let e = load_ca_file(&junk).unwrap_err().to_string();
         assert!(e.contains("certificate 1") && e.contains("junk.pem"), "{e}");
-    }
-
-    #[test]
-    fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = testweb::TestCa::generate().unwrap();
-        let b = testweb::TestCa::generate().unwrap();
-        let pem = dir.path().join("ca.pem");
-        std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
-        assert_eq!(load_ca_file(&pem).unwrap().len(), 2);
-        let cfg = FetchConfig {
-            ca_file: pem,
-            ..FetchConfig::default()
-        };
-        assert!(Http::new(&cfg).is_ok());
-        let cfg = FetchConfig {
-            tls_verify: false,
-            ..FetchConfig::default()
-        };
-        assert!(Http::new(&cfg).is_ok());
     }
 
     #[test]
