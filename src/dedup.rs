@@ -23,9 +23,11 @@ use std::path::Path;
 
 use crate::datum::{CrawlDatum, DbStatus, now_millis};
 use crate::error::Result;
-use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
 use crate::records::ParseDataRecord;
-use crate::storage::{self, PartWriter, StagedDataset};
+use crate::store::layout::{CRAWLDB_META, CrawlDir};
+use crate::store::names::SegmentDataset;
+use crate::store::names::VersionedDb;
+use crate::store::parquet::{self, PartWriter};
 
 /// Options of a dedup run.
 #[derive(Debug, Clone, Copy)]
@@ -165,16 +167,16 @@ pub fn near_pairs(hashes: &[u64], k: u32) -> Vec<(usize, usize)> {
 fn simhashes(dir: &CrawlDir) -> Result<HashMap<String, u64>> {
     let mut out = HashMap::new();
     for seg in dir.segments()? {
-        if !seg.has("parse_data") {
+        if !seg.has(SegmentDataset::ParseData) {
             continue;
         }
         // Near-duplicate verdicts are written into the crawldb: checked in full.
-        let files = crate::integrity::verify(
-            &seg.dataset("parse_data"),
-            crate::integrity::Check::Checksums,
+        let files = crate::store::integrity::verify(
+            &seg.dataset(SegmentDataset::ParseData),
+            crate::store::integrity::Check::Checksums,
         )?;
         for part in files {
-            for rows in storage::read_part::<ParseDataRecord>(&part)? {
+            for rows in parquet::read_part::<ParseDataRecord>(&part)? {
                 for r in rows? {
                     if let Some(h) = r.simhash {
                         out.insert(r.url, h);
@@ -196,12 +198,12 @@ fn is_candidate(d: &CrawlDatum) -> bool {
 /// Runs dedup on the crawl directory `root`.
 pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     let dir = CrawlDir::open_existing(root)?;
-    let _lock = Lock::acquire(&dir.crawldb_lock(), "dedup")?;
-    dir.recover_crawldb()?;
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let _lock = db.lock("dedup")?;
     crate::crawldb::verify_for_rewrite(&dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
-    let parts = storage::part_files(&current)?;
+    let parts = parquet::part_files(&current)?;
     let sims = if opts.near {
         simhashes(&dir)?
     } else {
@@ -212,7 +214,7 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     let mut sum = DedupSummary::default();
     let mut cands: Vec<Cand> = Vec::new();
     for part in &parts {
-        for rows in storage::read_part::<CrawlDatum>(part)? {
+        for rows in parquet::read_part::<CrawlDatum>(part)? {
             for d in rows? {
                 sum.rows += 1;
                 if is_candidate(&d) {
@@ -283,11 +285,11 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     }
 
     // Pass 2: rewrite part by part, same names and order.
-    let staged = StagedDataset::new(&current)?;
+    let staged = db.stage()?;
     for part in &parts {
         let name = part.file_name().map(|n| n.to_owned()).unwrap_or_default();
         let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
-        for rows in storage::read_part::<CrawlDatum>(part)? {
+        for rows in parquet::read_part::<CrawlDatum>(part)? {
             for mut d in rows? {
                 if is_candidate(&d) {
                     match verdict.get(&d.url) {
@@ -309,8 +311,8 @@ pub fn run(root: &Path, opts: &DedupOptions) -> Result<DedupSummary> {
     }
     meta.written_time = now_millis();
     meta.written_by = "dedup".into();
-    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
-    layout::install_version(&dir.crawldb(), staged)?;
+    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
+    db.install(staged, "dedup")?;
     Ok(sum)
 }
 

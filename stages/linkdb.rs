@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use trawl::graph::linkdb::{SegmentChoice, run_linkdb};
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 
 /// Inverts the outlinks of segments' parse_data into linkdb/current (inlinks per URL).
 #[derive(Debug, Parser)]

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use trawl::graph::stage::run_pagerank;
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Source {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use trawl::crawldb::readdb::{self, Filter, Format};
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 
 #[derive(Debug, Parser)]
 #[command(

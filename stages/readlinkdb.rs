@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 use trawl::tools::readlinkdb;
 
 #[derive(Debug, Parser)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 use trawl::tools::readseg::{self, DumpOptions};
 
 #[derive(Debug, Parser)]

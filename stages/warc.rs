@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use trawl::layout::CrawlDir;
+use trawl::store::layout::CrawlDir;
 use trawl::warc::{ExportOptions, export::default_out_dir, export_segment};
 
 #[derive(Debug, Parser)]

@@ -29,7 +29,7 @@ fn config(dir: &Path, addr: &str, fetch: &str, resolve: &str) -> PathBuf {
 }
 
 fn robots_rows(segment: &str) -> Vec<RobotsRecord> {
-    trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap()
+    trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap()
 }
 
 /// Injects `seeds` into a new crawl, generates and fetches one segment; returns the
@@ -245,7 +245,7 @@ fn robots_cache_between_runs() {
     let mut r1 = robots_requests(since);
     r1.sort();
     assert_eq!(r1, ["site0.web.test", "site1.web.test"], "{s1}");
-    let cache = crawl.join(trawl::fetch::robots_cache::ROBOTS_CACHE_FILE);
+    let cache = trawl::store::layout::CrawlDir::new(&crawl).robots_cache();
     assert!(cache.is_file());
 
     // Round 2: no robots.txt request, the cached rules still apply (site0 and site1

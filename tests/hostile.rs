@@ -62,7 +62,7 @@ fn inject(dir: &Path, crawl: &Path, cfg: &Path, seeds: &[String]) {
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {
     let rows: Vec<RobotsRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap();
     rows.into_iter().map(|r| (r.host.clone(), r)).collect()
 }
 

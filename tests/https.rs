@@ -52,13 +52,13 @@ fn toml_path(p: &Path) -> String {
 
 fn fetch_list(segment: &str) -> BTreeSet<String> {
     let rows: Vec<CrawlDatum> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
     rows.into_iter().map(|d| d.url).collect()
 }
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {
     let rows: Vec<RobotsRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap();
     rows.into_iter().map(|r| (r.origin.clone(), r)).collect()
 }
 

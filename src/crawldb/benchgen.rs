@@ -13,9 +13,9 @@ use rayon::prelude::*;
 
 use crate::datum::{CrawlDatum, DbStatus, FetchStatus, now_millis};
 use crate::error::Result;
-use crate::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
 use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
+use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// Fills the fetch or parse rows of one partition.
 type FillPart<'a> = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync + 'a;
@@ -78,7 +78,7 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
         Ok(())
     })?;
 
-    let name = crate::layout::new_segment_name(&dir, now);
+    let name = crate::store::layout::new_segment_name(&dir, now);
     let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
     let write = |dataset: &str, f: &FillPart<'_>| -> Result<()> {
         let path = seg.path().join(dataset);
@@ -88,8 +88,8 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
             .map(|i| {
                 let (mut fr, mut pr) = (Vec::new(), Vec::new());
                 f(i, &mut fr, &mut pr);
-                let p = path.join(storage::part_name(i));
-                if dataset == "crawl_fetch" {
+                let p = path.join(parquet::part_name(i));
+                if dataset == crate::store::names::SegmentDataset::CrawlFetch.as_str() {
                     let mut w = PartWriter::<FetchRecord>::create(&p)?;
                     for r in fr {
                         w.push(r)?;
@@ -105,70 +105,76 @@ pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
                 Ok(())
             })
             .collect::<Result<Vec<()>>>()?;
-        storage::write_atomic(&path.join(storage::SUCCESS_MARKER), b"benchgen\n")
+        parquet::write_atomic(&path.join(parquet::SUCCESS_MARKER), b"benchgen\n")
     };
     let fetched_of = |_host: u64| (0..per_host).step_by(10);
-    write("crawl_fetch", &|i, fr, _| {
-        for &j in &by_part[i] {
-            for k in fetched_of(j) {
-                fr.push(FetchRecord {
-                    url: url(j, k),
-                    host: host(j),
-                    status: if k % 100 == 50 {
-                        FetchStatus::FetchGone
-                    } else {
-                        FetchStatus::FetchSuccess
-                    },
-                    reason: "ok".into(),
-                    fetch_time: now,
-                    http_status: Some(200),
-                    content_type: Some("text/html".into()),
-                    content_length: Some(10_000),
-                    redirect_target: None,
-                    etag: None,
-                    last_modified: None,
-                    response_time_ms: Some(50),
-                    score: 1.0,
-                    depth: 1,
-                });
-            }
-        }
-    })?;
-    write("crawl_parse", &|i, _, pr| {
-        for &t in &by_part[i] {
-            for k in fetched_of(t) {
-                pr.push(CrawlParseRecord {
-                    url: url(t, k),
-                    host: host(t),
-                    kind: "signature".into(),
-                    from_url: None,
-                    anchor: None,
-                    score: 0.0,
-                    depth: 0,
-                    signature: Some(format!("{:016x}", t * 7 + k)),
-                });
-            }
-            // Inlinks of host t: from hosts t - m, link m.
-            for m in 0..5u64 {
-                let j = (t + hosts - m % hosts) % hosts;
+    write(
+        crate::store::names::SegmentDataset::CrawlFetch.as_str(),
+        &|i, fr, _| {
+            for &j in &by_part[i] {
                 for k in fetched_of(j) {
-                    let target = (2 * k + m) % (2 * per_host);
-                    pr.push(CrawlParseRecord {
-                        url: url(t, target),
-                        host: host(t),
-                        kind: "link".into(),
-                        from_url: Some(url(j, k)),
-                        anchor: Some("link".into()),
-                        score: 0.2,
-                        depth: 2,
-                        signature: None,
+                    fr.push(FetchRecord {
+                        url: url(j, k),
+                        host: host(j),
+                        status: if k % 100 == 50 {
+                            FetchStatus::FetchGone
+                        } else {
+                            FetchStatus::FetchSuccess
+                        },
+                        reason: "ok".into(),
+                        fetch_time: now,
+                        http_status: Some(200),
+                        content_type: Some("text/html".into()),
+                        content_length: Some(10_000),
+                        redirect_target: None,
+                        etag: None,
+                        last_modified: None,
+                        response_time_ms: Some(50),
+                        score: 1.0,
+                        depth: 1,
                     });
                 }
             }
-        }
-    })?;
+        },
+    )?;
+    write(
+        crate::store::names::SegmentDataset::CrawlParse.as_str(),
+        &|i, _, pr| {
+            for &t in &by_part[i] {
+                for k in fetched_of(t) {
+                    pr.push(CrawlParseRecord {
+                        url: url(t, k),
+                        host: host(t),
+                        kind: "signature".into(),
+                        from_url: None,
+                        anchor: None,
+                        score: 0.0,
+                        depth: 0,
+                        signature: Some(format!("{:016x}", t * 7 + k)),
+                    });
+                }
+                // Inlinks of host t: from hosts t - m, link m.
+                for m in 0..5u64 {
+                    let j = (t + hosts - m % hosts) % hosts;
+                    for k in fetched_of(j) {
+                        let target = (2 * k + m) % (2 * per_host);
+                        pr.push(CrawlParseRecord {
+                            url: url(t, target),
+                            host: host(t),
+                            kind: "link".into(),
+                            from_url: Some(url(j, k)),
+                            anchor: Some("link".into()),
+                            score: 0.2,
+                            depth: 2,
+                            signature: None,
+                        });
+                    }
+                }
+            }
+        },
+    )?;
     let fetched = (0..hosts).map(|j| fetched_of(j).count() as u64).sum();
-    storage::write_json(
+    parquet::write_json(
         &seg.path().join(SEGMENT_META),
         &SegmentMeta {
             name,

@@ -25,10 +25,11 @@ use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, FetchStatus, now_millis};
 use crate::error::{Error, Result};
-use crate::integrity::Check;
-use crate::layout::{CrawlDir, Segment};
 use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::storage::{PartWriter, partition_for_host};
+use crate::store::integrity::Check;
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{PartWriter, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Options of one updatedb run.
@@ -103,7 +104,7 @@ fn run_at(
         // The newest fetched segment whose fetch outcomes (with --no-parse) or whose
         // results (without) are not all merged yet.
         let newest = dir.segments()?.into_iter().rev().find(|s| {
-            s.has("crawl_fetch")
+            s.has(SegmentDataset::CrawlFetch)
                 && !meta.is_applied(s.name())
                 && !(opts.no_parse && meta.is_partial(s.name()))
         });
@@ -131,7 +132,7 @@ fn run_at(
         }
         // A segment a stage is writing (fetch, parse) must not be applied half done.
         s.check_unlocked("updatedb")?;
-        if !s.has("crawl_fetch") {
+        if !s.has(SegmentDataset::CrawlFetch) {
             return Err(Error::crawl_dir(
                 s.path(),
                 format!(
@@ -144,7 +145,7 @@ fn run_at(
         } else {
             ""
         };
-        let parsed = s.has("crawl_parse");
+        let parsed = s.has(SegmentDataset::CrawlParse);
         let part = match (meta.is_partial(&name), opts.no_parse, parsed) {
             (true, true, _) => {
                 tracing::warn!(
@@ -194,9 +195,11 @@ fn run_at(
     // byte read here would otherwise be written into current and, next time, old.
     dir.verify_crawldb(Check::Checksums)?;
     for sg in &segments {
-        sg.seg.verify("crawl_fetch", Check::Checksums)?;
+        sg.seg
+            .verify(SegmentDataset::CrawlFetch, Check::Checksums)?;
         if sg.part != Part::FetchOnly {
-            sg.seg.verify("crawl_parse", Check::Checksums)?;
+            sg.seg
+                .verify(SegmentDataset::CrawlParse, Check::Checksums)?;
         }
     }
 
@@ -211,7 +214,7 @@ fn run_at(
     for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
         for p in 0..sg.parts {
             let rows: Vec<FetchRecord> = read_partition(
-                &sg.seg.dataset("crawl_fetch"),
+                &sg.seg.dataset(SegmentDataset::CrawlFetch),
                 p,
                 sg.parts,
                 sg.parts,
@@ -322,7 +325,7 @@ fn merge_partition(
         let (s, seg_parts, part) = (&sg.seg, sg.parts, sg.part);
         let name = s.name();
         scan_partition(
-            &s.dataset("crawl_fetch"),
+            &s.dataset(SegmentDataset::CrawlFetch),
             i,
             n,
             seg_parts,
@@ -360,9 +363,9 @@ fn merge_partition(
                 Ok(())
             },
         )?;
-        if part != Part::FetchOnly && s.has("crawl_parse") {
+        if part != Part::FetchOnly && s.has(SegmentDataset::CrawlParse) {
             scan_partition(
-                &s.dataset("crawl_parse"),
+                &s.dataset(SegmentDataset::CrawlParse),
                 i,
                 n,
                 seg_parts,
@@ -385,7 +388,7 @@ fn merge_partition(
                             }),
                             other => {
                                 return Err(Error::crawl_dir(
-                                    s.dataset("crawl_parse"),
+                                    s.dataset(SegmentDataset::CrawlParse),
                                     format!(
                                         "unknown row kind {other:?} for {}; re-run parse on segment {}",
                                         r.url,
@@ -451,7 +454,7 @@ mod tests {
 
     use super::*;
     use crate::crawldb::benchgen::{self, BenchSpec};
-    use crate::storage;
+    use crate::store::parquet;
 
     fn copy_tree(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
@@ -479,10 +482,10 @@ mod tests {
 
     fn crawldb_rows(root: &Path) -> Vec<Vec<CrawlDatum>> {
         let dir = CrawlDir::open_existing(root).unwrap();
-        storage::part_files(&dir.crawldb_current())
+        parquet::part_files(&dir.crawldb_current())
             .unwrap()
             .iter()
-            .map(|p| storage::read_part_all::<CrawlDatum>(p).unwrap())
+            .map(|p| parquet::read_part_all::<CrawlDatum>(p).unwrap())
             .collect()
     }
 

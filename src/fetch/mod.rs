@@ -31,17 +31,15 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::{CrawlDir, Segment};
-use crate::storage::{self, PartWriter, StagedDataset};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::urls::UrlPolicy;
 
 use page::FetchItem;
 use queues::{HostQueue, Progress, QueueMode, Shared};
 use robots::RobotsRecord;
 pub use writer::WriteStats;
-
-/// Name of the segment-level dataset of robots.txt outcomes.
-pub const ROBOTS_DATASET: &str = "robots";
 
 /// What a fetch run did.
 #[derive(Debug, Clone)]
@@ -141,7 +139,7 @@ pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
             .segments()?
             .into_iter()
             .rev()
-            .find(|s| s.has("crawl_generate") && !s.dataset("crawl_fetch").exists())
+            .find(|s| s.has(SegmentDataset::CrawlGenerate) && !s.dataset(SegmentDataset::CrawlFetch).exists())
             .ok_or_else(|| {
                 Error::crawl_dir(
                     dir.segments_dir(),
@@ -149,19 +147,19 @@ pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
                 )
             })?,
     };
-    if seg.dataset("crawl_fetch").exists() {
+    if seg.dataset(SegmentDataset::CrawlFetch).exists() {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
                 "segment {} is already fetched (crawl_fetch/ exists); to fetch it again delete {}, {} and {} first",
                 seg.name(),
-                seg.dataset("crawl_fetch").display(),
-                seg.dataset("content").display(),
-                seg.dataset(ROBOTS_DATASET).display()
+                seg.dataset(SegmentDataset::CrawlFetch).display(),
+                seg.dataset(SegmentDataset::Content).display(),
+                seg.dataset(SegmentDataset::Robots).display()
             ),
         ));
     }
-    seg.require("crawl_generate", "generate")?;
+    seg.require(SegmentDataset::CrawlGenerate, "generate")?;
     Ok(seg)
 }
 
@@ -174,9 +172,9 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     // Each host's index in `hosts` and its name, shared by the host's items.
     let mut index: HashMap<String, (usize, Arc<str>)> = HashMap::new();
     let mut n = 0u64;
-    let list = seg.dataset("crawl_generate");
-    for part in crate::integrity::verify(&list, crate::integrity::Check::Checksums)? {
-        for rows in storage::read_part::<CrawlDatum>(&part)? {
+    let list = seg.dataset(SegmentDataset::CrawlGenerate);
+    for part in crate::store::integrity::verify(&list, crate::store::integrity::Check::Checksums)? {
+        for rows in parquet::read_part::<CrawlDatum>(&part)? {
             for d in rows? {
                 n += 1;
                 let host = FetchItem::host_of(&d);
@@ -198,10 +196,6 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     }
     Ok((hosts, n))
 }
-
-/// The file in the crawl directory where each fetch run records when its last request
-/// ended (milliseconds since the epoch, UTC).
-pub const LAST_END_FILE: &str = "fetch.last_end";
 
 /// The end of the last fetch run as recorded in `last_end_file` (ms), if readable.
 pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
@@ -225,7 +219,7 @@ pub fn wait_since(last_end: Option<i64>, delay_secs: f64, now_ms: i64) -> Durati
 
 /// Removes datasets a run killed between commits left behind (crawl_fetch absent).
 fn remove_partial_outputs(seg: &Segment) -> Result<()> {
-    for name in ["content", ROBOTS_DATASET] {
+    for name in [SegmentDataset::Content, SegmentDataset::Robots] {
         let p = seg.dataset(name);
         if p.exists() {
             tracing::warn!(
@@ -273,13 +267,13 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
         .build()
         .map_err(|e| Error::Net(format!("cannot start the async runtime: {e}")))?;
     let time_limit = cfg.fetch.time_limit;
-    let last_end_file = crawl_dir.join(LAST_END_FILE);
+    let last_end_file = dir.fetch_last_end();
     let last_end = read_last_end(&last_end_file);
     let delays =
         hostpattern::HostPatterns::new(cfg.fetch.delays.iter().map(|(p, d)| (p.clone(), *d)));
     let mode = QueueMode::parse(&cfg.fetch.queue_mode)?;
     let ttl = cfg.fetch.robots_cache_ttl;
-    let cache_file = crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE);
+    let cache_file = dir.robots_cache();
     let robots_cache = if ttl > 0.0 && cfg.fetch.respect_robots {
         robots_cache::load(&cache_file, ttl, crate::datum::now_millis())
     } else {
@@ -378,7 +372,7 @@ pub fn run(cfg: &Config, crawl_dir: &Path, segment: Option<&Path>) -> Result<Fet
     });
     drop(rt);
     // Every request of this run has ended: the next run keeps its distance from now.
-    storage::write_atomic(
+    parquet::write_atomic(
         &last_end_file,
         crate::datum::now_millis().to_string().as_bytes(),
     )?;
@@ -493,12 +487,12 @@ async fn group_into_queues(
 /// Writes and commits the segment's `robots/` dataset (partitioned by host).
 fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -> Result<()> {
     rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-    let staged = StagedDataset::new(&seg.dataset(ROBOTS_DATASET))?;
+    let staged = StagedDataset::new(&seg.dataset(SegmentDataset::Robots))?;
     let mut parts: Vec<PartWriter<RobotsRecord>> = (0..partitions)
         .map(|i| PartWriter::create(&staged.part_path(i)))
         .collect::<Result<_>>()?;
     for r in rows {
-        let p = storage::partition_for_host(&r.host, partitions);
+        let p = parquet::partition_for_host(&r.host, partitions);
         parts[p].push(r)?;
     }
     for p in parts {
@@ -515,7 +509,7 @@ mod initial_wait_tests {
     #[test]
     fn waits_only_for_what_is_left_of_the_delay() {
         let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join(LAST_END_FILE);
+        let f = CrawlDir::new(dir.path()).fetch_last_end();
         assert_eq!(
             wait_since(read_last_end(&f), 1.0, 10_000),
             Duration::ZERO,

@@ -12,7 +12,7 @@ use texting_robots::Robot;
 
 use crate::datum::{Millis, timestamp_type};
 use crate::fetch::outcome::classify_error;
-use crate::storage::Record;
+use crate::store::parquet::Record;
 
 /// At most this many bytes of a robots.txt are parsed (Google's limit).
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;

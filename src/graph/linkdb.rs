@@ -23,10 +23,12 @@ use super::source::read_columns;
 use crate::config::{Config, LinkDbConfig};
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
-use crate::integrity::{self, Check};
-use crate::layout::{self, CrawlDir, Lock, Segment};
 use crate::records::InlinkRecord;
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::integrity::{self, Check};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::names::VersionedDb;
+use crate::store::parquet::{self, PartWriter, partition_for_host};
 
 /// The linkdb's `_meta.json`, stored inside each version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -42,7 +44,7 @@ pub struct LinkDbMeta {
 }
 
 /// Name of the linkdb's metadata file.
-pub const LINKDB_META: &str = "_meta.json";
+pub const LINKDB_META: &str = crate::store::names::META;
 
 /// Which segments to invert.
 #[derive(Debug, Clone)]
@@ -72,19 +74,19 @@ pub struct LinkDbSummary {
 pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
     let cur = dir.linkdb_current();
     integrity::refuse_unmarked(&cur)?;
-    if !storage::dataset_complete(&cur) {
+    if !parquet::dataset_complete(&cur) {
         return Ok(None);
     }
     integrity::verify(&cur, Check::Sizes)?;
-    Ok(Some(storage::read_json(&cur.join(LINKDB_META))?))
+    Ok(Some(parquet::read_json(&cur.join(LINKDB_META))?))
 }
 
 /// Runs the linkdb stage on `dir`.
 pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Result<LinkDbSummary> {
     // Refuses a missing or empty crawl directory before creating anything in it.
     CrawlDir::open_for_segments(dir.root())?;
-    let _lock = Lock::acquire(&dir.linkdb().join(".lock"), "linkdb")?;
-    layout::recover_versioned(&dir.linkdb())?;
+    let db = dir.versioned(VersionedDb::LinkDb);
+    let _lock = db.lock("linkdb")?;
     let old_meta = read_meta(dir)?;
     let done: BTreeSet<String> = old_meta
         .as_ref()
@@ -96,7 +98,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
             for a in args {
                 let seg = dir.segment(a)?;
                 seg.check_unlocked("linkdb")?;
-                seg.require("parse_data", "parse")?;
+                seg.require(SegmentDataset::ParseData, "parse")?;
                 out.push(seg);
             }
             out
@@ -106,7 +108,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
             dir.segments()?
                 .into_iter()
                 .filter(|s| {
-                    let ok = s.has("parse_data");
+                    let ok = s.has(SegmentDataset::ParseData);
                     if !ok {
                         tracing::info!(
                             "skipping segment {}: no parse_data yet (run parse)",
@@ -139,8 +141,8 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     if segments.is_empty() && old_meta.is_some() {
         tracing::info!("no new segments to invert; the linkdb is unchanged");
         let cur = dir.linkdb_current();
-        for p in storage::part_files(&cur)? {
-            for rows in storage::read_part::<InlinkRecord>(&p)? {
+        for p in parquet::part_files(&cur)? {
+            for rows in parquet::read_part::<InlinkRecord>(&p)? {
                 let rows = rows?;
                 summary.links += rows.len() as u64;
                 summary.targets += count_targets(&rows);
@@ -155,7 +157,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
     }
     for seg in &segments {
-        seg.verify("parse_data", Check::Checksums)?;
+        seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
     }
 
     // Invert: new inlinks bucketed by the target's partition, in segment order.
@@ -163,7 +165,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
     for seg in &segments {
         interrupted()?;
-        let files = storage::part_files(&seg.dataset("parse_data"))?;
+        let files = parquet::part_files(&seg.dataset(SegmentDataset::ParseData))?;
         let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
             .par_iter()
             .map(|f| invert_file(f, seg.name(), &cfg.linkdb, partitions))
@@ -179,7 +181,7 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
     pb.finish_and_clear();
 
     // Merge with the existing linkdb, partition by partition, in parallel.
-    let staged = StagedDataset::new(&dir.linkdb_current())?;
+    let staged = db.stage()?;
     let cur = dir.linkdb_current();
     let have_old = old_meta.is_some();
     let counts: Vec<Result<(u64, u64)>> = buckets
@@ -188,9 +190,9 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         .map(|(p, new_rows)| {
             interrupted()?;
             let mut rows = if have_old {
-                let path = cur.join(storage::part_name(p));
+                let path = cur.join(parquet::part_name(p));
                 if path.is_file() {
-                    storage::read_part_all::<InlinkRecord>(&path)?
+                    parquet::read_part_all::<InlinkRecord>(&path)?
                 } else {
                     Vec::new()
                 }
@@ -221,8 +223,8 @@ pub fn run_linkdb(dir: &CrawlDir, cfg: &Config, choice: &SegmentChoice) -> Resul
         inverted_segments: inverted.into_iter().collect(),
         written_time: now_millis(),
     };
-    storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
-    layout::install_version(&dir.linkdb(), staged)?;
+    parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
+    db.install(staged, "linkdb")?;
     Ok(summary)
 }
 

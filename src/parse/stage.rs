@@ -20,16 +20,17 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rayon::prelude::*;
 
 use super::page::{PageInput, ParseOptions, ParsedPage, parse_page};
 use crate::cli;
 use crate::config::Config;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::{CrawlDir, Segment};
 use crate::records::{ContentRecord, CrawlParseRecord, ParseDataRecord, ParseTextRecord};
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
@@ -70,7 +71,7 @@ fn pick_segment(dir: &CrawlDir, args: &ParseArgs) -> Result<Segment> {
     dir.segments()?
         .into_iter()
         .rev()
-        .find(|s| s.has("content") && !s.has("parse_data"))
+        .find(|s| s.has(SegmentDataset::Content) && !s.has(SegmentDataset::ParseData))
         .ok_or_else(|| {
             Error::crawl_dir(
                 dir.segments_dir(),
@@ -86,8 +87,8 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
     let seg = pick_segment(&dir, args)?;
     // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
     let _lock = seg.lock("parse")?;
-    let content = seg.require("content", "fetch")?;
-    if seg.has("parse_data") && !args.reparse {
+    let content = seg.require(SegmentDataset::Content, "fetch")?;
+    if seg.has(SegmentDataset::ParseData) && !args.reparse {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
@@ -103,13 +104,14 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
     let opts = ParseOptions::from_config(cfg);
 
     // Checked in full: cheap next to parsing, and what parse writes flows into the crawldb.
-    let parts = crate::integrity::verify(&content, crate::integrity::Check::Checksums)?;
+    let parts =
+        crate::store::integrity::verify(&content, crate::store::integrity::Check::Checksums)?;
     let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
     let pb = cli::progress_bar(total_rows, "parse");
 
-    let text_ds = StagedDataset::new(&seg.dataset("parse_text"))?;
-    let data_ds = StagedDataset::new(&seg.dataset("parse_data"))?;
-    let cp_ds = StagedDataset::new(&seg.dataset("crawl_parse"))?;
+    let text_ds = StagedDataset::new(&seg.dataset(SegmentDataset::ParseText))?;
+    let data_ds = StagedDataset::new(&seg.dataset(SegmentDataset::ParseData))?;
+    let cp_ds = StagedDataset::new(&seg.dataset(SegmentDataset::CrawlParse))?;
     let mut cp_writers = (0..partitions)
         .map(|i| PartWriter::<CrawlParseRecord>::create(&cp_ds.part_path(i)))
         .collect::<Result<Vec<_>>>()?;
@@ -131,7 +133,7 @@ pub fn run(cfg: &Config, root: &Path, args: &ParseArgs) -> Result<ParseSummary> 
         for batch in reader {
             interrupted(&seg)?;
             let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
-            let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
+            let rows: Vec<ContentRecord> = parquet::from_batch(&batch)?;
             let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
                 .par_iter()
                 .map(|r| {

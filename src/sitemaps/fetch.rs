@@ -70,7 +70,7 @@ pub fn fetch_all(
     if jobs.is_empty() {
         return Ok((Vec::new(), 0));
     }
-    let last_end = crawl_dir.join(crate::fetch::LAST_END_FILE);
+    let last_end = crate::store::layout::CrawlDir::new(crawl_dir).fetch_last_end();
     let shared = Arc::new(Shared {
         http: Http::new(&cfg.fetch)?,
         cfg: cfg.clone(),
@@ -106,7 +106,7 @@ pub fn fetch_all(
     });
     drop(rt);
     // Requests were made either way: the next run keeps its distance from now.
-    crate::storage::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
+    crate::store::parquet::write_atomic(&last_end, now_millis().to_string().as_bytes())?;
     let results = results?;
     Ok((results, shared.not_due.load(Ordering::Relaxed)))
 }

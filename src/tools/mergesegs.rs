@@ -48,15 +48,16 @@ use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::fetch::robots::RobotsRecord;
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
-use crate::integrity::Check;
-use crate::layout::lock::segment_lock_path;
-use crate::layout::{
-    CRAWLDB_META, CrawlDir, Lock, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
-};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
-use crate::storage::{
+use crate::store::integrity::Check;
+use crate::store::layout::{
+    CRAWLDB_META, CrawlDir, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
+};
+use crate::store::lock::{Lock, segment_lock_path};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{
     self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name,
     partition_for_host, read_part,
 };
@@ -98,7 +99,7 @@ pub fn provenance(seg: &Segment) -> Result<Option<Provenance>> {
     if !p.is_file() {
         return Ok(None);
     }
-    Ok(Some(storage::read_json(&p)?))
+    Ok(Some(parquet::read_json(&p)?))
 }
 
 /// Options of one mergesegs run.
@@ -191,7 +192,7 @@ struct Plan<'a> {
     slice_of: HashMap<String, usize>,
     slices: usize,
     outputs: Vec<PathBuf>,
-    datasets: Vec<&'static str>,
+    datasets: Vec<SegmentDataset>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -326,7 +327,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
                 ),
             ));
         }
-        s.require("crawl_generate", "generate")?;
+        s.require(SegmentDataset::CrawlGenerate, "generate")?;
         // Copied into the merged segments (and, with --delete-inputs, the only copy
         // left): every dataset is checked in full first.
         s.verify_all(Check::Checksums)?;
@@ -349,7 +350,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     // The winning fetch of every URL.
     let mut winners: HashMap<String, (Millis, usize)> = HashMap::new();
     for (k, inp) in inputs.iter().enumerate() {
-        for p in part_files(&inp.seg.dataset("crawl_fetch"))? {
+        for p in part_files(&inp.seg.dataset(SegmentDataset::CrawlFetch))? {
             for rows in read_part::<FetchRecord>(&p)? {
                 for r in rows? {
                     report.input_rows += 1;
@@ -416,7 +417,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
 
     // Every dataset of the segment layout (one list: `layout::SEGMENT_DATASETS`):
     // those every applied segment has, and the others when some input has them.
-    let mut datasets: Vec<&'static str> = Vec::new();
+    let mut datasets: Vec<SegmentDataset> = Vec::new();
     for d in SEGMENT_DATASETS {
         let how = merge_kind(d).ok_or_else(|| {
             Error::input(
@@ -449,7 +450,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         .collect::<Result<_>>()?;
     for st in &staged {
         for d in &datasets {
-            let p = st.path().join(d);
+            let p = st.path().join(d.as_str());
             fs::create_dir_all(&p).at(&p)?;
         }
     }
@@ -490,14 +491,14 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         .unwrap_or(now);
     for (s, st) in staged.iter().enumerate() {
         for d in &datasets {
-            storage::write_atomic(
-                &st.path().join(d).join(SUCCESS_MARKER),
+            parquet::write_atomic(
+                &st.path().join(d.as_str()).join(SUCCESS_MARKER),
                 chrono::Utc::now().to_rfc3339().as_bytes(),
             )?;
         }
         let urls: u64 = stats.iter().map(|p| p.generate[s]).sum();
         report.urls += stats.iter().map(|p| p.fetch[s]).sum::<u64>();
-        storage::write_json(
+        parquet::write_json(
             &st.path().join(SEGMENT_META),
             &SegmentMeta {
                 name: names[s].clone(),
@@ -506,7 +507,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
                 urls,
             },
         )?;
-        storage::write_json(
+        parquet::write_json(
             &st.path().join(PROVENANCE),
             &Provenance {
                 inputs: report.inputs.clone(),
@@ -521,7 +522,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
         )?;
         report.output_bytes += segstate::disk_bytes(st.path());
     }
-    segstate::test_pause("mergesegs:staged");
+    crate::store::versioned::test_pause("mergesegs:staged");
 
     // Record the outputs as applied, then install them. Names are recorded only once
     // the clock is past them, so a segment `generate` creates later (named from the
@@ -533,18 +534,18 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &MergeOptions) -> Result<
     let cur = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     meta.applied_segments.extend(names.iter().cloned());
-    storage::write_json(&cur.join(CRAWLDB_META), &meta)?;
+    parquet::write_json(&cur.join(CRAWLDB_META), &meta)?;
     if applied.linkdb.is_some() {
         let p = dir.linkdb_current().join(LINKDB_META);
-        let mut lmeta: LinkDbMeta = storage::read_json(&p)?;
+        let mut lmeta: LinkDbMeta = parquet::read_json(&p)?;
         lmeta.inverted_segments.extend(names.iter().cloned());
-        storage::write_json(&p, &lmeta)?;
+        parquet::write_json(&p, &lmeta)?;
     }
-    segstate::test_pause("mergesegs:recorded");
+    crate::store::versioned::test_pause("mergesegs:recorded");
     for st in staged {
         report.outputs.push(st.commit()?);
     }
-    segstate::test_pause("mergesegs:installed");
+    crate::store::versioned::test_pause("mergesegs:installed");
     if opts.delete_inputs {
         for s in &live {
             segstate::remove_dir(s.path())?;
@@ -566,11 +567,11 @@ enum MergeKind {
 
 /// How mergesegs carries each dataset of [`SEGMENT_DATASETS`]; `None` for a name it
 /// does not know (a dataset added to the layout without a merge rule: refused).
-fn merge_kind(dataset: &str) -> Option<MergeKind> {
+fn merge_kind(dataset: SegmentDataset) -> Option<MergeKind> {
+    use SegmentDataset::*;
     match dataset {
-        "crawl_generate" | "crawl_fetch" | "parse_data" | "crawl_parse" => Some(MergeKind::Always),
-        "content" | "parse_text" | "robots" => Some(MergeKind::IfPresent),
-        _ => None,
+        CrawlGenerate | CrawlFetch | ParseData | CrawlParse => Some(MergeKind::Always),
+        Content | ParseText | Robots => Some(MergeKind::IfPresent),
     }
 }
 
@@ -603,7 +604,7 @@ impl Plan<'_> {
     fn rows<R: Record>(
         &self,
         inp: &Input,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         f: impl FnMut(R) -> Result<()>,
     ) -> Result<()> {
@@ -615,7 +616,7 @@ impl Plan<'_> {
     fn rows_of<R: Record>(
         &self,
         inp: &Input,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         direct: bool,
         mut f: impl FnMut(R) -> Result<()>,
@@ -640,17 +641,17 @@ impl Plan<'_> {
         Ok(())
     }
 
-    fn writers<R: Record>(&self, ds: &str, i: usize) -> Result<Vec<PartWriter<R>>> {
+    fn writers<R: Record>(&self, ds: SegmentDataset, i: usize) -> Result<Vec<PartWriter<R>>> {
         self.outputs
             .iter()
-            .map(|o| PartWriter::<R>::create(&o.join(ds).join(part_name(i))))
+            .map(|o| PartWriter::<R>::create(&o.join(ds.as_str()).join(part_name(i))))
             .collect()
     }
 
     /// Writes per-slice rows, sorted by `key`, to part `i` of `ds`; returns rows per slice.
     fn write_sorted<R: Record, K: Ord>(
         &self,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         mut per_slice: Vec<Vec<R>>,
         key: impl Fn(&R) -> K + Sync,
@@ -675,7 +676,7 @@ impl Plan<'_> {
         let mut gen_rows: Vec<Vec<CrawlDatum>> = empty(self.slices);
         let mut fetch_rows: Vec<Vec<FetchRecord>> = empty(self.slices);
         for (k, inp) in self.inputs.iter().enumerate() {
-            self.rows::<CrawlDatum>(inp, "crawl_generate", i, |mut d| {
+            self.rows::<CrawlDatum>(inp, SegmentDataset::CrawlGenerate, i, |mut d| {
                 let Some(key) = self.keyer.key(&d.url) else {
                     return Ok(());
                 };
@@ -688,7 +689,7 @@ impl Plan<'_> {
                 }
                 Ok(())
             })?;
-            self.rows::<FetchRecord>(inp, "crawl_fetch", i, |mut r| {
+            self.rows::<FetchRecord>(inp, SegmentDataset::CrawlFetch, i, |mut r| {
                 let Some(key) = self.keyer.key(&r.url) else {
                     return Ok(());
                 };
@@ -702,15 +703,18 @@ impl Plan<'_> {
                 Ok(())
             })?;
         }
-        let generate = self.write_sorted("crawl_generate", i, gen_rows, |d| d.url.clone())?;
-        let fetch = self.write_sorted("crawl_fetch", i, fetch_rows, |r| r.url.clone())?;
+        let generate = self.write_sorted(SegmentDataset::CrawlGenerate, i, gen_rows, |d| {
+            d.url.clone()
+        })?;
+        let fetch =
+            self.write_sorted(SegmentDataset::CrawlFetch, i, fetch_rows, |r| r.url.clone())?;
 
         // content and parse_text: streamed, a row group per FLUSH_BYTES.
-        if self.datasets.contains(&"content") {
-            let mut ws = self.writers::<ContentRecord>("content", i)?;
+        if self.datasets.contains(&SegmentDataset::Content) {
+            let mut ws = self.writers::<ContentRecord>(SegmentDataset::Content, i)?;
             let mut buffered = vec![0usize; self.slices];
             for (k, inp) in self.inputs.iter().enumerate() {
-                self.rows::<ContentRecord>(inp, "content", i, |mut r| {
+                self.rows::<ContentRecord>(inp, SegmentDataset::Content, i, |mut r| {
                     let Some(key) = self.keyer.key(&r.url) else {
                         return Ok(());
                     };
@@ -733,11 +737,11 @@ impl Plan<'_> {
                 w.finish()?;
             }
         }
-        if self.datasets.contains(&"parse_text") {
-            let mut ws = self.writers::<ParseTextRecord>("parse_text", i)?;
+        if self.datasets.contains(&SegmentDataset::ParseText) {
+            let mut ws = self.writers::<ParseTextRecord>(SegmentDataset::ParseText, i)?;
             let mut buffered = vec![0usize; self.slices];
             for (k, inp) in self.inputs.iter().enumerate() {
-                self.rows::<ParseTextRecord>(inp, "parse_text", i, |mut r| {
+                self.rows::<ParseTextRecord>(inp, SegmentDataset::ParseText, i, |mut r| {
                     let Some(key) = self.keyer.key(&r.url) else {
                         return Ok(());
                     };
@@ -765,7 +769,7 @@ impl Plan<'_> {
         // crawl_parse: signature rows by their URL, link rows by the page they are on.
         let mut cp_rows: Vec<Vec<CrawlParseRecord>> = empty(self.slices);
         for (k, inp) in self.inputs.iter().enumerate() {
-            self.rows::<ParseDataRecord>(inp, "parse_data", i, |mut r| {
+            self.rows::<ParseDataRecord>(inp, SegmentDataset::ParseData, i, |mut r| {
                 let Some(key) = self.keyer.key(&r.url) else {
                     return Ok(());
                 };
@@ -777,7 +781,7 @@ impl Plan<'_> {
                 }
                 Ok(())
             })?;
-            self.rows::<CrawlParseRecord>(inp, "crawl_parse", i, |mut r| {
+            self.rows::<CrawlParseRecord>(inp, SegmentDataset::CrawlParse, i, |mut r| {
                 let Some(url) = self.keyer.key(&r.url) else {
                     return Ok(());
                 };
@@ -801,11 +805,11 @@ impl Plan<'_> {
                 Ok(())
             })?;
         }
-        self.write_sorted("parse_data", i, data_rows, |r| r.url.clone())?;
-        self.write_sorted("crawl_parse", i, cp_rows, |r| {
+        self.write_sorted(SegmentDataset::ParseData, i, data_rows, |r| r.url.clone())?;
+        self.write_sorted(SegmentDataset::CrawlParse, i, cp_rows, |r| {
             (r.url.clone(), r.kind.clone(), r.from_url.clone())
         })?;
-        if self.datasets.contains(&"robots") {
+        if self.datasets.contains(&SegmentDataset::Robots) {
             self.merge_robots(i)?;
         }
         Ok(PartStats { generate, fetch })
@@ -820,7 +824,7 @@ impl Plan<'_> {
         let mut newest: HashMap<String, ((Millis, usize), RobotsRecord)> = HashMap::new();
         for (k, inp) in self.inputs.iter().enumerate() {
             let direct = inp.parts == self.n;
-            self.rows_of::<RobotsRecord>(inp, "robots", i, direct, |r| {
+            self.rows_of::<RobotsRecord>(inp, SegmentDataset::Robots, i, direct, |r| {
                 if !direct && partition_for_host(&r.host, self.n) != i {
                     return Ok(());
                 }
@@ -836,7 +840,7 @@ impl Plan<'_> {
         }
         let mut rows: Vec<RobotsRecord> = newest.into_values().map(|(_, r)| r).collect();
         rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-        for mut w in self.writers::<RobotsRecord>("robots", i)? {
+        for mut w in self.writers::<RobotsRecord>(SegmentDataset::Robots, i)? {
             for r in &rows {
                 w.push(r.clone())?;
             }
@@ -855,11 +859,10 @@ mod tests {
         for d in SEGMENT_DATASETS {
             assert!(merge_kind(d).is_some(), "no merge rule for {d}");
         }
-        assert!(SEGMENT_DATASETS.contains(&crate::fetch::ROBOTS_DATASET));
+        assert!(SEGMENT_DATASETS.contains(&SegmentDataset::Robots));
         assert_eq!(
-            merge_kind(crate::fetch::ROBOTS_DATASET),
+            merge_kind(SegmentDataset::Robots),
             Some(MergeKind::IfPresent)
         );
-        assert_eq!(merge_kind("nope"), None);
     }
 }

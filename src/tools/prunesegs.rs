@@ -36,10 +36,12 @@ use super::segstate::{self, Applied};
 use crate::config::Config;
 use crate::datum::Millis;
 use crate::error::{Error, Result};
-use crate::layout::{CrawlDir, Segment};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
 
 /// The datasets deleted by default.
-pub const HEAVY_DATASETS: [&str; 2] = ["content", "parse_text"];
+pub const HEAVY_DATASETS: [SegmentDataset; 2] =
+    [SegmentDataset::Content, SegmentDataset::ParseText];
 
 /// Options of one prunesegs run.
 #[derive(Debug, Clone, Default)]
@@ -166,16 +168,16 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
         if e.reason.is_none() {
             if opts.whole {
                 e.action = "delete_segment".into();
-                e.datasets = crate::layout::SEGMENT_DATASETS
+                e.datasets = crate::store::layout::SEGMENT_DATASETS
                     .iter()
-                    .filter(|d| s.dataset(d).exists())
+                    .filter(|d| s.dataset(**d).exists())
                     .map(|d| d.to_string())
                     .collect();
                 e.bytes = segstate::disk_bytes(s.path());
             } else {
                 e.datasets = HEAVY_DATASETS
                     .iter()
-                    .filter(|d| s.dataset(d).exists())
+                    .filter(|d| s.dataset(**d).exists())
                     .map(|d| d.to_string())
                     .collect();
                 if e.datasets.is_empty() {
@@ -185,6 +187,7 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
                     e.bytes = e
                         .datasets
                         .iter()
+                        .filter_map(|d| SegmentDataset::parse(d))
                         .map(|d| segstate::disk_bytes(&s.dataset(d)))
                         .sum();
                 }
@@ -214,9 +217,9 @@ pub fn run(root: &std::path::Path, cfg: &Config, opts: &PruneOptions) -> Result<
         match e.action.as_str() {
             "delete_segment" => segstate::remove_dir(s.path())?,
             "delete_datasets" => {
-                for d in &e.datasets {
+                for d in e.datasets.iter().filter_map(|d| SegmentDataset::parse(d)) {
                     segstate::remove_dir(&s.dataset(d))?;
-                    segstate::test_pause("prunesegs:deleted-one");
+                    crate::store::versioned::test_pause("prunesegs:deleted-one");
                 }
             }
             _ => {}

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Segment;
 use crate::records::ContentRecord;
-use crate::storage::{part_files, read_dataset, read_part};
+use crate::store::layout::Segment;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{part_files, read_dataset, read_part};
 use crate::warc::http::{RequestInfo, request_block, response_block};
 use crate::warc::writer::{WarcRecord, record_id, sha1_digest, warc_date};
 
@@ -52,7 +53,7 @@ pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportS
     // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
     // leftovers are not a concurrent export's of the same segment.
     let _lock = segment.lock("warc")?;
-    if segment.pruned("content") {
+    if segment.pruned(SegmentDataset::Content) {
         return Err(Error::crawl_dir(
             segment.path(),
             format!(
@@ -61,7 +62,7 @@ pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportS
             ),
         ));
     }
-    let content = segment.require("content", "fetch")?;
+    let content = segment.require(SegmentDataset::Content, "fetch")?;
     let conditionals = conditional_headers(segment)?;
     fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;
     let mut files = FileSet::new(opts, segment)?;
@@ -102,14 +103,14 @@ pub fn export_segment(segment: &Segment, opts: &ExportOptions) -> Result<ExportS
 /// The conditional headers fetch sent, from the fetch list's metadata.
 fn conditional_headers(segment: &Segment) -> Result<HashMap<String, RequestInfo>> {
     let mut out = HashMap::new();
-    if !segment.has("crawl_generate") {
+    if !segment.has(SegmentDataset::CrawlGenerate) {
         tracing::warn!(
             "{}: no crawl_generate; request records will carry no conditional headers",
             segment.path().display()
         );
         return Ok(out);
     }
-    for d in read_dataset::<CrawlDatum>(&segment.dataset("crawl_generate"))? {
+    for d in read_dataset::<CrawlDatum>(&segment.dataset(SegmentDataset::CrawlGenerate))? {
         let get = |k: &str| d.metadata.get(k).filter(|s| !s.is_empty()).cloned();
         let (etag, lm) = (get("etag"), get("last_modified"));
         if etag.is_some() || lm.is_some() {
@@ -355,5 +356,5 @@ fn hostname() -> String {
 
 /// The default output directory of an export: `<crawl-dir>/warc`.
 pub fn default_out_dir(crawl_dir: &Path) -> PathBuf {
-    crawl_dir.join("warc")
+    crate::store::layout::CrawlDir::new(crawl_dir).warc_dir()
 }
