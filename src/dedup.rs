@@ -16,7 +16,7 @@
 //! distinct hashes are sorted by it and only hashes sharing it are compared.
 //!
 //! The crawldb is rewritten under its lock through a staged version installed
-//! with [`layout::install_version`], part by part, keeping partitioning and order.
+//! with [`VersionedDataset::install`](crate::store::versioned::VersionedDataset::install), part by part, keeping partitioning and order.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -24,10 +24,12 @@ use std::path::{Path, PathBuf};
 
 use crate::datum::{CrawlDatum, DbStatus, now_millis};
 use crate::error::Result;
-use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
 use crate::records::ParseDataRecord;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, StagedDataset};
+use crate::store::layout::CRAWLDB_META;
+use crate::store::layout::CrawlDir;
+use crate::store::names::{SegmentDataset, VersionedDb};
+use crate::store::parquet::{self, PartWriter, StagedDataset};
 
 /// Options of a dedup run.
 #[derive(Debug, Clone, Copy)]
@@ -187,16 +189,16 @@ pub fn near_pairs(hashes: &[u64], k: u32) -> Vec<(usize, usize)> {
 fn simhashes(dir: &CrawlDir) -> Result<HashMap<String, u64>> {
     let mut out = HashMap::new();
     for seg in dir.segments()? {
-        if !seg.has("parse_data") {
+        if !seg.has(SegmentDataset::ParseData) {
             continue;
         }
         // Near-duplicate verdicts are written into the crawldb: checked in full.
-        let files = crate::integrity::verify(
-            &seg.dataset("parse_data"),
-            crate::integrity::Check::Checksums,
+        let files = crate::store::integrity::verify(
+            &seg.dataset(SegmentDataset::ParseData),
+            crate::store::integrity::Check::Checksums,
         )?;
         for part in files {
-            for rows in storage::read_part::<ParseDataRecord>(&part)? {
+            for rows in parquet::read_part::<ParseDataRecord>(&part)? {
                 for r in rows? {
                     if let Some(h) = r.simhash {
                         out.insert(r.url, h);
@@ -218,12 +220,12 @@ fn is_candidate(d: &CrawlDatum) -> bool {
 /// Runs dedup on the crawl directory of `ctx` (which must hold a crawldb).
 pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let dir = ctx.open_existing()?;
-    let _lock = Lock::acquire(&dir.crawldb_lock(), "dedup")?;
-    dir.recover_crawldb()?;
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let _lock = db.lock("dedup")?;
     crate::crawldb::verify_for_rewrite(&dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
-    let parts = storage::part_files(&current)?;
+    let parts = parquet::part_files(&current)?;
     let sims = if opts.near {
         simhashes(&dir)?
     } else {
@@ -234,7 +236,7 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let verdict = verdicts(cands, opts, &mut sum);
 
     // Pass 2: rewrite part by part, same names and order.
-    let staged = StagedDataset::new(&current)?;
+    let staged = db.stage()?;
     for (i, part) in parts.iter().enumerate() {
         let (duplicates, restored) = run_partition(i, part, &staged, &verdict)?;
         sum.duplicates += duplicates;
@@ -242,8 +244,8 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     }
     meta.written_time = now_millis();
     meta.written_by = "dedup".into();
-    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
-    layout::install_version(&dir.crawldb(), staged)?;
+    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
+    db.install(staged, "dedup")?;
     Ok(sum)
 }
 
@@ -256,7 +258,7 @@ fn candidates(
 ) -> Result<Vec<Cand>> {
     let mut cands: Vec<Cand> = Vec::new();
     for part in parts {
-        for rows in storage::read_part::<CrawlDatum>(part)? {
+        for rows in parquet::read_part::<CrawlDatum>(part)? {
             for d in rows? {
                 sum.rows += 1;
                 if is_candidate(&d) {
@@ -345,9 +347,9 @@ fn run_partition(
     let (mut duplicates, mut restored) = (0u64, 0u64);
     let name = part
         .file_name()
-        .map_or_else(|| storage::part_name(i).into(), |n| n.to_owned());
+        .map_or_else(|| parquet::part_name(i).into(), |n| n.to_owned());
     let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
-    for rows in storage::read_part::<CrawlDatum>(part)? {
+    for rows in parquet::read_part::<CrawlDatum>(part)? {
         for mut d in rows? {
             if is_candidate(&d) {
                 match verdict.get(&d.url) {

@@ -2,7 +2,7 @@
 //!
 //! A crawl advances in rounds of discrete stages (inject, generate, fetch, parse,
 //! updatedb, linkdb, pagerank) that read and write partitioned Parquet datasets in
-//! a crawl directory ([`layout`]). This crate is the library behind the stage
+//! a crawl directory ([`store`]). This crate is the library behind the stage
 //! binaries in `stages/`; each stage's job lives in one module here.
 
 pub mod cli;
@@ -13,15 +13,13 @@ pub mod dedup;
 pub mod error;
 pub mod fetch;
 pub mod graph;
-pub mod integrity;
-pub mod layout;
 pub mod net;
 pub mod parse;
 pub mod records;
 pub mod signal;
 pub mod sitemaps;
 pub mod stage;
-pub mod storage;
+pub mod store;
 pub mod tools;
 pub mod urls;
 pub mod warc;

@@ -9,7 +9,7 @@ use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
 use crate::datum::{FetchStatus, Millis, string_map_type, timestamp_type};
-use crate::storage::Record;
+use crate::store::parquet::Record;
 
 fn cached(cell: &'static OnceLock<SchemaRef>, fields: impl FnOnce() -> Vec<Field>) -> SchemaRef {
     cell.get_or_init(|| Arc::new(Schema::new(fields()))).clone()
@@ -393,7 +393,7 @@ impl Record for PageRankRecord {
 mod tests {
     use super::*;
     use crate::datum::{CrawlDatum, DbStatus};
-    use crate::storage::{PartWriter, from_batch, read_part_all, to_batch};
+    use crate::store::parquet::{PartWriter, from_batch, read_part_all, to_batch};
 
     fn roundtrip<R: Record + PartialEq + std::fmt::Debug + Clone>(rows: Vec<R>) {
         let batch = to_batch(&rows).unwrap();

@@ -32,7 +32,7 @@ use std::time::Instant;
 use crate::cli::{CommonArgs, Exit};
 use crate::config::Config;
 use crate::error::Result;
-use crate::layout::CrawlDir;
+use crate::store::layout::CrawlDir;
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use trawl::datum::{CrawlDatum, DbStatus, FetchStatus};
-use trawl::layout::{CrawlDir, SegmentMeta};
 use trawl::records::{CrawlParseRecord, FetchRecord};
-use trawl::storage::{self, PartWriter, Record, StagedDataset, partition_for_host};
+use trawl::store::layout::{CrawlDir, SegmentMeta};
+use trawl::store::parquet::{self, PartWriter, Record, StagedDataset, partition_for_host};
 
 fn bin(name: &str) -> Command {
     let exe = match name {
@@ -20,7 +20,7 @@ fn bin(name: &str) -> Command {
     let mut c = Command::new(exe);
     c.env_remove("TRAWL_CONFIG")
         .env_remove("TRAWL_CRAWL_DIR")
-        .env_remove(trawl::crawldb::TEST_PAUSE_ENV)
+        .env_remove(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV)
         .env("RUST_LOG", "warn");
     c
 }
@@ -54,11 +54,11 @@ fn write_seeds(dir: &Path, text: &str) -> PathBuf {
 fn crawldb_rows(crawl: &Path) -> Vec<CrawlDatum> {
     let dir = CrawlDir::open_existing(crawl).unwrap();
     let meta = dir.crawldb_meta().unwrap();
-    let parts = storage::part_files(&dir.crawldb_current()).unwrap();
+    let parts = parquet::part_files(&dir.crawldb_current()).unwrap();
     assert_eq!(parts.len(), meta.partitions, "one part per partition");
     let mut all = Vec::new();
     for (i, p) in parts.iter().enumerate() {
-        let rows: Vec<CrawlDatum> = storage::read_part_all(p).unwrap();
+        let rows: Vec<CrawlDatum> = parquet::read_part_all(p).unwrap();
         for w in rows.windows(2) {
             assert!(
                 w[0].url < w[1].url,
@@ -85,12 +85,12 @@ fn by_url(rows: Vec<CrawlDatum>) -> BTreeMap<String, CrawlDatum> {
 }
 
 fn segment_rows(seg: &Path) -> Vec<CrawlDatum> {
-    storage::read_dataset(&seg.join("crawl_generate")).unwrap()
+    parquet::read_dataset(&seg.join("crawl_generate")).unwrap()
 }
 
 /// Writes a segment dataset partitioned by host like fetch/parse do.
 fn write_seg_dataset<R: Record>(seg: &Path, name: &str, rows: Vec<R>, host: impl Fn(&R) -> String) {
-    let meta: SegmentMeta = storage::read_json(&seg.join("_meta.json")).unwrap();
+    let meta: SegmentMeta = parquet::read_json(&seg.join("_meta.json")).unwrap();
     let staged = StagedDataset::new(&seg.join(name)).unwrap();
     let mut parts: Vec<Vec<R>> = (0..meta.partitions).map(|_| Vec::new()).collect();
     for r in rows {
@@ -233,7 +233,7 @@ fn generate_top_n_per_host_cap_and_generate_lock() {
         seg.join("_meta.json").is_file(),
         "stdout is the segment path: {out:?}"
     );
-    let meta: SegmentMeta = storage::read_json(&seg.join("_meta.json")).unwrap();
+    let meta: SegmentMeta = parquet::read_json(&seg.join("_meta.json")).unwrap();
     assert_eq!(meta.urls, 4);
     assert_eq!(meta.partitions, 8);
     let rows = segment_rows(&seg);
@@ -537,7 +537,7 @@ fn killed_updatedb_leaves_current_intact_and_rerun_works() {
     let mut child = bin("updatedb")
         .arg("--crawl-dir")
         .arg(&crawl)
-        .env(trawl::crawldb::TEST_PAUSE_ENV, "60")
+        .env(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV, "60")
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -650,7 +650,7 @@ fn readdb_modes() {
             pq.to_str().unwrap(),
         ],
     );
-    assert_eq!(storage::read_part_all::<CrawlDatum>(&pq).unwrap().len(), 8);
+    assert_eq!(parquet::read_part_all::<CrawlDatum>(&pq).unwrap().len(), 8);
 
     let (top, _) = ok("readdb", &crawl, &["--top", "2"]);
     let scores: Vec<(String, f64)> = top

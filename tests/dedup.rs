@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Command;
 
 use trawl::datum::{CrawlDatum, DbStatus};
-use trawl::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SegmentMeta};
 use trawl::records::ParseDataRecord;
-use trawl::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SegmentMeta};
+use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 
 const PARTS: usize = 2;
 
@@ -73,12 +73,12 @@ fn build(root: &Path) {
         partitions: PARTS,
         ..Default::default()
     };
-    storage::write_json(&staged.path().join(CRAWLDB_META), &meta).unwrap();
+    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta).unwrap();
     staged.commit().unwrap();
     // A parsed segment with SimHashes: n1 and n2 are 2 bits apart.
     let seg = dir.segments_dir().join("20260101000000");
     std::fs::create_dir_all(&seg).unwrap();
-    storage::write_json(
+    parquet::write_json(
         &seg.join("_meta.json"),
         &SegmentMeta {
             name: "20260101000000".into(),
@@ -104,12 +104,12 @@ fn build(root: &Path) {
 fn statuses(root: &Path) -> BTreeMap<String, DbStatus> {
     let dir = CrawlDir::new(root);
     let mut out = BTreeMap::new();
-    for (i, part) in storage::part_files(&dir.crawldb_current())
+    for (i, part) in parquet::part_files(&dir.crawldb_current())
         .unwrap()
         .iter()
         .enumerate()
     {
-        let rows = storage::read_part_all::<CrawlDatum>(part).unwrap();
+        let rows = parquet::read_part_all::<CrawlDatum>(part).unwrap();
         let urls: Vec<&str> = rows.iter().map(|r| r.url.as_str()).collect();
         let mut sorted = urls.clone();
         sorted.sort();

@@ -16,9 +16,9 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
 use trawl::datum::{CrawlDatum, FetchStatus};
-use trawl::layout::SegmentMeta;
 use trawl::records::{ContentRecord, FetchRecord};
-use trawl::storage::{self, PartWriter, StagedDataset};
+use trawl::store::layout::SegmentMeta;
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -197,7 +197,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         if let Some(e) = etag {
             d.metadata.insert("etag".into(), e.to_string());
         }
-        parts[storage::partition_for_host(&host, partitions)]
+        parts[parquet::partition_for_host(&host, partitions)]
             .push(d)
             .unwrap();
     }
@@ -211,7 +211,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         partitions,
         urls: urls.len() as u64,
     };
-    storage::write_json(&seg.join("_meta.json"), &meta).unwrap();
+    parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();
     seg
 }
 
@@ -313,7 +313,7 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
     assert!(out.status.success(), "fetch failed: {stderr}");
     assert!(stderr.contains("fetch: segment"), "no summary: {stderr}");
 
-    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    let rows = by_url(parquet::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
     assert_eq!(rows.len(), urls.len(), "one row per fetch-list URL");
     let expect = |u: &str, st: FetchStatus, reason: &str| {
         let r = rows.get(u).unwrap_or_else(|| panic!("no row for {u}"));
@@ -367,7 +367,7 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
 
     // Content: one row per 2xx, bodies decompressed and capped.
     let content: HashMap<String, ContentRecord> =
-        storage::read_dataset::<ContentRecord>(&seg.join("content"))
+        parquet::read_dataset::<ContentRecord>(&seg.join("content"))
             .unwrap()
             .into_iter()
             .map(|c| (c.url.clone(), c))
@@ -438,7 +438,7 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
 
     // robots/ records the sitemap, the Crawl-delay and unavailability.
     let robots =
-        storage::read_dataset::<trawl::net::robots::RobotsRecord>(&seg.join("robots")).unwrap();
+        parquet::read_dataset::<trawl::net::robots::RobotsRecord>(&seg.join("robots")).unwrap();
     let a = robots.iter().find(|r| r.origin == "http://a.test").unwrap();
     assert_eq!(a.sitemaps, vec!["http://a.test/sitemap.xml".to_string()]);
     let b = robots.iter().find(|r| r.origin == "http://b.test").unwrap();
@@ -468,7 +468,7 @@ fn fetches_a_segment_politely_with_the_right_statuses() {
 /// `fetch_retry` with `reason`, nothing else; the server saw robots.txt and exactly
 /// the fetched pages (cut URLs were never requested).
 fn assert_cut_short(seg: &Path, log: &Log, host: &str, reason: &str) {
-    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    let rows = by_url(parquet::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
     assert_eq!(rows.len(), 10);
     let ok = rows
         .values()
@@ -536,7 +536,7 @@ fn throughput_floor_stops_a_slow_run() {
     );
     let out = run_fetch(root, &config, &[]);
     assert!(out.status.success());
-    let rows = storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap();
+    let rows = parquet::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap();
     assert_eq!(rows.len(), 10);
     assert!(
         rows.iter().all(|r| r.status == FetchStatus::FetchSuccess),
@@ -555,7 +555,7 @@ fn missing_segment_and_bad_config_errors_are_clear() {
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     // No crawldb and no segment: an empty crawl directory, refused like every stage does.
-    assert!(msg.contains(trawl::layout::NO_CRAWLDB), "{msg}");
+    assert!(msg.contains(trawl::store::layout::NO_CRAWLDB), "{msg}");
     std::fs::write(&cfg, "[fetch.resolve]\n\"*.test\" = \"nowhere\"\n").unwrap();
     make_segment(root, "20260103000000", &[("http://a.test/", None)]);
     let out = run_fetch(root, &cfg, &[]);
@@ -593,7 +593,7 @@ fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = by_url(storage::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    let rows = by_url(parquet::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
     assert_eq!(rows.len(), 8);
     assert!(rows.values().all(|r| r.status == FetchStatus::FetchSuccess));
     let leftovers: Vec<_> = std::fs::read_dir(&seg)

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use trawl::net::robots::RobotsRecord;
 use testweb::hostile::{HOSTILE_HOST, ROBOTS_MOVED_HOST};
+use trawl::net::robots::RobotsRecord;
 
 /// One regular host and the hostile hosts (Crawl-delay 2 s on hostile.web.test).
 const HOSTILE_WEB: [&str; 7] = ["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
@@ -29,7 +29,7 @@ fn config(dir: &Path, addr: &str, fetch: &str, resolve: &str) -> PathBuf {
 }
 
 fn robots_rows(segment: &str) -> Vec<RobotsRecord> {
-    trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap()
+    trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap()
 }
 
 /// Injects `seeds` into a new crawl, generates and fetches one segment; returns the
@@ -245,7 +245,7 @@ fn robots_cache_between_runs() {
     let mut r1 = robots_requests(since);
     r1.sort();
     assert_eq!(r1, ["site0.web.test", "site1.web.test"], "{s1}");
-    let cache = crawl.join(trawl::net::robots_cache::ROBOTS_CACHE_FILE);
+    let cache = trawl::store::layout::CrawlDir::new(&crawl).robots_cache();
     assert!(cache.is_file());
 
     // Round 2: no robots.txt request, the cached rules still apply (site0 and site1

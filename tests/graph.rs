@@ -5,9 +5,9 @@ use std::path::Path;
 use std::process::Command;
 
 use trawl::graph::rows::{HitsRecord, HostRankRecord};
-use trawl::layout::{CrawlDbMeta, SegmentMeta};
 use trawl::records::{InlinkRecord, Outlink, PageRankRecord, ParseDataRecord};
-use trawl::storage::{self, PartWriter, Record, partition_for_host};
+use trawl::store::layout::{CrawlDbMeta, SegmentMeta};
+use trawl::store::parquet::{self, PartWriter, Record, partition_for_host};
 use trawl::urls::host_of;
 use trawl::{CrawlDatum, DbStatus};
 
@@ -21,13 +21,13 @@ fn write_dataset<R: Record>(dir: &Path, parts: usize, rows: Vec<R>, host: impl F
         buckets[p].push(r);
     }
     for (i, rows) in buckets.into_iter().enumerate() {
-        let mut w = PartWriter::<R>::create(&dir.join(storage::part_name(i))).unwrap();
+        let mut w = PartWriter::<R>::create(&dir.join(parquet::part_name(i))).unwrap();
         for r in rows {
             w.push(r).unwrap();
         }
         w.finish().unwrap();
     }
-    std::fs::write(dir.join(storage::SUCCESS_MARKER), "").unwrap();
+    std::fs::write(dir.join(parquet::SUCCESS_MARKER), "").unwrap();
 }
 
 fn page(url: &str, links: &[(&str, &str)]) -> ParseDataRecord {
@@ -67,7 +67,7 @@ fn segment(root: &Path, name: &str, pages: Vec<ParseDataRecord>) {
         partitions: 2,
         urls: pages.len() as u64,
     };
-    storage::write_json(&seg.join("_meta.json"), &meta).unwrap();
+    parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();
     write_dataset(&seg.join("parse_data"), 2, pages, |r| host_of(&r.url));
 }
 
@@ -103,7 +103,7 @@ fn crawl() -> tempfile::TempDir {
         seed_hosts: vec!["a.test".into()],
         ..Default::default()
     };
-    storage::write_json(&root.join("crawldb/current/_meta.json"), &meta).unwrap();
+    parquet::write_json(&root.join("crawldb/current/_meta.json"), &meta).unwrap();
     segment(
         root,
         "20260101000000",
@@ -171,10 +171,10 @@ const LINKDB: &str = env!("CARGO_BIN_EXE_linkdb");
 const PAGERANK: &str = env!("CARGO_BIN_EXE_pagerank");
 
 fn linkdb_rows(root: &Path) -> Vec<Vec<InlinkRecord>> {
-    storage::part_files(&root.join("linkdb/current"))
+    parquet::part_files(&root.join("linkdb/current"))
         .unwrap()
         .iter()
-        .map(|p| storage::read_part_all::<InlinkRecord>(p).unwrap())
+        .map(|p| parquet::read_part_all::<InlinkRecord>(p).unwrap())
         .collect()
 }
 
@@ -237,7 +237,7 @@ fn linkdb_keep_internal_and_clear_errors() {
     // A segment without parse_data, named explicitly: a clear error, nothing lost.
     let seg = root.join("segments/20260103000000");
     std::fs::create_dir_all(&seg).unwrap();
-    storage::write_json(
+    parquet::write_json(
         &seg.join("_meta.json"),
         &SegmentMeta {
             name: "20260103000000".into(),
@@ -260,7 +260,7 @@ fn linkdb_keep_internal_and_clear_errors() {
 }
 
 fn pagerank_rows(root: &Path) -> Vec<PageRankRecord> {
-    storage::read_dataset(&root.join("pagerank")).unwrap()
+    parquet::read_dataset(&root.join("pagerank")).unwrap()
 }
 
 #[test]
@@ -293,12 +293,12 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
         .unwrap();
     assert_eq!((about.in_degree, about.out_degree), (1, 0));
     // Partitioned like the crawldb, sorted by URL.
-    for (p, part) in storage::part_files(&root.join("pagerank"))
+    for (p, part) in parquet::part_files(&root.join("pagerank"))
         .unwrap()
         .iter()
         .enumerate()
     {
-        let rows: Vec<PageRankRecord> = storage::read_part_all(part).unwrap();
+        let rows: Vec<PageRankRecord> = parquet::read_part_all(part).unwrap();
         assert!(
             rows.iter()
                 .all(|r| partition_for_host(&host_of(&r.url), PARTS) == p)
@@ -307,7 +307,7 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     }
     // Crawldb scores = PageRank x N for every row (every crawldb URL is a node), so
     // they average 1.0 over the graph; the unlinked page is below average.
-    let db: Vec<CrawlDatum> = storage::read_dataset(&root.join("crawldb/current")).unwrap();
+    let db: Vec<CrawlDatum> = parquet::read_dataset(&root.join("crawldb/current")).unwrap();
     assert_eq!(db.len(), 6);
     for d in &db {
         let r = rows.iter().find(|r| r.url == d.url).unwrap();
@@ -316,17 +316,17 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     let lonely_db = db.iter().find(|d| d.url == "http://lonely.test/").unwrap();
     assert!(lonely_db.score < 1.0, "{}", lonely_db.score);
     let meta_pr: trawl::graph::rows::PageRankMeta =
-        storage::read_json(&root.join("pagerank/_meta.json")).unwrap();
+        parquet::read_json(&root.join("pagerank/_meta.json")).unwrap();
     assert_eq!(meta_pr.crawldb_scale, 9.0);
     assert!(root.join("crawldb/old/_SUCCESS").is_file());
-    let meta: CrawlDbMeta = storage::read_json(&root.join("crawldb/current/_meta.json")).unwrap();
+    let meta: CrawlDbMeta = parquet::read_json(&root.join("crawldb/current/_meta.json")).unwrap();
     assert_eq!(
         (meta.partitions, meta.written_by.as_str()),
         (PARTS, "pagerank")
     );
     assert!(!root.join("crawldb/.lock").exists());
 
-    let hits: Vec<HitsRecord> = storage::read_dataset(&root.join("pagerank/hits")).unwrap();
+    let hits: Vec<HitsRecord> = parquet::read_dataset(&root.join("pagerank/hits")).unwrap();
     assert_eq!(hits.len(), 9);
     let auth = hits
         .iter()
@@ -334,7 +334,7 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
         .unwrap();
     assert_eq!(auth.url, "http://hub.test/");
     assert!((hits.iter().map(|h| h.hub).sum::<f64>() - 1.0).abs() < 1e-9);
-    let hosts: Vec<HostRankRecord> = storage::read_dataset(&root.join("pagerank/hosts")).unwrap();
+    let hosts: Vec<HostRankRecord> = parquet::read_dataset(&root.join("pagerank/hosts")).unwrap();
     assert_eq!(hosts.len(), 5);
     assert!((hosts.iter().map(|h| h.score).sum::<f64>() - 1.0).abs() < 1e-9);
     let top = hosts
@@ -352,7 +352,7 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run `linkdb` first"));
     ok(LINKDB, root, &[]);
-    let before: Vec<CrawlDatum> = storage::read_dataset(&root.join("crawldb/current")).unwrap();
+    let before: Vec<CrawlDatum> = parquet::read_dataset(&root.join("crawldb/current")).unwrap();
     let summary = ok(
         PAGERANK,
         root,
@@ -371,7 +371,7 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
     assert!(summary.contains("6 nodes, 8 edges"), "{summary}");
     let rows = pagerank_rows(root);
     assert!((rows.iter().map(|r| r.score).sum::<f64>() - 1.0).abs() < 1e-9);
-    let after: Vec<CrawlDatum> = storage::read_dataset(&root.join("crawldb/current")).unwrap();
+    let after: Vec<CrawlDatum> = parquet::read_dataset(&root.join("crawldb/current")).unwrap();
     assert_eq!(before, after);
     // Seed teleport: only a.test/ (the seed host's home page, the one depth-0 URL)
     // receives teleport mass, so pages without inlinks (c/, a/x) get only the uniformly

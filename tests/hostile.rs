@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
-use trawl::net::robots::RobotsRecord;
 use testweb::hostile::{BOMB_BYTES, ETAG, HOSTILE_HOST, LAST_MODIFIED};
 use testweb::model::Behavior;
 use testweb::{SiteMap, WebSpec};
+use trawl::net::robots::RobotsRecord;
 
 /// Flags of the served web; `spec()` is the same web for the site map.
 const WEB: &[&str] = &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
@@ -62,7 +62,7 @@ fn inject(dir: &Path, crawl: &Path, cfg: &Path, seeds: &[String]) {
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {
     let rows: Vec<RobotsRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap();
     rows.into_iter().map(|r| (r.host.clone(), r)).collect()
 }
 

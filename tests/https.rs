@@ -52,13 +52,13 @@ fn toml_path(p: &Path) -> String {
 
 fn fetch_list(segment: &str) -> BTreeSet<String> {
     let rows: Vec<CrawlDatum> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("crawl_generate")).unwrap();
     rows.into_iter().map(|d| d.url).collect()
 }
 
 fn robots_rows(segment: &str) -> BTreeMap<String, RobotsRecord> {
     let rows: Vec<RobotsRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("robots")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("robots")).unwrap();
     rows.into_iter().map(|r| (r.origin.clone(), r)).collect()
 }
 
@@ -548,8 +548,8 @@ fn ca_file_certificates_are_trusted_and_tls_verify_builds() {
     use trawl::config::FetchConfig;
     use trawl::net::client::{Http, load_ca_file};
     let dir = tempfile::tempdir().unwrap();
-    let a = trawl::testweb::TestCa::generate().unwrap();
-    let b = trawl::testweb::TestCa::generate().unwrap();
+    let a = testweb::TestCa::generate().unwrap();
+    let b = testweb::TestCa::generate().unwrap();
     let pem = dir.path().join("ca.pem");
     std::fs::write(&pem, format!("{}{}", a.ca_pem(), b.ca_pem())).unwrap();
     assert_eq!(load_ca_file(&pem).unwrap().len(), 2);

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trawl::layout::{CrawlDir, SegmentMeta};
 use trawl::records::{ContentRecord, CrawlParseRecord, Header, ParseDataRecord, ParseTextRecord};
-use trawl::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::layout::{CrawlDir, SegmentMeta};
+use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 
 const PARTS: usize = 4;
 const SEG: &str = "20260101000000";
@@ -37,7 +37,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
     let dir = CrawlDir::new(root);
     let seg = dir.segments_dir().join(SEG);
     std::fs::create_dir_all(&seg).unwrap();
-    storage::write_json(
+    parquet::write_json(
         &seg.join("_meta.json"),
         &SegmentMeta {
             name: SEG.into(),
@@ -158,17 +158,17 @@ fn parses_a_segment() {
     );
     assert!(!seg.join("parse_data.tmp-999999").exists());
 
-    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
-    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
     assert_eq!(data.len(), 6);
     assert_eq!(text.len(), 6);
     // Same partitioning as content.
-    for (i, part) in storage::part_files(&seg.join("parse_data"))
+    for (i, part) in parquet::part_files(&seg.join("parse_data"))
         .unwrap()
         .iter()
         .enumerate()
     {
-        for r in storage::read_part_all::<ParseDataRecord>(part).unwrap() {
+        for r in parquet::read_part_all::<ParseDataRecord>(part).unwrap() {
             assert_eq!(partition_for_host(&trawl::urls::host_of(&r.url), PARTS), i);
         }
     }
@@ -217,12 +217,12 @@ fn parses_a_segment() {
 
     // crawl_parse: partitioned by the row's url host; link rows carry depth+1 and the OPIC share.
     let mut cp = Vec::new();
-    for (i, part) in storage::part_files(&seg.join("crawl_parse"))
+    for (i, part) in parquet::part_files(&seg.join("crawl_parse"))
         .unwrap()
         .iter()
         .enumerate()
     {
-        for r in storage::read_part_all::<CrawlParseRecord>(part).unwrap() {
+        for r in parquet::read_part_all::<CrawlParseRecord>(part).unwrap() {
             assert_eq!(
                 partition_for_host(&trawl::urls::host_of(&r.url), PARTS),
                 i,
@@ -273,7 +273,7 @@ fn parses_a_segment() {
         "{}",
         String::from_utf8_lossy(&re.stderr)
     );
-    let data2: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let data2: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     assert_eq!(data2.len(), 6);
 }
 
@@ -308,7 +308,7 @@ fn interrupted_run_leftovers_are_replaced() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
     assert_eq!(text.len(), 6);
 }
 
@@ -430,9 +430,9 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("9 pages (9 success, 0 failed)"), "{stderr}");
 
-    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
-    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
-    let cp: Vec<CrawlParseRecord> = storage::read_dataset(&seg.join("crawl_parse")).unwrap();
+    let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
+    let cp: Vec<CrawlParseRecord> = parquet::read_dataset(&seg.join("crawl_parse")).unwrap();
     let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
     let text_of = |u: &str| text.iter().find(|t| t.url == u).unwrap();
     let md = |d: &ParseDataRecord, k: &str| d.metadata.get(k).cloned();
@@ -559,7 +559,7 @@ fn time_budget_fails_the_page_not_the_stage() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("2 pages (1 success, 1 failed)"), "{stderr}");
-    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     let big = data.iter().find(|d| d.url == "http://t.test/big").unwrap();
     assert_eq!(
         (big.status.as_str(), big.reason.as_str()),
@@ -573,7 +573,7 @@ fn time_budget_fails_the_page_not_the_stage() {
         big.metadata
     );
     assert!(big.outlinks.is_empty() && big.signature.is_none());
-    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
     assert_eq!(
         text.iter()
             .find(|t| t.url == "http://t.test/big")
@@ -640,8 +640,8 @@ fn charsets_honest_undeclared_and_lying() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
-    let text: Vec<ParseTextRecord> = storage::read_dataset(&seg.join("parse_text")).unwrap();
+    let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
     for (i, (label, sample)) in samples.iter().enumerate() {
         let name = encoding_rs::Encoding::for_label(label.as_bytes())
             .unwrap()
@@ -727,7 +727,7 @@ fn link_sources_base_anchors_and_nofollow_config() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let data: Vec<ParseDataRecord> = storage::read_dataset(&seg.join("parse_data")).unwrap();
+    let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
     let links = |u: &str| -> Vec<(String, String, bool)> {
         get(u)
@@ -755,7 +755,7 @@ fn link_sources_base_anchors_and_nofollow_config() {
             l("http://f.test/right.html", "", false),
         ]
     );
-    let cp: Vec<CrawlParseRecord> = storage::read_dataset(&seg.join("crawl_parse")).unwrap();
+    let cp: Vec<CrawlParseRecord> = parquet::read_dataset(&seg.join("crawl_parse")).unwrap();
     assert!(
         cp.iter()
             .any(|r| r.kind == "link" && r.url == "http://cdn.test/root/nf.html"),

@@ -118,7 +118,7 @@ fn killed_fetch_leaves_no_partial_output_and_rerun_succeeds() {
         .unwrap()
         .to_string();
     let fetch_list: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
     assert!(
         fetch_list.len() > 6,
         "a fetch list long enough to kill mid-run"
@@ -141,7 +141,7 @@ fn killed_fetch_leaves_no_partial_output_and_rerun_succeeds() {
     );
     child.kill().unwrap(); // SIGKILL: no cleanup
     child.wait().unwrap();
-    assert!(!trawl::storage::dataset_complete(
+    assert!(!trawl::store::parquet::dataset_complete(
         &Path::new(&segment).join("crawl_fetch")
     ));
 
@@ -150,7 +150,7 @@ fn killed_fetch_leaves_no_partial_output_and_rerun_succeeds() {
     run_ok("fetch", &crawl, &config, &[&segment]);
     assert!(started.elapsed() < Duration::from_secs(120));
     let rows: Vec<trawl::records::FetchRecord> =
-        trawl::storage::read_dataset(&Path::new(&segment).join("crawl_fetch")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("crawl_fetch")).unwrap();
     let mut got: Vec<&str> = rows.iter().map(|r| r.url.as_str()).collect();
     let mut want: Vec<&str> = fetch_list.iter().map(|d| d.url.as_str()).collect();
     got.sort();

@@ -143,7 +143,7 @@ fn three_rounds_match_the_site_map() {
 
     // PageRank: sums to 1, the web's biggest hub first.
     let ranks: Vec<trawl::records::PageRankRecord> =
-        trawl::storage::read_dataset(&crawl.join("pagerank")).unwrap();
+        trawl::store::parquet::read_dataset(&crawl.join("pagerank")).unwrap();
     let sum: f64 = ranks.iter().map(|r| r.score).sum();
     assert!((sum - 1.0).abs() < 1e-6, "PageRank sums to {sum}");
     let top = ranks

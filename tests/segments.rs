@@ -19,7 +19,7 @@ use trawl::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord,
     ParseTextRecord,
 };
-use trawl::storage::{Record, part_files, partition_for_host, read_dataset, read_part_all};
+use trawl::store::parquet::{Record, part_files, partition_for_host, read_dataset, read_part_all};
 use trawl::urls::host_of;
 
 const WEB: &[&str] = &["--seed", "11", "--hosts", "4", "--pages", "12"];
@@ -464,10 +464,7 @@ fn kill_at(stage: &str, point: &str, c: &Crawl, args: &[&str]) {
         .arg(&c.config)
         .args(args)
         .env("RUST_LOG", "warn")
-        .env(
-            trawl::tools::segstate::TEST_PAUSE_ENV,
-            format!("{point}:60"),
-        )
+        .env(trawl::store::versioned::PAUSE_AT_ENV, format!("{point}:60"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

@@ -17,7 +17,7 @@ use trawl::sitemaps::parse::{ChangeFreq, parse_w3c_datetime};
 const WEB: &[&str] = &["--hosts", "2", "--pages", "6", "--sitemaps"];
 
 fn sitemapdb(crawl: &Path) -> BTreeMap<String, SitemapRecord> {
-    trawl::storage::read_dataset::<SitemapRecord>(&crawl.join("sitemapdb/current"))
+    trawl::store::parquet::read_dataset::<SitemapRecord>(&crawl.join("sitemapdb/current"))
         .unwrap()
         .into_iter()
         .map(|r| (r.url.clone(), r))

@@ -82,7 +82,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
         let seg = Path::new(seg);
         assert_eq!(row["name"], seg.file_name().unwrap().to_str().unwrap());
         let fetch: Vec<FetchRecord> =
-            trawl::storage::read_dataset(&seg.join("crawl_fetch")).unwrap();
+            trawl::store::parquet::read_dataset(&seg.join("crawl_fetch")).unwrap();
         assert_eq!(row["generated"], fetch.len() as u64);
         assert_eq!(row["fetched_rows"], fetch.len() as u64);
         let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
@@ -105,7 +105,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
         assert_eq!(row["disk_bytes"], disk);
         assert_eq!(row["merged_from"], serde_json::json!([]));
         let content: Vec<ContentRecord> =
-            trawl::storage::read_dataset(&seg.join("content")).unwrap();
+            trawl::store::parquet::read_dataset(&seg.join("content")).unwrap();
         let bytes: usize = content.iter().map(|c| c.content.len()).sum();
         assert_eq!(row["content_bytes"], bytes as u64);
         assert_eq!(
@@ -136,7 +136,8 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
 
     // --dump --url: one fetched page's rows across every dataset.
     let seg2 = Path::new(&s2);
-    let content: Vec<ContentRecord> = trawl::storage::read_dataset(&seg2.join("content")).unwrap();
+    let content: Vec<ContentRecord> =
+        trawl::store::parquet::read_dataset(&seg2.join("content")).unwrap();
     let page = content
         .iter()
         .find(|c| c.http_status == 200)
@@ -199,7 +200,8 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
             "url,http_status",
         ],
     );
-    let fetch: Vec<FetchRecord> = trawl::storage::read_dataset(&seg2.join("crawl_fetch")).unwrap();
+    let fetch: Vec<FetchRecord> =
+        trawl::store::parquet::read_dataset(&seg2.join("crawl_fetch")).unwrap();
     assert_eq!(rows.len(), fetch.len());
     for r in &rows {
         let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
@@ -229,7 +231,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
 
     // readlinkdb: the dump equals the linkdb; --url gives one target's inlinks.
     let linkdb: Vec<InlinkRecord> =
-        trawl::storage::read_dataset(&crawl.join("linkdb/current")).unwrap();
+        trawl::store::parquet::read_dataset(&crawl.join("linkdb/current")).unwrap();
     assert!(!linkdb.is_empty());
     let dump = lines(READLINKDB, &crawl, &config, &["--dump"]);
     let mut got: Vec<InlinkRecord> = dump

@@ -235,7 +235,7 @@ fn crawl_exports_to_warc_that_warcio_reads_back() {
         .unwrap()
         .to_string();
     let content: Vec<ContentRecord> =
-        trawl::storage::read_dataset(&Path::new(&segment).join("content")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("content")).unwrap();
     assert!(
         content.len() >= 5,
         "the crawl fetched pages ({})",

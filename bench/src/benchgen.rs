@@ -13,9 +13,9 @@ use rayon::prelude::*;
 
 use trawl::datum::{CrawlDatum, DbStatus, FetchStatus, now_millis};
 use trawl::error::Result;
-use trawl::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
 use trawl::records::{CrawlParseRecord, FetchRecord};
-use trawl::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
+use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// Fills the fetch or parse rows of one partition.
 type FillPart<'a> = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync + 'a;
@@ -118,7 +118,7 @@ fn write_crawldb(dir: &CrawlDir, plan: &Plan) -> Result<()> {
 
 /// The segment: `crawl_fetch` and `crawl_parse` of the fetched tenth, and its meta.
 fn write_segment(dir: &CrawlDir, plan: &Plan) -> Result<std::path::PathBuf> {
-    let name = trawl::layout::new_segment_name(dir, plan.now);
+    let name = trawl::store::layout::new_segment_name(dir, plan.now);
     let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
     write_dataset(seg.path(), "crawl_fetch", plan.n, &|i, fr, _| {
         fetch_rows(plan, i, fr)
@@ -127,7 +127,7 @@ fn write_segment(dir: &CrawlDir, plan: &Plan) -> Result<std::path::PathBuf> {
         parse_rows(plan, i, pr)
     })?;
     let fetched = plan.hosts * plan.fetched_of().count() as u64;
-    storage::write_json(
+    parquet::write_json(
         &seg.path().join(SEGMENT_META),
         &SegmentMeta {
             name,
@@ -148,7 +148,7 @@ fn write_dataset(seg: &Path, dataset: &str, n: usize, f: &FillPart<'_>) -> Resul
         .map(|i| {
             let (mut fr, mut pr) = (Vec::new(), Vec::new());
             f(i, &mut fr, &mut pr);
-            let p = path.join(storage::part_name(i));
+            let p = path.join(parquet::part_name(i));
             if dataset == "crawl_fetch" {
                 let mut w = PartWriter::<FetchRecord>::create(&p)?;
                 for r in fr {
@@ -165,7 +165,7 @@ fn write_dataset(seg: &Path, dataset: &str, n: usize, f: &FillPart<'_>) -> Resul
             Ok(())
         })
         .collect::<Result<Vec<()>>>()?;
-    storage::write_atomic(&path.join(storage::SUCCESS_MARKER), b"benchgen\n")
+    parquet::write_atomic(&path.join(parquet::SUCCESS_MARKER), b"benchgen\n")
 }
 
 /// The `crawl_fetch` rows of partition `i` (one in a hundred gone).

@@ -21,8 +21,8 @@ use testweb::TestCa;
 use trawl::config::Config;
 use trawl::datum::CrawlDatum;
 use trawl::error::{Error, IoContext, Result};
-use trawl::layout::SegmentMeta;
-use trawl::storage::{self, PartWriter, StagedDataset};
+use trawl::store::layout::SegmentMeta;
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
 
 /// One benchmark scenario.
 #[derive(Debug, Clone)]
@@ -270,9 +270,12 @@ async fn serve(
 /// Writes a segment of `hosts x pages` URLs under `root`; returns its path.
 fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<PathBuf> {
     let name = "20000101000000";
-    let seg = root.join("segments").join(name);
+    let seg = trawl::store::layout::CrawlDir::new(root)
+        .segments_dir()
+        .join(name);
     std::fs::create_dir_all(&seg).at(&seg)?;
-    let staged = StagedDataset::new(&seg.join("crawl_generate"))?;
+    let staged =
+        StagedDataset::new(&seg.join(trawl::store::names::SegmentDataset::CrawlGenerate.as_str()))?;
     let mut parts: Vec<PartWriter<CrawlDatum>> = (0..partitions)
         .map(|i| PartWriter::create(&staged.part_path(i)))
         .collect::<Result<_>>()?;
@@ -283,7 +286,7 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
             let scheme = if spec.https { "https" } else { "http" };
             let url = format!("{scheme}://{host}/p{p}.html");
             let d = CrawlDatum::unfetched(url, host.clone(), 0, 86400);
-            parts[storage::partition_for_host(&host, partitions)].push(d)?;
+            parts[parquet::partition_for_host(&host, partitions)].push(d)?;
         }
     }
     for p in parts {
@@ -296,7 +299,7 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
         partitions,
         urls: (spec.hosts * spec.pages) as u64,
     };
-    storage::write_json(&seg.join("_meta.json"), &meta)?;
+    parquet::write_json(&seg.join(trawl::store::layout::SEGMENT_META), &meta)?;
     Ok(seg)
 }
 
@@ -324,7 +327,7 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
         let ca = Arc::new(TestCa::generate()?);
         std::fs::create_dir_all(&root).at(&root)?;
         let ca_file = root.join("ca.pem");
-        storage::write_atomic(&ca_file, ca.ca_pem().as_bytes())?;
+        parquet::write_atomic(&ca_file, ca.ca_pem().as_bytes())?;
         cfg.fetch.ca_file = ca_file;
         Some(tokio_rustls::TlsAcceptor::from(ca.server_config()?))
     } else {

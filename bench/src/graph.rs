@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use trawl::error::Result;
 use trawl::records::InlinkRecord;
-use trawl::storage::{self, PartWriter};
+use trawl::store::parquet::{self, PartWriter};
 
 /// Pages per host in the synthetic graph.
 pub const PAGES_PER_HOST: u64 = 50;
@@ -51,7 +51,7 @@ pub fn write_synthetic(
     let results: Vec<Result<(PathBuf, u64)>> = (0..files)
         .into_par_iter()
         .map(|f| {
-            let path = dir.join(storage::part_name(f));
+            let path = dir.join(parquet::part_name(f));
             let mut w = PartWriter::<InlinkRecord>::create(&path)?;
             let mut rng =
                 Rng(0x9e37_79b9_7f4a_7c15 ^ (f as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9));

@@ -27,9 +27,10 @@ use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{IoContext, Result};
-use crate::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, StagedDataset};
+use crate::store::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, PartWriter, StagedDataset};
 
 /// Options of one generate run (flags over `[generate]`).
 #[derive(Debug, Clone)]
@@ -128,7 +129,7 @@ fn pending_urls(
 ) -> Result<Vec<HashSet<String>>> {
     let mut out: Vec<HashSet<String>> = (0..n).map(|_| HashSet::new()).collect();
     for s in dir.segments()? {
-        if applied.iter().any(|a| a == s.name()) || !s.has("crawl_generate") {
+        if applied.iter().any(|a| a == s.name()) || !s.has(SegmentDataset::CrawlGenerate) {
             continue;
         }
         let meta = s.meta()?;
@@ -137,7 +138,7 @@ fn pending_urls(
         }
         for (i, set) in out.iter_mut().enumerate() {
             let rows: Vec<CrawlDatum> = read_partition(
-                &s.dataset("crawl_generate"),
+                &s.dataset(SegmentDataset::CrawlGenerate),
                 i,
                 n,
                 meta.partitions,
@@ -272,9 +273,9 @@ fn write_segments(
         };
         let urls: u64 = list.iter().map(|p| p.len() as u64).sum();
         let seg = StagedDataset::new(&dir.segments_dir().join(&name))?;
-        let gen_dir = seg.path().join("crawl_generate");
+        let gen_dir = seg.path().join(SegmentDataset::CrawlGenerate.as_str());
         std::fs::create_dir_all(&gen_dir).at(&gen_dir)?;
-        storage::write_json(
+        parquet::write_json(
             &seg.path().join(SEGMENT_META),
             &SegmentMeta {
                 name: name.clone(),
@@ -289,15 +290,15 @@ fn write_segments(
     }
     let gen_dirs: Vec<PathBuf> = staged
         .iter()
-        .map(|s| s.path().join("crawl_generate"))
+        .map(|s| s.path().join(SegmentDataset::CrawlGenerate.as_str()))
         .collect();
     (0..n)
         .into_par_iter()
         .map(|i| write_partition(i, &batches[i], lists, &gen_dirs))
         .collect::<Result<Vec<()>>>()?;
     for (seg, d) in staged.into_iter().zip(&gen_dirs) {
-        storage::write_atomic(
-            &d.join(storage::SUCCESS_MARKER),
+        parquet::write_atomic(
+            &d.join(parquet::SUCCESS_MARKER),
             chrono::Utc::now().to_rfc3339().as_bytes(),
         )?;
         report.segments.push(seg.commit()?);
@@ -316,7 +317,7 @@ fn write_partition(
 ) -> Result<()> {
     let hosts = select::HostIds::new(batch)?;
     for (list, d) in lists.iter().zip(gen_dirs) {
-        let mut w = PartWriter::<CrawlDatum>::create(&d.join(storage::part_name(i)))?;
+        let mut w = PartWriter::<CrawlDatum>::create(&d.join(parquet::part_name(i)))?;
         let rows = &list[i];
         if !rows.is_empty() {
             let idx = UInt32Array::from(select::interleave(&hosts, rows));

@@ -17,9 +17,9 @@ use crate::crawldb::stream::DatumStream;
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::layout::CrawlDir;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{PartWriter, partition_for_host};
+use crate::store::layout::CrawlDir;
+use crate::store::parquet::{PartWriter, partition_for_host};
 use crate::urls::UrlPolicy;
 
 /// The longest piece of a rejected line echoed in messages, in characters; longer input

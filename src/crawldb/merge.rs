@@ -9,14 +9,14 @@
 use std::fs::File;
 use std::path::Path;
 
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow::array::{AsArray, RecordBatch, UInt32Array};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::crawldb::state::{self, Ctx, Inlink, Observed, Settle, Unparsed};
 use crate::datum::{CrawlDatum, DbStatus};
 use crate::error::{Error, Result};
 use crate::records::FetchRecord;
-use crate::storage::{self, PartWriter};
+use crate::store::parquet::{self, PartWriter};
 
 /// What a segment says about a URL besides its fetch.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -254,7 +254,7 @@ where
         let file = File::open(part).map_err(|e| Error::io(part, e))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| Error::parquet(part, e))?
-            .with_batch_size(storage::ROW_GROUP_ROWS)
+            .with_batch_size(parquet::ROW_GROUP_ROWS)
             .build()
             .map_err(|e| Error::parquet(part, e))?;
         for batch in reader {
@@ -303,7 +303,7 @@ where
         } else {
             let t = arrow::compute::take_record_batch(batch, &UInt32Array::from(touched))
                 .map_err(|e| arrow_err(part, e))?;
-            storage::from_batch(&t)?
+            parquet::from_batch(&t)?
         };
         let mut decoded = decoded.into_iter();
         let mut changed = Vec::new();
@@ -327,7 +327,7 @@ where
                 changed.push(d);
             }
         }
-        let fresh = storage::to_batch(&changed)?;
+        let fresh = parquet::to_batch(&changed)?;
         let out = arrow::compute::interleave_record_batch(&[batch, &fresh], &order)
             .map_err(|e| arrow_err(part, e))?;
         if out.num_rows() > 0 {
@@ -403,13 +403,13 @@ where
             if let Some(d) = self.apply(&k, None, fr, pr) {
                 tail.push(d);
             }
-            if tail.len() == storage::ROW_GROUP_ROWS {
-                w.write_batch(&storage::to_batch(&tail)?)?;
+            if tail.len() == parquet::ROW_GROUP_ROWS {
+                w.write_batch(&parquet::to_batch(&tail)?)?;
                 tail.clear();
             }
         }
         if !tail.is_empty() {
-            w.write_batch(&storage::to_batch(&tail)?)?;
+            w.write_batch(&parquet::to_batch(&tail)?)?;
         }
         Ok(())
     }
@@ -484,7 +484,7 @@ mod tests {
         let mut w = PartWriter::<CrawlDatum>::create(&out).unwrap();
         let totals = merge_part(&part, &[fetch], &parse, &ctx, &|_| true, &mut w).unwrap();
         w.finish().unwrap();
-        let rows: Vec<CrawlDatum> = storage::read_part_all(&out).unwrap();
+        let rows: Vec<CrawlDatum> = parquet::read_part_all(&out).unwrap();
         let urls: Vec<&str> = rows.iter().map(|d| d.url.as_str()).collect();
         assert_eq!(
             urls,

@@ -1,10 +1,11 @@
 //! The crawldb lifecycle: `inject`, `generate`, `updatedb`, `readdb`.
 //!
 //! The crawldb (`crawldb/current/`) holds one row per URL, partitioned by host with
-//! [`partition_for_host`](crate::storage::partition_for_host) and sorted by URL within
+//! [`partition_for_host`](crate::store::parquet::partition_for_host) and sorted by URL within
 //! each part. Every writer takes the crawldb lock, repairs an interrupted install,
 //! writes a complete new version beside the current one (partitions in parallel) and
-//! installs it with [`layout::install_version`]; see [`write_version`].
+//! installs it as a [`VersionedDataset`](crate::store::versioned::VersionedDataset);
+//! see [`write_version`].
 
 pub mod generate;
 pub mod inject;
@@ -22,21 +23,16 @@ use rayon::prelude::*;
 
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::Result;
-use crate::integrity::Check;
-use crate::layout::{self, CRAWLDB_META, CrawlDbMeta, CrawlDir, Lock};
-use crate::storage::{self, PartWriter, StagedDataset};
-
-/// Test-only hook: when set to a number of seconds, every crawldb writer sleeps that
-/// long after the new version is fully written and before it is installed, so tests
-/// can kill a stage at its most delicate moment. Never set it in production.
-pub const TEST_PAUSE_ENV: &str = "TRAWL_TEST_PAUSE_BEFORE_INSTALL";
+use crate::store::integrity::Check;
+use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir};
+use crate::store::lock::Lock;
+use crate::store::names::VersionedDb;
+use crate::store::parquet::{self, PartWriter};
 
 /// Takes the crawldb lock for `stage` and repairs an install a killed stage left half
 /// done. The crawldb directory is created if needed.
 pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
-    let lock = Lock::acquire(&dir.crawldb_lock(), stage)?;
-    dir.recover_crawldb()?;
-    Ok(lock)
+    dir.versioned(VersionedDb::CrawlDb).lock(stage)
 }
 
 /// The current crawldb's metadata, or fresh metadata with `crawl.partitions` parts
@@ -46,7 +42,7 @@ pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
 /// crawldb". Writers verify checksums with [`verify_for_rewrite`].
 pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool, CrawlDbMeta)> {
     dir.refuse_unmarked_crawldb()?;
-    if storage::dataset_complete(&dir.crawldb_current()) {
+    if parquet::dataset_complete(&dir.crawldb_current()) {
         dir.verify_crawldb(Check::Sizes)?;
         Ok((true, dir.crawldb_meta()?))
     } else {
@@ -66,7 +62,7 @@ pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool,
 /// into a new version. No crawldb yet is fine.
 pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
     dir.refuse_unmarked_crawldb()?;
-    if storage::dataset_complete(&dir.crawldb_current()) {
+    if parquet::dataset_complete(&dir.crawldb_current()) {
         dir.verify_crawldb(Check::Checksums)?;
     }
     Ok(())
@@ -74,7 +70,7 @@ pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
 
 /// Path of part `i` of the current crawldb.
 pub fn current_part(dir: &CrawlDir, i: usize) -> std::path::PathBuf {
-    dir.crawldb_current().join(storage::part_name(i))
+    dir.crawldb_current().join(parquet::part_name(i))
 }
 
 /// Writes a new crawldb version of `meta.partitions` parts, part `i` produced by
@@ -91,7 +87,8 @@ where
     T: Send,
     F: Fn(usize, &mut PartWriter<CrawlDatum>) -> Result<T> + Sync,
 {
-    let staged = StagedDataset::new(&dir.crawldb_current())?;
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let staged = db.stage()?;
     let pb = crate::cli::progress_bar(meta.partitions as u64, stage);
     let out = (0..meta.partitions)
         .into_par_iter()
@@ -107,10 +104,8 @@ where
     pb.finish_and_clear();
     meta.written_time = now_millis();
     meta.written_by = stage.to_string();
-    storage::write_json(&staged.path().join(CRAWLDB_META), meta)?;
-    test_pause();
-    interrupted(stage)?;
-    layout::install_version(&dir.crawldb(), staged)?;
+    parquet::write_json(&staged.path().join(CRAWLDB_META), meta)?;
+    db.install(staged, stage)?;
     Ok(out)
 }
 
@@ -120,17 +115,4 @@ fn interrupted(stage: &str) -> Result<()> {
     crate::signal::check(&format!(
         "{stage} stopped before installing anything: the crawldb is unchanged; rerun {stage}"
     ))
-}
-
-/// Sleeps for [`TEST_PAUSE_ENV`] seconds when that variable is set (test-only); a
-/// SIGINT/SIGTERM ends the pause.
-fn test_pause() {
-    if let Some(secs) = std::env::var(TEST_PAUSE_ENV)
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-    {
-        tracing::warn!("{TEST_PAUSE_ENV} set: pausing {secs}s before install (test-only)");
-        crate::signal::sleep(std::time::Duration::from_secs_f64(secs));
-    }
 }

@@ -12,9 +12,9 @@ use crate::crawldb::current_part;
 use crate::crawldb::stream::DatumStream;
 use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::{Error, IoContext, Result};
-use crate::layout::CrawlDir;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{PartWriter, partition_for_host};
+use crate::store::layout::CrawlDir;
+use crate::store::parquet::{PartWriter, partition_for_host};
 use crate::urls::host_of;
 
 /// What readdb prints.

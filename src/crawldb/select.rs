@@ -22,19 +22,19 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
+use ::parquet::arrow::ProjectionMask;
+use ::parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelectionPolicy, RowSelector,
+};
 use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{
     DataType, FieldRef, Float64Type, Int32Type, Schema, TimestampMillisecondType,
 };
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelectionPolicy, RowSelector,
-};
 
 use crate::datum::{CrawlDatum, DbStatus, Millis};
 use crate::error::{Error, Result};
-use crate::storage;
+use crate::store::parquet;
 use crate::urls::registrable_domain;
 
 /// What makes a row eligible and how it is capped.
@@ -188,7 +188,7 @@ fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> 
     )
     .map_err(|e| Error::parquet(path, e))?
     .with_projection(mask)
-    .with_batch_size(storage::ROW_GROUP_ROWS)
+    .with_batch_size(parquet::ROW_GROUP_ROWS)
     .build()
     .map_err(|e| Error::parquet(path, e))
 }
@@ -591,7 +591,7 @@ pub fn read_rows(path: &Path, rows: &[Cand]) -> Result<RecordBatch> {
     let reader = builder
         .with_row_selection(RowSelection::from(selectors))
         .with_row_selection_policy(RowSelectionPolicy::Selectors)
-        .with_batch_size(storage::ROW_GROUP_ROWS)
+        .with_batch_size(parquet::ROW_GROUP_ROWS)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     let arrow_err = |e: arrow::error::ArrowError| Error::arrow(path.display().to_string(), e);
@@ -794,7 +794,7 @@ pub fn interleave(hosts: &HostIds, rows: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::PartWriter;
+    use crate::store::parquet::PartWriter;
     use std::collections::BTreeMap;
 
     fn datum(url: &str, host: &str, score: f64) -> CrawlDatum {
@@ -1045,6 +1045,6 @@ mod tests {
     }
 
     fn partition_for(host: &str, n: usize) -> usize {
-        storage::partition_for_host(host, n)
+        parquet::partition_for_host(host, n)
     }
 }

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::datum::CrawlDatum;
 use crate::error::{Error, Result};
-use crate::storage::{self, Record, partition_for_host};
+use crate::store::parquet::{self, Record, partition_for_host};
 
 type Batches = Box<dyn Iterator<Item = Result<Vec<CrawlDatum>>> + Send>;
 
@@ -99,18 +99,18 @@ fn open_batches(path: &Path) -> Result<Batches> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| Error::parquet(path, e))?
-        .with_batch_size(storage::ROW_GROUP_ROWS)
+        .with_batch_size(parquet::ROW_GROUP_ROWS)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     let p = path.to_path_buf();
     Ok(Box::new(reader.map(move |b| {
         b.map_err(|e| Error::arrow(p.display().to_string(), e))
-            .and_then(|b| storage::from_batch::<CrawlDatum>(&b))
+            .and_then(|b| parquet::from_batch::<CrawlDatum>(&b))
     })))
 }
 
 /// Like [`read_partition`], but hands the rows to `f` one record batch at a time
-/// (at most [`storage::ROW_GROUP_ROWS`] rows), never holding the whole partition.
+/// (at most [`parquet::ROW_GROUP_ROWS`] rows), never holding the whole partition.
 pub fn scan_partition<R: Record>(
     dataset: &Path,
     part: usize,
@@ -120,17 +120,17 @@ pub fn scan_partition<R: Record>(
     mut f: impl FnMut(Vec<R>) -> Result<()>,
 ) -> Result<()> {
     if dataset_parts == parts {
-        let p = dataset.join(storage::part_name(part));
+        let p = dataset.join(parquet::part_name(part));
         if !p.is_file() {
             return Ok(());
         }
-        for rows in storage::read_part::<R>(&p)? {
+        for rows in parquet::read_part::<R>(&p)? {
             f(rows?)?;
         }
         return Ok(());
     }
-    for p in storage::part_files(dataset)? {
-        for rows in storage::read_part::<R>(&p)? {
+    for p in parquet::part_files(dataset)? {
+        for rows in parquet::read_part::<R>(&p)? {
             let mut rows = rows?;
             rows.retain(|r| partition_for_host(host_of(r), parts) == part);
             f(rows)?;
@@ -150,15 +150,15 @@ pub fn read_partition<R: Record>(
     host_of: impl Fn(&R) -> &str,
 ) -> Result<Vec<R>> {
     if dataset_parts == parts {
-        let p = dataset.join(storage::part_name(part));
+        let p = dataset.join(parquet::part_name(part));
         if !p.is_file() {
             return Ok(Vec::new());
         }
-        return storage::read_part_all::<R>(&p);
+        return parquet::read_part_all::<R>(&p);
     }
     let mut out = Vec::new();
-    for p in storage::part_files(dataset)? {
-        for rows in storage::read_part::<R>(&p)? {
+    for p in parquet::part_files(dataset)? {
+        for rows in parquet::read_part::<R>(&p)? {
             out.extend(
                 rows?
                     .into_iter()

@@ -26,11 +26,12 @@ use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{current_part, lock, write_version};
 use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::integrity::Check;
-use crate::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::records::{CrawlParseRecord, FetchRecord};
 use crate::stage::{Report, StageCtx};
-use crate::storage::{PartWriter, partition_for_host};
+use crate::store::integrity::Check;
+use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{PartWriter, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Options of one updatedb run (`updatedb.additions_allowed`, `--no-additions`, is a
@@ -128,9 +129,11 @@ fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport
     // byte read here would otherwise be written into current and, next time, old.
     dir.verify_crawldb(Check::Checksums)?;
     for sg in &segments {
-        sg.seg.verify("crawl_fetch", Check::Checksums)?;
+        sg.seg
+            .verify(SegmentDataset::CrawlFetch, Check::Checksums)?;
         if sg.part != Part::FetchOnly {
-            sg.seg.verify("crawl_parse", Check::Checksums)?;
+            sg.seg
+                .verify(SegmentDataset::CrawlParse, Check::Checksums)?;
         }
     }
 
@@ -177,7 +180,7 @@ fn choose_segments(
         // The newest fetched segment whose fetch outcomes (with --no-parse) or whose
         // results (without) are not all merged yet.
         let newest = dir.segments()?.into_iter().rev().find(|s| {
-            s.has("crawl_fetch")
+            s.has(SegmentDataset::CrawlFetch)
                 && !meta.is_applied(s.name())
                 && !(opts.no_parse && meta.is_partial(s.name()))
         });
@@ -230,7 +233,7 @@ fn what_to_merge(
     let name = s.name();
     // A segment a stage is writing (fetch, parse) must not be applied half done.
     s.check_unlocked("updatedb")?;
-    if !s.has("crawl_fetch") {
+    if !s.has(SegmentDataset::CrawlFetch) {
         return Err(Error::crawl_dir(
             s.path(),
             format!(
@@ -243,7 +246,7 @@ fn what_to_merge(
     } else {
         ""
     };
-    let parsed = s.has("crawl_parse");
+    let parsed = s.has(SegmentDataset::CrawlParse);
     Ok(Some(match (meta.is_partial(name), no_parse, parsed) {
         (true, true, _) => {
             tracing::warn!(
@@ -291,7 +294,7 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
     for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
         for p in 0..sg.parts {
             let rows: Vec<FetchRecord> = read_partition(
-                &sg.seg.dataset("crawl_fetch"),
+                &sg.seg.dataset(SegmentDataset::CrawlFetch),
                 p,
                 sg.parts,
                 sg.parts,
@@ -405,7 +408,7 @@ fn run_partition(
     };
     for sg in segments {
         scan_fetches(sg, i, n, &mut rows)?;
-        if sg.part != Part::FetchOnly && sg.seg.has("crawl_parse") {
+        if sg.part != Part::FetchOnly && sg.seg.has(SegmentDataset::CrawlParse) {
             scan_parse(sg, i, n, &mut rows)?;
         }
     }
@@ -443,7 +446,7 @@ fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> 
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(
-        &s.dataset("crawl_fetch"),
+        &s.dataset(SegmentDataset::CrawlFetch),
         i,
         n,
         sg.parts,
@@ -480,7 +483,7 @@ fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(
-        &s.dataset("crawl_parse"),
+        &s.dataset(SegmentDataset::CrawlParse),
         i,
         n,
         sg.parts,
@@ -503,7 +506,7 @@ fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
                     }),
                     other => {
                         return Err(Error::crawl_dir(
-                            s.dataset("crawl_parse"),
+                            s.dataset(SegmentDataset::CrawlParse),
                             format!(
                                 "unknown row kind {other:?} for {}; re-run parse on segment {name}",
                                 r.url
@@ -524,7 +527,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::storage;
+    use crate::store::parquet;
     use trawl_bench::benchgen::{self, BenchSpec};
 
     fn copy_tree(from: &Path, to: &Path) {
@@ -553,10 +556,10 @@ mod tests {
 
     fn crawldb_rows(root: &Path) -> Vec<Vec<CrawlDatum>> {
         let dir = CrawlDir::open_existing(root).unwrap();
-        storage::part_files(&dir.crawldb_current())
+        parquet::part_files(&dir.crawldb_current())
             .unwrap()
             .iter()
-            .map(|p| storage::read_part_all::<CrawlDatum>(p).unwrap())
+            .map(|p| parquet::read_part_all::<CrawlDatum>(p).unwrap())
             .collect()
     }
 

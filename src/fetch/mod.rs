@@ -30,17 +30,18 @@ use crate::cli::Exit;
 use crate::config::Config;
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::{CrawlDir, Segment};
 use crate::net::politeness::Politeness;
-use crate::net::robots::{ROBOTS_DATASET, RobotsRecord};
+use crate::net::robots::RobotsRecord;
 use crate::net::robots_cache::{self, CacheEntry};
 use crate::net::{client, runtime};
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, StagedDataset};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::urls::UrlPolicy;
 
 use page::FetchItem;
-use queues::{HostQueue, QueueMode};
+use queues::HostQueue;
 use state::{Progress, Shared};
 pub use writer::WriteStats;
 
@@ -187,7 +188,7 @@ pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
             .segments()?
             .into_iter()
             .rev()
-            .find(|s| s.has("crawl_generate") && !s.dataset("crawl_fetch").exists())
+            .find(|s| s.has(SegmentDataset::CrawlGenerate) && !s.dataset(SegmentDataset::CrawlFetch).exists())
             .ok_or_else(|| {
                 Error::crawl_dir(
                     dir.segments_dir(),
@@ -195,19 +196,19 @@ pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
                 )
             })?,
     };
-    if seg.dataset("crawl_fetch").exists() {
+    if seg.dataset(SegmentDataset::CrawlFetch).exists() {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
                 "segment {} is already fetched (crawl_fetch/ exists); to fetch it again delete {}, {} and {} first",
                 seg.name(),
-                seg.dataset("crawl_fetch").display(),
-                seg.dataset("content").display(),
-                seg.dataset(ROBOTS_DATASET).display()
+                seg.dataset(SegmentDataset::CrawlFetch).display(),
+                seg.dataset(SegmentDataset::Content).display(),
+                seg.dataset(SegmentDataset::Robots).display()
             ),
         ));
     }
-    seg.require("crawl_generate", "generate")?;
+    seg.require(SegmentDataset::CrawlGenerate, "generate")?;
     Ok(seg)
 }
 
@@ -220,9 +221,9 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
     // Each host's index in `hosts` and its name, shared by the host's items.
     let mut index: HashMap<String, (usize, Arc<str>)> = HashMap::new();
     let mut n = 0u64;
-    let list = seg.dataset("crawl_generate");
-    for part in crate::integrity::verify(&list, crate::integrity::Check::Checksums)? {
-        for rows in storage::read_part::<CrawlDatum>(&part)? {
+    let list = seg.dataset(SegmentDataset::CrawlGenerate);
+    for part in crate::store::integrity::verify(&list, crate::store::integrity::Check::Checksums)? {
+        for rows in parquet::read_part::<CrawlDatum>(&part)? {
             for d in rows? {
                 n += 1;
                 let host = FetchItem::host_of(&d);
@@ -247,7 +248,7 @@ fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
 
 /// Removes datasets a run killed between commits left behind (crawl_fetch absent).
 fn remove_partial_outputs(seg: &Segment) -> Result<()> {
-    for name in ["content", ROBOTS_DATASET] {
+    for name in [SegmentDataset::Content, SegmentDataset::Robots] {
         let p = seg.dataset(name);
         if p.exists() {
             tracing::warn!(
@@ -284,7 +285,7 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     let n_hosts = hosts.len();
     let partitions = meta.partitions.max(1);
     let writer = writer::SegmentWriter::start(seg.path(), partitions)?;
-    let politeness = Politeness::load(ctx.root(), &cfg.fetch);
+    let politeness = Politeness::load(&ctx.crawl_dir().fetch_last_end(), &cfg.fetch);
     let robots_cache = RobotsCache::new(ctx.root(), cfg);
     let shared = Arc::new(new_shared(
         cfg,
@@ -350,7 +351,7 @@ impl RobotsCache {
     fn new(crawl_dir: &Path, cfg: &Config) -> Self {
         let ttl = cfg.fetch.robots_cache_ttl;
         RobotsCache {
-            file: crawl_dir.join(robots_cache::ROBOTS_CACHE_FILE),
+            file: CrawlDir::new(crawl_dir).robots_cache(),
             ttl,
             enabled: ttl > 0.0 && cfg.fetch.respect_robots,
         }
@@ -409,7 +410,7 @@ fn new_shared(
         progress: Arc::new(Progress::default()),
         robots_log: Mutex::new(Vec::new()),
         aborted: AtomicBool::new(false),
-        mode: QueueMode::parse(&cfg.fetch.queue_mode)?,
+        mode: cfg.fetch.queue_mode,
         queues: Mutex::new(HashMap::new()),
         politeness: politeness.clone(),
         robots_cache: robots_cache.load(),
@@ -527,12 +528,12 @@ struct RunResult {
 /// Writes and commits the segment's `robots/` dataset (partitioned by host).
 fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -> Result<()> {
     rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-    let staged = StagedDataset::new(&seg.dataset(ROBOTS_DATASET))?;
+    let staged = StagedDataset::new(&seg.dataset(SegmentDataset::Robots))?;
     let mut parts: Vec<PartWriter<RobotsRecord>> = (0..partitions)
         .map(|i| PartWriter::create(&staged.part_path(i)))
         .collect::<Result<_>>()?;
     for r in rows {
-        let p = storage::partition_for_host(&r.host, partitions);
+        let p = parquet::partition_for_host(&r.host, partitions);
         parts[p].push(r)?;
     }
     for p in parts {

@@ -15,7 +15,6 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::config::FetchConfig;
-use crate::error::{Error, Result};
 use crate::fetch::page::FetchItem;
 use crate::fetch::state::Progress;
 use crate::net::resolve::Resolver;

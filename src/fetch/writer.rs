@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::records::{ContentRecord, FetchRecord};
-use crate::storage::{PartWriter, StagedDataset, partition_for_host};
+use crate::store::parquet::{PartWriter, StagedDataset, partition_for_host};
 
 /// Buffered content bytes per part after which a row group is written out, so
 /// memory stays bounded by partitions x this (plus Parquet's page buffers).
@@ -73,8 +73,12 @@ impl SegmentWriter {
     /// Stages `crawl_fetch/` and `content/` of `segment` with `partitions` parts and
     /// starts the writing thread.
     pub fn start(segment: &Path, partitions: usize) -> Result<Self> {
-        let fetch_ds = StagedDataset::new(&segment.join("crawl_fetch"))?;
-        let content_ds = StagedDataset::new(&segment.join("content"))?;
+        let fetch_ds = StagedDataset::new(
+            &segment.join(crate::store::names::SegmentDataset::CrawlFetch.as_str()),
+        )?;
+        let content_ds = StagedDataset::new(
+            &segment.join(crate::store::names::SegmentDataset::Content.as_str()),
+        )?;
         let mut fetch_parts = Vec::with_capacity(partitions);
         let mut content_parts = Vec::with_capacity(partitions);
         for i in 0..partitions {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use super::csr::{Csr, sort_dedup_edges};
 use super::ids::{PageGraph, url_host};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
-use crate::storage::partition_for_host;
+use crate::store::parquet::partition_for_host;
 
 /// The host graph and its PageRank.
 #[derive(Debug)]

@@ -36,7 +36,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 use super::csr::Csr;
 use super::source::EdgeSource;
 use crate::error::{Error, Result};
-use crate::storage::partition_for_host;
+use crate::store::parquet::partition_for_host;
 use crate::urls::host_of;
 
 /// Bits of a temporary URL id that name its shard.

@@ -24,11 +24,14 @@ use super::source::read_columns;
 use crate::config::LinkDbConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
-use crate::integrity::{self, Check};
-use crate::layout::{self, CrawlDir, Lock, Segment};
 use crate::records::InlinkRecord;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::integrity;
+use crate::store::integrity::Check;
+use crate::store::layout::CrawlDir;
+use crate::store::layout::Segment;
+use crate::store::names::{SegmentDataset, VersionedDb};
+use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 
 /// The linkdb's `_meta.json`, stored inside each version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -44,7 +47,7 @@ pub struct LinkDbMeta {
 }
 
 /// Name of the linkdb's metadata file.
-pub const LINKDB_META: &str = "_meta.json";
+pub const LINKDB_META: &str = crate::store::names::META;
 
 /// Which segments to invert.
 #[derive(Debug, Clone)]
@@ -95,11 +98,11 @@ impl Report for LinkDbReport {
 pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
     let cur = dir.linkdb_current();
     integrity::refuse_unmarked(&cur)?;
-    if !storage::dataset_complete(&cur) {
+    if !parquet::dataset_complete(&cur) {
         return Ok(None);
     }
     integrity::verify(&cur, Check::Sizes)?;
-    Ok(Some(storage::read_json(&cur.join(LINKDB_META))?))
+    Ok(Some(parquet::read_json(&cur.join(LINKDB_META))?))
 }
 
 /// Runs the linkdb stage on the crawl directory of `ctx` (which must exist).
@@ -108,8 +111,8 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     let dir = ctx.open_for_segments()?;
     let dir = &dir;
     let cfg = ctx.config();
-    let _lock = Lock::acquire(&dir.linkdb().join(".lock"), "linkdb")?;
-    layout::recover_versioned(&dir.linkdb())?;
+    let db = dir.versioned(VersionedDb::LinkDb);
+    let _lock = db.lock("linkdb")?;
     let old_meta = read_meta(dir)?;
     let done: BTreeSet<String> = old_meta
         .as_ref()
@@ -141,13 +144,13 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
         integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
     }
     for seg in &segments {
-        seg.verify("parse_data", Check::Checksums)?;
+        seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
     }
 
     let buckets = invert_segments(&segments, &cfg.linkdb, partitions, &mut summary)?;
 
     // Merge with the existing linkdb, partition by partition, in parallel.
-    let staged = StagedDataset::new(&dir.linkdb_current())?;
+    let staged = db.stage()?;
     let cur = dir.linkdb_current();
     let old = old_meta.is_some().then_some(cur.as_path());
     let counts: Vec<Result<(u64, u64)>> = buckets
@@ -167,8 +170,8 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
         inverted_segments: inverted.into_iter().collect(),
         written_time: now_millis(),
     };
-    storage::write_json(&staged.path().join(LINKDB_META), &meta)?;
-    layout::install_version(&dir.linkdb(), staged)?;
+    parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
+    db.install(staged, "linkdb")?;
     Ok(summary)
 }
 
@@ -186,7 +189,7 @@ fn select_segments(
             for a in args {
                 let seg = dir.segment(a)?;
                 seg.check_unlocked("linkdb")?;
-                seg.require("parse_data", "parse")?;
+                seg.require(SegmentDataset::ParseData, "parse")?;
                 out.push(seg);
             }
             out
@@ -196,7 +199,7 @@ fn select_segments(
             dir.segments()?
                 .into_iter()
                 .filter(|s| {
-                    let ok = s.has("parse_data");
+                    let ok = s.has(SegmentDataset::ParseData);
                     if !ok {
                         tracing::info!(
                             "skipping segment {}: no parse_data yet (run parse)",
@@ -219,8 +222,8 @@ fn select_segments(
 /// Counts the rows and targets of the current linkdb into `summary` (nothing to invert).
 fn count_current(dir: &CrawlDir, summary: &mut LinkDbReport) -> Result<()> {
     let cur = dir.linkdb_current();
-    for p in storage::part_files(&cur)? {
-        for rows in storage::read_part::<InlinkRecord>(&p)? {
+    for p in parquet::part_files(&cur)? {
+        for rows in parquet::read_part::<InlinkRecord>(&p)? {
             let rows = rows?;
             summary.links += rows.len() as u64;
             summary.targets += count_targets(&rows);
@@ -241,7 +244,7 @@ fn invert_segments(
     let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
     for seg in segments {
         interrupted()?;
-        let files = storage::part_files(&seg.dataset("parse_data"))?;
+        let files = parquet::part_files(&seg.dataset(SegmentDataset::ParseData))?;
         let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
             .par_iter()
             .map(|f| invert_file(f, seg.name(), cfg, partitions))
@@ -271,9 +274,9 @@ fn run_partition(
     interrupted()?;
     let mut rows = match old {
         Some(cur) => {
-            let path = cur.join(storage::part_name(i));
+            let path = cur.join(parquet::part_name(i));
             if path.is_file() {
-                storage::read_part_all::<InlinkRecord>(&path)?
+                parquet::read_part_all::<InlinkRecord>(&path)?
             } else {
                 Vec::new()
             }

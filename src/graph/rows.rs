@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
-use crate::storage::Record;
+use crate::store::parquet::Record;
 
 /// One row of `pagerank/hits/`: a page's HITS scores (each vector sums to 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,15 +5,16 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use ::parquet::arrow::ProjectionMask;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow::array::{Array, AsArray, RecordBatch};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::ids::url_host;
 use crate::error::{Error, IoContext, Result};
-use crate::integrity::{self, Check};
-use crate::layout::CrawlDir;
-use crate::storage::{self, ROW_GROUP_ROWS};
+use crate::store::integrity::{self, Check};
+use crate::store::layout::CrawlDir;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, ROW_GROUP_ROWS};
 
 /// The kind of rows an edge file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl EdgeSource {
     /// or without links: every known page gets a PageRank (an unlinked one, its
     /// share of the teleport and of the dangling pages' rank).
     pub fn with_crawldb_nodes(mut self, dir: &CrawlDir) -> Result<Self> {
-        self.node_files = storage::part_files(&dir.crawldb_current())?;
+        self.node_files = parquet::part_files(&dir.crawldb_current())?;
         Ok(self)
     }
 
@@ -83,10 +84,10 @@ impl EdgeSource {
     pub fn crawl(dir: &CrawlDir) -> Result<Self> {
         let mut files = Vec::new();
         for seg in dir.segments()? {
-            if seg.has("parse_data") {
+            if seg.has(SegmentDataset::ParseData) {
                 // Ranks flow into the crawldb: checked in full, not only listed.
                 files.extend(integrity::verify(
-                    &seg.dataset("parse_data"),
+                    &seg.dataset(SegmentDataset::ParseData),
                     Check::Checksums,
                 )?);
             } else {
@@ -102,7 +103,7 @@ impl EdgeSource {
     /// The linkdb's rows (`linkdb/current`).
     pub fn linkdb(dir: &CrawlDir) -> Result<Self> {
         let cur = dir.linkdb_current();
-        if !storage::dataset_complete(&cur) {
+        if !parquet::dataset_complete(&cur) {
             return Err(Error::crawl_dir(
                 &cur,
                 "no linkdb: run `linkdb` first, or use --source crawl",

@@ -19,13 +19,15 @@ use super::source::{EdgeSource, read_columns};
 use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
-use crate::layout::{self, CRAWLDB_META, CrawlDir, Lock};
 use crate::records::PageRankRecord;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
+use crate::store::layout::CRAWLDB_META;
+use crate::store::layout::CrawlDir;
+use crate::store::names::VersionedDb;
+use crate::store::parquet::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
 
 /// Name of `pagerank/`'s metadata file.
-pub const PAGERANK_META: &str = "_meta.json";
+pub const PAGERANK_META: &str = crate::store::names::META;
 
 /// What pagerank does: its settings are `[pagerank]` in the config (flags merged over
 /// it), so there is nothing more to give.
@@ -205,7 +207,7 @@ fn write_pagerank(
     if pc.hits {
         let h = hits(&graph.out, inl, pc.tolerance, pc.max_iterations);
         tracing::info!("HITS: {} iterations, delta {:.3e}", h.iterations, h.delta);
-        let sub = staged.path().join("hits");
+        let sub = staged.path().join(crate::store::names::PAGERANK_HITS);
         std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
         write_parts(&sub, graph.partitions(), |p| {
             graph
@@ -258,7 +260,7 @@ fn write_pagerank(
         crawldb_scale: crawldb_scale(graph.nodes()),
         written_time: now_millis(),
     };
-    storage::write_json(&staged.path().join(PAGERANK_META), &meta)
+    parquet::write_json(&staged.path().join(PAGERANK_META), &meta)
 }
 
 /// Stops pagerank at a SIGINT/SIGTERM ([`crate::signal`]) between its phases:
@@ -287,19 +289,19 @@ fn write_scores(dir: &Path, graph: &PageGraph, inl: &Csr, rank: &PageRankResult)
 
 /// Writes `parts` part files into `dir` in parallel, rows from `rows(p)`, and the
 /// `_SUCCESS` marker.
-fn write_parts<R: storage::Record>(
+fn write_parts<R: parquet::Record>(
     dir: &Path,
     parts: usize,
     rows: impl Fn(usize) -> Vec<R> + Sync,
 ) -> Result<()> {
     (0..parts).into_par_iter().try_for_each(|p| {
-        let mut w = PartWriter::<R>::create(&dir.join(storage::part_name(p)))?;
+        let mut w = PartWriter::<R>::create(&dir.join(parquet::part_name(p)))?;
         for r in rows(p) {
             w.push(r)?;
         }
         w.finish().map(|_| ())
     })?;
-    storage::write_atomic(&dir.join(SUCCESS_MARKER), b"")
+    parquet::write_atomic(&dir.join(SUCCESS_MARKER), b"")
 }
 
 /// The teleport vector over seeds: the crawldb's depth-0 URLs and the seed hosts'
@@ -318,7 +320,7 @@ fn seed_teleport(
             }
         }
     }
-    for part in storage::part_files(&dir.crawldb_current())? {
+    for part in parquet::part_files(&dir.crawldb_current())? {
         for batch in read_columns(&part, &["url", "depth"])? {
             let batch = batch?;
             let bad = || Error::crawl_dir(&part, "not a crawldb part (unexpected column types)");
@@ -386,13 +388,13 @@ pub fn update_crawldb(
     scores: &[f64],
     scale: f64,
 ) -> Result<u64> {
-    let _lock = Lock::acquire(&dir.crawldb_lock(), "pagerank")?;
-    dir.recover_crawldb()?;
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let _lock = db.lock("pagerank")?;
     crate::crawldb::verify_for_rewrite(dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
-    let staged = StagedDataset::new(&current)?;
-    let parts = storage::part_files(&current)?;
+    let staged = db.stage()?;
+    let parts = parquet::part_files(&current)?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "pagerank: crawldb");
     let updated: Vec<Result<u64>> = (0..parts.len())
         .into_par_iter()
@@ -409,8 +411,8 @@ pub fn update_crawldb(
     }
     meta.written_by = "pagerank".into();
     meta.written_time = now_millis();
-    storage::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
-    layout::install_version(&dir.crawldb(), staged)?;
+    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
+    db.install(staged, "pagerank")?;
     Ok(total)
 }
 
@@ -431,7 +433,7 @@ fn run_partition(
     let name = src.file_name().map(|n| n.to_owned()).unwrap_or_default();
     let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
     let mut n = 0;
-    for rows in storage::read_part::<CrawlDatum>(src)? {
+    for rows in parquet::read_part::<CrawlDatum>(src)? {
         for mut row in rows? {
             if let Some(id) = graph.id_of(&row.url) {
                 row.score = scores[id] * scale;

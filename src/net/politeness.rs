@@ -9,10 +9,6 @@ use crate::config::FetchConfig;
 use crate::error::Result;
 use crate::net::hostpattern::HostPatterns;
 
-/// The file in the crawl directory where each fetch run records when its last request
-/// ended (milliseconds since the epoch, UTC).
-pub const LAST_END_FILE: &str = "fetch.last_end";
-
 /// The end of the last fetch run as recorded in `last_end_file` (ms), if readable.
 pub fn read_last_end(last_end_file: &Path) -> Option<i64> {
     std::fs::read_to_string(last_end_file)
@@ -47,9 +43,10 @@ pub struct Politeness {
 }
 
 impl Politeness {
-    /// The timing of a run in the crawl directory `crawl_dir` with settings `cfg`.
-    pub fn load(crawl_dir: &Path, cfg: &FetchConfig) -> Self {
-        let last_end_file = crawl_dir.join(LAST_END_FILE);
+    /// The timing of a run with settings `cfg`; `last_end_file` is where the end of
+    /// the last request is kept between runs (the crawl directory's `fetch.last_end`).
+    pub fn load(last_end_file: &Path, cfg: &FetchConfig) -> Self {
+        let last_end_file = last_end_file.to_path_buf();
         Politeness {
             delay: cfg.delay,
             delays: HostPatterns::new(cfg.delays.iter().map(|(p, d)| (p.clone(), *d))),
@@ -73,7 +70,7 @@ impl Politeness {
     /// Records that every request of this run has ended now: the next run keeps its
     /// distance from now.
     pub fn record_end(&self) -> Result<()> {
-        crate::storage::write_atomic(
+        crate::store::parquet::write_atomic(
             &self.last_end_file,
             crate::datum::now_millis().to_string().as_bytes(),
         )
@@ -87,7 +84,7 @@ mod tests {
     #[test]
     fn waits_only_for_what_is_left_of_the_delay() {
         let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join(LAST_END_FILE);
+        let f = dir.path().join("fetch.last_end");
         assert_eq!(
             wait_since(read_last_end(&f), 1.0, 10_000),
             Duration::ZERO,

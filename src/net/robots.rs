@@ -12,10 +12,8 @@ use texting_robots::Robot;
 
 use crate::datum::{Millis, timestamp_type};
 use crate::net::outcome::classify_error;
-use crate::storage::Record;
+use crate::store::parquet::Record;
 
-/// Name of the segment-level dataset of robots.txt outcomes ([`RobotsRecord`] rows).
-pub const ROBOTS_DATASET: &str = "robots";
 /// At most this many bytes of a robots.txt are parsed (Google's limit).
 pub const MAX_ROBOTS_BYTES: usize = 500 * 1024;
 /// Longer lines are cut to this many bytes (Google's parser: `2083 * 8 - 1`).

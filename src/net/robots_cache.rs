@@ -15,10 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::datum::Millis;
 use crate::error::Result;
 use crate::net::robots::{Robots, RobotsRecord};
-use crate::storage;
-
-/// The cache file in the crawl directory.
-pub const ROBOTS_CACHE_FILE: &str = "robots_cache.json";
+use crate::store::parquet;
 
 /// The longest time-to-live RFC 9309 allows (24 h).
 pub const MAX_TTL_SECS: f64 = 86400.0;
@@ -135,7 +132,7 @@ pub fn save(
     let bytes = serde_json::to_vec(&file).map_err(|e| {
         crate::error::Error::input(path.display().to_string(), format!("cannot encode: {e}"))
     })?;
-    storage::write_atomic(path, &bytes)
+    parquet::write_atomic(path, &bytes)
 }
 
 #[cfg(test)]
@@ -162,7 +159,7 @@ mod tests {
     #[test]
     fn round_trip_expiry_and_corruption() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(ROBOTS_CACHE_FILE);
+        let path = crate::store::layout::CrawlDir::new(dir.path()).robots_cache();
         assert!(load(&path, 100.0, 0).is_empty(), "no file: empty");
         let mut m = HashMap::new();
         m.insert(

@@ -21,18 +21,20 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use indicatif::ProgressBar;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rayon::prelude::*;
 
 use super::page::{PageInput, PageOpts, ParsedPage, parse_page};
 use crate::cli;
 use crate::config::Config;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::{CrawlDir, Segment};
 use crate::records::{ContentRecord, CrawlParseRecord, ParseDataRecord, ParseTextRecord};
 use crate::stage::{Report, StageCtx};
-use crate::storage::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::layout::CrawlDir;
+use crate::store::layout::Segment;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
@@ -98,7 +100,7 @@ fn pick_segment(dir: &CrawlDir, opts: &ParseOpts) -> Result<Segment> {
     dir.segments()?
         .into_iter()
         .rev()
-        .find(|s| s.has("content") && !s.has("parse_data"))
+        .find(|s| s.has(SegmentDataset::Content) && !s.has(SegmentDataset::ParseData))
         .ok_or_else(|| {
             Error::crawl_dir(
                 dir.segments_dir(),
@@ -126,8 +128,8 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let seg = pick_segment(&dir, opts)?;
     // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
     let _lock = seg.lock("parse")?;
-    let content = seg.require("content", "fetch")?;
-    if seg.has("parse_data") && !opts.reparse {
+    let content = seg.require(SegmentDataset::Content, "fetch")?;
+    if seg.has(SegmentDataset::ParseData) && !opts.reparse {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
@@ -141,18 +143,19 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let seeds = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
 
     // Checked in full: cheap next to parsing, and what parse writes flows into the crawldb.
-    let parts = crate::integrity::verify(&content, crate::integrity::Check::Checksums)?;
+    let parts =
+        crate::store::integrity::verify(&content, crate::store::integrity::Check::Checksums)?;
     let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
     let sh = Shared {
         cfg,
         page: PageOpts::from_config(cfg),
         policy: UrlPolicy::new(&cfg.urls, &seeds)?,
         seg: &seg,
-        text_ds: StagedDataset::new(&seg.dataset("parse_text"))?,
-        data_ds: StagedDataset::new(&seg.dataset("parse_data"))?,
+        text_ds: StagedDataset::new(&seg.dataset(SegmentDataset::ParseText))?,
+        data_ds: StagedDataset::new(&seg.dataset(SegmentDataset::ParseData))?,
         pb: cli::progress_bar(total_rows, "parse"),
     };
-    let cp_ds = StagedDataset::new(&seg.dataset("crawl_parse"))?;
+    let cp_ds = StagedDataset::new(&seg.dataset(SegmentDataset::CrawlParse))?;
     let mut cp_writers = (0..partitions)
         .map(|i| PartWriter::<CrawlParseRecord>::create(&cp_ds.part_path(i)))
         .collect::<Result<Vec<_>>>()?;
@@ -200,7 +203,7 @@ fn run_partition(
     for batch in reader {
         interrupted(sh.seg)?;
         let batch = batch.map_err(|e| Error::arrow(part.display().to_string(), e))?;
-        let rows: Vec<ContentRecord> = storage::from_batch(&batch)?;
+        let rows: Vec<ContentRecord> = parquet::from_batch(&batch)?;
         let results: Vec<(ParsedPage, Vec<CrawlParseRecord>)> = rows
             .par_iter()
             .map(|r| {

@@ -23,6 +23,7 @@ use crate::net::outcome::classify_error;
 use crate::net::politeness::Politeness;
 use crate::net::robots::{Robots, fetch_robots, origin_of};
 use crate::net::runtime;
+use crate::store::layout::CrawlDir;
 use crate::urls::UrlPolicy;
 
 /// At most this many redirects are followed for one sitemap (same origin only).
@@ -75,7 +76,7 @@ pub fn fetch_all(
         policy: Arc::new(policy.clone()),
         known: known.clone(),
         now,
-        politeness: Politeness::load(crawl_dir, &cfg.fetch),
+        politeness: Politeness::load(&CrawlDir::new(crawl_dir).fetch_last_end(), &cfg.fetch),
         not_due: AtomicU64::new(0),
         force,
         budget: std::sync::atomic::AtomicI64::new(

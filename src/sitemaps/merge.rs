@@ -19,8 +19,8 @@ use crate::crawldb::stream::DatumStream;
 use crate::crawldb::{current_part, write_version};
 use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::Result;
-use crate::layout::CrawlDir;
-use crate::storage::partition_for_host;
+use crate::store::layout::CrawlDir;
+use crate::store::parquet::partition_for_host;
 
 /// What the merge did.
 #[derive(Debug, Clone, Default)]
@@ -279,7 +279,8 @@ mod tests {
         ];
         let r = merge_into_crawldb(&crawl, &cfg, &more, &["c.test".into()], NOW).unwrap();
         assert_eq!((r.added, r.known, r.rows), (1, 1, 3));
-        let rows: Vec<CrawlDatum> = crate::storage::read_dataset(&crawl.crawldb_current()).unwrap();
+        let rows: Vec<CrawlDatum> =
+            crate::store::parquet::read_dataset(&crawl.crawldb_current()).unwrap();
         let one = rows.iter().find(|d| d.url == "http://a.test/1").unwrap();
         assert_eq!(
             one.metadata["sitemap"], "s1",

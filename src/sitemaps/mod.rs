@@ -23,16 +23,13 @@ use url::Url;
 use crate::config::Config;
 use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::layout::CrawlDir;
 use crate::stage::{Report, StageCtx};
-use crate::storage;
+use crate::store::layout::CrawlDir;
+use crate::store::parquet;
 use crate::urls::UrlPolicy;
 
 pub use parse::{ChangeFreq, Parsed, Problem, Scope, SitemapUrl};
 pub use record::SitemapRecord;
-
-/// Where the sitemap database lives in the crawl directory (`sitemapdb/current/`).
-pub const SITEMAPDB: &str = "sitemapdb";
 
 /// How a sitemap became known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,16 +158,16 @@ impl Report for SitemapReport {
 
 /// Reads the sitemap database (empty when there is none).
 pub fn read_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>> {
-    let base = dir.root().join(SITEMAPDB);
-    crate::layout::recover_versioned(&base)?;
-    let current = base.join("current");
-    crate::integrity::refuse_unmarked(&current)?;
-    if !storage::dataset_complete(&current) {
+    let db = dir.versioned(crate::store::names::VersionedDb::SitemapDb);
+    db.recover()?;
+    let current = db.current();
+    crate::store::integrity::refuse_unmarked(&current)?;
+    if !parquet::dataset_complete(&current) {
         return Ok(BTreeMap::new());
     }
     // Rewritten by every run: checked in full before it is read.
-    crate::integrity::verify(&current, crate::integrity::Check::Checksums)?;
-    Ok(storage::read_dataset::<SitemapRecord>(&current)?
+    crate::store::integrity::verify(&current, crate::store::integrity::Check::Checksums)?;
+    Ok(parquet::read_dataset::<SitemapRecord>(&current)?
         .into_iter()
         .map(|r| (r.url.clone(), r))
         .collect())
@@ -182,12 +179,12 @@ pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     for seg in dir.segments()? {
-        let ds = seg.dataset(crate::net::robots::ROBOTS_DATASET);
-        if !storage::dataset_complete(&ds) {
+        let ds = seg.dataset(crate::store::names::SegmentDataset::Robots);
+        if !parquet::dataset_complete(&ds) {
             continue;
         }
-        crate::integrity::verify(&ds, crate::integrity::Check::Checksums)?;
-        for r in storage::read_dataset::<crate::net::robots::RobotsRecord>(&ds)? {
+        crate::store::integrity::verify(&ds, crate::store::integrity::Check::Checksums)?;
+        for r in parquet::read_dataset::<crate::net::robots::RobotsRecord>(&ds)? {
             for s in r.sitemaps {
                 if seen.insert((s.clone(), r.origin.clone())) {
                     out.push((s, r.origin.clone()));
@@ -201,11 +198,11 @@ pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
 /// `http(s)://host/` of every host of the crawldb (the scheme of its first URL).
 fn crawldb_origins(dir: &CrawlDir) -> Result<Vec<String>> {
     let mut origins = BTreeMap::new();
-    if !storage::dataset_complete(&dir.crawldb_current()) {
+    if !parquet::dataset_complete(&dir.crawldb_current()) {
         return Ok(Vec::new());
     }
-    for part in storage::part_files(&dir.crawldb_current())? {
-        for rows in storage::read_part::<crate::CrawlDatum>(&part)? {
+    for part in parquet::part_files(&dir.crawldb_current())? {
+        for rows in parquet::read_part::<crate::CrawlDatum>(&part)? {
             for d in rows? {
                 if !origins.contains_key(&d.host)
                     && let Ok(u) = Url::parse(&d.url)
@@ -336,7 +333,7 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
     let known = read_sitemapdb(&dir)?;
     let mut summary = SitemapReport::default();
     let jobs = plan(&dir, cfg, opts, &known, now, &mut summary)?;
-    let mut seed_hosts = if storage::dataset_complete(&dir.crawldb_current()) {
+    let mut seed_hosts = if parquet::dataset_complete(&dir.crawldb_current()) {
         dir.crawldb_meta()?.seed_hosts
     } else {
         Vec::new()

@@ -6,12 +6,12 @@ use std::sync::{Arc, OnceLock};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
-use super::SITEMAPDB;
 use super::parse::Scope;
 use crate::datum::{Millis, timestamp_type};
 use crate::error::Result;
-use crate::layout::CrawlDir;
-use crate::storage::{PartWriter, Record, StagedDataset};
+use crate::store::layout::CrawlDir;
+use crate::store::names::VersionedDb;
+use crate::store::parquet::{PartWriter, Record};
 
 /// One row of `sitemapdb/`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,12 +123,12 @@ impl Record for SitemapRecord {
 /// The caller holds the crawldb lock.
 pub fn write_sitemapdb(dir: &CrawlDir, mut rows: Vec<SitemapRecord>) -> Result<()> {
     rows.sort_by(|a, b| a.url.cmp(&b.url));
-    let base = dir.root().join(SITEMAPDB);
-    let staged = StagedDataset::new(&base.join("current"))?;
+    let db = dir.versioned(VersionedDb::SitemapDb);
+    let staged = db.stage()?;
     let mut w = PartWriter::<SitemapRecord>::create(&staged.part_path(0))?;
     for r in rows {
         w.push(r)?;
     }
     w.finish()?;
-    crate::layout::install_version(&base, staged)
+    db.install(staged, "sitemap")
 }

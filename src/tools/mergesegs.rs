@@ -47,20 +47,22 @@ use super::segstate::{self, Applied};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
-use crate::integrity::Check;
-use crate::layout::lock::segment_lock_path;
-use crate::layout::{
-    CRAWLDB_META, CrawlDir, Lock, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
-};
 use crate::net::robots::RobotsRecord;
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
 use crate::stage::{Report, StageCtx};
-use crate::storage::{
+use crate::store::integrity::Check;
+use crate::store::layout::{
+    CRAWLDB_META, CrawlDir, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
+};
+use crate::store::lock::{Lock, segment_lock_path};
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{
     self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name,
     partition_for_host, read_part,
 };
+use crate::store::versioned::test_pause;
 use crate::urls::{UrlPolicy, host_of};
 
 /// The provenance file of a merged segment.
@@ -99,7 +101,7 @@ pub fn provenance(seg: &Segment) -> Result<Option<Provenance>> {
     if !p.is_file() {
         return Ok(None);
     }
-    Ok(Some(storage::read_json(&p)?))
+    Ok(Some(parquet::read_json(&p)?))
 }
 
 /// What one mergesegs run does.
@@ -219,7 +221,7 @@ struct Plan<'a> {
     slice_of: HashMap<String, usize>,
     slices: usize,
     outputs: Vec<PathBuf>,
-    datasets: Vec<&'static str>,
+    datasets: Vec<SegmentDataset>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -297,7 +299,7 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
         .collect::<Result<_>>()?;
     for st in &staged {
         for d in &datasets {
-            let p = st.path().join(d);
+            let p = st.path().join(d.as_str());
             fs::create_dir_all(&p).at(&p)?;
         }
     }
@@ -330,13 +332,13 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
         slices,
     };
     write_output_metas(&outputs, &inputs, &stats, opts, &mut report)?;
-    segstate::test_pause("mergesegs:staged");
+    test_pause("mergesegs:staged");
     record_outputs(&dir, &applied, &names, last_name_secs)?;
-    segstate::test_pause("mergesegs:recorded");
+    test_pause("mergesegs:recorded");
     for st in staged {
         report.outputs.push(st.commit()?);
     }
-    segstate::test_pause("mergesegs:installed");
+    test_pause("mergesegs:installed");
     if opts.delete_inputs {
         for s in &live {
             segstate::remove_dir(s.path())?;
@@ -472,7 +474,7 @@ fn check_inputs(
                 ),
             ));
         }
-        s.require("crawl_generate", "generate")?;
+        s.require(SegmentDataset::CrawlGenerate, "generate")?;
         // Copied into the merged segments (and, with --delete-inputs, the only copy
         // left): every dataset is checked in full first.
         s.verify_all(Check::Checksums)?;
@@ -495,7 +497,7 @@ fn find_winners(
 ) -> Result<HashMap<String, (Millis, usize)>> {
     let mut winners: HashMap<String, (Millis, usize)> = HashMap::new();
     for (k, inp) in inputs.iter().enumerate() {
-        for p in part_files(&inp.seg.dataset("crawl_fetch"))? {
+        for p in part_files(&inp.seg.dataset(SegmentDataset::CrawlFetch))? {
             for rows in read_part::<FetchRecord>(&p)? {
                 for r in rows? {
                     report.input_rows += 1;
@@ -578,8 +580,8 @@ fn output_names(
 
 /// Every dataset of the segment layout (one list: `layout::SEGMENT_DATASETS`): those
 /// every applied segment has, and the others when some input has them.
-fn datasets_to_merge(inputs: &[Input]) -> Result<Vec<&'static str>> {
-    let mut datasets: Vec<&'static str> = Vec::new();
+fn datasets_to_merge(inputs: &[Input]) -> Result<Vec<SegmentDataset>> {
+    let mut datasets: Vec<SegmentDataset> = Vec::new();
     for d in SEGMENT_DATASETS {
         let how = merge_kind(d).ok_or_else(|| {
             Error::input(
@@ -600,7 +602,7 @@ fn datasets_to_merge(inputs: &[Input]) -> Result<Vec<&'static str>> {
 struct Outputs<'a> {
     names: &'a [String],
     staged: &'a [StagedDataset],
-    datasets: &'a [&'static str],
+    datasets: &'a [SegmentDataset],
     partitions: usize,
     slices: usize,
 }
@@ -630,14 +632,14 @@ fn write_output_metas(
         .unwrap_or(now);
     for (s, st) in out.staged.iter().enumerate() {
         for d in out.datasets {
-            storage::write_atomic(
-                &st.path().join(d).join(SUCCESS_MARKER),
+            parquet::write_atomic(
+                &st.path().join(d.as_str()).join(SUCCESS_MARKER),
                 chrono::Utc::now().to_rfc3339().as_bytes(),
             )?;
         }
         let urls: u64 = stats.iter().map(|p| p.generate[s]).sum();
         report.urls += stats.iter().map(|p| p.fetch[s]).sum::<u64>();
-        storage::write_json(
+        parquet::write_json(
             &st.path().join(SEGMENT_META),
             &SegmentMeta {
                 name: out.names[s].clone(),
@@ -646,7 +648,7 @@ fn write_output_metas(
                 urls,
             },
         )?;
-        storage::write_json(
+        parquet::write_json(
             &st.path().join(PROVENANCE),
             &Provenance {
                 inputs: report.inputs.clone(),
@@ -680,12 +682,12 @@ fn record_outputs(
     let cur = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     meta.applied_segments.extend(names.iter().cloned());
-    storage::write_json(&cur.join(CRAWLDB_META), &meta)?;
+    parquet::write_json(&cur.join(CRAWLDB_META), &meta)?;
     if applied.linkdb.is_some() {
         let p = dir.linkdb_current().join(LINKDB_META);
-        let mut lmeta: LinkDbMeta = storage::read_json(&p)?;
+        let mut lmeta: LinkDbMeta = parquet::read_json(&p)?;
         lmeta.inverted_segments.extend(names.iter().cloned());
-        storage::write_json(&p, &lmeta)?;
+        parquet::write_json(&p, &lmeta)?;
     }
     Ok(())
 }
@@ -702,11 +704,11 @@ enum MergeKind {
 
 /// How mergesegs carries each dataset of [`SEGMENT_DATASETS`]; `None` for a name it
 /// does not know (a dataset added to the layout without a merge rule: refused).
-fn merge_kind(dataset: &str) -> Option<MergeKind> {
+fn merge_kind(dataset: SegmentDataset) -> Option<MergeKind> {
+    use SegmentDataset::*;
     match dataset {
-        "crawl_generate" | "crawl_fetch" | "parse_data" | "crawl_parse" => Some(MergeKind::Always),
-        "content" | "parse_text" | "robots" => Some(MergeKind::IfPresent),
-        _ => None,
+        CrawlGenerate | CrawlFetch | ParseData | CrawlParse => Some(MergeKind::Always),
+        Content | ParseText | Robots => Some(MergeKind::IfPresent),
     }
 }
 
@@ -739,7 +741,7 @@ impl Plan<'_> {
     fn rows<R: Record>(
         &self,
         inp: &Input,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         f: impl FnMut(R) -> Result<()>,
     ) -> Result<()> {
@@ -751,7 +753,7 @@ impl Plan<'_> {
     fn rows_of<R: Record>(
         &self,
         inp: &Input,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         direct: bool,
         mut f: impl FnMut(R) -> Result<()>,
@@ -776,17 +778,17 @@ impl Plan<'_> {
         Ok(())
     }
 
-    fn writers<R: Record>(&self, ds: &str, i: usize) -> Result<Vec<PartWriter<R>>> {
+    fn writers<R: Record>(&self, ds: SegmentDataset, i: usize) -> Result<Vec<PartWriter<R>>> {
         self.outputs
             .iter()
-            .map(|o| PartWriter::<R>::create(&o.join(ds).join(part_name(i))))
+            .map(|o| PartWriter::<R>::create(&o.join(ds.as_str()).join(part_name(i))))
             .collect()
     }
 
     /// Writes per-slice rows, sorted by `key`, to part `i` of `ds`; returns rows per slice.
     fn write_sorted<R: Record, K: Ord>(
         &self,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         mut per_slice: Vec<Vec<R>>,
         key: impl Fn(&R) -> K + Sync,
@@ -809,28 +811,33 @@ impl Plan<'_> {
     fn run_partition(&self, i: usize) -> Result<PartStats> {
         let direct: Vec<bool> = self.inputs.iter().map(|inp| self.direct(inp)).collect();
         // crawl_generate and crawl_fetch: the winning segment's row of each URL.
-        let gen_rows = self.winning_rows::<CrawlDatum>("crawl_generate", i, &direct, |d| {
-            (&mut d.url, Some(&mut d.host))
+        let gen_rows =
+            self.winning_rows::<CrawlDatum>(SegmentDataset::CrawlGenerate, i, &direct, |d| {
+                (&mut d.url, Some(&mut d.host))
+            })?;
+        let fetch_rows =
+            self.winning_rows::<FetchRecord>(SegmentDataset::CrawlFetch, i, &direct, |r| {
+                (&mut r.url, Some(&mut r.host))
+            })?;
+        let generate = self.write_sorted(SegmentDataset::CrawlGenerate, i, gen_rows, |d| {
+            d.url.clone()
         })?;
-        let fetch_rows = self.winning_rows::<FetchRecord>("crawl_fetch", i, &direct, |r| {
-            (&mut r.url, Some(&mut r.host))
-        })?;
-        let generate = self.write_sorted("crawl_generate", i, gen_rows, |d| d.url.clone())?;
-        let fetch = self.write_sorted("crawl_fetch", i, fetch_rows, |r| r.url.clone())?;
+        let fetch =
+            self.write_sorted(SegmentDataset::CrawlFetch, i, fetch_rows, |r| r.url.clone())?;
 
         // content and parse_text: streamed, a row group per FLUSH_BYTES.
-        if self.datasets.contains(&"content") {
+        if self.datasets.contains(&SegmentDataset::Content) {
             self.stream::<ContentRecord>(
-                "content",
+                SegmentDataset::Content,
                 i,
                 &direct,
                 |r| (&mut r.url, Some(&mut r.host)),
                 |r| r.content.len(),
             )?;
         }
-        if self.datasets.contains(&"parse_text") {
+        if self.datasets.contains(&SegmentDataset::ParseText) {
             self.stream::<ParseTextRecord>(
-                "parse_text",
+                SegmentDataset::ParseText,
                 i,
                 &direct,
                 |r| (&mut r.url, None),
@@ -840,13 +847,15 @@ impl Plan<'_> {
 
         // parse_data: the winning segment's parse of each page.
         let data_rows =
-            self.winning_rows::<ParseDataRecord>("parse_data", i, &direct, |r| (&mut r.url, None))?;
-        self.write_sorted("parse_data", i, data_rows, |r| r.url.clone())?;
+            self.winning_rows::<ParseDataRecord>(SegmentDataset::ParseData, i, &direct, |r| {
+                (&mut r.url, None)
+            })?;
+        self.write_sorted(SegmentDataset::ParseData, i, data_rows, |r| r.url.clone())?;
         let cp_rows = self.crawl_parse_rows(i, &direct)?;
-        self.write_sorted("crawl_parse", i, cp_rows, |r| {
+        self.write_sorted(SegmentDataset::CrawlParse, i, cp_rows, |r| {
             (r.url.clone(), r.kind.clone(), r.from_url.clone())
         })?;
-        if self.datasets.contains(&"robots") {
+        if self.datasets.contains(&SegmentDataset::Robots) {
             self.merge_robots(i)?;
         }
         Ok(PartStats { generate, fetch })
@@ -857,7 +866,7 @@ impl Plan<'_> {
     /// rewritten to the key when URLs are filtered or normalized.
     fn winning_rows<R: Record>(
         &self,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         direct: &[bool],
         fields: impl Fn(&mut R) -> (&mut String, Option<&mut String>),
@@ -890,7 +899,7 @@ impl Plan<'_> {
     /// `FLUSH_BYTES` (by `size`) are buffered for a slice.
     fn stream<R: Record>(
         &self,
-        ds: &str,
+        ds: SegmentDataset,
         i: usize,
         direct: &[bool],
         fields: impl Fn(&mut R) -> (&mut String, Option<&mut String>),
@@ -934,7 +943,7 @@ impl Plan<'_> {
         let kr = self.keyer.rewrites();
         let mut cp_rows: Vec<Vec<CrawlParseRecord>> = empty(self.slices);
         for (k, inp) in self.inputs.iter().enumerate() {
-            self.rows::<CrawlParseRecord>(inp, "crawl_parse", i, |mut r| {
+            self.rows::<CrawlParseRecord>(inp, SegmentDataset::CrawlParse, i, |mut r| {
                 let Some(url) = self.keyer.key(&r.url) else {
                     return Ok(());
                 };
@@ -970,7 +979,7 @@ impl Plan<'_> {
         let mut newest: HashMap<String, ((Millis, usize), RobotsRecord)> = HashMap::new();
         for (k, inp) in self.inputs.iter().enumerate() {
             let direct = inp.parts == self.n;
-            self.rows_of::<RobotsRecord>(inp, "robots", i, direct, |r| {
+            self.rows_of::<RobotsRecord>(inp, SegmentDataset::Robots, i, direct, |r| {
                 if !direct && partition_for_host(&r.host, self.n) != i {
                     return Ok(());
                 }
@@ -986,7 +995,7 @@ impl Plan<'_> {
         }
         let mut rows: Vec<RobotsRecord> = newest.into_values().map(|(_, r)| r).collect();
         rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-        for mut w in self.writers::<RobotsRecord>("robots", i)? {
+        for mut w in self.writers::<RobotsRecord>(SegmentDataset::Robots, i)? {
             for r in &rows {
                 w.push(r.clone())?;
             }
@@ -1005,11 +1014,10 @@ mod tests {
         for d in SEGMENT_DATASETS {
             assert!(merge_kind(d).is_some(), "no merge rule for {d}");
         }
-        assert!(SEGMENT_DATASETS.contains(&crate::net::robots::ROBOTS_DATASET));
+        assert!(SEGMENT_DATASETS.contains(&SegmentDataset::Robots));
         assert_eq!(
-            merge_kind(crate::net::robots::ROBOTS_DATASET),
+            merge_kind(SegmentDataset::Robots),
             Some(MergeKind::IfPresent)
         );
-        assert_eq!(merge_kind("nope"), None);
     }
 }

@@ -36,11 +36,14 @@ use serde::Serialize;
 use super::segstate::{self, Applied};
 use crate::datum::Millis;
 use crate::error::{Error, Result};
-use crate::layout::{Lock, Segment};
 use crate::stage::{Report, StageCtx};
+use crate::store::layout::Segment;
+use crate::store::lock::Lock;
+use crate::store::names::SegmentDataset;
 
 /// The datasets deleted by default.
-pub const HEAVY_DATASETS: [&str; 2] = ["content", "parse_text"];
+pub const HEAVY_DATASETS: [SegmentDataset; 2] =
+    [SegmentDataset::Content, SegmentDataset::ParseText];
 
 /// What one prunesegs run does.
 #[derive(Debug, Clone, Default)]
@@ -166,9 +169,9 @@ pub fn run(ctx: &StageCtx, opts: &PruneSegsOpts) -> Result<PruneReport> {
         match e.action.as_str() {
             "delete_segment" => segstate::remove_dir(s.path())?,
             "delete_datasets" => {
-                for d in &e.datasets {
+                for d in e.datasets.iter().filter_map(|d| SegmentDataset::parse(d)) {
                     segstate::remove_dir(&s.dataset(d))?;
-                    segstate::test_pause("prunesegs:deleted-one");
+                    crate::store::versioned::test_pause("prunesegs:deleted-one");
                 }
             }
             _ => {}
@@ -251,16 +254,16 @@ fn plan_entry(
     }
     if opts.whole {
         e.action = "delete_segment".into();
-        e.datasets = crate::layout::SEGMENT_DATASETS
+        e.datasets = crate::store::layout::SEGMENT_DATASETS
             .iter()
-            .filter(|d| s.dataset(d).exists())
+            .filter(|d| s.dataset(**d).exists())
             .map(|d| d.to_string())
             .collect();
         e.bytes = segstate::disk_bytes(s.path());
     } else {
         e.datasets = HEAVY_DATASETS
             .iter()
-            .filter(|d| s.dataset(d).exists())
+            .filter(|d| s.dataset(**d).exists())
             .map(|d| d.to_string())
             .collect();
         if e.datasets.is_empty() {
@@ -270,6 +273,7 @@ fn plan_entry(
             e.bytes = e
                 .datasets
                 .iter()
+                .filter_map(|d| SegmentDataset::parse(d))
                 .map(|d| segstate::disk_bytes(&s.dataset(d)))
                 .sum();
         }

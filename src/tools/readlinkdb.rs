@@ -5,10 +5,10 @@ use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::graph::linkdb::read_meta;
-use crate::layout::CrawlDir;
 use crate::records::InlinkRecord;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{part_files, part_name, partition_for_host, read_part};
+use crate::store::layout::CrawlDir;
+use crate::store::parquet::{part_files, part_name, partition_for_host, read_part};
 use crate::urls::host_of;
 
 fn require_linkdb(dir: &CrawlDir) -> Result<usize> {

@@ -15,12 +15,17 @@ use serde::Serialize;
 use crate::datum::{CrawlDatum, FetchStatus};
 use crate::datum::{Millis, format_millis};
 use crate::error::{Error, Result};
-use crate::layout::{CrawlDir, SEGMENT_DATASETS, Segment};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
 use crate::stage::{Report, StageCtx};
-use crate::storage::{Record, part_files, part_name, partition_for_host, read_batches, read_part};
+use crate::store::layout::CrawlDir;
+use crate::store::layout::SEGMENT_DATASETS;
+use crate::store::layout::Segment;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{
+    Record, part_files, part_name, partition_for_host, read_batches, read_part,
+};
 use crate::urls::host_of;
 
 /// The summary of one segment.
@@ -72,7 +77,7 @@ pub fn summarize(seg: &Segment) -> Result<SegmentSummary> {
         generated_time: meta.generated_time,
         datasets: SEGMENT_DATASETS
             .iter()
-            .filter(|d| seg.has(d))
+            .filter(|d| seg.has(**d))
             .map(|d| d.to_string())
             .collect(),
         disk_bytes: super::segstate::disk_bytes(seg.path()),
@@ -81,8 +86,8 @@ pub fn summarize(seg: &Segment) -> Result<SegmentSummary> {
             .unwrap_or_default(),
         ..SegmentSummary::default()
     };
-    if seg.has("crawl_fetch") {
-        for part in part_files(&seg.dataset("crawl_fetch"))? {
+    if seg.has(SegmentDataset::CrawlFetch) {
+        for part in part_files(&seg.dataset(SegmentDataset::CrawlFetch))? {
             for rows in read_part::<FetchRecord>(&part)? {
                 for r in rows? {
                     s.fetched_rows += 1;
@@ -177,23 +182,23 @@ pub struct DumpOpts {
 /// field. Binary columns (`content`) are hex; timestamps are ISO 8601 UTC.
 /// Returns the number of rows written.
 pub fn dump(seg: &Segment, opts: &DumpOpts, out: &mut impl Write) -> Result<u64> {
-    let datasets: Vec<String> = if opts.datasets.is_empty() {
+    let datasets: Vec<SegmentDataset> = if opts.datasets.is_empty() {
         SEGMENT_DATASETS
-            .iter()
-            .filter(|d| seg.has(d))
-            .map(|d| d.to_string())
+            .into_iter()
+            .filter(|d| seg.has(*d))
             .collect()
     } else {
-        for d in &opts.datasets {
-            if !SEGMENT_DATASETS.contains(&d.as_str()) {
+        let mut chosen = Vec::new();
+        for name in &opts.datasets {
+            let Some(d) = SegmentDataset::parse(name) else {
                 return Err(Error::input(
                     "--dataset",
                     format!(
-                        "unknown dataset {d:?}; one of {}",
-                        SEGMENT_DATASETS.join(", ")
+                        "unknown dataset {name:?}; one of {}",
+                        SEGMENT_DATASETS.map(SegmentDataset::as_str).join(", ")
                     ),
                 ));
-            }
+            };
             if seg.pruned(d) {
                 return Err(Error::crawl_dir(
                     seg.path(),
@@ -213,20 +218,22 @@ pub fn dump(seg: &Segment, opts: &DumpOpts, out: &mut impl Write) -> Result<u64>
                     ),
                 ));
             }
+            chosen.push(d);
         }
-        opts.datasets.clone()
+        chosen
     };
     check_columns(&datasets, &opts.columns)?;
     let mut writer = arrow::json::LineDelimitedWriter::new(&mut *out);
     let mut n = 0u64;
-    for name in &datasets {
-        for part in parts_to_read(seg, name, opts.url.as_deref())? {
+    for &dataset in &datasets {
+        let name = dataset.as_str();
+        for part in parts_to_read(seg, dataset, opts.url.as_deref())? {
             let ctx = part.display().to_string();
             for batch in read_batches(&part)? {
                 let batch = batch?;
                 let batch = match &opts.url {
                     // robots/ rows are per origin: the URL's origin's row.
-                    Some(u) if name == "robots" => match url::Url::parse(u) {
+                    Some(u) if dataset == SegmentDataset::Robots => match url::Url::parse(u) {
                         Ok(parsed) => filter_column(
                             &batch,
                             "origin",
@@ -252,22 +259,21 @@ pub fn dump(seg: &Segment, opts: &DumpOpts, out: &mut impl Write) -> Result<u64>
 }
 
 /// The schema of a segment dataset.
-fn dataset_schema(name: &str) -> Option<SchemaRef> {
-    Some(match name {
-        "crawl_generate" => CrawlDatum::schema(),
-        "crawl_fetch" => FetchRecord::schema(),
-        "content" => ContentRecord::schema(),
-        "parse_text" => ParseTextRecord::schema(),
-        "parse_data" => ParseDataRecord::schema(),
-        "crawl_parse" => CrawlParseRecord::schema(),
-        "robots" => crate::net::robots::RobotsRecord::schema(),
-        _ => return None,
-    })
+fn dataset_schema(dataset: SegmentDataset) -> SchemaRef {
+    match dataset {
+        SegmentDataset::CrawlGenerate => CrawlDatum::schema(),
+        SegmentDataset::CrawlFetch => FetchRecord::schema(),
+        SegmentDataset::Content => ContentRecord::schema(),
+        SegmentDataset::ParseText => ParseTextRecord::schema(),
+        SegmentDataset::ParseData => ParseDataRecord::schema(),
+        SegmentDataset::CrawlParse => CrawlParseRecord::schema(),
+        SegmentDataset::Robots => crate::net::robots::RobotsRecord::schema(),
+    }
 }
 
 /// Fails when a requested column is in none of the datasets dumped.
-fn check_columns(datasets: &[String], columns: &[String]) -> Result<()> {
-    let schemas: Vec<SchemaRef> = datasets.iter().filter_map(|d| dataset_schema(d)).collect();
+fn check_columns(datasets: &[SegmentDataset], columns: &[String]) -> Result<()> {
+    let schemas: Vec<SchemaRef> = datasets.iter().map(|d| dataset_schema(*d)).collect();
     for c in columns {
         if !schemas.iter().any(|s| s.index_of(c).is_ok()) {
             let mut all: Vec<String> = Vec::new();
@@ -282,7 +288,11 @@ fn check_columns(datasets: &[String], columns: &[String]) -> Result<()> {
                 "--columns",
                 format!(
                     "no column {c:?} in {}; columns: {}",
-                    datasets.join(", "),
+                    datasets
+                        .iter()
+                        .map(|d| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     all.join(", ")
                 ),
             ));
@@ -293,9 +303,9 @@ fn check_columns(datasets: &[String], columns: &[String]) -> Result<()> {
 
 fn present(seg: &Segment) -> String {
     let d: Vec<&str> = SEGMENT_DATASETS
-        .iter()
-        .copied()
-        .filter(|d| seg.has(d))
+        .into_iter()
+        .filter(|d| seg.has(*d))
+        .map(SegmentDataset::as_str)
         .collect();
     if d.is_empty() {
         "none".into()
@@ -307,7 +317,7 @@ fn present(seg: &Segment) -> String {
 /// The part files that can hold `url`'s rows (its host's partition), or all parts.
 fn parts_to_read(
     seg: &Segment,
-    dataset: &str,
+    dataset: SegmentDataset,
     url: Option<&str>,
 ) -> Result<Vec<std::path::PathBuf>> {
     let all = part_files(&seg.dataset(dataset))?;
@@ -416,7 +426,7 @@ mod tests {
 
     #[test]
     fn unknown_columns_are_named_with_the_choices() {
-        let ds = vec!["crawl_fetch".to_string()];
+        let ds = vec![SegmentDataset::CrawlFetch];
         assert!(check_columns(&ds, &["url".into(), "reason".into()]).is_ok());
         let e = check_columns(&ds, &["nope".into()])
             .unwrap_err()

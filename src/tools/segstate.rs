@@ -12,29 +12,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::graph::linkdb;
-use crate::layout::{self, CrawlDir, Lock, Segment, lock};
-
-/// Test-only hook shared by `mergesegs` and `prunesegs`: `POINT:SECONDS` makes the
-/// tool sleep that long when it reaches the named point, so tests can kill it there.
-/// Never set it in production.
-pub const TEST_PAUSE_ENV: &str = "TRAWL_TEST_PAUSE_SEGTOOLS";
-
-/// Sleeps when [`TEST_PAUSE_ENV`] names `point`.
-pub fn test_pause(point: &str) {
-    let Ok(v) = std::env::var(TEST_PAUSE_ENV) else {
-        return;
-    };
-    let Some((p, secs)) = v.rsplit_once(':') else {
-        return;
-    };
-    if p == point
-        && let Ok(secs) = secs.parse::<f64>()
-        && secs > 0.0
-    {
-        tracing::warn!("{TEST_PAUSE_ENV} set: pausing {secs}s at {point} (test-only)");
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
-    }
-}
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::lock::{self, Lock};
+use crate::store::names::{SegmentDataset, VersionedDb};
 
 /// The locks a segment tool holds, and what the crawldb and linkdb have applied.
 #[derive(Debug)]
@@ -56,9 +36,7 @@ impl Applied {
     pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Applied> {
         let crawldb_lock = crate::crawldb::lock(dir, stage)?;
         let linkdb_lock = if dir.linkdb().is_dir() {
-            let l = Lock::acquire(&dir.linkdb().join(".lock"), stage)?;
-            layout::recover_versioned(&dir.linkdb())?;
-            Some(l)
+            Some(dir.versioned(VersionedDb::LinkDb).lock(stage)?)
         } else {
             None
         };
@@ -79,13 +57,13 @@ impl Applied {
     /// what to run; `None` when everything it holds is applied.
     pub fn pending(&self, seg: &Segment) -> Option<String> {
         let name = seg.name();
-        if !seg.has("crawl_fetch") {
+        if !seg.has(SegmentDataset::CrawlFetch) {
             return Some(format!(
                 "segment {name} was never fetched (no complete crawl_fetch/): run `fetch {name}`, `parse`, `updatedb` and `linkdb` on it first"
             ));
         }
         let partial = self.partial.contains(name);
-        if partial && !seg.has("crawl_parse") {
+        if partial && !seg.has(SegmentDataset::CrawlParse) {
             return Some(format!(
                 "segment {name} is only partially applied (fetch statuses only, by `updatedb --no-parse`) and not parsed: run `parse {name}`, then `updatedb {name}` and `linkdb` on it first"
             ));
@@ -95,7 +73,7 @@ impl Applied {
                 "segment {name} is only partially applied (fetch statuses only, by `updatedb --no-parse`): run `updatedb {name}` to merge its signatures and outlinks first"
             ));
         }
-        if !seg.has("parse_data") || !seg.has("crawl_parse") {
+        if !seg.has(SegmentDataset::ParseData) || !seg.has(SegmentDataset::CrawlParse) {
             return Some(format!(
                 "segment {name} is not parsed (no complete parse_data/ and crawl_parse/): run `parse {name}`, then `updatedb` and `linkdb` on it first"
             ));
@@ -149,7 +127,7 @@ pub fn clean_leftovers(dir: &CrawlDir) -> Result<Vec<PathBuf>> {
         if name.contains(".tmp-") {
             rm(&path)?;
             removed.push(path);
-        } else if name.contains(".lock") && path.is_file() {
+        } else if name.contains(crate::store::names::LOCK) && path.is_file() {
             // A segment lock a killed run left (of a segment it was deleting, or of
             // an output it never installed): nobody may take it again.
             if lock::remove_if_stale(&path)? {

@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Segment;
 use crate::records::ContentRecord;
 use crate::stage::{Report, StageCtx};
-use crate::storage::{part_files, read_dataset, read_part};
+use crate::store::layout::Segment;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{part_files, read_dataset, read_part};
 use crate::warc::http::{RequestInfo, request_block, response_block};
 use crate::warc::writer::{WarcRecord, record_id, sha1_digest, warc_date};
 
@@ -124,7 +125,7 @@ pub fn export_segment(segment: &Segment, opts: &ExportOpts) -> Result<ExportStat
     // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
     // leftovers are not a concurrent export's of the same segment.
     let _lock = segment.lock("warc")?;
-    if segment.pruned("content") {
+    if segment.pruned(SegmentDataset::Content) {
         return Err(Error::crawl_dir(
             segment.path(),
             format!(
@@ -133,7 +134,7 @@ pub fn export_segment(segment: &Segment, opts: &ExportOpts) -> Result<ExportStat
             ),
         ));
     }
-    let content = segment.require("content", "fetch")?;
+    let content = segment.require(SegmentDataset::Content, "fetch")?;
     let conditionals = conditional_headers(segment)?;
     fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;
     let mut files = FileSet::new(opts, segment)?;
@@ -174,14 +175,14 @@ pub fn export_segment(segment: &Segment, opts: &ExportOpts) -> Result<ExportStat
 /// The conditional headers fetch sent, from the fetch list's metadata.
 fn conditional_headers(segment: &Segment) -> Result<HashMap<String, RequestInfo>> {
     let mut out = HashMap::new();
-    if !segment.has("crawl_generate") {
+    if !segment.has(SegmentDataset::CrawlGenerate) {
         tracing::warn!(
             "{}: no crawl_generate; request records will carry no conditional headers",
             segment.path().display()
         );
         return Ok(out);
     }
-    for d in read_dataset::<CrawlDatum>(&segment.dataset("crawl_generate"))? {
+    for d in read_dataset::<CrawlDatum>(&segment.dataset(SegmentDataset::CrawlGenerate))? {
         let get = |k: &str| d.metadata.get(k).filter(|s| !s.is_empty()).cloned();
         let (etag, lm) = (get("etag"), get("last_modified"));
         if etag.is_some() || lm.is_some() {
@@ -427,5 +428,5 @@ fn hostname() -> String {
 
 /// The default output directory of an export: `<crawl-dir>/warc`.
 pub fn default_out_dir(crawl_dir: &Path) -> PathBuf {
-    crawl_dir.join("warc")
+    crate::store::layout::CrawlDir::new(crawl_dir).warc_dir()
 }

@@ -226,7 +226,7 @@ pub fn fetch_ok(crawl: &Path, config: &Path, segment: &str) -> String {
 /// A fetched segment's crawl_fetch rows by URL, asserting one row per URL.
 pub fn fetch_rows(segment: &str) -> BTreeMap<String, trawl::records::FetchRecord> {
     let rows: Vec<trawl::records::FetchRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("crawl_fetch")).unwrap();
     let n = rows.len();
     let map: BTreeMap<_, _> = rows.into_iter().map(|r| (r.url.clone(), r)).collect();
     assert_eq!(map.len(), n, "a URL has more than one crawl_fetch row");
@@ -236,7 +236,7 @@ pub fn fetch_rows(segment: &str) -> BTreeMap<String, trawl::records::FetchRecord
 /// A fetched segment's content rows by URL.
 pub fn content_rows(segment: &str) -> BTreeMap<String, trawl::records::ContentRecord> {
     let rows: Vec<trawl::records::ContentRecord> =
-        trawl::storage::read_dataset(&Path::new(segment).join("content")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(segment).join("content")).unwrap();
     rows.into_iter().map(|r| (r.url.clone(), r)).collect()
 }
 
@@ -267,7 +267,7 @@ pub fn round(crawl: &Path, config: &Path) -> Option<String> {
 /// The crawldb as url -> status.
 pub fn crawldb_statuses(crawl: &Path) -> BTreeMap<String, String> {
     let rows: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
+        trawl::store::parquet::read_dataset(&crawl.join("crawldb/current")).unwrap();
     rows.into_iter()
         .map(|d| (d.url, d.status.as_str().to_string()))
         .collect()
@@ -276,7 +276,7 @@ pub fn crawldb_statuses(crawl: &Path) -> BTreeMap<String, String> {
 /// The crawldb's rows by URL.
 pub fn crawldb(crawl: &Path) -> BTreeMap<String, trawl::CrawlDatum> {
     let rows: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&crawl.join("crawldb/current")).unwrap();
+        trawl::store::parquet::read_dataset(&crawl.join("crawldb/current")).unwrap();
     rows.into_iter().map(|d| (d.url.clone(), d)).collect()
 }
 

@@ -10,7 +10,7 @@ use crate::common::{
     TestWeb, crawldb, fetch_ok, generate_segment, run, run_ok, snapshot, write_config,
 };
 use trawl::CrawlDatum;
-use trawl::layout::{NO_CRAWL_DIR, NO_CRAWLDB};
+use trawl::store::layout::{NO_CRAWL_DIR, NO_CRAWLDB};
 
 const WEB: &[&str] = &["--seed", "3", "--hosts", "3", "--pages", "6"];
 

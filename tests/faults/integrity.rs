@@ -100,8 +100,8 @@ fn assert_unchanged(dir: &Path, before: &BTreeMap<PathBuf, Vec<u8>>, what: &str)
 }
 
 /// The manifest of a dataset directory (panics on a plain marker).
-fn manifest(dataset: &Path) -> trawl::integrity::Manifest {
-    trawl::integrity::read(dataset)
+fn manifest(dataset: &Path) -> trawl::store::integrity::Manifest {
+    trawl::store::integrity::read(dataset)
         .unwrap()
         .unwrap_or_else(|| panic!("{} has no manifest", dataset.display()))
 }
@@ -404,7 +404,7 @@ fn every_dataset_records_its_parts_and_the_manifest_matches_the_files() {
     }
     for d in &datasets {
         let m = manifest(d);
-        assert_eq!(m.format, trawl::integrity::MANIFEST_FORMAT);
+        assert_eq!(m.format, trawl::store::integrity::MANIFEST_FORMAT);
         let mut on_disk: Vec<String> = std::fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

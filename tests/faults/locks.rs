@@ -173,7 +173,7 @@ fn second_fetch_of_a_segment_is_refused_and_every_url_is_fetched_once() {
     assert!(status.success(), "first fetch: {err_a}");
     assert!(!lock.exists(), "lock released");
     let fetch_list: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
     assert_eq!(fetch_list.len(), 10);
     let rows = fetch_rows(&segment);
     assert_eq!(

@@ -29,11 +29,11 @@ fn segments(crawl: &Path) -> Vec<String> {
 }
 
 fn robots_rows(seg: &Path) -> Vec<RobotsRecord> {
-    trawl::storage::read_dataset(&seg.join("robots")).unwrap()
+    trawl::store::parquet::read_dataset(&seg.join("robots")).unwrap()
 }
 
 fn sitemapdb_urls(crawl: &Path) -> BTreeSet<String> {
-    trawl::storage::read_dataset::<SitemapRecord>(&crawl.join("sitemapdb/current"))
+    trawl::store::parquet::read_dataset::<SitemapRecord>(&crawl.join("sitemapdb/current"))
         .unwrap()
         .into_iter()
         .map(|r| r.url)
@@ -164,12 +164,13 @@ fn readdb_top_is_the_pagerank_order_and_an_unlinked_seed_does_not_lead() {
     drop(web);
 
     let pr: BTreeMap<String, PageRankRecord> =
-        trawl::storage::read_dataset::<PageRankRecord>(&crawl.join("pagerank"))
+        trawl::store::parquet::read_dataset::<PageRankRecord>(&crawl.join("pagerank"))
             .unwrap()
             .into_iter()
             .map(|r| (r.url.clone(), r))
             .collect();
-    let meta: PageRankMeta = trawl::storage::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
+    let meta: PageRankMeta =
+        trawl::store::parquet::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
     let n = pr.len() as f64;
     assert_eq!(meta.crawldb_scale, n, "crawldb scores are PageRank x N");
     let db = crawldb(&crawl);
@@ -236,7 +237,7 @@ fn pagerank_defaults_converge_on_a_demo_sized_crawl() {
         assert!(out.status.success(), "{err}");
         assert!(!err.contains("did not converge"), "round {r}: {err}");
         let meta: PageRankMeta =
-            trawl::storage::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
+            trawl::store::parquet::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
         assert!(
             meta.delta < defaults.tolerance && meta.iterations < defaults.max_iterations,
             "round {r}: {} iterations, delta {}",
@@ -280,7 +281,7 @@ fn round_sh_passes_flags_to_every_stage() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     let seg = crawl.join("segments").join(&segments(&crawl)[0]);
     let pages: Vec<trawl::records::ParseDataRecord> =
-        trawl::storage::read_dataset(&seg.join("parse_data")).unwrap();
+        trawl::store::parquet::read_dataset(&seg.join("parse_data")).unwrap();
     assert!(!pages.is_empty());
     assert!(pages.iter().all(|p| p.outlinks.len() <= 1), "PARSE_FLAGS");
     let after = crawldb(&crawl);
@@ -294,14 +295,15 @@ fn round_sh_passes_flags_to_every_stage() {
         "UPDATEDB_FLAGS: no additions"
     );
     let inlinks: Vec<trawl::records::InlinkRecord> =
-        trawl::storage::read_dataset(&crawl.join("linkdb/current")).unwrap();
+        trawl::store::parquet::read_dataset(&crawl.join("linkdb/current")).unwrap();
     assert!(
         inlinks
             .iter()
             .any(|r| trawl::urls::host_of(&r.url) == trawl::urls::host_of(&r.from_url)),
         "LINKDB_FLAGS: internal links kept"
     );
-    let meta: PageRankMeta = trawl::storage::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
+    let meta: PageRankMeta =
+        trawl::store::parquet::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
     assert_eq!((meta.iterations, meta.hits), (3, true), "PAGERANK_FLAGS");
     drop(web);
 }

@@ -206,7 +206,7 @@ fn sigterm_during_fetch_writes_what_was_fetched_and_exits_4() {
     }
     let next = generate_segment(&crawl, &config);
     let listed: Vec<trawl::CrawlDatum> =
-        trawl::storage::read_dataset(&Path::new(&next).join("crawl_generate")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&next).join("crawl_generate")).unwrap();
     let listed: BTreeSet<String> = listed.into_iter().map(|d| d.url).collect();
     for u in &interrupted {
         assert!(listed.contains(u), "{u} is generated again");
@@ -360,7 +360,7 @@ fn sigterm_during_updatedb_installs_nothing_and_a_rerun_applies() {
     run_ok("parse", &crawl, &config, &[&segment]);
     drop(web);
     let before = crawldb(&crawl);
-    let pause = [(trawl::crawldb::TEST_PAUSE_ENV, "60")];
+    let pause = [(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV, "60")];
     let child = spawn("updatedb", &crawl, &config, &[&segment], &pause);
     let staged_meta = crawl
         .join("crawldb")
@@ -394,7 +394,9 @@ fn sigterm_during_updatedb_installs_nothing_and_a_rerun_applies() {
             .values()
             .all(|d| d.status.as_str() == "db_unfetched")
     );
-    let meta = trawl::layout::CrawlDir::new(&crawl).crawldb_meta().unwrap();
+    let meta = trawl::store::layout::CrawlDir::new(&crawl)
+        .crawldb_meta()
+        .unwrap();
     assert!(
         meta.applied_segments.is_empty(),
         "{:?}",
@@ -456,7 +458,7 @@ fn fetch_with_the_web_down_exits_5_naming_connection_refused() {
         );
     }
     let robots: Vec<trawl::net::robots::RobotsRecord> =
-        trawl::storage::read_dataset(&Path::new(&segment).join("robots")).unwrap();
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("robots")).unwrap();
     assert_eq!(robots.len(), 3);
     for r in &robots {
         assert_eq!(
@@ -510,9 +512,13 @@ fn round_with_the_web_down_applies_the_segment_and_exits_5() {
         "{stderr}"
     );
     assert!(!stderr.contains("pagerank:"), "pagerank skipped: {stderr}");
-    let segments = trawl::layout::CrawlDir::new(&crawl).segments().unwrap();
+    let segments = trawl::store::layout::CrawlDir::new(&crawl)
+        .segments()
+        .unwrap();
     assert_eq!(segments.len(), 1);
-    let meta = trawl::layout::CrawlDir::new(&crawl).crawldb_meta().unwrap();
+    let meta = trawl::store::layout::CrawlDir::new(&crawl)
+        .crawldb_meta()
+        .unwrap();
     assert_eq!(meta.applied_segments, vec![segments[0].name().to_string()]);
     let db = crawldb(&crawl);
     for u in &seeds {

@@ -14,7 +14,7 @@
 //! ([`trawl::urls::UrlPolicy`], default configuration) makes of the page's `href`, so
 //! the test web uses that policy instead of a second normalizer that could drift. It
 //! also reports errors as [`trawl::Error`] and writes files with
-//! [`trawl::storage`]'s atomic helpers.
+//! [`trawl::store::parquet`]'s atomic helpers.
 
 pub mod generate;
 pub mod hostile;

@@ -144,7 +144,7 @@ fn main() -> Result<()> {
             let web = generate(&a.spec.spec())?;
             let mut text = web.seeds.join("\n");
             text.push('\n');
-            trawl::storage::write_atomic(&a.out, text.as_bytes())?;
+            trawl::store::parquet::write_atomic(&a.out, text.as_bytes())?;
             cli::summary(
                 "testweb seeds",
                 started,
@@ -161,7 +161,7 @@ fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
     let tls = if a.tls {
         let ca = TestCa::generate()?;
         if let Some(out) = &a.ca_out {
-            trawl::storage::write_atomic(out, ca.ca_pem().as_bytes())?;
+            trawl::store::parquet::write_atomic(out, ca.ca_pem().as_bytes())?;
         }
         Some(Arc::new(ca))
     } else {

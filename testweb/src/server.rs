@@ -496,7 +496,7 @@ pub fn serve_until_signal(
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
         check_loopback(&bound)?;
         if let Some(f) = addr_file {
-            trawl::storage::write_atomic(f, format!("{bound}\n").as_bytes())?;
+            trawl::store::parquet::write_atomic(f, format!("{bound}\n").as_bytes())?;
         }
         on_bound(bound);
         let stop = async move {

@@ -10,7 +10,7 @@ use super::model::{Behavior, Kind, Web};
 use super::robots::{CRAWLER_AGENT, RobotsGroup};
 use super::spec::WebSpec;
 use trawl::error::Result;
-use trawl::storage::{read_json, write_json};
+use trawl::store::parquet::{read_json, write_json};
 
 /// Everything known about one URL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -86,11 +86,11 @@ fn run() -> anyhow::Result<()> {
         Some("verify") => {
             // What every crawldb rewrite does first: blake3 of every part against
             // the manifest (docs/integrity.md).
-            let crawl = trawl::layout::CrawlDir::new(&dir);
-            let m = trawl::integrity::read(&crawl.crawldb_current())?
+            let crawl = trawl::store::layout::CrawlDir::new(&dir);
+            let m = trawl::store::integrity::read(&crawl.crawldb_current())?
                 .context("the crawldb has no manifest (written before manifests?)")?;
             let t = Instant::now();
-            crawl.verify_crawldb(trawl::integrity::Check::Checksums)?;
+            crawl.verify_crawldb(trawl::store::integrity::Check::Checksums)?;
             let secs = t.elapsed().as_secs_f64();
             let mb = m.bytes() as f64 / 1e6;
             println!(

@@ -64,7 +64,7 @@ fn run() -> anyhow::Result<()> {
         }
     };
     let files = if args.reuse {
-        trawl::storage::part_files(&dir)?
+        trawl::store::parquet::part_files(&dir)?
     } else {
         let t = Instant::now();
         let (files, rows) = write_synthetic(&dir, args.pages, args.links, args.files)?;

@@ -4,7 +4,7 @@
 //! Every dataset is sealed when it is installed ([`StagedDataset`] commits call
 //! [`seal_tree`]): its `_SUCCESS` marker becomes a JSON [`Manifest`] listing every
 //! `part-NNNNN.parquet` with its row count, byte size and blake3 checksum. Readers
-//! call [`verify`] (or [`crate::storage::part_files`], which runs the cheap check)
+//! call [`verify`] (or [`crate::store::parquet::part_files`], which runs the cheap check)
 //! and refuse a version whose parts do not match it with [`Error::Integrity`]
 //! (exit code 7), naming the file and the way back:
 //!
@@ -18,7 +18,7 @@
 //! they are read as before, with one warning per dataset, and a versioned dataset
 //! gains a manifest with its next rewrite (see docs/integrity.md).
 //!
-//! [`StagedDataset`]: crate::storage::StagedDataset
+//! [`StagedDataset`]: crate::store::parquet::StagedDataset
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
-use crate::storage::SUCCESS_MARKER;
+use crate::store::parquet::SUCCESS_MARKER;
 
 /// The `format` of manifests written by this version.
 pub const MANIFEST_FORMAT: &str = "trawl-manifest/1";
@@ -167,7 +167,7 @@ pub fn seal(dir: &Path) -> Result<Manifest> {
     let mut bytes = serde_json::to_vec_pretty(&m)
         .map_err(|e| Error::crawl_dir(dir, format!("cannot encode the manifest: {e}")))?;
     bytes.push(b'\n');
-    crate::storage::write_atomic(&dir.join(SUCCESS_MARKER), &bytes)?;
+    crate::store::parquet::write_atomic(&dir.join(SUCCESS_MARKER), &bytes)?;
     Ok(m)
 }
 
@@ -238,7 +238,10 @@ pub fn read(dir: &Path) -> Result<Option<Manifest>> {
 /// damaged, and treating it as "no dataset yet" would let the next rewrite replace
 /// `old/` with it. An absent directory is fine.
 pub fn refuse_unmarked(dir: &Path) -> Result<()> {
-    if dir.is_dir() && !crate::storage::dataset_complete(dir) && !listed_parts(dir)?.is_empty() {
+    if dir.is_dir()
+        && !crate::store::parquet::dataset_complete(dir)
+        && !listed_parts(dir)?.is_empty()
+    {
         return Err(Error::Integrity {
             path: dir.join(SUCCESS_MARKER),
             message: format!(
@@ -383,7 +386,7 @@ pub fn recovery_hint(dir: &Path) -> String {
     if name == "current" {
         let old = parent.join("old");
         let quarantine = parent.join("current.damaged");
-        if crate::storage::dataset_complete(&old) {
+        if crate::store::parquet::dataset_complete(&old) {
             let written = read(&old)
                 .ok()
                 .flatten()
@@ -437,7 +440,7 @@ fn rebuild_hint(base: &str) -> &'static str {
 mod tests {
     use super::*;
     use crate::datum::CrawlDatum;
-    use crate::storage::{PartWriter, part_name};
+    use crate::store::parquet::{PartWriter, part_name};
 
     fn dataset(dir: &Path, parts: usize) {
         fs::create_dir_all(dir).unwrap();

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Segment;
+use crate::store::layout::Segment;
 
 /// An exclusive lock on a dataset or a segment, held while a stage writes it;
 /// released (the file removed) on drop.

@@ -10,18 +10,29 @@
 //!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
 //!     _meta.json, crawl_generate/, crawl_fetch/, content/, robots/, parse_text/, parse_data/, crawl_parse/
 //!   segments/<yyyyMMddHHmmss>.lock        held while a stage writes the segment ([`lock`])
-//!   linkdb/current/                       inlinks per target URL
-//!   pagerank/                             url, score, in_degree, out_degree
+//!   segments/<name>/robots/               one row per robots.txt origin (fetch)
+//!   linkdb/current/, linkdb/old/          inlinks per target URL
+//!   linkdb/.lock                          held while linkdb (or a segment tool) rewrites it
+//!   sitemapdb/current/, sitemapdb/old/    one row per known sitemap (under the crawldb lock)
+//!   pagerank/                             url, score, in_degree, out_degree (+ hits/)
+//!   warc/                                 the default output directory of `warc`
+//!   robots_cache.json                     robots.txt rules kept between fetch runs
+//!   fetch.last_end                        when the last fetch or sitemap run ended
 //! ```
+//!
+//! Every name above is spelled once, in [`super::names`]; the rest of the crate asks
+//! [`CrawlDir`] and [`Segment`] for paths.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::integrity::{self, Check};
+use super::names::{self, SegmentDataset, VersionedDb};
+use super::parquet::{self, SUCCESS_MARKER};
+use super::versioned::VersionedDataset;
 use crate::error::{Error, IoContext, Result};
-use crate::integrity::{self, Check};
-use crate::storage::{self, SUCCESS_MARKER, StagedDataset};
 
 /// A crawl directory.
 #[derive(Debug, Clone)]
@@ -29,19 +40,11 @@ pub struct CrawlDir {
     root: PathBuf,
 }
 
-/// The names of a segment's datasets, in the order the stages write them: every
-/// one of them, so that every tool that lists, copies, merges or deletes segment data
-/// (readseg, mergesegs, prunesegs) goes through this list (`robots` is written by
-/// fetch: one row per robots.txt origin, read by the sitemap stage).
-pub const SEGMENT_DATASETS: [&str; 7] = [
-    "crawl_generate",
-    "crawl_fetch",
-    "content",
-    "robots",
-    "parse_text",
-    "parse_data",
-    "crawl_parse",
-];
+/// A segment's datasets, in the order the stages write them: every one of them, so
+/// that every tool that lists, copies, merges or deletes segment data (readseg,
+/// mergesegs, prunesegs) goes through this list (`robots` is written by fetch: one
+/// row per robots.txt origin, read by the sitemap stage).
+pub const SEGMENT_DATASETS: [SegmentDataset; 7] = SegmentDataset::ALL;
 
 impl CrawlDir {
     /// A crawl directory at `root` (not checked; see [`CrawlDir::open_existing`]).
@@ -56,7 +59,7 @@ impl CrawlDir {
     /// created in it.
     pub fn open_existing(root: impl Into<PathBuf>) -> Result<Self> {
         let dir = CrawlDir::open_root(root)?;
-        if !storage::dataset_complete(&dir.crawldb_current()) {
+        if !parquet::dataset_complete(&dir.crawldb_current()) {
             return Err(Error::crawl_dir(&dir.root, NO_CRAWLDB));
         }
         dir.verify_crawldb(Check::Sizes)?;
@@ -68,7 +71,7 @@ impl CrawlDir {
     /// at least one segment; refused like [`CrawlDir::open_existing`] otherwise.
     pub fn open_for_segments(root: impl Into<PathBuf>) -> Result<Self> {
         let dir = CrawlDir::open_root(root)?;
-        if storage::dataset_complete(&dir.crawldb_current()) {
+        if parquet::dataset_complete(&dir.crawldb_current()) {
             dir.verify_crawldb(Check::Sizes)?;
         } else if dir.segments()?.is_empty() {
             return Err(Error::crawl_dir(&dir.root, NO_CRAWLDB));
@@ -102,7 +105,7 @@ impl CrawlDir {
                 .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .collect();
             let missing: Vec<String> = (0..meta.partitions)
-                .map(storage::part_name)
+                .map(parquet::part_name)
                 .filter(|n| !have.contains(n))
                 .collect();
             return Err(Error::Integrity {
@@ -135,54 +138,89 @@ impl CrawlDir {
         &self.root
     }
 
+    /// One of the versioned datasets (`crawldb/`, `linkdb/`, `sitemapdb/`).
+    pub fn versioned(&self, db: VersionedDb) -> VersionedDataset {
+        VersionedDataset::new(self.root.join(db.as_str()))
+    }
+
     /// `crawldb/`.
     pub fn crawldb(&self) -> PathBuf {
-        self.root.join("crawldb")
+        self.root.join(names::CRAWLDB)
     }
 
     /// `crawldb/current/`.
     pub fn crawldb_current(&self) -> PathBuf {
-        self.crawldb().join("current")
+        self.crawldb().join(names::CURRENT)
     }
 
     /// `crawldb/old/`.
     pub fn crawldb_old(&self) -> PathBuf {
-        self.crawldb().join("old")
+        self.crawldb().join(names::OLD)
     }
 
     /// `crawldb/.lock`.
     pub fn crawldb_lock(&self) -> PathBuf {
-        self.crawldb().join(".lock")
+        self.crawldb().join(names::LOCK)
     }
 
     /// `segments/`.
     pub fn segments_dir(&self) -> PathBuf {
-        self.root.join("segments")
+        self.root.join(names::SEGMENTS)
     }
 
     /// `linkdb/`.
     pub fn linkdb(&self) -> PathBuf {
-        self.root.join("linkdb")
+        self.root.join(names::LINKDB)
     }
 
     /// `linkdb/current/`.
     pub fn linkdb_current(&self) -> PathBuf {
-        self.linkdb().join("current")
+        self.linkdb().join(names::CURRENT)
+    }
+
+    /// `linkdb/.lock`.
+    pub fn linkdb_lock(&self) -> PathBuf {
+        self.linkdb().join(names::LOCK)
+    }
+
+    /// `sitemapdb/`.
+    pub fn sitemapdb(&self) -> PathBuf {
+        self.root.join(names::SITEMAPDB)
+    }
+
+    /// `sitemapdb/current/`.
+    pub fn sitemapdb_current(&self) -> PathBuf {
+        self.sitemapdb().join(names::CURRENT)
     }
 
     /// `pagerank/`.
     pub fn pagerank(&self) -> PathBuf {
-        self.root.join("pagerank")
+        self.root.join(names::PAGERANK)
+    }
+
+    /// `warc/`: the default output directory of `warc`.
+    pub fn warc_dir(&self) -> PathBuf {
+        self.root.join(names::WARC)
+    }
+
+    /// `robots_cache.json`: robots.txt rules kept between fetch runs.
+    pub fn robots_cache(&self) -> PathBuf {
+        self.root.join(names::ROBOTS_CACHE)
+    }
+
+    /// `fetch.last_end`: when the last fetch (or sitemap) run ended.
+    pub fn fetch_last_end(&self) -> PathBuf {
+        self.root.join(names::FETCH_LAST_END)
     }
 
     /// Reads the crawldb's `_meta.json`.
     pub fn crawldb_meta(&self) -> Result<CrawlDbMeta> {
-        storage::read_json(&self.crawldb_current().join(CRAWLDB_META))
+        parquet::read_json(&self.crawldb_current().join(CRAWLDB_META))
     }
 
     /// Finishes an install of the crawldb that a killed stage left half done.
     pub fn recover_crawldb(&self) -> Result<()> {
-        recover_versioned(&self.crawldb())
+        self.versioned(VersionedDb::CrawlDb).recover()
     }
 
     /// All complete segments, oldest first.
@@ -232,9 +270,9 @@ pub const NO_CRAWL_DIR: &str =
 pub const NO_CRAWLDB: &str = "no crawldb (no complete crawldb/current/): run `inject SEEDS` first, or pass the right --crawl-dir";
 
 /// The crawldb's `_meta.json`, stored inside each version so it changes atomically with it.
-pub const CRAWLDB_META: &str = "_meta.json";
+pub const CRAWLDB_META: &str = names::META;
 /// A segment's `_meta.json`.
-pub const SEGMENT_META: &str = "_meta.json";
+pub const SEGMENT_META: &str = names::META;
 
 /// Facts stored with each crawldb version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -317,20 +355,20 @@ impl Segment {
         &self.name
     }
 
-    /// Path of one of its datasets (`crawl_fetch`, ...).
-    pub fn dataset(&self, name: &str) -> PathBuf {
-        self.path.join(name)
+    /// Path of one of its datasets (`crawl_fetch/`, ...).
+    pub fn dataset(&self, dataset: SegmentDataset) -> PathBuf {
+        self.path.join(dataset.as_str())
     }
 
     /// Whether one of its datasets is complete.
-    pub fn has(&self, name: &str) -> bool {
-        storage::dataset_complete(&self.dataset(name))
+    pub fn has(&self, dataset: SegmentDataset) -> bool {
+        parquet::dataset_complete(&self.dataset(dataset))
     }
 
     /// Checks one of its datasets against its manifest ([`integrity::verify`]) when
     /// the dataset is complete; an absent or unfinished dataset is left to
     /// [`Segment::require`] and [`Segment::has`].
-    pub fn verify(&self, dataset: &str, check: Check) -> Result<()> {
+    pub fn verify(&self, dataset: SegmentDataset, check: Check) -> Result<()> {
         if self.has(dataset) {
             integrity::verify(&self.dataset(dataset), check)?;
         }
@@ -340,32 +378,32 @@ impl Segment {
     /// Checks every complete dataset of the segment (each subdirectory with a
     /// `_SUCCESS` marker) against its manifest.
     pub fn verify_all(&self, check: Check) -> Result<()> {
-        let mut names = Vec::new();
+        let mut complete = Vec::new();
         for entry in fs::read_dir(&self.path).at(&self.path)? {
             let entry = entry.at(&self.path)?;
             if entry.path().join(SUCCESS_MARKER).is_file() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+                complete.push(entry.path());
             }
         }
-        names.sort();
-        for name in names {
-            integrity::verify(&self.dataset(&name), check)?;
+        complete.sort();
+        for dataset in complete {
+            integrity::verify(&dataset, check)?;
         }
         Ok(())
     }
 
     /// Reads `_meta.json`.
     pub fn meta(&self) -> Result<SegmentMeta> {
-        storage::read_json(&self.path.join(SEGMENT_META))
+        parquet::read_json(&self.path.join(SEGMENT_META))
     }
 
     /// Whether `dataset` (`content` or `parse_text`) was deleted by `prunesegs`: it is
     /// gone while the dataset its stage commits after it is there (fetch commits
     /// `content/` before `crawl_fetch/`, parse `parse_text/` before `parse_data/`).
-    pub fn pruned(&self, dataset: &str) -> bool {
+    pub fn pruned(&self, dataset: SegmentDataset) -> bool {
         let after = match dataset {
-            "content" => "crawl_fetch",
-            "parse_text" => "parse_data",
+            SegmentDataset::Content => SegmentDataset::CrawlFetch,
+            SegmentDataset::ParseText => SegmentDataset::ParseData,
             _ => return false,
         };
         !self.dataset(dataset).exists() && self.has(after)
@@ -374,7 +412,7 @@ impl Segment {
     /// Fails with a helpful message unless `dataset` is complete; `stage` is the
     /// stage that writes it. A complete dataset is checked against its manifest
     /// ([`Check::Sizes`]).
-    pub fn require(&self, dataset: &str, stage: &str) -> Result<PathBuf> {
+    pub fn require(&self, dataset: SegmentDataset, stage: &str) -> Result<PathBuf> {
         if self.has(dataset) {
             integrity::verify(&self.dataset(dataset), Check::Sizes)?;
             Ok(self.dataset(dataset))
@@ -411,67 +449,3 @@ pub fn new_segment_name(dir: &CrawlDir, now_ms: i64) -> String {
         t += 1;
     }
 }
-
-/// Installs a staged new version of a versioned dataset (`crawldb`, `linkdb`):
-/// `current` becomes `old` (replacing the previous `old`) and the staged
-/// directory becomes `current`. A kill at any point is repaired by
-/// [`recover_versioned`]: either the new or the previous version ends up current.
-pub fn install_version(base: &Path, staged: StagedDataset) -> Result<()> {
-    // The last point where a SIGINT/SIGTERM stops a stage: nothing installed, the
-    // staged version removed with `staged`, `current` untouched.
-    crate::signal::check(&format!(
-        "stopped before installing: {} is unchanged; rerun the stage",
-        base.join("current").display()
-    ))?;
-    let current = base.join("current");
-    let old = base.join("old");
-    if staged.dest() != current {
-        return Err(Error::crawl_dir(
-            staged.dest(),
-            "internal: staged dataset is not the current version",
-        ));
-    }
-    if current.exists() {
-        if old.exists() {
-            fs::remove_dir_all(&old).at(&old)?;
-        }
-        fs::rename(&current, &old).at(&current)?;
-    }
-    staged.commit()?;
-    Ok(())
-}
-
-/// Repairs an install interrupted between its two renames.
-pub fn recover_versioned(base: &Path) -> Result<()> {
-    let current = base.join("current");
-    if current.exists() || !base.is_dir() {
-        return Ok(());
-    }
-    // A complete staged version (with its _SUCCESS) wins over old.
-    for entry in fs::read_dir(base).at(base)? {
-        let entry = entry.at(base)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("current.tmp-") && entry.path().join(SUCCESS_MARKER).is_file() {
-            tracing::warn!(
-                "finishing an interrupted install: {} -> current",
-                entry.path().display()
-            );
-            fs::rename(entry.path(), &current).at(&current)?;
-            return Ok(());
-        }
-    }
-    let old = base.join("old");
-    if storage::dataset_complete(&old) {
-        tracing::warn!(
-            "restoring {} as current after an interrupted install",
-            old.display()
-        );
-        fs::rename(&old, &current).at(&current)?;
-    }
-    Ok(())
-}
-
-pub mod lock;
-
-/// Lock files of datasets and segments (see [`lock`]).
-pub use lock::Lock;

@@ -1,36 +1,37 @@
-//! Parquet storage: typed record batches, partitioned datasets written atomically,
-//! the crawl directory's layout, and the crawldb's lock and versioning.
+//! Parquet datasets: typed record batches, and partitioned datasets written
+//! atomically.
 //!
 //! A *dataset* is a directory of `part-NNNNN.parquet` files plus a `_SUCCESS` marker
 //! that holds its manifest (every part's name, rows, bytes and blake3; see
-//! [`crate::integrity`]).
+//! [`super::integrity`]).
 //! Datasets are always written under a temporary name beside their final place and
 //! renamed into place when complete, so a reader never sees a half-written dataset
 //! and a killed stage leaves only a `*.tmp-*` directory that the next run removes.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use ::parquet::arrow::ArrowWriter;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::basic::{Compression, ZstdLevel};
+use ::parquet::file::properties::WriterProperties;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::integrity::{self, Check};
+use super::names;
+use super::storage::{LocalFs, Storage};
 use crate::datum::fields_of;
 use crate::error::{Error, IoContext, Result};
-use crate::integrity::{self, Check};
 
 /// Rows per Parquet row group (and per in-memory batch when streaming).
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
 
 /// Name of the marker file a complete dataset carries; it holds the dataset's
 /// manifest ([`integrity::Manifest`]).
-pub const SUCCESS_MARKER: &str = "_SUCCESS";
+pub const SUCCESS_MARKER: &str = names::SUCCESS;
 
 /// A row type stored in Parquet: serde-convertible with a fixed Arrow schema.
 pub trait Record: Serialize + DeserializeOwned + Send + Sync {
@@ -255,14 +256,14 @@ impl StagedDataset {
         let parent = dest
             .parent()
             .ok_or_else(|| Error::crawl_dir(dest, "dataset path has no parent directory"))?;
-        fs::create_dir_all(parent).at(parent)?;
+        LocalFs.create_dir(parent)?;
         remove_stale_tmp(dest)?;
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = parent.join(format!("{name}.tmp-{}", std::process::id()));
-        fs::create_dir_all(&tmp).at(&tmp)?;
+        LocalFs.create_dir(&tmp)?;
         Ok(StagedDataset {
             tmp,
             dest: dest.to_path_buf(),
@@ -288,7 +289,7 @@ impl StagedDataset {
     /// Marks the dataset complete and renames it into place. Fails if the final
     /// path exists (use [`StagedDataset::commit_replacing`] to replace it).
     pub fn commit(mut self) -> Result<PathBuf> {
-        if self.dest.exists() {
+        if LocalFs.exists(&self.dest)? {
             return Err(Error::crawl_dir(
                 &self.dest,
                 "already exists; remove it first if you want it rewritten",
@@ -300,11 +301,11 @@ impl StagedDataset {
 
     /// Marks the dataset complete and replaces whatever is at the final path.
     pub fn commit_replacing(mut self) -> Result<PathBuf> {
-        if self.dest.exists() {
+        if LocalFs.exists(&self.dest)? {
             let trash = trash_path(&self.dest);
-            fs::rename(&self.dest, &trash).at(&self.dest)?;
+            LocalFs.rename(&self.dest, &trash)?;
             self.finish_and_rename()?;
-            fs::remove_dir_all(&trash).at(&trash)?;
+            LocalFs.delete(&trash)?;
         } else {
             self.finish_and_rename()?;
         }
@@ -315,8 +316,7 @@ impl StagedDataset {
         // The marker is the manifest (every part's name, rows, size, blake3), written
         // last: a dataset with a `_SUCCESS` is complete and checkable.
         integrity::seal_tree(&self.tmp)?;
-        fs::rename(&self.tmp, &self.dest).at(&self.dest)?;
-        sync_dir(self.dest.parent());
+        LocalFs.rename(&self.tmp, &self.dest)?;
         self.committed = true;
         Ok(())
     }
@@ -325,7 +325,7 @@ impl StagedDataset {
 impl Drop for StagedDataset {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = fs::remove_dir_all(&self.tmp);
+            let _ = LocalFs.delete(&self.tmp);
         }
     }
 }
@@ -347,45 +347,26 @@ pub fn remove_stale_tmp(dest: &Path) -> Result<()> {
         return Ok(());
     }
     let prefix = format!("{}.tmp-", name.to_string_lossy());
-    for entry in fs::read_dir(parent).at(parent)? {
-        let entry = entry.at(parent)?;
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let p = entry.path();
+    for p in LocalFs.list(parent)? {
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        {
             tracing::info!("removing leftover of an interrupted run: {}", p.display());
-            if p.is_dir() {
-                fs::remove_dir_all(&p).at(&p)?;
-            } else {
-                fs::remove_file(&p).at(&p)?;
-            }
+            LocalFs.delete(&p)?;
         }
     }
     Ok(())
 }
 
-fn sync_dir(dir: Option<&Path>) {
-    if let Some(d) = dir
-        && let Ok(f) = File::open(d)
-    {
-        let _ = f.sync_all();
-    }
-}
-
-/// Writes a small file atomically (temporary file, fsync, rename).
+/// Writes a small file atomically (temporary file, fsync, rename; see
+/// [`Storage::put`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    {
-        let mut f = File::create(&tmp).at(&tmp)?;
-        f.write_all(bytes).at(&tmp)?;
-        f.sync_all().at(&tmp)?;
-    }
-    fs::rename(&tmp, path).at(path)?;
-    sync_dir(path.parent());
-    Ok(())
+    LocalFs.put(path, bytes)
 }
 
 /// Reads a JSON file into `T`, naming the file on error.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = fs::read(path).at(path)?;
+    let bytes = LocalFs.read(path)?;
     serde_json::from_slice(&bytes).map_err(|e| {
         Error::crawl_dir(
             path,

@@ -1,0 +1,28 @@
+//! The crawl directory and how datasets are stored: the one owner of every path,
+//! dataset name and file name under `<crawl-dir>/`, of the Parquet I/O, of dataset
+//! manifests, of lock files and of versioned (`current`/`old`) installs.
+//!
+//! - [`layout`]: [`CrawlDir`](layout::CrawlDir) and [`Segment`](layout::Segment), the
+//!   map of the crawl directory and every path in it.
+//! - [`lock`]: lock files (who may write a dataset or a segment right now).
+//! - [`parquet`]: typed Parquet I/O, [`PartWriter`](parquet::PartWriter),
+//!   [`StagedDataset`](parquet::StagedDataset), host partitioning.
+//! - [`integrity`]: dataset manifests (`_SUCCESS`) and the checks readers run.
+//! - [`names`]: every dataset and file name of the crawl directory
+//!   ([`SegmentDataset`](names::SegmentDataset), [`VersionedDb`](names::VersionedDb)).
+//! - [`versioned`]: [`VersionedDataset`](versioned::VersionedDataset), the one way
+//!   `crawldb/`, `linkdb/` and `sitemapdb/` versions are written and installed, and
+//!   the test-pause hook.
+//! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
+//!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
+//!
+//! Stages never spell a dataset or file name of the crawl directory: they ask
+//! [`layout`] for the path.
+
+pub mod integrity;
+pub mod layout;
+pub mod lock;
+pub mod names;
+pub mod parquet;
+pub mod storage;
+pub mod versioned;
