@@ -649,52 +649,64 @@ fn parse_xml(input: impl BufRead, ctx: &Context<'_>, out: &mut Parsed, over: &Ce
             }
             Event::GeneralRef(r) => {
                 if let Some((_, text)) = field.as_mut() {
-                    let name = r.xml10_content().into_owned();
-                    let resolved = match r.resolve_char_ref() {
-                        Ok(Some(c)) => Some(c),
-                        Ok(None) => match name.as_str() {
-                            "amp" => Some('&'),
-                            "lt" => Some('<'),
-                            "gt" => Some('>'),
-                            "quot" => Some('"'),
-                            "apos" => Some('\''),
-                            _ => None,
-                        },
-                        Err(_) => None,
-                    };
-                    match resolved {
-                        Some(c) => text.push(c),
-                        None => {
-                            out.problem(
-                                format!("byte {pos}"),
-                                format!("unknown entity &{name}; left as written"),
-                            );
-                            text.push_str(&format!("&{name};"));
-                        }
-                    }
+                    push_entity(&r, text, pos, out);
                 }
             }
             Event::Eof => {
-                if !stack.is_empty() && !over.get() {
-                    out.problem(
-                        format!("byte {pos}"),
-                        format!(
-                            "malformed XML: the file ends inside <{}>; the {} entries before were kept",
-                            stack.join("><"),
-                            out.urls.len() + out.sitemaps.len()
-                        ),
-                    );
-                } else if stack.is_empty() && out.format == Format::Unknown {
-                    out.problem(
-                        format!("byte {pos}"),
-                        "no root element: not a sitemap".into(),
-                    );
-                }
+                end_of_file(&stack, pos, out, over.get());
                 return;
             }
             _ => {}
         }
         buf.clear();
+    }
+}
+
+/// Appends the character an entity reference (`&amp;`, `&#38;`) stands for to
+/// `text`; an unknown one is kept as written, with a problem.
+fn push_entity(r: &quick_xml::events::BytesRef<'_>, text: &mut String, pos: u64, out: &mut Parsed) {
+    let name = r.xml10_content().into_owned();
+    let resolved = match r.resolve_char_ref() {
+        Ok(Some(c)) => Some(c),
+        Ok(None) => match name.as_str() {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    match resolved {
+        Some(c) => text.push(c),
+        None => {
+            out.problem(
+                format!("byte {pos}"),
+                format!("unknown entity &{name}; left as written"),
+            );
+            text.push_str(&format!("&{name};"));
+        }
+    }
+}
+
+/// The end of the input with the elements of `stack` still open: a problem unless
+/// the input was cut at the byte limit (`over`), or when there was no root element.
+fn end_of_file(stack: &[String], pos: u64, out: &mut Parsed, over: bool) {
+    if !stack.is_empty() && !over {
+        out.problem(
+            format!("byte {pos}"),
+            format!(
+                "malformed XML: the file ends inside <{}>; the {} entries before were kept",
+                stack.join("><"),
+                out.urls.len() + out.sitemaps.len()
+            ),
+        );
+    } else if stack.is_empty() && out.format == Format::Unknown {
+        out.problem(
+            format!("byte {pos}"),
+            "no root element: not a sitemap".into(),
+        );
     }
 }
 
