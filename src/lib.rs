@@ -5,6 +5,8 @@
 //! a crawl directory ([`store`]). This crate is the library behind the stage
 //! binaries in `stages/`; each stage's job lives in one module here.
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod config;
 pub mod crawldb;

@@ -9,15 +9,15 @@
 //! (`segments/<name>.lock`) for its whole run, so a second fetch of the same segment
 //! is refused instead of deleting the first one's work in progress.
 
-pub mod origins;
-pub mod page;
-pub mod progress;
-pub mod queues;
-pub mod redirects;
-pub mod state;
-pub mod throughput;
-pub mod worker;
-pub mod writer;
+mod origins;
+mod page;
+mod progress;
+mod queues;
+mod redirects;
+mod state;
+mod throughput;
+mod worker;
+mod writer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;

@@ -572,6 +572,12 @@ where
 
 /// [`build`] with `node_jobs` more scan jobs: `scan_nodes(i, f)` calls `f(url)` for
 /// URLs that are nodes whether or not they have links (read in the first pass only).
+///
+/// The phases, each its own function: pass 1 interns every URL and counts its
+/// out-links ([`intern_urls`]); ids are assigned by (host partition, URL)
+/// ([`order_by_partition`], [`assign_ids`]); pass 2 fills each source's slots with
+/// its targets' ids ([`fill_edges`]); every list is sorted, deduplicated and the
+/// CSR compacted ([`dedup_lists`]).
 fn build_with_nodes<S, N>(
     jobs: usize,
     scan: S,
@@ -585,8 +591,40 @@ where
 {
     let partitions = partitions.max(1);
     let t0 = std::time::Instant::now();
+    let mut shards = intern_urls(jobs, &scan, node_jobs, &scan_nodes)?;
+    let n: usize = shards.iter().map(Shard::len).sum();
+    log_phase(t0, &format!("pass 1 (URL table, {n} URLs)"));
+    let (order, part_offsets) = order_by_partition(&shards, partitions);
+    let offsets = assign_ids(&mut shards, &order);
+    log_phase(t0, "ids");
+    let targets = fill_edges(jobs, &scan, &shards, &order, &offsets)?;
+    log_phase(t0, "pass 2 (edges)");
+    let (offsets, targets) = dedup_lists(offsets, targets);
+    log_phase(t0, "dedup");
+    Ok(PageGraph {
+        shards,
+        order,
+        part_offsets,
+        out: Csr::from_parts(offsets, targets),
+    })
+}
 
-    // Pass 1: the URL table and out-link counts.
+/// A debug line after a phase of the build: elapsed and CPU seconds, peak RSS.
+fn log_phase(t0: std::time::Instant, phase: &str) {
+    tracing::debug!(
+        "graph build: {phase} {:.2}s, cpu {:.2}s, peak RSS {} MiB",
+        t0.elapsed().as_secs_f64(),
+        cpu_secs(),
+        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
+    );
+}
+
+/// Pass 1: the URL table (sharded, interned) and every URL's out-link count.
+fn intern_urls<S, N>(jobs: usize, scan: &S, node_jobs: usize, scan_nodes: &N) -> Result<Vec<Shard>>
+where
+    S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
+    N: Fn(usize, &mut dyn FnMut(&str)) -> Result<()> + Sync,
+{
     let locked: Vec<Mutex<Shard>> = (0..SHARDS).map(|_| Mutex::default()).collect();
     (0..jobs + node_jobs).into_par_iter().try_for_each(|i| {
         let mut w = Interning::new(&locked);
@@ -613,15 +651,13 @@ where
             "more than 4 billion distinct URLs: beyond u32 ids",
         ));
     }
+    Ok(shards)
+}
 
-    tracing::debug!(
-        "graph build: pass 1 (URL table, {n} URLs) {:.2}s, cpu {:.2}s, peak RSS {} MiB",
-        t0.elapsed().as_secs_f64(),
-        cpu_secs(),
-        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
-    );
-
-    // Ids: by (host partition, URL).
+/// The temporary ids of every URL in final id order, by (host partition, URL), and
+/// where each partition starts in that order.
+fn order_by_partition(shards: &[Shard], partitions: usize) -> (Vec<u32>, Vec<usize>) {
+    let n: usize = shards.iter().map(Shard::len).sum();
     let parts_of: Vec<Vec<u32>> = shards
         .par_iter()
         .map(|s| {
@@ -679,8 +715,13 @@ where
             s.par_sort_unstable_by(|a, b| url_of(a).cmp(url_of(b)));
         }
     }
+    (order, part_offsets)
+}
 
-    // CSR offsets from the out-link counts; then the tables map to final ids.
+/// The CSR offsets from the out-link counts (in final id order); then every shard's
+/// table maps to final ids.
+fn assign_ids(shards: &mut [Shard], order: &[u32]) -> Vec<u64> {
+    let n = order.len();
     let mut offsets = vec![0u64; n + 1];
     for (id, &t) in order.iter().enumerate() {
         let (s, l) = split_temp(t);
@@ -694,60 +735,63 @@ where
         let perm = std::mem::take(&mut s.counts);
         s.remap(&perm);
     });
-    let m = offsets[n] as usize;
-    tracing::debug!(
-        "graph build: ids {:.2}s, cpu {:.2}s, peak RSS {} MiB",
-        t0.elapsed().as_secs_f64(),
-        cpu_secs(),
-        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
-    );
+    offsets
+}
 
-    // Pass 2: fill each source's slots with its targets' ids.
+/// Pass 2: fills each source's slots with its targets' ids; fails when the scan
+/// gives fewer links than pass 1 counted (the input changed in between).
+fn fill_edges<S>(
+    jobs: usize,
+    scan: &S,
+    shards: &[Shard],
+    order: &[u32],
+    offsets: &[u64],
+) -> Result<Vec<u32>>
+where
+    S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
+{
+    let n = order.len();
+    let m = offsets[n] as usize;
     let cursor: Vec<AtomicU64> = offsets[..n].iter().map(|&o| AtomicU64::new(o)).collect();
     let slots: Vec<AtomicU32> = (0..m).map(|_| AtomicU32::new(0)).collect();
-    {
-        let fill = Fill {
-            shards: &shards,
-            order: &order,
-            offsets: &offsets,
-            cursor: &cursor,
-            slots: &slots,
-        };
-        (0..jobs).into_par_iter().try_for_each(|i| -> Result<()> {
-            let mut w = EdgeBuffer::default();
-            let mut err: Option<Error> = None;
-            scan(i, &mut |s, d| {
-                if err.is_none() {
-                    w.edge(s, d);
-                    if w.edges.len() >= EDGE_BATCH
-                        && let Err(e) = fill.flush(&mut w)
-                    {
-                        err = Some(e);
-                    }
+    let fill = Fill {
+        shards,
+        order,
+        offsets,
+        cursor: &cursor,
+        slots: &slots,
+    };
+    (0..jobs).into_par_iter().try_for_each(|i| -> Result<()> {
+        let mut w = EdgeBuffer::default();
+        let mut err: Option<Error> = None;
+        scan(i, &mut |s, d| {
+            if err.is_none() {
+                w.edge(s, d);
+                if w.edges.len() >= EDGE_BATCH
+                    && let Err(e) = fill.flush(&mut w)
+                {
+                    err = Some(e);
                 }
-            })?;
-            match err {
-                Some(e) => Err(e),
-                None => fill.flush(&mut w),
             }
         })?;
-        let complete = (0..n)
-            .into_par_iter()
-            .all(|s| cursor[s].load(Ordering::Relaxed) == offsets[s + 1]);
-        if !complete {
-            return Err(changed("fewer links than the first pass counted"));
+        match err {
+            Some(e) => Err(e),
+            None => fill.flush(&mut w),
         }
+    })?;
+    let complete = (0..n)
+        .into_par_iter()
+        .all(|s| cursor[s].load(Ordering::Relaxed) == offsets[s + 1]);
+    if !complete {
+        return Err(changed("fewer links than the first pass counted"));
     }
     drop(cursor);
-    tracing::debug!(
-        "graph build: pass 2 (edges) {:.2}s, cpu {:.2}s, peak RSS {} MiB",
-        t0.elapsed().as_secs_f64(),
-        cpu_secs(),
-        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
-    );
-    let mut targets: Vec<u32> = slots.into_iter().map(AtomicU32::into_inner).collect();
+    Ok(slots.into_iter().map(AtomicU32::into_inner).collect())
+}
 
-    // Sort and deduplicate every list in parallel, then compact.
+/// Sorts and deduplicates every adjacency list in parallel, then compacts the CSR.
+fn dedup_lists(mut offsets: Vec<u64>, mut targets: Vec<u32>) -> (Vec<u64>, Vec<u32>) {
+    let n = offsets.len() - 1;
     let mut degrees = vec![0u32; n];
     {
         let mut work: Vec<(usize, &mut [u32], &mut [u32])> = Vec::new();
@@ -764,6 +808,7 @@ where
             rest_d = dr;
             v = hi;
         }
+        let offsets = &offsets;
         work.into_par_iter().for_each(|(v0, t, d)| {
             let base = offsets[v0];
             for (i, deg) in d.iter_mut().enumerate() {
@@ -797,18 +842,7 @@ where
     drop(degrees);
     targets.truncate(w);
     targets.shrink_to_fit();
-    tracing::debug!(
-        "graph build: dedup {:.2}s, cpu {:.2}s, peak RSS {} MiB",
-        t0.elapsed().as_secs_f64(),
-        cpu_secs(),
-        super::mem::peak_rss_bytes().unwrap_or(0) >> 20
-    );
-    Ok(PageGraph {
-        shards,
-        order,
-        part_offsets,
-        out: Csr::from_parts(offsets, targets),
-    })
+    (offsets, targets)
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 //! deduplicated.
 
 pub mod csr;
-pub mod hits;
-pub mod hostrank;
+mod hits;
+mod hostrank;
 pub mod ids;
 pub mod linkdb;
 pub mod mem;

@@ -13,7 +13,7 @@
 //! The `fetch` stage and the `sitemap` stage both use this module; it imports neither.
 
 pub mod client;
-pub mod hostpattern;
+mod hostpattern;
 pub mod outcome;
 pub mod politeness;
 pub mod resolve;

@@ -9,10 +9,10 @@
 //! one), follows sitemap indexes down to `sitemaps.max_depth`, and merges the URLs into
 //! the crawldb ([`merge`]).
 
-pub mod fetch;
-pub mod merge;
+mod fetch;
+mod merge;
 pub mod parse;
-pub mod record;
+mod record;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;

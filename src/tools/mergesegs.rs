@@ -348,6 +348,9 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
     Ok(report)
 }
 
+/// Installed merged segments (by name) and what each was merged from.
+type Provenances = Vec<(String, Provenance)>;
+
 /// The segments given that are still there (opened, each once), with the installed
 /// merged segments' provenance; segments an earlier run merged and removed are
 /// noted in `report.already_merged`.
@@ -355,7 +358,7 @@ fn resolve_inputs(
     dir: &CrawlDir,
     opts: &MergeSegsOpts,
     report: &mut MergeReport,
-) -> Result<(Vec<Segment>, Vec<(String, Provenance)>)> {
+) -> Result<(Vec<Segment>, Provenances)> {
     // Which installed segments hold which others (reruns, interrupted runs).
     let mut merged_into: HashMap<String, String> = HashMap::new();
     let mut earlier: Vec<(String, Provenance)> = Vec::new();

@@ -6,4 +6,4 @@ pub mod mergesegs;
 pub mod prunesegs;
 pub mod readlinkdb;
 pub mod readseg;
-pub mod segstate;
+mod segstate;

@@ -3,7 +3,7 @@
 //! a segment's `content` into rotated `.warc.gz` files.
 
 pub mod export;
-pub mod http;
+mod http;
 pub mod writer;
 
 pub use export::{ExportOpts, ExportStats, WarcOpts, WarcReport, export_segment, run};
