@@ -550,6 +550,10 @@ struct Entry {
 
 /// Parses XML; `over` tells whether the input was cut at the byte limit (then a
 /// broken end is expected and reported as the size problem, not as bad XML).
+///
+/// About 110 lines, on purpose: one streaming event loop whose arms share the parser
+/// state (the open element, the entry being built, the limits); entity resolution and
+/// the end-of-file checks are already functions of their own.
 fn parse_xml(input: impl BufRead, ctx: &Context<'_>, out: &mut Parsed, over: &Cell<bool>) {
     let mut reader = quick_xml::Reader::from_reader(input);
     reader.config_mut().check_end_names = true;

@@ -233,6 +233,11 @@ struct PartStats {
 }
 
 /// Runs mergesegs on the crawl directory of `ctx` (which must have a crawldb).
+///
+/// About 110 lines, on purpose: it is the sequence of a merge's crash-safe steps (lock,
+/// clean up, resolve inputs, plan, stage, run the partitions, record, install, delete
+/// inputs) with the test-pause points between them, each step its own function; read
+/// in one place, the order that makes a kill at any point recoverable stays visible.
 pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
     let dir = ctx.open_existing()?;
     if opts.segments.is_empty() {
