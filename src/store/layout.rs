@@ -158,11 +158,6 @@ impl CrawlDir {
         self.crawldb().join(names::OLD)
     }
 
-    /// `crawldb/.lock`.
-    pub fn crawldb_lock(&self) -> PathBuf {
-        self.crawldb().join(names::LOCK)
-    }
-
     /// `segments/`.
     pub fn segments_dir(&self) -> PathBuf {
         self.root.join(names::SEGMENTS)
@@ -178,19 +173,9 @@ impl CrawlDir {
         self.linkdb().join(names::CURRENT)
     }
 
-    /// `linkdb/.lock`.
-    pub fn linkdb_lock(&self) -> PathBuf {
-        self.linkdb().join(names::LOCK)
-    }
-
     /// `sitemapdb/`.
     pub fn sitemapdb(&self) -> PathBuf {
         self.root.join(names::SITEMAPDB)
-    }
-
-    /// `sitemapdb/current/`.
-    pub fn sitemapdb_current(&self) -> PathBuf {
-        self.sitemapdb().join(names::CURRENT)
     }
 
     /// `pagerank/`.
