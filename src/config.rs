@@ -113,6 +113,9 @@ pub struct InjectConfig {
     pub score: f64,
     /// Fetch interval (seconds) of an injected URL without a `fetch_interval=` key.
     pub fetch_interval: i64,
+    /// Seed rows (of all partitions together) held in memory before they are sorted
+    /// and spilled as runs to the staged crawldb version; bounds inject's memory.
+    pub sort_buffer_rows: usize,
 }
 
 impl Default for InjectConfig {
@@ -120,6 +123,7 @@ impl Default for InjectConfig {
         InjectConfig {
             score: 1.0,
             fetch_interval: 30 * 86400,
+            sort_buffer_rows: 1_000_000,
         }
     }
 }

@@ -8,7 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use arrow::array::{
+    ArrayRef, Float64Array, Int32Array, Int64Array, MapBuilder, MapFieldNames, StringBuilder,
+    TimestampMillisecondArray,
+};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
+use arrow::error::ArrowError;
+use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the Unix epoch, UTC.
@@ -219,6 +225,68 @@ impl CrawlDatum {
                 ]))
             })
             .clone()
+    }
+}
+
+impl CrawlDatum {
+    /// The rows as one record batch of [`CrawlDatum::schema`], built column by column
+    /// (what serde would give, several times faster).
+    pub fn to_batch(rows: &[CrawlDatum]) -> std::result::Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let strings = |f: &dyn Fn(&CrawlDatum) -> &str| {
+            let bytes = rows.iter().map(|d| f(d).len()).sum();
+            let mut b = StringBuilder::with_capacity(n, bytes);
+            rows.iter().for_each(|d| b.append_value(f(d)));
+            Arc::new(b.finish()) as ArrayRef
+        };
+        let opt_strings = |f: &dyn Fn(&CrawlDatum) -> Option<&str>| {
+            let mut b = StringBuilder::new();
+            rows.iter().for_each(|d| b.append_option(f(d)));
+            Arc::new(b.finish()) as ArrayRef
+        };
+        let times = |f: &dyn Fn(&CrawlDatum) -> Option<Millis>| {
+            let a: TimestampMillisecondArray = rows.iter().map(f).collect();
+            Arc::new(a.with_timezone("UTC")) as ArrayRef
+        };
+        let mut meta = MapBuilder::new(
+            Some(MapFieldNames {
+                entry: "entries".into(),
+                key: "keys".into(),
+                value: "values".into(),
+            }),
+            StringBuilder::new(),
+            StringBuilder::new(),
+        );
+        for d in rows {
+            for (k, v) in &d.metadata {
+                meta.keys().append_value(k);
+                meta.values().append_value(v);
+            }
+            meta.append(true)?;
+        }
+        let columns: Vec<ArrayRef> = vec![
+            strings(&|d| &d.url),
+            strings(&|d| &d.host),
+            strings(&|d| d.status.as_str()),
+            times(&|d| Some(d.fetch_time)),
+            times(&|d| d.modified_time),
+            times(&|d| d.fetched_time),
+            Arc::new(
+                rows.iter()
+                    .map(|d| d.fetch_interval)
+                    .collect::<Int64Array>(),
+            ),
+            Arc::new(rows.iter().map(|d| d.retries).collect::<Int32Array>()),
+            Arc::new(rows.iter().map(|d| d.score).collect::<Float64Array>()),
+            opt_strings(&|d| d.signature.as_deref()),
+            Arc::new(rows.iter().map(|d| d.depth).collect::<Int32Array>()),
+            Arc::new(rows.iter().map(|d| d.http_status).collect::<Int32Array>()),
+            opt_strings(&|d| d.content_type.as_deref()),
+            opt_strings(&|d| d.reason.as_deref()),
+            opt_strings(&|d| d.redirect_target.as_deref()),
+            Arc::new(meta.finish()),
+        ];
+        RecordBatch::try_new(Self::schema(), columns)
     }
 }
 

@@ -23,6 +23,8 @@ struct Args {
     distance: u32,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

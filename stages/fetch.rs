@@ -47,6 +47,8 @@ struct Args {
     user_agent: Option<String>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

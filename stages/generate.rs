@@ -38,6 +38,8 @@ fn days(s: &str) -> Result<f64, String> {
     }
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

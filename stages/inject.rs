@@ -36,6 +36,8 @@ struct Args {
     sitemaps: Option<PathBuf>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }
@@ -67,10 +69,7 @@ fn run() -> anyhow::Result<()> {
 }
 
 fn inject_seeds(ctx: &StageCtx, opts: &InjectOpts) -> anyhow::Result<()> {
-    let report = inject::run(ctx, opts)?;
-    for r in &report.rejected {
-        eprintln!("{r}");
-    }
+    let report = inject::run(ctx, opts, &mut |r| eprintln!("{r}"))?;
     if report.inputs.len() > 1 {
         for i in &report.inputs {
             eprintln!("inject: {}", i.line());

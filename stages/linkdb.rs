@@ -37,6 +37,8 @@ struct Args {
     max_inlinks: Option<usize>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

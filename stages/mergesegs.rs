@@ -38,6 +38,8 @@ struct Args {
     delete_inputs: bool,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

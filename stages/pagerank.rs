@@ -65,6 +65,8 @@ struct Args {
     no_update_crawldb: bool,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

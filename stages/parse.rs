@@ -32,6 +32,8 @@ struct Args {
     max_page_millis: Option<u64>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

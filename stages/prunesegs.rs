@@ -41,6 +41,8 @@ struct Args {
     json: bool,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -58,6 +58,8 @@ fn status(s: &str) -> Result<trawl::DbStatus, String> {
     })
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -25,6 +25,8 @@ struct Args {
     dump: bool,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -41,6 +41,8 @@ struct Args {
     columns: Vec<String>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -33,6 +33,8 @@ struct Args {
     delay: Option<f64>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -31,6 +31,8 @@ struct Args {
     no_parse: bool,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

@@ -43,6 +43,8 @@ fn file_name_part(s: &str) -> Result<String, String> {
     }
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

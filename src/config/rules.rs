@@ -84,6 +84,7 @@ const RULES: &[(&str, Rule, &str)] = &[
         Rule::Int(1, MAX_INTERVAL_SECS),
         "seconds",
     ),
+    ("inject.sort_buffer_rows", Rule::Int(1, UNBOUNDED), "rows"),
     ("generate.top_n", Rule::Int(1, UNBOUNDED), ""),
     ("generate.max_per_host", Rule::Int(0, UNBOUNDED), ""),
     ("generate.count_mode", Rule::OneOf(CountMode::NAMES), ""),

@@ -7,18 +7,24 @@
 //! skipped); a line that is not is rejected with its number and the rest is read. The
 //! inputs are files, directories of files, or standard input (`-`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, MAX_INTERVAL_SECS};
 use crate::crawldb::schedule::FIXED_INTERVAL_KEY;
+use crate::crawldb::spill::{SortKey, Sorter};
 use crate::crawldb::stream::DatumStream;
-use crate::crawldb::{current_part, lock, write_version};
+use crate::crawldb::{current_part, lock, write_staged};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::stage::{Report, StageCtx};
 use crate::store::layout::CrawlDir;
+use crate::store::names::VersionedDb;
 use crate::store::parquet::{PartWriter, partition_for_host};
 use crate::urls::UrlPolicy;
 
@@ -174,42 +180,97 @@ pub struct InjectReport {
     pub injected: u64,
     /// Seeds already in the crawldb (kept as they were), or repeated in the inputs.
     pub known: u64,
-    /// Lines rejected, with place and reason.
-    pub rejected: Vec<Rejected>,
+    /// Lines rejected (each was handed to the caller's `on_reject` as it was met).
+    pub rejected: u64,
     /// Rows in the crawldb afterwards.
     pub rows: u64,
     /// Accepted and rejected lines of each input, in the order read.
     pub inputs: Vec<InputReport>,
+    /// Sorted runs spilled to disk (0 when every seed fit in `inject.sort_buffer_rows`).
+    pub runs: u64,
+    /// Bytes of the spilled runs.
+    pub spilled_bytes: u64,
 }
 
 /// The UTF-8 byte order mark some editors write at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Parses a seed input into datums (normalized, filtered); rejects are returned apart.
-/// `name` names the input in `name:line` places. A leading byte order mark is skipped;
-/// a line that is not UTF-8 is rejected with its number and the rest is read.
-pub fn parse_seeds(
+/// A parsed seed line: what a new crawldb row is made of. Compact (no unused
+/// crawldb fields), as it is what inject buffers and spills.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Seed {
+    /// The normalized URL.
+    pub url: String,
+    /// Its host, lowercase.
+    pub host: String,
+    /// `score=`, else `inject.score`.
+    pub score: f64,
+    /// `fetch_interval=` (pinned), if given.
+    pub fetch_interval: Option<i64>,
+    /// The line's other `key=value` pairs, in line order (a repeated key: the last wins).
+    pub metadata: Vec<(String, String)>,
+}
+
+impl SortKey for Seed {
+    /// By URL.
+    fn cmp_key(&self, other: &Self) -> std::cmp::Ordering {
+        self.url.cmp(&other.url)
+    }
+}
+
+impl Seed {
+    /// The crawldb row of a new URL: `db_unfetched`, due `now`.
+    pub fn into_datum(self, cfg: &Config, now: Millis) -> CrawlDatum {
+        let interval = self.fetch_interval.unwrap_or(cfg.inject.fetch_interval);
+        let mut d = CrawlDatum::unfetched(self.url, self.host, now, interval);
+        d.score = self.score;
+        d.metadata.extend(self.metadata);
+        if self.fetch_interval.is_some() {
+            d.metadata.insert(FIXED_INTERVAL_KEY.into(), "true".into());
+        }
+        d
+    }
+}
+
+/// What one block of seed lines gave.
+#[derive(Debug, Default)]
+pub struct ParsedBlock {
+    /// Accepted seeds, in line order, by partition.
+    pub parts: Vec<Vec<Seed>>,
+    /// Rejected lines, in line order.
+    pub rejected: Vec<Rejected>,
+    /// Seeds accepted.
+    pub accepted: u64,
+}
+
+/// Parses seed lines `bytes` (whole lines; the first is line `first_line` of input
+/// `name`) into seeds split by host partition (of `parts`), normalized and filtered
+/// with `policy`. A line that is not UTF-8 is rejected with its number.
+pub fn parse_block(
     name: &str,
+    first_line: u64,
     bytes: &[u8],
+    policy: &UrlPolicy,
     cfg: &Config,
-    now: Millis,
-) -> Result<(Vec<CrawlDatum>, Vec<Rejected>)> {
-    // Seeds define the scope, so they are not themselves subject to it.
-    let mut ucfg = cfg.urls.clone();
-    ucfg.scope = crate::config::UrlScope::Any;
-    let policy = UrlPolicy::new(&ucfg, &[])?;
-    let mut out = Vec::new();
-    let mut rejected = Vec::new();
-    let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+    parts: usize,
+) -> ParsedBlock {
+    let mut out = ParsedBlock {
+        parts: (0..parts).map(|_| Vec::new()).collect(),
+        ..ParsedBlock::default()
+    };
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return out;
+    }
     for (idx, raw_line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let place = format!("{name}:{}", idx + 1);
+        let place = || format!("{name}:{}", first_line + idx as u64);
         let line = match std::str::from_utf8(raw_line) {
             Ok(line) => line,
             Err(e) => {
                 let at = e.valid_up_to();
                 let byte = raw_line.get(at).copied().unwrap_or_default();
-                rejected.push(Rejected {
-                    place,
+                out.rejected.push(Rejected {
+                    place: place(),
                     url: clip_raw(raw_line),
                     reason: format!(
                         "not UTF-8 (byte 0x{byte:02X} at column {}); save the file as UTF-8",
@@ -226,30 +287,69 @@ pub fn parse_seeds(
         let mut tokens = line.split_whitespace();
         let Some(raw) = tokens.next() else { continue };
         let reject = |reason: String| Rejected {
-            place: place.clone(),
+            place: place(),
             url: clip(&crate::urls::redact_userinfo(raw)),
             reason: clip(&reason),
         };
         let url = match policy.check_seed(raw) {
             Ok(u) => u,
             Err(e) => {
-                rejected.push(reject(format!("{} ({})", e, e.code())));
+                out.rejected.push(reject(format!("{} ({})", e, e.code())));
                 continue;
             }
         };
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-        let mut d = CrawlDatum::unfetched(url.to_string(), host, now, cfg.inject.fetch_interval);
-        d.score = cfg.inject.score;
-        match apply_keys(&mut d, tokens) {
-            Ok(()) => out.push(d),
-            Err(why) => rejected.push(reject(why)),
+        let mut seed = Seed {
+            url: String::from(url),
+            host,
+            score: cfg.inject.score,
+            fetch_interval: None,
+            metadata: Vec::new(),
+        };
+        match apply_keys(&mut seed, tokens) {
+            Ok(()) => {
+                out.accepted += 1;
+                let p = partition_for_host(&seed.host, parts);
+                out.parts[p].push(seed);
+            }
+            Err(why) => out.rejected.push(reject(why)),
         }
     }
-    Ok((out, rejected))
+    out
+}
+
+/// The URL policy of inject: `[urls]`, except that seeds define the scope and are
+/// not themselves subject to it.
+pub fn seed_policy(cfg: &Config) -> Result<UrlPolicy> {
+    let mut ucfg = cfg.urls.clone();
+    ucfg.scope = crate::config::UrlScope::Any;
+    UrlPolicy::new(&ucfg, &[])
+}
+
+/// Parses a whole seed input into datums (normalized, filtered), in line order;
+/// rejects are returned apart. `name` names the input in `name:line` places. A
+/// leading byte order mark is skipped; a line that is not UTF-8 is rejected with
+/// its number and the rest is read. (inject itself streams: see [`run`].)
+pub fn parse_seeds(
+    name: &str,
+    bytes: &[u8],
+    cfg: &Config,
+    now: Millis,
+) -> Result<(Vec<CrawlDatum>, Vec<Rejected>)> {
+    let policy = seed_policy(cfg)?;
+    let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+    let block = parse_block(name, 1, bytes, &policy, cfg, 1);
+    let rows = block
+        .parts
+        .into_iter()
+        .flatten()
+        .map(|s| s.into_datum(cfg, now))
+        .collect();
+    Ok((rows, block.rejected))
 }
 
 fn apply_keys<'a>(
-    d: &mut CrawlDatum,
+    seed: &mut Seed,
     tokens: impl Iterator<Item = &'a str>,
 ) -> std::result::Result<(), String> {
     for kv in tokens {
@@ -258,14 +358,11 @@ fn apply_keys<'a>(
         };
         match k {
             "score" => match v.parse::<f64>() {
-                Ok(s) if s.is_finite() => d.score = s,
+                Ok(s) if s.is_finite() => seed.score = s,
                 _ => return Err(format!("score={v:?} is not a finite number")),
             },
             "fetch_interval" => match v.parse::<i64>() {
-                Ok(i) if (1..=MAX_INTERVAL_SECS).contains(&i) => {
-                    d.fetch_interval = i;
-                    d.metadata.insert(FIXED_INTERVAL_KEY.into(), "true".into());
-                }
+                Ok(i) if (1..=MAX_INTERVAL_SECS).contains(&i) => seed.fetch_interval = Some(i),
                 _ => {
                     return Err(format!(
                         "fetch_interval={v:?} is not an integer from 1 to {MAX_INTERVAL_SECS} seconds"
@@ -273,9 +370,7 @@ fn apply_keys<'a>(
                 }
             },
             "" => return Err(format!("malformed metadata {kv:?}: empty key")),
-            _ => {
-                d.metadata.insert(k.to_string(), v.to_string());
-            }
+            _ => seed.metadata.push((k.to_string(), v.to_string())),
         }
     }
     Ok(())
@@ -305,10 +400,7 @@ impl std::fmt::Display for InjectReport {
         write!(
             f,
             "injected {}, already known {}, rejected {}, crawldb {} urls (",
-            self.injected,
-            self.known,
-            self.rejected.len(),
-            self.rows
+            self.injected, self.known, self.rejected, self.rows
         )?;
         match self.inputs.as_slice() {
             [one] => f.write_str(&one.line())?,
@@ -322,107 +414,328 @@ impl Report for InjectReport {
     const STAGE: &'static str = "inject";
 }
 
+/// Bytes of seed input read at a time (cut at the last line end in it).
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// Reads an input as blocks of whole lines, numbering them.
+struct LineBlocks {
+    input: Box<dyn Read>,
+    name: String,
+    /// Bytes read after the last line end so far (the start of the next block).
+    carry: Vec<u8>,
+    /// The number of the next block's first line.
+    next_line: u64,
+    started: bool,
+    done: bool,
+    /// Bytes read at a time ([`BLOCK_BYTES`]).
+    block: usize,
+}
+
+impl LineBlocks {
+    fn open(input: &SeedInput) -> Result<Self> {
+        let name = input.name();
+        let reader: Box<dyn Read> = match input {
+            SeedInput::File(p) => Box::new(std::fs::File::open(p).map_err(|e| {
+                Error::input(
+                    &name,
+                    format!("cannot read the seed input ({e}); nothing was injected"),
+                )
+            })?),
+            SeedInput::Stdin => Box::new(std::io::stdin()),
+        };
+        Ok(LineBlocks {
+            input: reader,
+            name,
+            carry: Vec::new(),
+            next_line: 1,
+            started: false,
+            done: false,
+            block: BLOCK_BYTES,
+        })
+    }
+
+    /// The next block of whole lines and its first line's number; `None` at the end.
+    fn next_block(&mut self) -> Result<Option<(u64, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut buf = std::mem::take(&mut self.carry);
+        let mut searched = 0;
+        loop {
+            let have = buf.len();
+            buf.resize(have + self.block, 0);
+            let n = read_full(&mut self.input, &mut buf[have..]).map_err(|e| {
+                Error::input(
+                    &self.name,
+                    format!("cannot read the seed input ({e}); nothing was injected"),
+                )
+            })?;
+            buf.truncate(have + n);
+            if !self.started {
+                self.started = true;
+                if buf.starts_with(BOM) {
+                    buf.drain(..BOM.len());
+                }
+            }
+            if n == 0 {
+                self.done = true;
+                break;
+            }
+            // Cut after the last line end; a block without one (a line longer than a
+            // block) reads on.
+            if let Some(end) = buf[searched..].iter().rposition(|&b| b == b'\n') {
+                self.carry = buf.split_off(searched + end + 1);
+                break;
+            }
+            searched = buf.len();
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let first = self.next_line;
+        self.next_line += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        Ok(Some((first, buf)))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Phase 1 of inject: every input parsed in parallel blocks, seeds sorted by URL per
+/// partition in sorters bounded by `inject.sort_buffer_rows` (spilling sorted runs
+/// into `spill_dir`). Rejects go to `on_reject` in input order.
+struct SeedSort {
+    sorters: Vec<Sorter<Seed>>,
+    budget: usize,
+    buffered: usize,
+}
+
+impl SeedSort {
+    fn new(spill_dir: &std::path::Path, parts: usize, budget: usize) -> Self {
+        SeedSort {
+            sorters: (0..parts)
+                .map(|i| Sorter::new(spill_dir, &format!("inject-{i:05}")))
+                .collect(),
+            budget: budget.max(1),
+            buffered: 0,
+        }
+    }
+
+    fn push(&mut self, block: ParsedBlock) -> Result<()> {
+        for (sorter, seeds) in self.sorters.iter_mut().zip(block.parts) {
+            self.buffered += seeds.len();
+            for seed in seeds {
+                sorter.push(seed);
+            }
+        }
+        if self.buffered >= self.budget {
+            self.sorters.par_iter_mut().try_for_each(|s| s.spill())?;
+            self.buffered = 0;
+        }
+        Ok(())
+    }
+
+    /// Reads every input; returns the per-input reports.
+    fn read_all(
+        &mut self,
+        inputs: &[SeedInput],
+        cfg: &Config,
+        on_reject: &mut dyn FnMut(&Rejected),
+    ) -> Result<(Vec<InputReport>, u64)> {
+        let policy = seed_policy(cfg)?;
+        let parts = self.sorters.len();
+        // Blocks parsed at once: enough to keep every thread busy.
+        let group = 2 * rayon::current_num_threads().max(1);
+        let mut reports = Vec::new();
+        let mut rejected_all = 0;
+        for input in inputs {
+            let mut blocks = LineBlocks::open(input)?;
+            let name = input.name();
+            let mut report = InputReport {
+                name: name.clone(),
+                ..InputReport::default()
+            };
+            loop {
+                crate::signal::check(
+                    "inject stopped before installing anything: the crawldb is unchanged; rerun inject",
+                )?;
+                let mut batch = Vec::with_capacity(group);
+                while batch.len() < group {
+                    match blocks.next_block()? {
+                        Some(b) => batch.push(b),
+                        None => break,
+                    }
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                let parsed: Vec<ParsedBlock> = batch
+                    .par_iter()
+                    .map(|(first, bytes)| parse_block(&name, *first, bytes, &policy, cfg, parts))
+                    .collect();
+                for block in parsed {
+                    report.accepted += block.accepted;
+                    report.rejected += block.rejected.len() as u64;
+                    block.rejected.iter().for_each(&mut *on_reject);
+                    self.push(block)?;
+                }
+            }
+            rejected_all += report.rejected;
+            reports.push(report);
+        }
+        Ok((reports, rejected_all))
+    }
+}
+
 /// Injects the seeds of `opts.inputs` into the crawl directory of `ctx` (created if
-/// needed). Every input is read and parsed before the crawldb is touched; an unreadable
-/// input injects nothing.
-pub fn run(ctx: &StageCtx, opts: &InjectOpts) -> Result<InjectReport> {
+/// needed), streaming: the inputs are read in blocks parsed in parallel, the seeds
+/// sorted per host partition within `inject.sort_buffer_rows` (sorted runs spill to
+/// the staged crawldb version) and merged with the crawldb part by part. Each
+/// rejected line is handed to `on_reject` as it is met. Nothing is installed until
+/// every input was read: an unreadable input injects nothing.
+pub fn run(
+    ctx: &StageCtx,
+    opts: &InjectOpts,
+    on_reject: &mut dyn FnMut(&Rejected),
+) -> Result<InjectReport> {
     let cfg = ctx.config();
     let now = now_millis();
-    let mut seeds = Vec::new();
-    let mut rejected = Vec::new();
-    let mut per_input = Vec::new();
-    for input in &opts.inputs {
-        let name = input.name();
-        let bytes = input.read()?;
-        let (ok, bad) = parse_seeds(&name, &bytes, cfg, now)?;
-        per_input.push(InputReport {
-            name,
-            accepted: ok.len() as u64,
-            rejected: bad.len() as u64,
-        });
-        seeds.extend(ok);
-        rejected.extend(bad);
-    }
     let dir = ctx.crawl_dir();
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
     let _lock = lock(&dir, "inject")?;
     super::verify_for_rewrite(&dir)?;
     let (exists, mut meta) = super::meta_or_new(&dir, cfg)?;
     let n = meta.partitions;
-    let mut hosts: BTreeSet<String> = meta.seed_hosts.iter().cloned().collect();
-    let mut parts: Vec<BTreeMap<String, CrawlDatum>> = (0..n).map(|_| BTreeMap::new()).collect();
-    let mut dup = 0u64;
-    for d in seeds {
-        hosts.insert(d.host.clone());
-        let p = partition_for_host(&d.host, n);
-        if parts[p].contains_key(&d.url) {
-            dup += 1;
-        } else {
-            parts[p].insert(d.url.clone(), d);
-        }
+    let staged = dir.versioned(VersionedDb::CrawlDb).stage()?;
+    let mut sort = SeedSort::new(staged.path(), n, cfg.inject.sort_buffer_rows);
+    let (inputs, rejected) = sort.read_all(&opts.inputs, cfg, on_reject)?;
+    let runs = sort.sorters.iter().map(|s| s.runs() as u64).sum();
+    let spilled_bytes = sort.sorters.iter().map(|s| s.spilled_bytes()).sum();
+    if runs > 0 {
+        tracing::info!(
+            "seeds beyond inject.sort_buffer_rows = {}: merging {runs} sorted runs ({spilled_bytes} bytes) spilled to {}",
+            sort.budget,
+            staged.path().display()
+        );
     }
-    meta.seed_hosts = hosts.into_iter().collect();
-    let counts = write_version(&dir, &mut meta, "inject", |i, w| {
-        run_partition(&dir, i, exists, &parts[i], w)
-    })?;
+    // Each partition's sorter is taken by the task that writes the partition.
+    let sorters: Vec<Mutex<Option<Sorter<Seed>>>> = sort
+        .sorters
+        .into_iter()
+        .map(|s| Mutex::new(Some(s)))
+        .collect();
+    let counts = write_staged(
+        &dir,
+        staged,
+        &mut meta,
+        "inject",
+        |i, w| {
+            let sorter = sorters[i].lock().ok().and_then(|mut s| s.take());
+            let seeds = sorter
+                .ok_or_else(|| {
+                    Error::crawl_dir(dir.crawldb(), "internal: a partition written twice")
+                })?
+                .finish()?;
+            run_partition(&dir, i, exists, seeds, w, cfg, now)
+        },
+        |parts, meta| {
+            let mut hosts: BTreeSet<String> = meta.seed_hosts.drain(..).collect();
+            for p in parts {
+                hosts.extend(p.hosts.iter().cloned());
+            }
+            meta.seed_hosts = hosts.into_iter().collect();
+        },
+    )?;
     let mut report = InjectReport {
-        known: dup,
         rejected,
-        inputs: per_input,
+        inputs,
+        runs,
+        spilled_bytes,
         ..InjectReport::default()
     };
-    for (i, k, r) in counts {
-        report.injected += i;
-        report.known += k;
-        report.rows += r;
+    for c in counts {
+        report.injected += c.injected;
+        report.known += c.known;
+        report.rows += c.rows;
     }
     Ok(report)
 }
 
-/// Merges the new seeds of partition `i` (by URL) into crawldb part `i` (when the
-/// crawldb `exists`), writing the new part to `w`; URLs already known keep their row.
-/// Returns (injected, known, rows).
-fn run_partition(
+/// What one partition of inject did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartCounts {
+    /// The hosts of its seeds (known ones included), sorted.
+    pub hosts: Vec<String>,
+    /// New URLs written.
+    pub injected: u64,
+    /// Seeds already in the crawldb part or repeated in the inputs.
+    pub known: u64,
+    /// Rows of the new part.
+    pub rows: u64,
+}
+
+/// Merges the sorted seeds of partition `i` (the first of equal URLs wins, the
+/// others count as known) into crawldb part `i` (when the crawldb `exists`),
+/// writing the new part to `w`; URLs already known keep their row.
+pub fn run_partition(
     dir: &CrawlDir,
     i: usize,
     exists: bool,
-    seeds: &BTreeMap<String, CrawlDatum>,
+    seeds: impl Iterator<Item = Result<Seed>>,
     w: &mut PartWriter<CrawlDatum>,
-) -> Result<(u64, u64, u64)> {
+    cfg: &Config,
+    now: Millis,
+) -> Result<PartCounts> {
     let mut db = if exists {
         DatumStream::open(&current_part(dir, i))?
     } else {
         DatumStream::empty()
     };
-    let mut new = seeds.values().cloned().peekable();
-    let (mut injected, mut known, mut rows) = (0u64, 0u64, 0u64);
-    loop {
-        let take_db = match (db.peek_url(), new.peek()) {
-            (None, None) => break,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(a), Some(b)) => {
-                if a == b.url {
-                    known += 1;
-                    new.next();
-                    true
-                } else {
-                    a < b.url.as_str()
-                }
-            }
-        };
-        let row = if take_db {
-            db.next_row()?
-        } else {
-            injected += 1;
-            new.next()
-        };
-        if let Some(r) = row {
-            rows += 1;
-            w.push(r)?;
+    let mut c = PartCounts::default();
+    let mut last: Option<String> = None;
+    for seed in seeds {
+        let seed = seed?;
+        if c.hosts.last() != Some(&seed.host) {
+            c.hosts.push(seed.host.clone());
         }
+        if last.as_deref() == Some(seed.url.as_str()) {
+            c.known += 1;
+            continue;
+        }
+        while db.peek_url().is_some_and(|u| u < seed.url.as_str()) {
+            if let Some(row) = db.next_row()? {
+                c.rows += 1;
+                w.push(row)?;
+            }
+        }
+        if db.peek_url() == Some(seed.url.as_str()) {
+            c.known += 1;
+        } else {
+            c.injected += 1;
+            c.rows += 1;
+            w.push(seed.clone().into_datum(cfg, now))?;
+        }
+        last = Some(seed.url);
     }
-    Ok((injected, known, rows))
+    while let Some(row) = db.next_row()? {
+        c.rows += 1;
+        w.push(row)?;
+    }
+    // Hosts come in runs of URLs (one per scheme and port).
+    c.hosts.sort_unstable();
+    c.hosts.dedup();
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -496,5 +809,138 @@ mod tests {
         assert_eq!(ok[0].fetch_interval, 77);
         assert!(ok[0].metadata.is_empty());
         assert_eq!(ok[0].depth, 0);
+    }
+
+    fn blocks(bytes: &'static [u8], block: usize) -> Vec<(u64, String)> {
+        let mut b = LineBlocks {
+            input: Box::new(bytes),
+            name: "in".into(),
+            carry: Vec::new(),
+            next_line: 1,
+            started: false,
+            done: false,
+            block,
+        };
+        let mut out = Vec::new();
+        while let Some((line, bytes)) = b.next_block().unwrap() {
+            out.push((line, String::from_utf8(bytes).unwrap()));
+        }
+        out
+    }
+
+    #[test]
+    fn blocks_are_whole_numbered_lines() {
+        let text = b"\xEF\xBB\xBFa\nbb\nccccccccc\nd\n\ne";
+        // The BOM is dropped; blocks end at a line end (a line longer than a block
+        // is read whole); each carries its first line's number.
+        let want = [(1, "a\nbb\n"), (3, "ccccccccc\nd\n"), (5, "\n"), (6, "e")];
+        let want: Vec<(u64, String)> = want.iter().map(|(l, s)| (*l, s.to_string())).collect();
+        assert_eq!(blocks(text, 4), want);
+        assert_eq!(blocks(b"a\nb\n", 1 << 20), vec![(1, "a\nb\n".to_string())]);
+        assert_eq!(blocks(b"", 4), Vec::<(u64, String)>::new());
+        assert_eq!(blocks(b"\xEF\xBB\xBF", 4), Vec::<(u64, String)>::new());
+    }
+
+    /// Injects `text` cut into inputs of `lines` lines each (`NNN.seeds`).
+    fn inject_into(
+        dir: &std::path::Path,
+        cfg: &Config,
+        text: &str,
+        lines: usize,
+    ) -> (InjectReport, Vec<String>) {
+        let seeds = dir.with_extension("seeds");
+        std::fs::create_dir_all(&seeds).unwrap();
+        let all: Vec<&str> = text.lines().collect();
+        let mut inputs = Vec::new();
+        for (i, chunk) in all.chunks(lines).enumerate() {
+            let path = seeds.join(format!("{i:03}.seeds"));
+            std::fs::write(&path, chunk.join("\n")).unwrap();
+            inputs.push(SeedInput::File(path));
+        }
+        let ctx = StageCtx::new(dir, cfg.clone());
+        let opts = InjectOpts { inputs };
+        let mut rejected = Vec::new();
+        let report = run(&ctx, &opts, &mut |r| rejected.push(r.to_string())).unwrap();
+        (report, rejected)
+    }
+
+    fn crawldb_rows(dir: &std::path::Path) -> Vec<CrawlDatum> {
+        let crawl = CrawlDir::new(dir);
+        let mut rows = Vec::new();
+        for p in crate::store::parquet::part_files(&crawl.crawldb_current()).unwrap() {
+            rows.extend(crate::store::parquet::read_part_all::<CrawlDatum>(&p).unwrap());
+        }
+        rows
+    }
+
+    #[test]
+    fn spilled_runs_give_the_crawldb_of_one_sort() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..3000 {
+            // Repeats with another score: the first line of a URL wins.
+            let j = i % 2500;
+            text.push_str(&format!("http://h{}.test/p{j} score={i}\n", j % 37));
+        }
+        text.push_str("not a url\n");
+        let mut big = Config::default();
+        big.crawl.partitions = 5;
+        let mut small = big.clone();
+        small.inject.sort_buffer_rows = 7;
+        // Every input is at least one block: 60 inputs spill 60 times.
+        let (a, rej_a) = inject_into(&tmp.path().join("a"), &big, &text, 50);
+        let (b, rej_b) = inject_into(&tmp.path().join("b"), &small, &text, 50);
+        assert_eq!(a.runs, 0);
+        assert!(b.runs > 100, "{} runs: more than one merge pass", b.runs);
+        assert_eq!(
+            (a.injected, a.known, a.rejected, a.rows),
+            (2500, 500, 1, 2500)
+        );
+        assert_eq!(
+            (b.injected, b.known, b.rejected, b.rows),
+            (2500, 500, 1, 2500)
+        );
+        assert_eq!(rej_a.len(), 1);
+        assert!(
+            rej_a[0].contains("a.seeds/060.seeds:1: rejected not: "),
+            "{rej_a:?}"
+        );
+        assert_eq!(rej_a[0].replace("a.seeds", "b.seeds"), rej_b[0]);
+        let strip = |rows: Vec<CrawlDatum>| -> Vec<(String, f64, String)> {
+            rows.into_iter().map(|d| (d.url, d.score, d.host)).collect()
+        };
+        let (ra, rb) = (
+            strip(crawldb_rows(&tmp.path().join("a"))),
+            strip(crawldb_rows(&tmp.path().join("b"))),
+        );
+        assert_eq!(ra, rb);
+        assert!(
+            ra.iter()
+                .any(|(u, s, _)| u == "http://h3.test/p3" && *s == 3.0),
+            "first line wins"
+        );
+        // No spill file is left in the installed version.
+        let names: Vec<String> =
+            std::fs::read_dir(CrawlDir::new(tmp.path().join("b")).crawldb_current())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".spill")), "{names:?}");
+        // Known URLs keep their record; the seed hosts are remembered.
+        let (again, _) = inject_into(
+            &tmp.path().join("b"),
+            &small,
+            "http://h3.test/p3 score=9\nhttp://new.test/\n",
+            10,
+        );
+        assert_eq!((again.injected, again.known, again.rows), (1, 1, 2501));
+        let rows = crawldb_rows(&tmp.path().join("b"));
+        assert!(
+            rows.iter()
+                .any(|d| d.url == "http://h3.test/p3" && d.score == 3.0)
+        );
+        let meta = CrawlDir::new(tmp.path().join("b")).crawldb_meta().unwrap();
+        assert_eq!(meta.seed_hosts.len(), 38);
+        assert!(meta.seed_hosts.windows(2).all(|w| w[0] < w[1]));
     }
 }

@@ -87,8 +87,29 @@ where
     T: Send,
     F: Fn(usize, &mut PartWriter<CrawlDatum>) -> Result<T> + Sync,
 {
+    let staged = dir.versioned(VersionedDb::CrawlDb).stage()?;
+    write_staged(dir, staged, meta, stage, f, |_, _| {})
+}
+
+/// [`write_version`] into a version already staged (with
+/// [`VersionedDataset::stage`](crate::store::versioned::VersionedDataset::stage)), for
+/// a stage that keeps temporary files (spilled runs) in it before the parts are
+/// written; they must be gone when `f` has written the last part. `amend` may
+/// change `meta` from what the parts returned before it is stored.
+pub fn write_staged<T, F, M>(
+    dir: &CrawlDir,
+    staged: parquet::StagedDataset,
+    meta: &mut CrawlDbMeta,
+    stage: &str,
+    f: F,
+    amend: M,
+) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(usize, &mut PartWriter<CrawlDatum>) -> Result<T> + Sync,
+    M: FnOnce(&[T], &mut CrawlDbMeta),
+{
     let db = dir.versioned(VersionedDb::CrawlDb);
-    let staged = db.stage()?;
     let pb = crate::cli::progress_bar(meta.partitions as u64, stage);
     let out = (0..meta.partitions)
         .into_par_iter()
@@ -102,6 +123,7 @@ where
         })
         .collect::<Result<Vec<T>>>()?;
     pb.finish_and_clear();
+    amend(&out, meta);
     meta.written_time = now_millis();
     meta.written_by = stage.to_string();
     parquet::write_json(&staged.path().join(CRAWLDB_META), meta)?;

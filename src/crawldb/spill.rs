@@ -66,7 +66,7 @@ impl Drop for RunFile {
 fn spill_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::crawl_dir(
         path,
-        format!("updatedb spill file: {e}; check free disk space and rerun updatedb"),
+        format!("sorted run spilled to disk: {e}; check free disk space and rerun the stage"),
     )
 }
 
@@ -79,6 +79,8 @@ pub struct Sorter<T> {
     fan_in: usize,
     /// Files written so far (spilled and merged runs), for unique names.
     files: usize,
+    /// Bytes of the runs spilled from memory (not counting merge passes).
+    spilled: u64,
 }
 
 impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
@@ -91,6 +93,7 @@ impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
             name: name.to_string(),
             fan_in: MAX_FAN_IN,
             files: 0,
+            spilled: 0,
         }
     }
 
@@ -131,8 +134,14 @@ impl<T: SortKey + Serialize + DeserializeOwned> Sorter<T> {
         let path = self.next_path();
         let rows = std::mem::take(&mut self.buf);
         let run = write_run(path, rows.into_iter().map(Ok))?;
+        self.spilled += std::fs::metadata(&run.path).map_or(0, |m| m.len());
         self.runs.push(run);
         Ok(())
+    }
+
+    /// Bytes of the runs spilled from memory so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spilled
     }
 
     /// Every row in sort order.

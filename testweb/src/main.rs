@@ -119,6 +119,8 @@ struct OutArgs {
     spec: SpecArgs,
 }
 
+trawl::global_allocator!();
+
 fn main() -> Result<()> {
     cli::init_logging();
     let started = Instant::now();

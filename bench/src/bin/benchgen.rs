@@ -23,6 +23,8 @@ struct Args {
     hosts: Option<u64>,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

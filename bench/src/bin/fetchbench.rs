@@ -47,6 +47,8 @@ struct Args {
     work_dir: PathBuf,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

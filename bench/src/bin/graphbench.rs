@@ -47,6 +47,8 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

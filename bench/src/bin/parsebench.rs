@@ -128,6 +128,8 @@ fn bench(name: &str, pages: &[Page], rounds: usize, opts: &PageOpts, policy: &Ur
     }
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }
