@@ -29,6 +29,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    trawl::signal::install()?;
     let ctx = StageCtx::from_args(&args.common)?;
     let report = repartition::run(
         &ctx,

@@ -794,7 +794,7 @@ impl DatasetRewrite {
                 router.write(t, &part, &path_of(t), &self.schema)?;
             }
         }
-        router.finish()
+        router.finish(self.split)
     }
 
     /// New part `j` of a shuffle from its fragments (old part order; merged by the
@@ -816,7 +816,7 @@ impl DatasetRewrite {
         } else {
             merge_sorted(&inputs, &self.sort, &mut sink)?;
         }
-        let rows = sink.finish()?;
+        let rows = sink.finish(true)?;
         for p in &inputs {
             fs::remove_file(p).at(p)?;
         }
@@ -931,13 +931,16 @@ impl Sink {
             .map_err(|e| Error::parquet(&self.path, e))
     }
 
-    /// Closes the file, fsyncing it; returns its rows.
-    fn finish(self) -> Result<u64> {
+    /// Closes the file, fsyncing it when `sync` (a fragment, read back and deleted
+    /// by the same run, is not); returns its rows.
+    fn finish(self, sync: bool) -> Result<u64> {
         let file = self
             .writer
             .into_inner()
             .map_err(|e| Error::parquet(&self.path, e))?;
-        file.sync_all().at(&self.path)?;
+        if sync {
+            file.sync_all().at(&self.path)?;
+        }
         Ok(self.rows)
     }
 }
@@ -993,10 +996,10 @@ impl Router {
         Ok(())
     }
 
-    fn finish(self) -> Result<u64> {
+    fn finish(self, sync: bool) -> Result<u64> {
         let mut rows = 0;
         for s in self.sinks.into_iter().flatten() {
-            rows += s.finish()?;
+            rows += s.finish(sync)?;
         }
         Ok(rows)
     }
