@@ -21,20 +21,12 @@ use trawl::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord,
     ParseTextRecord,
 };
+use trawl::store::names::SegmentDataset;
 use trawl::store::parquet::{Record, part_files, part_name, partition_for_host, read_part_all};
 use trawl::urls::host_of;
 
 const WEB: &[&str] = &["--seed", "5", "--hosts", "10", "--pages", "10"];
 const EXTRA: &str = "[pagerank]\nhits = true\nhostrank = true\n";
-const SEGMENT_DATASETS: [&str; 7] = [
-    "crawl_generate",
-    "crawl_fetch",
-    "content",
-    "robots",
-    "parse_text",
-    "parse_data",
-    "crawl_parse",
-];
 
 struct Crawl {
     _tmp: tempfile::TempDir,
@@ -125,7 +117,7 @@ fn datasets(crawl: &Path) -> Vec<(String, String)> {
         .collect();
     segs.sort();
     for s in segs {
-        for ds in SEGMENT_DATASETS {
+        for ds in SegmentDataset::ALL.map(SegmentDataset::as_str) {
             let rel = format!("segments/{s}/{ds}");
             if crawl.join(&rel).join("_SUCCESS").is_file() {
                 out.push((rel, ds.to_string()));
