@@ -117,6 +117,16 @@ pub const LOCK_EXT: &str = "lock";
 pub const META: &str = "_meta.json";
 /// `_SUCCESS`: the marker (and manifest) of a complete dataset.
 pub const SUCCESS: &str = "_SUCCESS";
+/// `<segment>.repartition-new`: a segment rewritten by `repartition`, complete and
+/// sealed, waiting to replace `<segment>` (a kill between the two renames of the
+/// swap is finished by the next `repartition`).
+pub const REPARTITION_NEW: &str = "repartition-new";
+/// `<segment>.repartition-old`: a segment `repartition` replaced, deleted once the
+/// new one is in place.
+pub const REPARTITION_OLD: &str = "repartition-old";
+/// `_fragments/`: the per-(source part, target part) files of a repartition
+/// shuffle, inside the dataset being written (removed before it is sealed).
+pub const FRAGMENTS: &str = "_fragments";
 /// `robots_cache.json`: robots.txt rules kept between fetch runs.
 pub const ROBOTS_CACHE: &str = "robots_cache.json";
 /// `fetch.last_end`: when the last fetch (or sitemap) run ended (ms UTC), for

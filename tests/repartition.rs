@@ -1,0 +1,383 @@
+//! `repartition` on real crawls of the test web: every host-partitioned dataset
+//! (crawldb, linkdb, pagerank with hits and hosts, every segment dataset) ends at
+//! the new count with each part holding only its hosts and every host's rows
+//! unchanged and in the same order; the crawl goes on and ends like a twin that
+//! never repartitioned; a SIGKILL at any point leaves a usable crawl that a rerun
+//! finishes; bad requests are refused without changing anything.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde::Serialize;
+use trawl::CrawlDatum;
+use trawl::graph::rows::{HitsRecord, HostRankRecord};
+use trawl::net::robots::RobotsRecord;
+use trawl::records::{
+    ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord,
+    ParseTextRecord,
+};
+use trawl::store::names::SegmentDataset;
+use trawl::store::parquet::{Record, part_files, part_name, partition_for_host, read_part_all};
+use trawl::urls::host_of;
+
+const WEB: &[&str] = &["--seed", "5", "--hosts", "10", "--pages", "10"];
+const EXTRA: &str = "[pagerank]\nhits = true\nhostrank = true\n";
+
+struct Crawl {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    crawl: PathBuf,
+    config: PathBuf,
+    web: TestWeb,
+    seeds: Vec<String>,
+}
+
+/// A crawl of the test web (4 partitions) after `rounds` full rounds.
+fn crawl(rounds: usize) -> Crawl {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let map = site_map(&dir, WEB);
+    let web = TestWeb::start(&dir, WEB);
+    let config = write_config(&dir, &web.addr, 0.0, EXTRA);
+    let crawl = dir.join("crawl");
+    inject_seeds(&dir, &crawl, &config, &map.seeds);
+    for _ in 0..rounds {
+        round(&crawl, &config).expect("a round");
+    }
+    Crawl {
+        _tmp: tmp,
+        dir,
+        crawl,
+        config,
+        web,
+        seeds: map.seeds,
+    }
+}
+
+fn repartition(crawl: &Path, config: &Path, args: &[&str]) -> Output {
+    stage_command(env!("CARGO_BIN_EXE_repartition"), crawl, config, args)
+        .output()
+        .unwrap()
+}
+
+fn repartition_ok(c: &Crawl, n: usize) -> String {
+    let out = repartition(&c.crawl, &c.config, &["--partitions", &n.to_string()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "repartition {n} failed:\n{stderr}");
+    stderr
+}
+
+fn rows_of<R: Record + Serialize>(
+    part: &Path,
+    host: impl Fn(&R) -> String,
+) -> Vec<(String, String)> {
+    read_part_all::<R>(part)
+        .unwrap()
+        .iter()
+        .map(|r| (host(r), serde_json::to_string(r).unwrap()))
+        .collect()
+}
+
+/// The rows of one part file of the dataset `kind`: (host, JSON row), in file order.
+fn part_rows(kind: &str, part: &Path) -> Vec<(String, String)> {
+    match kind {
+        "crawldb" | "crawl_generate" => rows_of::<CrawlDatum>(part, |d| d.host.clone()),
+        "linkdb" => rows_of::<InlinkRecord>(part, |r| host_of(&r.url)),
+        "pagerank" => rows_of::<PageRankRecord>(part, |r| host_of(&r.url)),
+        "hits" => rows_of::<HitsRecord>(part, |r| host_of(&r.url)),
+        "hosts" => rows_of::<HostRankRecord>(part, |r| r.host.clone()),
+        "crawl_fetch" => rows_of::<FetchRecord>(part, |r| r.host.clone()),
+        "content" => rows_of::<ContentRecord>(part, |r| r.host.clone()),
+        "robots" => rows_of::<RobotsRecord>(part, |r| r.host.clone()),
+        "parse_text" => rows_of::<ParseTextRecord>(part, |r| host_of(&r.url)),
+        "parse_data" => rows_of::<ParseDataRecord>(part, |r| host_of(&r.url)),
+        "crawl_parse" => rows_of::<CrawlParseRecord>(part, |r| r.host.clone()),
+        other => panic!("unknown dataset {other}"),
+    }
+}
+
+/// Every host-partitioned dataset of the crawl: (path relative to the crawl, kind).
+fn datasets(crawl: &Path) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("crawldb/current".to_string(), "crawldb".to_string()),
+        ("linkdb/current".into(), "linkdb".into()),
+        ("pagerank".into(), "pagerank".into()),
+        ("pagerank/hits".into(), "hits".into()),
+        ("pagerank/hosts".into(), "hosts".into()),
+    ];
+    let mut segs: Vec<String> = std::fs::read_dir(crawl.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.len() == 14)
+        .collect();
+    segs.sort();
+    for s in segs {
+        for ds in SegmentDataset::ALL.map(SegmentDataset::as_str) {
+            let rel = format!("segments/{s}/{ds}");
+            if crawl.join(&rel).join("_SUCCESS").is_file() {
+                out.push((rel, ds.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Every host's rows of every dataset, in the order they are stored: a repartition
+/// must keep this map exactly (the rows of a host move as a block, in order).
+fn by_host(crawl: &Path) -> BTreeMap<(String, String), Vec<String>> {
+    let mut out: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (rel, kind) in datasets(crawl) {
+        for part in part_files(&crawl.join(&rel)).unwrap() {
+            for (host, row) in part_rows(&kind, &part) {
+                out.entry((rel.clone(), host)).or_default().push(row);
+            }
+        }
+    }
+    out
+}
+
+fn meta_partitions(path: &Path) -> u64 {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v["partitions"].as_u64().unwrap()
+}
+
+/// Every dataset has `n` parts `part-00000..`, part `i` holding only hosts of
+/// partition `i`; the crawldb and linkdb parts are sorted; every `_meta.json` says `n`.
+fn assert_partitioned(crawl: &Path, n: usize) {
+    let all = datasets(crawl);
+    assert!(all.len() > 8, "{all:?}");
+    for (rel, kind) in all {
+        let parts = part_files(&crawl.join(&rel)).unwrap();
+        let names: Vec<String> = parts
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let want: Vec<String> = (0..n).map(part_name).collect();
+        assert_eq!(names, want, "{rel}: {n} parts");
+        for (i, p) in parts.iter().enumerate() {
+            let rows = part_rows(&kind, p);
+            for (host, _) in &rows {
+                assert_eq!(
+                    partition_for_host(host, n),
+                    i,
+                    "{rel} part {i}: host {host}"
+                );
+            }
+            if kind == "crawldb" {
+                let urls: Vec<CrawlDatum> = read_part_all(p).unwrap();
+                assert!(urls.windows(2).all(|w| w[0].url < w[1].url), "{rel} {i}");
+            }
+            if kind == "linkdb" {
+                let r: Vec<InlinkRecord> = read_part_all(p).unwrap();
+                assert!(
+                    r.windows(2)
+                        .all(|w| (&w[0].url, &w[0].from_url) < (&w[1].url, &w[1].from_url)),
+                    "{rel} {i}"
+                );
+            }
+        }
+    }
+    let n = n as u64;
+    assert_eq!(
+        meta_partitions(&crawl.join("crawldb/current/_meta.json")),
+        n
+    );
+    assert_eq!(meta_partitions(&crawl.join("linkdb/current/_meta.json")), n);
+    assert_eq!(meta_partitions(&crawl.join("pagerank/_meta.json")), n);
+    for e in std::fs::read_dir(crawl.join("segments")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            assert_eq!(meta_partitions(&p.join("_meta.json")), n, "{}", p.display());
+        }
+    }
+}
+
+/// Repartitions `c` to `n` and checks the result against what it held before.
+fn repartition_and_check(c: &Crawl, n: usize) -> String {
+    let before = by_host(&c.crawl);
+    let urls = crawldb_statuses(&c.crawl).len();
+    let stderr = repartition_ok(c, n);
+    assert_partitioned(&c.crawl, n);
+    assert_eq!(by_host(&c.crawl), before, "every host's rows, in order");
+    // The previous crawldb is kept as old/.
+    let old: Vec<CrawlDatum> =
+        trawl::store::parquet::read_dataset(&c.crawl.join("crawldb/old")).unwrap();
+    assert_eq!(old.len(), urls);
+    let summary = stderr.lines().last().unwrap_or_default().to_string();
+    assert!(
+        summary.starts_with("repartition: ") && summary.contains(&format!("crawldb {urls} urls")),
+        "{summary}"
+    );
+    summary
+}
+
+#[test]
+fn a_non_multiple_shuffles_and_the_crawl_goes_on_like_its_twin() {
+    let a = crawl(2);
+    let summary = repartition_and_check(&a, 7);
+    assert!(summary.contains("4 -> 7 partitions (shuffle)"), "{summary}");
+    assert!(summary.contains("2 segments (14 datasets"), "{summary}");
+    // Rerunning has nothing to do: refused, nothing changed.
+    let snap = snapshot(&a.crawl);
+    let out = repartition(&a.crawl, &a.config, &["--partitions", "7"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already has 7 partitions"));
+    assert_eq!(snapshot(&a.crawl), snap);
+
+    // A twin crawl of the same web that keeps 4 partitions.
+    let b_crawl = a.dir.join("twin");
+    let b_dir = a.dir.join("twin-seeds");
+    std::fs::create_dir_all(&b_dir).unwrap();
+    inject_seeds(&b_dir, &b_crawl, &a.config, &a.seeds);
+    round(&b_crawl, &a.config).expect("twin round 1");
+    round(&b_crawl, &a.config).expect("twin round 2");
+    for r in 0..2 {
+        let seg = round(&a.crawl, &a.config).expect("a round after repartition");
+        assert_eq!(
+            meta_partitions(&Path::new(&seg).join("_meta.json")),
+            7,
+            "round {r}"
+        );
+        round(&b_crawl, &a.config).expect("twin round");
+    }
+    assert_partitioned(&a.crawl, 7);
+    let (sa, sb) = (crawldb_statuses(&a.crawl), crawldb_statuses(&b_crawl));
+    assert!(sa.len() > 50, "{}", sa.len());
+    assert_eq!(sa, sb, "same URLs and statuses as the twin");
+    let la: Vec<InlinkRecord> =
+        trawl::store::parquet::read_dataset(&a.crawl.join("linkdb/current")).unwrap();
+    let lb: Vec<InlinkRecord> =
+        trawl::store::parquet::read_dataset(&b_crawl.join("linkdb/current")).unwrap();
+    let key = |v: Vec<InlinkRecord>| {
+        let mut k: Vec<(String, String)> = v.into_iter().map(|r| (r.url, r.from_url)).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(key(la), key(lb), "same inlinks as the twin");
+}
+
+#[test]
+fn a_multiple_splits_each_part_and_shrinking_shuffles() {
+    let c = crawl(2);
+    let summary = repartition_and_check(&c, 8);
+    assert!(summary.contains("4 -> 8 partitions (split)"), "{summary}");
+    let summary = repartition_and_check(&c, 3);
+    assert!(summary.contains("8 -> 3 partitions (shuffle)"), "{summary}");
+    let seg = round(&c.crawl, &c.config).expect("a round after repartition");
+    assert_eq!(meta_partitions(&Path::new(&seg).join("_meta.json")), 3);
+    assert_partitioned(&c.crawl, 3);
+}
+
+/// Starts repartition paused at `point` (`PAUSE_AT_ENV`), or before its first
+/// install when `point` is `None`, waits for the pause and SIGKILLs it.
+fn kill_at(c: &Crawl, n: usize, point: Option<&str>) {
+    let log = c.dir.join(format!(
+        "kill-{}.log",
+        point.unwrap_or("install").replace(':', "-")
+    ));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repartition"));
+    cmd.arg("--crawl-dir")
+        .arg(&c.crawl)
+        .arg("--config")
+        .arg(&c.config)
+        .args(["--partitions", &n.to_string()])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    match point {
+        Some(p) => cmd.env(trawl::store::versioned::PAUSE_AT_ENV, format!("{p}:60")),
+        None => cmd.env(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV, "60"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("pausing") {
+            break;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("repartition ended ({st}) before its pause {point:?}: {text}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no pause");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+#[test]
+fn killed_at_any_point_the_crawl_stays_usable_and_a_rerun_finishes() {
+    let c = crawl(2);
+    let before = by_host(&c.crawl);
+    let statuses = crawldb_statuses(&c.crawl);
+    let segments = |crawl: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(crawl.join("segments"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(".lock"))
+            .collect();
+        v.sort();
+        v
+    };
+    let segs = segments(&c.crawl);
+
+    // Killed once a segment is rewritten, before it is swapped in: nothing changed
+    // for readers.
+    kill_at(&c, 40, Some("repartition:segment-staged"));
+    assert_eq!(by_host(&c.crawl), before);
+    run_ok("readdb", &c.crawl, &c.config, &["--stats"]);
+
+    // Killed in the middle of a segment's swap (the old one renamed away): the
+    // rerun puts the new one in place.
+    kill_at(&c, 40, Some("repartition:swapping"));
+    // Killed before the first versioned install (pagerank/ and every segment at
+    // 40, linkdb and crawldb still at 4): readers accept the mix.
+    kill_at(&c, 40, None);
+    assert_eq!(segments(&c.crawl), segs, "no leftover besides the segments");
+    run_ok("readdb", &c.crawl, &c.config, &["--stats"]);
+    run_ok("readseg", &c.crawl, &c.config, &["--list"]);
+    assert_eq!(
+        meta_partitions(&c.crawl.join("crawldb/current/_meta.json")),
+        4
+    );
+    assert_eq!(by_host(&c.crawl), before);
+
+    let stderr = repartition_ok(&c, 40);
+    assert!(stderr.contains("4 -> 40 partitions"), "{stderr}");
+    assert_partitioned(&c.crawl, 40);
+    assert_eq!(by_host(&c.crawl), before);
+    assert_eq!(crawldb_statuses(&c.crawl), statuses);
+    let seg = round(&c.crawl, &c.config).expect("a round after repartition");
+    assert_eq!(meta_partitions(&Path::new(&seg).join("_meta.json")), 40);
+    assert_partitioned(&c.crawl, 40);
+}
+
+#[test]
+fn bad_requests_are_refused_without_changing_anything() {
+    let c = crawl(1);
+    let snap = snapshot(&c.crawl);
+    for (n, says) in [
+        ("4", "already has 4 partitions"),
+        ("0", "crawl.partitions"),
+        ("5000", "crawl.partitions"),
+    ] {
+        let out = repartition(&c.crawl, &c.config, &["--partitions", n]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{n}: {stderr}");
+        assert!(stderr.contains(says), "{n}: {stderr}");
+        assert_eq!(snapshot(&c.crawl), snap, "{n}");
+    }
+    let empty = c.dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = repartition(&empty, &c.config, &["--partitions", "8"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no crawldb"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    drop(c.web);
+}
