@@ -23,6 +23,8 @@ struct Args {
     partitions: usize,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }
