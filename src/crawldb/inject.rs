@@ -703,16 +703,21 @@ pub fn run_partition(
         DatumStream::empty()
     };
     let mut c = PartCounts::default();
-    let mut last: Option<String> = None;
+    // The previous seed's URL (a reused buffer); equal URLs are adjacent.
+    let mut last = String::new();
+    let mut first = true;
     for seed in seeds {
         let seed = seed?;
         if c.hosts.last() != Some(&seed.host) {
             c.hosts.push(seed.host.clone());
         }
-        if last.as_deref() == Some(seed.url.as_str()) {
+        if !first && last == seed.url {
             c.known += 1;
             continue;
         }
+        first = false;
+        last.clear();
+        last.push_str(&seed.url);
         while db.peek_url().is_some_and(|u| u < seed.url.as_str()) {
             if let Some(row) = db.next_row()? {
                 c.rows += 1;
@@ -724,9 +729,8 @@ pub fn run_partition(
         } else {
             c.injected += 1;
             c.rows += 1;
-            w.push(seed.clone().into_datum(cfg, now))?;
+            w.push(seed.into_datum(cfg, now))?;
         }
-        last = Some(seed.url);
     }
     while let Some(row) = db.next_row()? {
         c.rows += 1;
