@@ -232,3 +232,20 @@ fn parse_rows(plan: &Plan, i: usize, pr: &mut Vec<CrawlParseRecord>) {
         }
     }
 }
+
+/// Writes a seed file of `n` URLs over `hosts` hosts to `path`, one a line in the
+/// shape of issue 15's measurements: URL `i` is
+/// `http://h{i % hosts}.example.com/p/{i / hosts}.html`. Returns its size in bytes.
+pub fn write_seeds(path: &Path, n: u64, hosts: u64) -> Result<u64> {
+    use std::io::Write;
+    let io = |e| trawl::error::Error::io(path, e);
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let hosts = hosts.max(1);
+    for i in 0..n {
+        writeln!(w, "http://h{}.example.com/p/{}.html", i % hosts, i / hosts).map_err(io)?;
+    }
+    w.flush().map_err(io)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    Ok(f.metadata().map_err(io)?.len())
+}
