@@ -172,27 +172,32 @@ fn write_dataset(seg: &Path, dataset: &str, n: usize, f: &FillPart<'_>) -> Resul
 fn fetch_rows(plan: &Plan, i: usize, fr: &mut Vec<FetchRecord>) {
     for &j in &plan.by_part[i] {
         for k in plan.fetched_of() {
-            fr.push(FetchRecord {
-                url: url(j, k),
-                host: host(j),
-                status: if k % 100 == 50 {
-                    FetchStatus::FetchGone
-                } else {
-                    FetchStatus::FetchSuccess
-                },
-                reason: "ok".into(),
-                fetch_time: plan.now,
-                http_status: Some(200),
-                content_type: Some("text/html".into()),
-                content_length: Some(10_000),
-                redirect_target: None,
-                etag: None,
-                last_modified: None,
-                response_time_ms: Some(50),
-                score: 1.0,
-                depth: 1,
-            });
+            let mut r = fetch_ok(url(j, k), host(j), plan.now, 1.0, 1);
+            if k % 100 == 50 {
+                r.status = FetchStatus::FetchGone;
+            }
+            fr.push(r);
         }
+    }
+}
+
+/// The `crawl_fetch` row of `url` fetched at `now` with a 200 (a 10 kB HTML page).
+pub fn fetch_ok(url: String, host: String, now: i64, score: f64, depth: i32) -> FetchRecord {
+    FetchRecord {
+        url,
+        host,
+        status: FetchStatus::FetchSuccess,
+        reason: "ok".into(),
+        fetch_time: now,
+        http_status: Some(200),
+        content_type: Some("text/html".into()),
+        content_length: Some(10_000),
+        redirect_target: None,
+        etag: None,
+        last_modified: None,
+        response_time_ms: Some(50),
+        score,
+        depth,
     }
 }
 

@@ -23,7 +23,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use trawl::datum::{CrawlDatum, FetchStatus, now_millis};
+use trawl::datum::{CrawlDatum, now_millis};
 use trawl::error::{Error, Result};
 use trawl::records::{CrawlParseRecord, FetchRecord, Outlink, ParseDataRecord, ParseTextRecord};
 use trawl::store::layout::CrawlDir;
@@ -134,7 +134,13 @@ fn write_part(
             })
             .collect();
         let signature = format!("{:032x}", (i as u128) << 64 | k as u128);
-        fetch.push(fetch_row(d, now))?;
+        fetch.push(crate::benchgen::fetch_ok(
+            d.url.clone(),
+            d.host.clone(),
+            now,
+            d.score,
+            d.depth,
+        ))?;
         parse.push(CrawlParseRecord {
             url: d.url.clone(),
             host: d.host.clone(),
@@ -176,26 +182,6 @@ fn write_part(
     parse.finish()?;
     data.finish()?;
     Ok(report)
-}
-
-/// The `crawl_fetch` row of a fetch-list URL that answered 200.
-fn fetch_row(d: &CrawlDatum, now: i64) -> FetchRecord {
-    FetchRecord {
-        url: d.url.clone(),
-        host: d.host.clone(),
-        status: FetchStatus::FetchSuccess,
-        reason: "ok".into(),
-        fetch_time: now,
-        http_status: Some(200),
-        content_type: Some("text/html".into()),
-        content_length: Some(10_000),
-        redirect_target: None,
-        etag: None,
-        last_modified: None,
-        response_time_ms: Some(50),
-        score: d.score,
-        depth: d.depth,
-    }
 }
 
 /// The `parse_data` row of a page with `links`.
