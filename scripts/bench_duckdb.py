@@ -55,17 +55,18 @@ def inject(seeds, out):
                  NULL::VARCHAR AS redirect_target,
                  MAP()::MAP(VARCHAR, VARCHAR) AS metadata
           FROM (
+            -- scheme://authority/rest: lower-case scheme and authority (string
+            -- functions: cheaper than regular expressions), host without the port.
             SELECT DISTINCT
-                   lower(regexp_extract(line, '^([a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*)', 1))
-                     || regexp_extract(line, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*(.*)$', 1) AS url,
-                   lower(regexp_extract(line, '^[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#:]*)', 1)) AS host
+                   lower(split_part(line, '/', 1)) || '//' || lower(split_part(line, '/', 3))
+                     || substr(line, length(split_part(line, '/', 1)) + length(split_part(line, '/', 3)) + 3) AS url,
+                   lower(split_part(split_part(line, '/', 3), ':', 1)) AS host
             FROM (
               SELECT trim(line) AS line
               FROM read_csv('{seeds}', columns = {{'line': 'VARCHAR'}}, header = false,
-                            delim = '\\t', quote = '', escape = '', auto_detect = false)
+                            delim = '\t', quote = '', escape = '', auto_detect = false)
             )
-            WHERE line <> '' AND NOT starts_with(line, '#')
-              AND regexp_matches(line, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]+')
+            WHERE line LIKE '%://%' AND NOT starts_with(line, '#')
           )
           ORDER BY url
         ) TO '{out}' (FORMAT parquet, COMPRESSION zstd)
