@@ -18,7 +18,7 @@
 //! the part has one) and `<k>` the page's position in its part: every target is new
 //! and distinct.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -112,10 +112,12 @@ fn write_part(
     let mut parse = PartWriter::<CrawlParseRecord>::create(&out.parse.part_path(i))?;
     let mut data = PartWriter::<ParseDataRecord>::create(&out.data.part_path(i))?;
     // The part's hosts, in name order: link targets cycle through them.
-    let hosts: Vec<&str> = {
-        let set: BTreeMap<&str, ()> = rows.iter().map(|d| (d.host.as_str(), ())).collect();
-        set.into_keys().collect()
-    };
+    let hosts: Vec<&str> = rows
+        .iter()
+        .map(|d| d.host.as_str())
+        .collect::<BTreeSet<&str>>()
+        .into_iter()
+        .collect();
     let index: BTreeMap<&str, usize> = hosts.iter().enumerate().map(|(k, h)| (*h, k)).collect();
     let mut report = FakeFetchReport::default();
     for (k, d) in rows.iter().enumerate() {
@@ -133,7 +135,7 @@ fn write_part(
                 }
             })
             .collect();
-        let signature = format!("{:032x}", (i as u128) << 64 | k as u128);
+        let signature = format!("{:032x}", ((i as u128) << 64) | k as u128);
         fetch.push(crate::benchgen::fetch_ok(
             d.url.clone(),
             d.host.clone(),
