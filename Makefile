@@ -21,7 +21,7 @@ help:
 	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
 	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
-	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph), printing figures"
+	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph, the scale pipeline vs DuckDB), printing figures"
 	@echo "make lint    - cargo fmt --check and clippy -D warnings"
 	@echo "make clean   - remove build output, crawls and the Python virtualenv"
 
@@ -54,8 +54,9 @@ test-queries: build $(PYTHON)
 	$(STAGE_ENV) scripts/demo.sh
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
-bench: build
-	scripts/bench.sh
+# The scale benchmark compares inject and generate with DuckDB from the virtualenv.
+bench: build $(PYTHON)
+	PYTHON=$(PYTHON) scripts/bench.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

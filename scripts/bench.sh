@@ -7,9 +7,16 @@
 # GRAPH_SIZES (default "1000000") lists the page counts of the PageRank graphs (10
 # links per page), e.g. GRAPH_SIZES="1000000 10000000" (10M pages: ~2.2 GB RAM,
 # ~0.8 GB of Parquet in $BENCH_OUT, several minutes).
+# SCALE_SIZES (default "1000000") lists the seed counts of the scale pipeline
+# (scalebench: inject N, generate min(1M, N/10), a synthetic fetch with 5 new outlinks
+# a page, updatedb, linkdb, pagerank; each a fresh process) with inject and generate
+# against DuckDB (2 threads, $PYTHON: the virtualenv `make bench` creates), e.g.
+# SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
+# crawl under $BENCH_OUT; docs/crawldb.md, "At scale").
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${BENCH_OUT:-bench-out}
+PYTHON=${PYTHON:-.venv/bin/python}
 mkdir -p "$OUT"
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -40,4 +47,18 @@ for n in ${GRAPH_SIZES:-1000000}; do
   rm -rf "$OUT/graph-$n"
   "$BIN/graphbench" --pages "$n" --links $((n * 10)) --dir "$OUT/graph-$n"
   rm -rf "$OUT/graph-$n"
+done
+
+for n in ${SCALE_SIZES:-1000000}; do
+  echo
+  echo "== scale: inject $n seed URLs ($((n / 100)) hosts), generate, a synthetic fetch (5 new outlinks a page), updatedb,"
+  echo "   linkdb, pagerank, each in a fresh process (wall, peak RSS, disk); inject and generate against DuckDB (2 threads)"
+  rm -rf "$OUT/scale-$n"
+  if [ -x "$PYTHON" ]; then
+    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n" --python "$PYTHON" --duckdb-script scripts/bench_duckdb.py
+  else
+    echo "   ($PYTHON not found: no DuckDB comparison; \`make bench\` creates it)"
+    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n"
+  fi
+  rm -rf "$OUT/scale-$n"
 done

@@ -26,6 +26,7 @@ use crate::datum::{CrawlDatum, DbStatus, now_millis};
 use crate::error::Result;
 use crate::records::ParseDataRecord;
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::layout::CRAWLDB_META;
 use crate::store::layout::CrawlDir;
 use crate::store::names::{SegmentDataset, VersionedDb};
@@ -224,6 +225,13 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let _lock = db.lock("dedup")?;
     crate::crawldb::verify_for_rewrite(&dir)?;
     let current = dir.crawldb_current();
+    let need = disk::dataset_bytes(&current)?;
+    disk::ensure_space(
+        &dir.crawldb(),
+        disk::with_headroom(need),
+        "dedup",
+        &format!("the new crawldb version (about {})", disk::human(need)),
+    )?;
     let mut meta = dir.crawldb_meta()?;
     let parts = parquet::part_files(&current)?;
     let sims = if opts.near {

@@ -172,27 +172,32 @@ fn write_dataset(seg: &Path, dataset: &str, n: usize, f: &FillPart<'_>) -> Resul
 fn fetch_rows(plan: &Plan, i: usize, fr: &mut Vec<FetchRecord>) {
     for &j in &plan.by_part[i] {
         for k in plan.fetched_of() {
-            fr.push(FetchRecord {
-                url: url(j, k),
-                host: host(j),
-                status: if k % 100 == 50 {
-                    FetchStatus::FetchGone
-                } else {
-                    FetchStatus::FetchSuccess
-                },
-                reason: "ok".into(),
-                fetch_time: plan.now,
-                http_status: Some(200),
-                content_type: Some("text/html".into()),
-                content_length: Some(10_000),
-                redirect_target: None,
-                etag: None,
-                last_modified: None,
-                response_time_ms: Some(50),
-                score: 1.0,
-                depth: 1,
-            });
+            let mut r = fetch_ok(url(j, k), host(j), plan.now, 1.0, 1);
+            if k % 100 == 50 {
+                r.status = FetchStatus::FetchGone;
+            }
+            fr.push(r);
         }
+    }
+}
+
+/// The `crawl_fetch` row of `url` fetched at `now` with a 200 (a 10 kB HTML page).
+pub fn fetch_ok(url: String, host: String, now: i64, score: f64, depth: i32) -> FetchRecord {
+    FetchRecord {
+        url,
+        host,
+        status: FetchStatus::FetchSuccess,
+        reason: "ok".into(),
+        fetch_time: now,
+        http_status: Some(200),
+        content_type: Some("text/html".into()),
+        content_length: Some(10_000),
+        redirect_target: None,
+        etag: None,
+        last_modified: None,
+        response_time_ms: Some(50),
+        score,
+        depth,
     }
 }
 
@@ -231,4 +236,21 @@ fn parse_rows(plan: &Plan, i: usize, pr: &mut Vec<CrawlParseRecord>) {
             }
         }
     }
+}
+
+/// Writes a seed file of `n` URLs over `hosts` hosts to `path`, one a line in the
+/// shape of issue 15's measurements: URL `i` is
+/// `http://h{i % hosts}.example.com/p/{i / hosts}.html`. Returns its size in bytes.
+pub fn write_seeds(path: &Path, n: u64, hosts: u64) -> Result<u64> {
+    use std::io::Write;
+    let io = |e| trawl::error::Error::io(path, e);
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let hosts = hosts.max(1);
+    for i in 0..n {
+        writeln!(w, "http://h{}.example.com/p/{}.html", i % hosts, i / hosts).map_err(io)?;
+    }
+    w.flush().map_err(io)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    Ok(f.metadata().map_err(io)?.len())
 }

@@ -28,6 +28,7 @@ use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{IoContext, Result};
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
@@ -176,6 +177,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
         .chain(&meta.partial_segments)
         .cloned()
         .collect();
+    check_space(&dir, rules.limit)?;
     let pending = pending_urls(&dir, &fetch_applied, n, opts.now, cfg.generate.gen_delay)?;
     let started = std::time::Instant::now();
     let pb = crate::cli::progress_bar(n as u64, "generate");
@@ -236,6 +238,20 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     write_segments(&dir, opts, n, &batches, &lists, &mut report)?;
     tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// Refuses to start when the disk cannot hold fetch lists of `limit` rows (at the
+/// crawldb's bytes per row; docs/crawldb.md, Disk).
+fn check_space(dir: &CrawlDir, limit: usize) -> Result<()> {
+    let current = dir.crawldb_current();
+    let rows = disk::dataset_rows(&current)?.min(limit as u64);
+    let need = rows * disk::bytes_per_row(&current)?;
+    disk::ensure_space(
+        &dir.segments_dir(),
+        disk::with_headroom(need),
+        "generate",
+        &format!("the fetch lists ({rows} rows, about {})", disk::human(need)),
+    )
 }
 
 /// Pass 1 over crawldb partition `i`: its best candidates under `rules`, leaving out

@@ -181,6 +181,11 @@ pub struct Stats {
     pub retries: BTreeMap<i32, u64>,
     /// Rows per depth.
     pub depths: BTreeMap<i32, u64>,
+    /// Bytes of the crawldb's part files on disk (`crawldb/current/`, compressed
+    /// Parquet; `crawldb/old/`, the previous version, takes about as much again).
+    pub disk_bytes: u64,
+    /// `disk_bytes` per URL.
+    pub bytes_per_url: f64,
     /// Per host: rows per status (only with `per_host`).
     pub per_host: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -218,6 +223,10 @@ pub fn stats(dir: &CrawlDir, per_host: bool) -> Result<Stats> {
         Ok(())
     })?;
     st.hosts = hosts.len() as u64;
+    st.disk_bytes = crate::store::disk::dataset_bytes(&dir.crawldb_current())?;
+    if st.urls > 0 {
+        st.bytes_per_url = st.disk_bytes as f64 / st.urls as f64;
+    }
     if !scores.is_empty() {
         scores.sort_unstable_by(f64::total_cmp);
         st.score_min = scores[0];
@@ -242,6 +251,8 @@ pub fn stats(dir: &CrawlDir, per_host: bool) -> Result<Stats> {
 pub fn print_stats(st: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "urls\t{}", st.urls)?;
     writeln!(out, "hosts\t{}", st.hosts)?;
+    writeln!(out, "disk bytes\t{}", st.disk_bytes)?;
+    writeln!(out, "disk bytes per url\t{:.1}", st.bytes_per_url)?;
     for s in DbStatus::ALL {
         writeln!(
             out,

@@ -28,6 +28,7 @@ use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::records::{CrawlParseRecord, FetchRecord};
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::integrity::Check;
 use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
@@ -138,6 +139,7 @@ fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport
     }
 
     let n = meta.partitions;
+    check_space(&dir, n, &segments, cfg.updatedb.sort_buffer_rows)?;
     let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     state.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
@@ -325,6 +327,39 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
         }
     }
     Ok(redirects)
+}
+
+/// Refuses to start when the disk cannot hold the new crawldb version (the current
+/// one plus, at most, one row per segment link row) and the spill of the external
+/// sort of the segment rows (docs/crawldb.md, Disk).
+fn check_space(dir: &CrawlDir, n: usize, segments: &[Seg], buffer_rows: usize) -> Result<()> {
+    let current = dir.crawldb_current();
+    let per_row = disk::bytes_per_row(&current)?;
+    let mut sorted = Vec::new();
+    let mut links = 0;
+    for sg in segments {
+        sorted.push(sg.seg.dataset(SegmentDataset::CrawlFetch));
+        if sg.part != Part::FetchOnly {
+            let parse = sg.seg.dataset(SegmentDataset::CrawlParse);
+            links += disk::dataset_rows(&parse)?;
+            sorted.push(parse);
+        }
+    }
+    let version = disk::dataset_bytes(&current)? + links * per_row;
+    let spill = disk::spill_estimate(&sorted, n, buffer_rows, rayon::current_num_threads())?;
+    disk::ensure_space(
+        &dir.crawldb(),
+        disk::with_headroom(version + spill),
+        "updatedb",
+        &match spill {
+            0 => format!("the new crawldb version (about {})", disk::human(version)),
+            s => format!(
+                "the new crawldb version (about {}) with the sort spill of the segment rows (about {})",
+                disk::human(version),
+                disk::human(s)
+            ),
+        },
+    )
 }
 
 /// Records the segments in the crawldb's metadata: applied, or partially applied.

@@ -26,6 +26,7 @@ use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::records::InlinkRecord;
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::integrity;
 use crate::store::integrity::Check;
 use crate::store::layout::CrawlDir;
@@ -146,6 +147,7 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     for seg in &segments {
         seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
     }
+    check_space(dir, &segments)?;
 
     let buckets = invert_segments(&segments, &cfg.linkdb, partitions, &mut summary)?;
 
@@ -173,6 +175,22 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
     db.install(staged, "linkdb")?;
     Ok(summary)
+}
+
+/// Refuses to start when the disk cannot hold the new linkdb version: the current
+/// one plus the segments' `parse_data` (whose outlinks become its new rows; an upper
+/// bound), docs/crawldb.md, Disk.
+fn check_space(dir: &CrawlDir, segments: &[Segment]) -> Result<()> {
+    let mut need = disk::dataset_bytes(&dir.linkdb_current())?;
+    for seg in segments {
+        need += disk::dataset_bytes(&seg.dataset(SegmentDataset::ParseData))?;
+    }
+    disk::ensure_space(
+        &dir.linkdb(),
+        disk::with_headroom(need),
+        "linkdb",
+        &format!("the new linkdb version (about {})", disk::human(need)),
+    )
 }
 
 /// The segments `choice` names: given ones must have `parse_data`; otherwise every

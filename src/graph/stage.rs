@@ -21,6 +21,7 @@ use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::records::PageRankRecord;
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::layout::CRAWLDB_META;
 use crate::store::layout::CrawlDir;
 use crate::store::names::VersionedDb;
@@ -99,6 +100,7 @@ pub fn run(ctx: &StageCtx, _opts: &PageRankOpts) -> Result<PageRankReport> {
     if pc.update_crawldb || pc.teleport == Teleport::Seeds {
         crate::crawldb::verify_for_rewrite(dir)?;
     }
+    check_space(dir, pc.update_crawldb)?;
     let started = Instant::now();
     let Built { graph, inl, outdeg } = build(dir, pc, partitions)?;
     let build_time = started.elapsed();
@@ -147,6 +149,32 @@ pub fn run(ctx: &StageCtx, _opts: &PageRankOpts) -> Result<PageRankReport> {
         build_time,
         rank_time,
     })
+}
+
+/// Refuses to start when the disk cannot hold the new `pagerank/` (as large as the
+/// current one, or at most the crawldb's size: a row per page) and, with
+/// `update_crawldb`, the new crawldb version (docs/crawldb.md, Disk).
+fn check_space(dir: &CrawlDir, update_crawldb: bool) -> Result<()> {
+    let crawldb = disk::dataset_bytes(&dir.crawldb_current())?;
+    let pagerank = match disk::tree_bytes(&dir.pagerank()) {
+        0 => crawldb,
+        b => b,
+    };
+    let need = pagerank + if update_crawldb { crawldb } else { 0 };
+    disk::ensure_space(
+        dir.root(),
+        disk::with_headroom(need),
+        "pagerank",
+        &format!(
+            "the new pagerank/ (about {}){}",
+            disk::human(pagerank),
+            if update_crawldb {
+                format!(" and crawldb version (about {})", disk::human(crawldb))
+            } else {
+                String::new()
+            }
+        ),
+    )
 }
 
 /// Builds the page graph from the configured edge source (with every crawldb URL as a

@@ -13,12 +13,15 @@
 //! - [`versioned`]: [`VersionedDataset`](versioned::VersionedDataset), the one way
 //!   `crawldb/`, `linkdb/` and `sitemapdb/` versions are written and installed, and
 //!   the test-pause hook.
+//! - [`disk`]: bytes on disk, free space, and the check ([`disk::ensure_space`])
+//!   stages run before writing big data.
 //! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
 //!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
 //!
 //! Stages never spell a dataset or file name of the crawl directory: they ask
 //! [`layout`] for the path.
 
+pub mod disk;
 pub mod integrity;
 pub mod layout;
 pub mod lock;

@@ -52,6 +52,7 @@ use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, ParseDataRecord, ParseTextRecord,
 };
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::integrity::Check;
 use crate::store::layout::{
     CRAWLDB_META, CrawlDir, SEGMENT_DATASETS, SEGMENT_META, Segment, SegmentMeta,
@@ -272,6 +273,16 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
         return Ok(report);
     }
     let inputs = check_inputs(&applied, &live, &mut report)?;
+    // The merged segments hold at most what the inputs hold.
+    disk::ensure_space(
+        &dir.segments_dir(),
+        disk::with_headroom(report.input_bytes),
+        "mergesegs",
+        &format!(
+            "the merged segments (about {})",
+            disk::human(report.input_bytes)
+        ),
+    )?;
 
     let crawldb_meta = dir.crawldb_meta()?;
     let keyer = Keyer {

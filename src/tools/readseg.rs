@@ -58,6 +58,8 @@ pub struct SegmentSummary {
     pub datasets: Vec<String>,
     /// Bytes of the segment's files on disk (every dataset, compressed).
     pub disk_bytes: u64,
+    /// `disk_bytes` per `crawl_fetch` row (0 before fetch).
+    pub disk_bytes_per_fetched: f64,
     /// For a segment written by `mergesegs`: every segment whose data it holds
     /// (`_merged.json`); empty otherwise.
     pub merged_from: Vec<String>,
@@ -115,6 +117,9 @@ pub fn summarize(seg: &Segment) -> Result<SegmentSummary> {
             }
         }
     }
+    if s.fetched_rows > 0 {
+        s.disk_bytes_per_fetched = s.disk_bytes as f64 / s.fetched_rows as f64;
+    }
     Ok(s)
 }
 
@@ -123,7 +128,7 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
     let io = |e| Error::io("<stdout>", e);
     writeln!(
         out,
-        "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:<20}  {:<20}  statuses / datasets",
+        "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:>9}  {:<20}  {:<20}  statuses / datasets",
         "segment",
         "generated",
         "fetched",
@@ -131,6 +136,7 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
         "failed",
         "bytes",
         "disk",
+        "disk/url",
         "first fetch",
         "last fetch"
     )
@@ -144,7 +150,7 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
             .collect();
         writeln!(
             out,
-            "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:<20}  {:<20}  {} / {}",
+            "{:<14}  {:>9}  {:>9}  {:>9}  {:>9}  {:>12}  {:>12}  {:>9.0}  {:<20}  {:<20}  {} / {}",
             s.name,
             s.generated,
             s.fetched_rows,
@@ -152,6 +158,7 @@ pub fn print_list(rows: &[SegmentSummary], out: &mut impl Write) -> Result<()> {
             s.failed,
             s.content_bytes,
             s.disk_bytes,
+            s.disk_bytes_per_fetched,
             t(s.fetch_time_min),
             t(s.fetch_time_max),
             if statuses.is_empty() {

@@ -159,19 +159,7 @@ fn rm(p: &Path) -> Result<()> {
 
 /// Bytes of the files under `path` (0 when it does not exist).
 pub fn disk_bytes(path: &Path) -> u64 {
-    let Ok(meta) = fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
-    }
-    let Ok(entries) = fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .map(|e| disk_bytes(&e.path()))
-        .sum()
+    crate::store::disk::tree_bytes(path)
 }
 
 /// Opens the segments named on the command line, with an error naming a bad one.

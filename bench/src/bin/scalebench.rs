@@ -1,0 +1,288 @@
+//! `scalebench`: the crawl at scale (issue 15), each stage a fresh process: inject N
+//! seed URLs, generate, a synthetic fetch and parse result, updatedb, linkdb,
+//! pagerank; wall time, peak RSS and disk per stage, bytes per URL, and inject and
+//! generate against DuckDB doing the same jobs in the same run.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+
+use trawl::store::disk::{dataset_bytes, dataset_rows, tree_bytes};
+use trawl::store::layout::CrawlDir;
+use trawl_bench::measure::{Measured, mb, measure};
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "The crawl at scale: inject, generate, synthetic fetch, updatedb, linkdb, pagerank (wall, peak RSS, disk), against DuckDB",
+    long_about = "Writes a seed file of --urls URLs over urls/100 hosts \
+(http://hI.example.com/p/J.html) under --dir, then runs each stage binary (from this \
+binary's directory) in a fresh process on --dir/crawl: inject, generate --top-n G \
+--max-per-host 100 (G = --generate, default min(1M, urls/10)), fakefetch (every URL \
+fetched, --outlinks new links a page), updatedb, linkdb, pagerank. Per stage: wall \
+time, peak RSS (GNU time, else VmHWM sampled), the disk it needed above what was \
+there (sampled every 50 ms) and what it left. Then bytes per URL of the crawldb and \
+per fetched URL of the segment. With --python (a Python with duckdb), inject and \
+generate are also done by DuckDB with 2 threads (scripts/bench_duckdb.py) and \
+compared: `inject N  trawl Xs Y MiB  duckdb Xs Y MiB  ratio R` (R = trawl's time / \
+DuckDB's)."
+)]
+struct Args {
+    /// Work directory (seed file, crawl/, DuckDB output); its crawl is replaced.
+    #[arg(long)]
+    dir: PathBuf,
+    /// Seed URLs to inject.
+    #[arg(long, default_value_t = 1_000_000)]
+    urls: u64,
+    /// URLs to generate (and fetch) [default: min(1000000, urls / 10)].
+    #[arg(long)]
+    generate: Option<u64>,
+    /// generate's cap per host.
+    #[arg(long, default_value_t = 100)]
+    max_per_host: u64,
+    /// New outlinks per fetched page.
+    #[arg(long, default_value_t = 5)]
+    outlinks: usize,
+    /// Configuration file passed to every stage.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// A Python with duckdb: also run inject and generate with DuckDB and compare.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// The DuckDB side (run by --python).
+    #[arg(long, default_value = "scripts/bench_duckdb.py")]
+    duckdb_script: PathBuf,
+}
+
+/// One row of the stage table.
+struct Row {
+    stage: &'static str,
+    what: String,
+    m: Measured,
+}
+
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    trawl::cli::init_logging();
+    let bin = std::env::current_exe()
+        .context("locating scalebench")?
+        .parent()
+        .map(Path::to_path_buf)
+        .context("the directory of scalebench")?;
+    let n = args.urls;
+    let top = args.generate.unwrap_or((n / 10).clamp(1, 1_000_000));
+    let crawl = args.dir.join("crawl");
+    let scratch = args.dir.join("out");
+    if crawl.exists() {
+        std::fs::remove_dir_all(&crawl).with_context(|| format!("removing {}", crawl.display()))?;
+    }
+    std::fs::create_dir_all(&args.dir)?;
+    let seeds = args.dir.join("seeds.txt");
+    let t = Instant::now();
+    let seed_bytes = trawl_bench::benchgen::write_seeds(&seeds, n, (n / 100).max(1))?;
+    println!(
+        "seeds\t{n} URLs over {} hosts, {} ({:.1} bytes a line), written in {:.2}s",
+        (n / 100).max(1),
+        mb(seed_bytes),
+        seed_bytes as f64 / n.max(1) as f64,
+        t.elapsed().as_secs_f64()
+    );
+
+    let stage = |name: &str, extra: &[OsString]| -> anyhow::Result<Measured> {
+        let mut a: Vec<OsString> = vec!["--crawl-dir".into(), crawl.clone().into()];
+        if let Some(c) = &args.config {
+            a.push("--config".into());
+            a.push(c.clone().into());
+        }
+        a.extend(extra.iter().cloned());
+        measure(&bin.join(name), &a, &crawl, &scratch.join(name))
+    };
+    let mut rows = Vec::new();
+
+    let m = stage("inject", &[seeds.clone().into()])?;
+    let injected = dataset_rows(&CrawlDir::new(&crawl).crawldb_current())?;
+    let inject_duck = duckdb(
+        &args,
+        &[
+            "inject".into(),
+            seeds.clone().into(),
+            args.dir.join("duckdb-inject.parquet").into(),
+        ],
+    )?;
+    compare(&format!("inject {n}"), &m, inject_duck.as_ref());
+    rows.push(Row {
+        stage: "inject",
+        what: format!("{n} seeds -> {injected} URLs"),
+        m,
+    });
+
+    let current = CrawlDir::new(&crawl).crawldb_current();
+    let gen_args: Vec<OsString> = vec![
+        "--top-n".into(),
+        top.to_string().into(),
+        "--max-per-host".into(),
+        args.max_per_host.to_string().into(),
+    ];
+    let gen_duck = duckdb(
+        &args,
+        &[
+            "generate".into(),
+            current.join("*.parquet").into(),
+            args.dir.join("duckdb-generate.parquet").into(),
+            top.to_string().into(),
+            args.max_per_host.to_string().into(),
+        ],
+    )?;
+    let m = stage("generate", &gen_args)?;
+    let segment = PathBuf::from(
+        m.stdout
+            .trim()
+            .lines()
+            .last()
+            .context("generate printed no segment")?,
+    );
+    compare(
+        &format!("generate {top} of {injected}"),
+        &m,
+        gen_duck.as_ref(),
+    );
+    rows.push(Row {
+        stage: "generate",
+        what: format!("top {top}, <= {} per host", args.max_per_host),
+        m,
+    });
+
+    let m = stage(
+        "fakefetch",
+        &[
+            "--segment".into(),
+            segment.clone().into(),
+            "--outlinks".into(),
+            args.outlinks.to_string().into(),
+        ],
+    )?;
+    rows.push(Row {
+        stage: "(fetch+parse)",
+        what: format!("synthetic: {top} pages x {} new links", args.outlinks),
+        m,
+    });
+    let m = stage("updatedb", &[])?;
+    rows.push(Row {
+        stage: "updatedb",
+        what: format!("{} URLs after", dataset_rows(&current)?),
+        m,
+    });
+    let m = stage("linkdb", &[])?;
+    rows.push(Row {
+        stage: "linkdb",
+        what: format!(
+            "{} inlinks",
+            dataset_rows(&CrawlDir::new(&crawl).linkdb_current())?
+        ),
+        m,
+    });
+    let m = stage("pagerank", &[])?;
+    rows.push(Row {
+        stage: "pagerank",
+        what: m
+            .summary()
+            .split(": ")
+            .nth(1)
+            .unwrap_or("")
+            .split(", ")
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(", "),
+        m,
+    });
+    print_table(&rows);
+    print_disk(&crawl, &segment)?;
+    Ok(())
+}
+
+/// Runs the DuckDB side with `args` when `--python` is given.
+fn duckdb(args: &Args, job: &[OsString]) -> anyhow::Result<Option<Measured>> {
+    let Some(py) = &args.python else {
+        return Ok(None);
+    };
+    let mut a: Vec<OsString> = vec![args.duckdb_script.clone().into()];
+    a.extend(job.iter().cloned());
+    let scratch = args.dir.join("out").join("duckdb");
+    // DuckDB writes outside the crawl: watch its output directory.
+    Ok(Some(measure(py, &a, &args.dir.join("out"), &scratch)?))
+}
+
+/// `JOB  trawl Xs Y MiB  duckdb Xs Y MiB  ratio R`.
+fn compare(job: &str, trawl: &Measured, duck: Option<&Measured>) {
+    let t = format!("trawl {:.2}s {:.0} MiB", trawl.secs, trawl.peak_rss_mib);
+    match duck {
+        Some(d) => println!(
+            "{job}  {t}  duckdb {:.2}s {:.0} MiB  ratio {:.2}",
+            d.secs,
+            d.peak_rss_mib,
+            trawl.secs / d.secs.max(1e-9)
+        ),
+        None => println!("{job}  {t}  (no DuckDB: pass --python)"),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<14}  {:<40}  {:>8}  {:>10}  {:>14}  {:>14}",
+        "stage", "work", "wall", "peak RSS", "disk peak +", "disk after +"
+    );
+    for r in rows {
+        println!(
+            "{:<14}  {:<40}  {:>7.2}s  {:>6.0} MiB  {:>14}  {:>14}",
+            r.stage,
+            r.what,
+            r.m.secs,
+            r.m.peak_rss_mib,
+            mb(r.m.disk_peak_extra()),
+            mb(r.m.disk_after.saturating_sub(r.m.disk_before)),
+        );
+    }
+}
+
+/// Bytes per URL of the crawldb and per fetched URL of the segment, and the other
+/// datasets' sizes.
+fn print_disk(crawl: &Path, segment: &Path) -> anyhow::Result<()> {
+    let dir = CrawlDir::new(crawl);
+    let cur = dir.crawldb_current();
+    let (bytes, urls) = (dataset_bytes(&cur)?, dataset_rows(&cur)?);
+    println!(
+        "disk\tcrawldb {} for {urls} URLs: {:.1} bytes/URL (crawldb/old: {})",
+        mb(bytes),
+        bytes as f64 / urls.max(1) as f64,
+        mb(tree_bytes(&dir.crawldb_old()))
+    );
+    let seg = dir.segment(segment)?;
+    let fetched = dataset_rows(&seg.dataset(trawl::store::names::SegmentDataset::CrawlFetch))?;
+    let seg_bytes = tree_bytes(seg.path());
+    let mut parts = Vec::new();
+    for d in trawl::store::layout::SEGMENT_DATASETS {
+        let b = tree_bytes(&seg.dataset(d));
+        if b > 0 {
+            parts.push(format!("{d} {:.1}", b as f64 / fetched.max(1) as f64));
+        }
+    }
+    println!(
+        "disk\tsegment {} for {fetched} fetched URLs: {:.1} bytes/fetched URL, without page bodies ({})",
+        mb(seg_bytes),
+        seg_bytes as f64 / fetched.max(1) as f64,
+        parts.join(", ")
+    );
+    println!(
+        "disk\tlinkdb {}, pagerank {}, crawl dir {}",
+        mb(tree_bytes(&dir.linkdb_current())),
+        mb(tree_bytes(&dir.pagerank())),
+        mb(tree_bytes(crawl))
+    );
+    Ok(())
+}
