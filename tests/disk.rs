@@ -81,6 +81,37 @@ fn stages_refuse_a_disk_too_small_before_writing_anything() {
             "{stage} changed the crawl dir although it refused"
         );
     }
+    // inject: the new crawldb version and, for more seeds than its sort buffer, the
+    // spill of the seeds.
+    let seeds = t.path().join("seeds.txt");
+    let text: String = (0..5000)
+        .map(|i| format!("http://h{}.test/s{i}\n", i % 50))
+        .collect();
+    std::fs::write(&seeds, text).unwrap();
+    let seeds_arg = seeds.to_str().unwrap();
+    let small = t.path().join("small.toml");
+    std::fs::write(
+        &small,
+        format!("[crawl]\npartitions = {PARTS}\n[inject]\nsort_buffer_rows = 100\n"),
+    )
+    .unwrap();
+    let out = run_env("inject", &root, &small, &[seeds_arg], Some(1000));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "inject: {err}");
+    assert!(err.contains("not enough disk space for inject"), "{err}");
+    assert!(err.contains("with the sort spill of the seeds"), "{err}");
+    assert_eq!(
+        snapshot(&root),
+        before,
+        "inject changed the crawl dir although it refused"
+    );
+    let out = run_env("inject", &root, &small, &[seeds_arg], Some(u64::MAX / 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("injected 5000, already known 0"),
+        "{}",
+        stderr(&out)
+    );
     // With enough room the same run goes through.
     let out = run_env("updatedb", &root, &cfg, &[], Some(u64::MAX / 4));
     assert!(out.status.success(), "{}", stderr(&out));

@@ -23,6 +23,7 @@ use crate::crawldb::{current_part, lock, write_staged};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::stage::{Report, StageCtx};
+use crate::store::disk;
 use crate::store::layout::CrawlDir;
 use crate::store::names::VersionedDb;
 use crate::store::parquet::{PartWriter, partition_for_host};
@@ -617,6 +618,7 @@ pub fn run(
     super::verify_for_rewrite(&dir)?;
     let (exists, mut meta) = super::meta_or_new(&dir, cfg)?;
     let n = meta.partitions;
+    check_space(&dir, &opts.inputs, cfg.inject.sort_buffer_rows)?;
     let staged = dir.versioned(VersionedDb::CrawlDb).stage()?;
     let mut sort = SeedSort::new(staged.path(), n, cfg.inject.sort_buffer_rows);
     let (inputs, rejected) = sort.read_all(&opts.inputs, cfg, on_reject)?;
@@ -670,6 +672,44 @@ pub fn run(
         report.rows += c.rows;
     }
     Ok(report)
+}
+
+/// The average length of a seed line, in bytes, for estimates.
+const SEED_LINE_BYTES: u64 = 40;
+
+/// Refuses to start when the disk holding the crawldb cannot take the new version
+/// and the sort spill: the spill is about 1.8 times the seed text when the seeds
+/// exceed `buffer_rows` (counted as twice it, for a merge pass over more than
+/// [`spill::MAX_FAN_IN`](crate::crawldb::spill::MAX_FAN_IN) runs), the new version
+/// the current one plus half the seed text (URLs compress well in Parquet).
+/// Standard input's size is not known beforehand: it counts as nothing.
+fn check_space(dir: &CrawlDir, inputs: &[SeedInput], buffer_rows: usize) -> Result<()> {
+    let text: u64 = inputs
+        .iter()
+        .map(|i| match i {
+            SeedInput::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            SeedInput::Stdin => 0,
+        })
+        .sum();
+    let version = disk::dataset_bytes(&dir.crawldb_current())? + text / 2;
+    let spill = if text / SEED_LINE_BYTES > buffer_rows as u64 {
+        2 * text
+    } else {
+        0
+    };
+    disk::ensure_space(
+        &dir.crawldb(),
+        disk::with_headroom(version + spill),
+        "inject",
+        &match spill {
+            0 => format!("the new crawldb version (about {})", disk::human(version)),
+            s => format!(
+                "the new crawldb version (about {}) with the sort spill of the seeds (about {})",
+                disk::human(version),
+                disk::human(s)
+            ),
+        },
+    )
 }
 
 /// What one partition of inject did.

@@ -26,6 +26,8 @@ struct Args {
     outlinks: usize,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }

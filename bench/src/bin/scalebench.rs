@@ -63,6 +63,8 @@ struct Row {
     m: Measured,
 }
 
+trawl::global_allocator!();
+
 fn main() -> std::process::ExitCode {
     trawl::cli::finish(run())
 }
