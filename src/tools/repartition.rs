@@ -172,7 +172,7 @@ pub fn run(ctx: &StageCtx, opts: &RepartitionOpts) -> Result<RepartitionReport> 
     let mut report = RepartitionReport {
         from,
         to: n,
-        split: from > 0 && n % from == 0,
+        split: from > 0 && n.is_multiple_of(from),
         ..RepartitionReport::default()
     };
     // Every segment's lock (those a killed run was swapping included), held to the
@@ -702,7 +702,7 @@ impl DatasetRewrite {
             .enumerate()
             .all(|(i, p)| file_name(p) == part_name(i));
         Ok(DatasetRewrite {
-            split: indexed && n % parts.len() == 0,
+            split: indexed && n.is_multiple_of(parts.len()),
             parts,
             dest: dest.to_path_buf(),
             n,
