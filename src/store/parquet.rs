@@ -26,8 +26,11 @@ use super::storage::{LocalFs, Storage};
 use crate::datum::fields_of;
 use crate::error::{Error, IoContext, Result};
 
-/// Rows per Parquet row group (and per in-memory batch when streaming).
+/// Rows per Parquet row group at most (and per in-memory batch when streaming).
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+
+/// Rows per record batch read by pass 2 of generate and other row selections.
+pub const READ_BATCH_ROWS: usize = ROW_GROUP_ROWS;
 
 /// Name of the marker file a complete dataset carries; it holds the dataset's
 /// manifest ([`integrity::Manifest`]).
