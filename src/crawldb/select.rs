@@ -188,6 +188,7 @@ fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> 
         roots.push(hint.index_of(w).map_err(|_| bad_column(path, w))?);
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let batch = parquet::batch_rows(builder.metadata());
     drop(builder);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     ParquetRecordBatchReaderBuilder::try_new_with_options(
@@ -196,7 +197,7 @@ fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> 
     )
     .map_err(|e| Error::parquet(path, e))?
     .with_projection(mask)
-    .with_batch_size(parquet::ROW_GROUP_ROWS)
+    .with_batch_size(batch)
     .build()
     .map_err(|e| Error::parquet(path, e))
 }
@@ -806,6 +807,7 @@ fn selected_reader(
     let mut builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let rows_per_batch = parquet::batch_rows(builder.metadata());
     let mut selectors = Vec::new();
     let mut at = 0u64;
     let mut i = 0usize;
@@ -843,7 +845,7 @@ fn selected_reader(
     builder
         .with_row_selection(RowSelection::from(selectors))
         .with_row_selection_policy(RowSelectionPolicy::Selectors)
-        .with_batch_size(batch_size)
+        .with_batch_size(batch_size.min(rows_per_batch))
         .build()
         .map_err(|e| Error::parquet(path, e))
 }
