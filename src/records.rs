@@ -177,6 +177,16 @@ impl Record for ContentRecord {
             ]
         })
     }
+
+    /// The body and the headers.
+    fn heavy_bytes(&self) -> usize {
+        self.content.len()
+            + self
+                .headers
+                .iter()
+                .map(|h| h.name.len() + h.value.len())
+                .sum::<usize>()
+    }
 }
 
 /// One row of `parse_text`: the text of a parsed page.
@@ -200,6 +210,11 @@ impl Record for ParseTextRecord {
                 Field::new("main_text", DataType::Utf8, true),
             ]
         })
+    }
+
+    /// The texts.
+    fn heavy_bytes(&self) -> usize {
+        self.text.len() + self.main_text.as_ref().map_or(0, String::len)
     }
 }
 
@@ -287,6 +302,19 @@ impl Record for ParseDataRecord {
                 Field::new("metadata", string_map_type(), false),
             ]
         })
+    }
+
+    /// The outlinks and the metadata.
+    fn heavy_bytes(&self) -> usize {
+        self.outlinks
+            .iter()
+            .map(|o| o.url.len() + o.anchor.len())
+            .sum::<usize>()
+            + self
+                .metadata
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
     }
 }
 

@@ -2,22 +2,25 @@
 //!
 //! Per crawldb partition, in parallel, pass 1 reads four columns and keeps the
 //! partition's best `top_n x segments` candidates (16 bytes each: score, row, host
-//! or domain id), at most `max_per_host` per host or domain. From their scores, a
-//! global threshold decides which rows can make the cut; pass 2 reads just those rows
-//! (a Parquet row selection), merges them by (score desc, url asc), applies the
-//! per-domain cap across partitions (a domain may span partitions) and cuts the best
-//! `top_n x segments` into `segments` fetch lists of at most `top_n`. Memory:
-//! O(partitions x top_n x 16 bytes + the rows selected), never the whole crawldb.
-//! See [`select`] for the kernels.
+//! or domain id), at most `max_per_host` per host or domain. From their scores the
+//! exact selection is made ([`select::choose`]): by (score desc, url asc), with the
+//! per-domain cap across partitions (a domain may span partitions), the best
+//! `top_n x segments` cut into `segments` fetch lists of at most `top_n`; URLs are
+//! read only where candidates of several partitions tie at a cut (streamed), or,
+//! with the per-domain cap, for the rows that can make it. Pass 2 then reads, part by
+//! part (a few in parallel), just the selected rows (a Parquet row selection) and
+//! writes them. Memory: O(partitions x top_n x 16 bytes) for the candidates plus
+//! the selected rows of the parts being written (about top_n / partitions rows
+//! each), never the whole crawldb. See [`select`] for the kernels.
 //!
 //! URLs held by a pending fetch list (a segment not yet applied by updatedb,
 //! generated less than `generate.gen_delay` seconds ago) are not handed out again.
 
 use std::collections::HashSet;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use arrow::array::{RecordBatch, UInt32Array};
+use arrow::array::UInt32Array;
 use rayon::prelude::*;
 
 use crate::cli::{Exit, exit};
@@ -198,44 +201,21 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
         report.due += p.due;
         report.pending += p.pending;
     }
-    // From scores alone: the rows of each part that can make the cut.
     tracing::debug!(
-        "generate: pass 1 (rank) {:.2}s",
-        started.elapsed().as_secs_f64()
-    );
-    let plan = select::plan(&parts, &rules);
-    tracing::debug!(
-        "generate: plan {:.2}s, {} rows to read",
+        "generate: pass 1 (rank) {:.2}s, {} candidates",
         started.elapsed().as_secs_f64(),
-        plan.rows.iter().map(Vec::len).sum::<usize>()
+        parts.iter().map(|p| p.cands.len()).sum::<usize>()
     );
+    // The exact selection, as row numbers per list and part.
+    let paths: Vec<PathBuf> = (0..n).map(|i| current_part(&dir, i)).collect();
+    let lists = select::choose(&paths, &parts, &rules, opts.top_n)?;
     drop(parts);
-    if plan.rows.iter().all(|r| r.is_empty()) {
-        return Ok(report);
-    }
-    // Pass 2: read those rows (all columns) once, then order them exactly.
-    let batches = plan
-        .rows
-        .par_iter()
-        .enumerate()
-        .map(|(i, rows)| select::read_rows(&current_part(&dir, i), rows))
-        .collect::<Result<Vec<_>>>()?;
-    let part_rows: Vec<select::PartRows<'_>> = batches
-        .iter()
-        .zip(&plan.rows)
-        .map(|(batch, cands)| select::PartRows { batch, cands })
-        .collect();
-    // lists[segment][part] = row indices into batches[part], best first.
-    tracing::debug!(
-        "generate: pass 2 (read) {:.2}s",
-        started.elapsed().as_secs_f64()
-    );
-    let lists = select::select(&part_rows, &plan, &rules, opts.top_n)?;
     tracing::debug!("generate: select {:.2}s", started.elapsed().as_secs_f64());
     if lists.is_empty() {
         return Ok(report);
     }
-    write_segments(&dir, opts, n, &batches, &lists, &mut report)?;
+    // Pass 2: per part, read the rows of its lists and write them.
+    write_segments(&dir, opts, &paths, &lists, &mut report)?;
     tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     Ok(report)
 }
@@ -266,16 +246,16 @@ pub fn run_partition(
 }
 
 /// Stages one segment per fetch list of `lists`, writes part `i` of each from
-/// `batches[i]` ([`write_partition`], partitions in parallel) and commits them; the
-/// segments and their URL counts go into `report`.
+/// crawldb part `paths[i]` ([`write_partition`], partitions in parallel) and commits
+/// them; the segments and their URL counts go into `report`.
 fn write_segments(
     dir: &CrawlDir,
     opts: &GenerateOpts,
-    n: usize,
-    batches: &[RecordBatch],
-    lists: &[Vec<Vec<u32>>],
+    paths: &[PathBuf],
+    lists: &select::Lists,
     report: &mut GenerateReport,
 ) -> Result<()> {
+    let n = paths.len();
     let mut staged = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for list in lists {
@@ -310,7 +290,7 @@ fn write_segments(
         .collect();
     (0..n)
         .into_par_iter()
-        .map(|i| write_partition(i, &batches[i], lists, &gen_dirs))
+        .map(|i| write_partition(i, &paths[i], lists, &gen_dirs))
         .collect::<Result<Vec<()>>>()?;
     for (seg, d) in staged.into_iter().zip(&gen_dirs) {
         parquet::write_atomic(
@@ -322,22 +302,30 @@ fn write_segments(
     Ok(())
 }
 
-/// Writes part `i` of every fetch list (`lists[segment][i]`, row indices into `batch`,
-/// best first) into its segment's `crawl_generate` directory (`gen_dirs[segment]`),
-/// hosts interleaved.
+/// Writes part `i` of every fetch list (`lists[segment][i]`, row numbers of the
+/// crawldb part `path`, best first) into its segment's `crawl_generate` directory
+/// (`gen_dirs[segment]`), hosts interleaved. Reads only those rows: memory is the
+/// part's share of the fetch lists, never the part.
 fn write_partition(
     i: usize,
-    batch: &RecordBatch,
-    lists: &[Vec<Vec<u32>>],
+    path: &Path,
+    lists: &select::Lists,
     gen_dirs: &[PathBuf],
 ) -> Result<()> {
-    let hosts = select::HostIds::new(batch)?;
+    let mut rows: Vec<u32> = lists.iter().flat_map(|l| l[i].iter().copied()).collect();
+    rows.sort_unstable();
+    let batch = select::read_rows(path, &rows)?;
+    let hosts = select::HostIds::new(&batch)?;
     for (list, d) in lists.iter().zip(gen_dirs) {
         let mut w = PartWriter::<CrawlDatum>::create(&d.join(parquet::part_name(i)))?;
-        let rows = &list[i];
-        if !rows.is_empty() {
-            let idx = UInt32Array::from(select::interleave(&hosts, rows));
-            let b = arrow::compute::take_record_batch(batch, &idx)
+        if !list[i].is_empty() {
+            // Row numbers to indices into `batch` (which holds `rows`, ascending).
+            let idx: Vec<u32> = list[i]
+                .iter()
+                .map(|r| rows.partition_point(|x| x < r) as u32)
+                .collect();
+            let idx = UInt32Array::from(select::interleave(&hosts, &idx));
+            let b = arrow::compute::take_record_batch(&batch, &idx)
                 .map_err(|e| crate::error::Error::arrow("generate", e))?;
             w.write_batch(&b)?;
         }

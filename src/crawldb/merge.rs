@@ -252,9 +252,11 @@ where
     if part.is_file() {
         let schema = CrawlDatum::schema();
         let file = File::open(part).map_err(|e| Error::io(part, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| Error::parquet(part, e))?
-            .with_batch_size(parquet::ROW_GROUP_ROWS)
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(part, e))?;
+        let rows = parquet::batch_rows(builder.metadata());
+        let reader = builder
+            .with_batch_size(rows)
             .build()
             .map_err(|e| Error::parquet(part, e))?;
         for batch in reader {

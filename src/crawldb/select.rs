@@ -7,19 +7,27 @@
 //!   index orders it like its URL; the per-host cap therefore breaks score ties by
 //!   row index and never looks at a string. The rows of a host come in runs (mostly
 //!   one run), and each run is trimmed to `max_per_host` as it grows.
-//! * [`plan`] finds, from the candidates' scores alone, the smallest set of rows per
-//!   part that surely holds the final selection (everything above the global score
-//!   threshold, and at the threshold only as many ties as can still be taken).
-//! * Pass 2 ([`read_rows`]) reads each part once more and keeps those rows as Arrow
-//!   arrays (a filter); [`select`] orders them exactly (score descending, URL
-//!   ascending), applies the per-domain cap across parts and cuts the fetch lists;
-//!   [`interleave`] orders each list's rows of a part so hosts alternate, and the
-//!   rows are written with one `take` per list.
+//!   The candidates kept are at most `limit` (= top_n x segments) per part at any
+//!   time (completed runs are trimmed to the best `limit` as they pile up), so pass 1
+//!   holds O(parts x limit x 16 bytes), never O(rows).
+//! * [`choose`] makes the exact selection (score descending, then URL ascending, the
+//!   per-domain cap across parts, the first `limit` cut into fetch lists). Without a
+//!   per-domain cap, the global order restricted to one part is the part's own
+//!   order, so each fetch list takes a prefix of every part's candidates:
+//!   [`top_prefixes`] finds the prefixes from the scores, and where candidates of
+//!   several parts tie at a cut it merges just their URLs, streamed from the part
+//!   files a batch at a time. With a per-domain cap, [`plan`] finds from the scores
+//!   the rows that can make the cut and their URLs (only) are read and merged.
+//! * Pass 2 ([`read_rows`]) reads, per part, only the rows of its fetch lists (a
+//!   Parquet row selection, all columns); [`interleave`] orders each list's rows of
+//!   a part so hosts alternate, and the rows are written with one `take` per list.
+//!   Parts are written a few at a time (rayon), so pass 2 holds the selected rows of
+//!   about `threads` parts: O(top_n / partitions x row size) each.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::parquet::arrow::ProjectionMask;
@@ -90,8 +98,8 @@ fn trim(v: &mut Vec<Cand>, from: usize, k: usize) {
 /// Pass 1 result for one part.
 #[derive(Debug, Default)]
 pub struct Ranked {
-    /// The part's best candidates (at most `limit`, at most `max_per_key` per key);
-    /// sorted by [`better`] when capping by domain, else in any order.
+    /// The part's best candidates (at most `limit`, at most `max_per_key` per key),
+    /// sorted by [`better`].
     pub cands: Vec<Cand>,
     /// Key names (host, or registrable domain), indexed by [`Cand::key`].
     pub keys: Vec<Box<str>>,
@@ -180,6 +188,7 @@ fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> 
         roots.push(hint.index_of(w).map_err(|_| bad_column(path, w))?);
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let batch = parquet::batch_rows(builder.metadata());
     drop(builder);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     ParquetRecordBatchReaderBuilder::try_new_with_options(
@@ -188,7 +197,7 @@ fn rank_reader(path: &Path, with_url: bool) -> Result<ParquetRecordBatchReader> 
     )
     .map_err(|e| Error::parquet(path, e))?
     .with_projection(mask)
-    .with_batch_size(parquet::ROW_GROUP_ROWS)
+    .with_batch_size(batch)
     .build()
     .map_err(|e| Error::parquet(path, e))
 }
@@ -328,6 +337,17 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
                     }
                     split_runs |= seen[key as usize];
                 }
+                // Keep the best `limit` of the completed runs, capping each key over
+                // its runs first when keys came in several runs: a row this drops has
+                // `limit` better rows, and a later run that evicts one of them (cap)
+                // brings a better row still. Pass 1 thus holds O(limit) candidates,
+                // whatever the part's size.
+                if ents.len() >= 2 * rules.limit.max(1) {
+                    if split_runs {
+                        cap_per_key(&mut ents, k);
+                    }
+                    trim(&mut ents, 0, rules.limit);
+                }
                 run_start = ents.len();
                 run_key = Some(key);
             }
@@ -348,10 +368,10 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
         // http and https): cap each key over all its runs.
         cap_per_key(&mut ents, k);
     }
-    trim(&mut ents, 0, rules.limit);
-    if rules.by_domain && rules.capped() {
-        ents.sort_unstable_by(better);
-    }
+    // Sorting first, then cutting, keeps already ordered candidates (rows in URL
+    // order, scores tied: a fresh crawldb) a linear pass.
+    ents.sort_unstable_by(better);
+    ents.truncate(rules.limit);
     ents.shrink_to_fit();
     out.cands = ents;
     out.keys = keys.names;
@@ -410,45 +430,38 @@ fn walk_by_score(parts: &[Ranked], mut f: impl FnMut(usize, usize) -> bool) {
     }
 }
 
-/// Per part, the candidates that may make the final selection, sorted by row.
+/// With a per-domain cap: per part, the candidates that may make the final
+/// selection, sorted by row.
 #[derive(Debug, Default)]
-pub struct Plan {
-    /// `rows[part]`: candidates to read in pass 2, by row ascending.
-    pub rows: Vec<Vec<Cand>>,
-    /// With `by_domain`: the global domain id of each part's key ids.
-    pub domains: Vec<Vec<u32>>,
+struct Plan {
+    /// `rows[part]`: candidates whose URLs are read, by row ascending.
+    rows: Vec<Vec<Cand>>,
+    /// The global domain id of each part's key ids.
+    domains: Vec<Vec<u32>>,
 }
 
-/// Finds, from scores alone, the candidates that surely contain the final
-/// selection: the best `limit` (after the per-domain cap across parts) by score
-/// decide a threshold score; everything better is kept, and at the threshold (and
-/// at a full domain's lowest kept score) the ties, which only URLs can order.
-pub fn plan(parts: &[Ranked], rules: &Rules) -> Plan {
+/// With a per-domain cap (`rules.by_domain`, `max_per_key > 0`): finds, from scores
+/// alone, the candidates that surely contain the final selection: the best `limit`
+/// (after the per-domain cap across parts) by score decide a threshold score;
+/// everything better is kept, and at the threshold (and at a full domain's lowest
+/// kept score) the ties, which only URLs can order.
+fn plan(parts: &[Ranked], rules: &Rules) -> Plan {
     let n = parts.len();
-    let by_domain = rules.by_domain && rules.capped();
     // Global domain ids.
     let mut domains: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut ndomains = 0usize;
-    if by_domain {
-        let mut ids: HashMap<&str, u32> = HashMap::new();
-        for (p, r) in parts.iter().enumerate() {
-            domains[p] = r
-                .keys
-                .iter()
-                .map(|name| {
-                    *ids.entry(name).or_insert_with(|| {
-                        ndomains += 1;
-                        (ndomains - 1) as u32
-                    })
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    for (p, r) in parts.iter().enumerate() {
+        domains[p] = r
+            .keys
+            .iter()
+            .map(|name| {
+                *ids.entry(name).or_insert_with(|| {
+                    ndomains += 1;
+                    (ndomains - 1) as u32
                 })
-                .collect();
-        }
-    }
-    if !by_domain {
-        return Plan {
-            rows: plan_by_score(parts, rules.limit),
-            domains,
-        };
+            })
+            .collect();
     }
     // Walk by score: count what the domain caps let through up to `limit`.
     let mut counts = vec![0usize; ndomains];
@@ -498,86 +511,319 @@ pub fn plan(parts: &[Ranked], rules: &Rules) -> Plan {
     Plan { rows, domains }
 }
 
-/// [`plan`] without a per-domain cap: the `limit`-th best score over all parts is
-/// the threshold; every candidate above it is kept, and of those tied at it, the
-/// first `needed` rows (= URLs) of each part, `needed` being what is left to take.
-fn plan_by_score(parts: &[Ranked], limit: usize) -> Vec<Vec<Cand>> {
-    use rayon::prelude::*;
+/// The fetch lists: `lists[segment][part]` = the rows (row numbers in the part)
+/// of that part in that list, best first (score descending, then URL ascending).
+pub type Lists = Vec<Vec<Vec<u32>>>;
+
+/// The exact selection from the parts' candidates (`parts[p]` ranked by
+/// [`rank_part`] from `paths[p]`): every part's candidates ordered by score
+/// descending, then URL ascending, the per-domain cap applied across parts, the first
+/// `rules.limit` cut into fetch lists of `per_list`.
+///
+/// Without a per-domain cap, the global order restricted to one part is the part's
+/// own order ([`better`]: within a part, row order is URL order), so each list takes
+/// a prefix of every part's candidates: [`top_prefixes`] finds them from scores and
+/// reads only URLs tied at a cut, streaming. With a per-domain cap, the URLs of the
+/// planned rows ([`plan`]) are read and merged.
+pub fn choose(
+    paths: &[PathBuf],
+    parts: &[Ranked],
+    rules: &Rules,
+    per_list: usize,
+) -> Result<Lists> {
+    if rules.by_domain && rules.capped() {
+        return choose_by_domain(paths, parts, rules, per_list);
+    }
     let total: usize = parts.iter().map(|r| r.cands.len()).sum();
-    let threshold = (total > limit && limit > 0).then(|| {
-        let mut scores: Vec<f64> = parts
-            .iter()
-            .flat_map(|r| r.cands.iter().map(|c| c.score))
-            .collect();
-        *scores
-            .select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a))
-            .1
-    });
-    let above = |c: &Cand, t: f64| c.score.total_cmp(&t) == Ordering::Greater;
-    let needed = threshold.map(|t| {
-        limit
-            - parts
+    let end = total.min(rules.limit);
+    let per_list = per_list.max(1);
+    let cuts: Vec<usize> = (1..)
+        .map(|j| (j * per_list).min(end))
+        .take(end.div_ceil(per_list))
+        .collect();
+    let mut lists = Vec::new();
+    let mut from = vec![0usize; parts.len()];
+    for to in top_prefixes(paths, parts, &cuts)? {
+        lists.push(
+            parts
                 .iter()
-                .map(|r| r.cands.iter().filter(|c| above(c, t)).count())
-                .sum::<usize>()
-    });
-    parts
-        .par_iter()
-        .map(|r| {
-            let Some(t) = threshold else {
-                let mut v = r.cands.clone();
-                v.sort_unstable_by_key(|c| c.row);
-                return v;
-            };
-            let mut v: Vec<Cand> = r.cands.iter().filter(|c| above(c, t)).copied().collect();
-            let mut ties: Vec<Cand> = r
-                .cands
-                .iter()
-                .filter(|c| c.score.total_cmp(&t) == Ordering::Equal)
-                .copied()
-                .collect();
-            let needed = needed.unwrap_or(0);
-            if ties.len() > needed {
-                if needed == 0 {
-                    ties.clear();
-                } else {
-                    ties.select_nth_unstable_by_key(needed - 1, |c| c.row);
-                    ties.truncate(needed);
-                }
-            }
-            v.extend(ties);
-            v.sort_unstable_by_key(|c| c.row);
-            v
-        })
-        .collect()
+                .enumerate()
+                .map(|(p, r)| r.cands[from[p]..to[p]].iter().map(|c| c.row).collect())
+                .collect(),
+        );
+        from = to;
+    }
+    Ok(lists)
 }
 
-/// Pass 2: reads the part at `path` and keeps the rows `rows` (ascending), as one
-/// record batch with the crawldb schema, in row order. Only those rows are decoded
-/// (a Parquet row selection; the others are skipped).
-pub fn read_rows(path: &Path, rows: &[Cand]) -> Result<RecordBatch> {
-    let schema = CrawlDatum::schema();
-    if rows.is_empty() {
-        return Ok(RecordBatch::new_empty(schema));
+/// [`choose`] with a per-domain cap.
+fn choose_by_domain(
+    paths: &[PathBuf],
+    parts: &[Ranked],
+    rules: &Rules,
+    per_list: usize,
+) -> Result<Lists> {
+    use rayon::prelude::*;
+    let plan = plan(parts, rules);
+    let urls = paths
+        .par_iter()
+        .zip(&plan.rows)
+        .map(|(path, cands)| {
+            let rows: Vec<u32> = cands.iter().map(|c| c.row).collect();
+            read_urls(path, &rows)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let cands: Vec<&[Cand]> = plan.rows.iter().map(Vec::as_slice).collect();
+    let lists = select_by_domain(&cands, &urls, &plan, rules, per_list);
+    Ok(lists
+        .into_iter()
+        .map(|list| {
+            list.into_iter()
+                .enumerate()
+                .map(|(p, idx)| {
+                    idx.into_iter()
+                        .map(|i| plan.rows[p][i as usize].row)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// The score of the `m`-th best candidate of all parts (`1 <= m <=` their count;
+/// each part sorted by [`better`]): a selection over sorted runs, halving the
+/// widest part's window each step (O(parts x log² rows)), nothing copied.
+fn kth_score(parts: &[Ranked], m: usize) -> f64 {
+    let mut lo = vec![0usize; parts.len()];
+    let mut hi: Vec<usize> = parts.iter().map(|r| r.cands.len()).collect();
+    loop {
+        let Some(p) = (0..parts.len())
+            .filter(|&p| hi[p] > lo[p])
+            .max_by_key(|&p| hi[p] - lo[p])
+        else {
+            // Unreachable for 1 <= m <= count; the lowest score is a safe answer.
+            return parts
+                .iter()
+                .filter_map(|r| r.cands.last().map(|c| c.score))
+                .min_by(f64::total_cmp)
+                .unwrap_or(0.0);
+        };
+        let pivot = parts[p].cands[(lo[p] + hi[p]) / 2].score;
+        let gt: Vec<usize> = parts
+            .iter()
+            .map(|r| {
+                r.cands
+                    .partition_point(|c| c.score.total_cmp(&pivot) == Ordering::Greater)
+            })
+            .collect();
+        let ge: Vec<usize> = parts
+            .iter()
+            .map(|r| {
+                r.cands
+                    .partition_point(|c| c.score.total_cmp(&pivot) != Ordering::Less)
+            })
+            .collect();
+        if gt.iter().sum::<usize>() >= m {
+            // The answer is better than the pivot.
+            for (h, g) in hi.iter_mut().zip(&gt) {
+                *h = (*h).min(*g);
+            }
+        } else if ge.iter().sum::<usize>() < m {
+            // The answer is worse than the pivot.
+            for (l, g) in lo.iter_mut().zip(&ge) {
+                *l = (*l).max(*g);
+            }
+        } else {
+            return pivot;
+        }
     }
-    let changed = || Error::crawl_dir(path, "crawldb part changed while generate was reading it");
+}
+
+/// For each cut `m` of `cuts` (ascending): how many of each part's candidates
+/// (sorted by [`better`]) the best `m` of all parts take (by score descending, then
+/// URL ascending). Everything scored above the `m`-th best score is in; of the
+/// candidates tied at it, the parts' tie runs (each in URL order) are merged by URL,
+/// streaming only their URLs from the part files (`paths`), until `m` are taken.
+/// Cuts that fall in the same tie share one merge.
+fn top_prefixes(paths: &[PathBuf], parts: &[Ranked], cuts: &[usize]) -> Result<Vec<Vec<usize>>> {
+    let lens: Vec<usize> = parts.iter().map(|r| r.cands.len()).collect();
+    let total: usize = lens.iter().sum();
+    let mut out = Vec::with_capacity(cuts.len());
+    let mut i = 0usize;
+    while i < cuts.len() {
+        let m = cuts[i];
+        if m >= total || m == 0 {
+            out.push(if m == 0 {
+                vec![0; parts.len()]
+            } else {
+                lens.clone()
+            });
+            i += 1;
+            continue;
+        }
+        let t = kth_score(parts, m);
+        let mut stops = vec![m];
+        i += 1;
+        while i < cuts.len()
+            && cuts[i] < total
+            && kth_score(parts, cuts[i]).total_cmp(&t) == Ordering::Equal
+        {
+            stops.push(cuts[i]);
+            i += 1;
+        }
+        let above: Vec<usize> = parts
+            .iter()
+            .map(|r| {
+                r.cands
+                    .partition_point(|c| c.score.total_cmp(&t) == Ordering::Greater)
+            })
+            .collect();
+        let base: usize = above.iter().sum();
+        let needed: Vec<usize> = stops.iter().map(|m| m - base).collect();
+        let most = needed.last().copied().unwrap_or(0);
+        // Each part's tie run at `t` (rows ascending = URLs ascending), at most `most`.
+        let ties: Vec<(usize, Vec<u32>)> = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(p, r)| {
+                let run: Vec<u32> = r.cands[above[p]..]
+                    .iter()
+                    .take_while(|c| c.score.total_cmp(&t) == Ordering::Equal)
+                    .take(most)
+                    .map(|c| c.row)
+                    .collect();
+                (!run.is_empty()).then_some((p, run))
+            })
+            .collect();
+        for taken in merge_ties(paths, &ties, &needed)? {
+            let mut to = above.clone();
+            for (j, (p, _)) in ties.iter().enumerate() {
+                to[*p] += taken[j];
+            }
+            out.push(to);
+        }
+    }
+    Ok(out)
+}
+
+/// URLs read at a time per part when merging tie runs.
+const MERGE_BATCH: usize = 8 * 1024;
+
+/// Merges the tie runs `ties` (`(part, rows ascending)`) by URL; for each stop of
+/// `stops` (ascending), how many of the first `stop` URLs each run gives. Holds one
+/// batch of URLs per run.
+fn merge_ties(
+    paths: &[PathBuf],
+    ties: &[(usize, Vec<u32>)],
+    stops: &[usize],
+) -> Result<Vec<Vec<usize>>> {
+    use std::cmp::Reverse;
+    if let [_] = ties {
+        return Ok(stops.iter().map(|&s| vec![s]).collect());
+    }
+    let mut cursors = ties
+        .iter()
+        .map(|(p, rows)| UrlCursor::open(&paths[*p], rows))
+        .collect::<Result<Vec<_>>>()?;
+    let mut heap: BinaryHeap<Reverse<(String, usize)>> = BinaryHeap::new();
+    for (j, c) in cursors.iter_mut().enumerate() {
+        if let Some(u) = c.next_url()? {
+            heap.push(Reverse((u, j)));
+        }
+    }
+    let mut taken = vec![0usize; ties.len()];
+    let mut out = Vec::with_capacity(stops.len());
+    let mut popped = 0usize;
+    for &stop in stops {
+        while popped < stop {
+            let Some(Reverse((_, j))) = heap.pop() else {
+                return Err(Error::crawl_dir(
+                    &paths[ties[0].0],
+                    "crawldb part changed while generate was reading it",
+                ));
+            };
+            popped += 1;
+            taken[j] += 1;
+            if let Some(u) = cursors[j].next_url()? {
+                heap.push(Reverse((u, j)));
+            }
+        }
+        out.push(taken.clone());
+    }
+    Ok(out)
+}
+
+/// Streams the URLs of some rows of a part, [`MERGE_BATCH`] at a time.
+struct UrlCursor {
+    path: PathBuf,
+    reader: ParquetRecordBatchReader,
+    batch: Option<StringArray>,
+    at: usize,
+}
+
+impl UrlCursor {
+    fn open(path: &Path, rows: &[u32]) -> Result<Self> {
+        Ok(UrlCursor {
+            path: path.to_path_buf(),
+            reader: selected_reader(path, rows, Some("url"), MERGE_BATCH)?,
+            batch: None,
+            at: 0,
+        })
+    }
+
+    /// The next URL, `None` at the end.
+    fn next_url(&mut self) -> Result<Option<String>> {
+        loop {
+            if let Some(b) = &self.batch
+                && self.at < b.len()
+            {
+                self.at += 1;
+                return Ok(Some(b.value(self.at - 1).to_string()));
+            }
+            let Some(next) = self.reader.next() else {
+                return Ok(None);
+            };
+            let next = next.map_err(|e| Error::arrow(self.path.display().to_string(), e))?;
+            let urls = next
+                .column(0)
+                .as_string_opt::<i32>()
+                .ok_or_else(|| bad_column(&self.path, "url"))?;
+            self.batch = Some(urls.clone());
+            self.at = 0;
+        }
+    }
+}
+
+/// A reader of the rows `rows` (ascending, distinct) of the part at `path`, all
+/// columns or only `column`, `batch_size` rows at a time. Only those rows are
+/// decoded (a Parquet row selection; the others are skipped).
+fn selected_reader(
+    path: &Path,
+    rows: &[u32],
+    column: Option<&str>,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder =
+    let mut builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let rows_per_batch = parquet::batch_rows(builder.metadata());
     let mut selectors = Vec::new();
     let mut at = 0u64;
     let mut i = 0usize;
     while i < rows.len() {
-        let start = rows[i].row as u64;
+        let start = rows[i] as u64;
         let mut end = start + 1;
         i += 1;
-        while i < rows.len() && rows[i].row as u64 == end {
+        while i < rows.len() && rows[i] as u64 == end {
             end += 1;
             i += 1;
         }
         if start < at || end > total {
-            return Err(changed());
+            return Err(Error::crawl_dir(
+                path,
+                "crawldb part changed while generate was reading it",
+            ));
         }
         if start > at {
             selectors.push(RowSelector::skip((start - at) as usize));
@@ -588,31 +834,71 @@ pub fn read_rows(path: &Path, rows: &[Cand]) -> Result<RecordBatch> {
     if total > at {
         selectors.push(RowSelector::skip((total - at) as usize));
     }
-    let reader = builder
+    if let Some(name) = column {
+        let idx = builder
+            .schema()
+            .index_of(name)
+            .map_err(|_| bad_column(path, name))?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), [idx]);
+        builder = builder.with_projection(mask);
+    }
+    builder
         .with_row_selection(RowSelection::from(selectors))
         .with_row_selection_policy(RowSelectionPolicy::Selectors)
-        .with_batch_size(parquet::ROW_GROUP_ROWS)
+        .with_batch_size(batch_size.min(rows_per_batch))
         .build()
-        .map_err(|e| Error::parquet(path, e))?;
+        .map_err(|e| Error::parquet(path, e))
+}
+
+/// Pass 2: the rows `rows` (ascending, distinct) of the part at `path` as one record
+/// batch with the crawldb schema, in row order.
+pub fn read_rows(path: &Path, rows: &[u32]) -> Result<RecordBatch> {
+    let schema = CrawlDatum::schema();
+    if rows.is_empty() {
+        return Ok(RecordBatch::new_empty(schema));
+    }
     let arrow_err = |e: arrow::error::ArrowError| Error::arrow(path.display().to_string(), e);
     let mut picked = Vec::new();
-    for batch in reader {
+    for batch in selected_reader(path, rows, None, parquet::READ_BATCH_ROWS)? {
         let b = batch.map_err(arrow_err)?;
         picked.push(RecordBatch::try_new(schema.clone(), b.columns().to_vec()).map_err(arrow_err)?);
     }
     let all = arrow::compute::concat_batches(&schema, &picked).map_err(arrow_err)?;
     if all.num_rows() != rows.len() {
-        return Err(changed());
+        return Err(Error::crawl_dir(
+            path,
+            "crawldb part changed while generate was reading it",
+        ));
     }
     Ok(all)
 }
 
-/// One part's pass-2 rows with what ordering them needs.
-pub struct PartRows<'a> {
-    /// The rows read (crawldb schema), aligned with `cands`.
-    pub batch: &'a RecordBatch,
-    /// Their candidates.
-    pub cands: &'a [Cand],
+/// The URLs of the rows `rows` (ascending, distinct) of the part at `path`.
+fn read_urls(path: &Path, rows: &[u32]) -> Result<StringArray> {
+    let arrow_err = |e: arrow::error::ArrowError| Error::arrow(path.display().to_string(), e);
+    let mut arrays = Vec::new();
+    if !rows.is_empty() {
+        for batch in selected_reader(path, rows, Some("url"), parquet::READ_BATCH_ROWS)? {
+            arrays.push(batch.map_err(arrow_err)?.column(0).clone());
+        }
+    }
+    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+    let all = if refs.is_empty() {
+        StringArray::from(Vec::<&str>::new())
+    } else {
+        arrow::compute::concat(&refs)
+            .map_err(arrow_err)?
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad_column(path, "url"))?
+            .clone()
+    };
+    if all.len() != rows.len() {
+        return Err(Error::crawl_dir(
+            path,
+            "crawldb part changed while generate was reading it",
+        ));
+    }
+    Ok(all)
 }
 
 fn strings<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
@@ -621,28 +907,26 @@ fn strings<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray> {
         .ok_or_else(|| Error::arrow("generate", format!("crawldb rows without a {name} column")))
 }
 
-/// The exact selection: merges the planned rows of all parts by score descending,
-/// then URL ascending (within a part, row order is URL order, so URLs are compared
-/// only between parts), applies the per-domain cap across parts, keeps the first
-/// `limit` and cuts them into fetch lists of `per_list`. Returns, per list, per
-/// part, the indices into that part's batch, best first.
-pub fn select(
-    parts: &[PartRows<'_>],
+/// With a per-domain cap: merges the planned rows of all parts (`parts[p]` the
+/// candidates of `plan.rows[p]`, `urls[p]` their URLs) by score descending, then URL
+/// ascending (within a part, row order is URL order, so URLs are compared only
+/// between parts), applies the per-domain cap across parts, keeps the first `limit`
+/// and cuts them into fetch lists of `per_list`. Returns, per list, per part, the
+/// indices into that part's planned rows, best first.
+fn select_by_domain(
+    parts: &[&[Cand]],
+    urls: &[StringArray],
     plan: &Plan,
     rules: &Rules,
     per_list: usize,
-) -> Result<Vec<Vec<Vec<u32>>>> {
+) -> Lists {
     use rayon::prelude::*;
-    let urls = parts
-        .iter()
-        .map(|p| strings(p.batch, "url"))
-        .collect::<Result<Vec<_>>>()?;
     // Each part's indices, best first.
     let orders: Vec<Vec<u32>> = parts
         .par_iter()
         .map(|p| {
-            let mut o: Vec<u32> = (0..p.cands.len() as u32).collect();
-            o.sort_unstable_by(|&a, &b| better(&p.cands[a as usize], &p.cands[b as usize]));
+            let mut o: Vec<u32> = (0..p.len() as u32).collect();
+            o.sort_unstable_by(|&a, &b| better(&p[a as usize], &p[b as usize]));
             o
         })
         .collect();
@@ -673,14 +957,13 @@ pub fn select(
     }
     let head = |part: usize, at: usize| {
         orders[part].get(at).map(|&i| Head {
-            score: parts[part].cands[i as usize].score,
+            score: parts[part][i as usize].score,
             url: urls[part].value(i as usize),
             part,
             at,
         })
     };
     let mut heap: BinaryHeap<Head<'_>> = (0..parts.len()).filter_map(|p| head(p, 0)).collect();
-    let by_domain = rules.by_domain && rules.capped();
     let mut counts: HashMap<u32, usize> = HashMap::new();
     let mut lists: Vec<Vec<Vec<u32>>> = Vec::new();
     let mut taken = 0usize;
@@ -692,14 +975,12 @@ pub fn select(
         if let Some(next) = head(p, h.at + 1) {
             heap.push(next);
         }
-        if by_domain {
-            let key = parts[p].cands[i as usize].key;
-            let cnt = counts.entry(plan.domains[p][key as usize]).or_default();
-            if *cnt >= rules.max_per_key {
-                continue;
-            }
-            *cnt += 1;
+        let key = parts[p][i as usize].key;
+        let cnt = counts.entry(plan.domains[p][key as usize]).or_default();
+        if *cnt >= rules.max_per_key {
+            continue;
         }
+        *cnt += 1;
         let j = taken / per_list.max(1);
         if lists.len() <= j {
             lists.push(vec![Vec::new(); parts.len()]);
@@ -707,7 +988,7 @@ pub fn select(
         lists[j][p].push(i);
         taken += 1;
     }
-    Ok(lists)
+    lists
 }
 
 /// The hosts of a part's pass-2 rows as dense ids numbered in host-name order
@@ -818,26 +1099,24 @@ mod tests {
             .iter()
             .map(|p| rank_part(p, rules, &HashSet::new()).unwrap())
             .collect();
-        let plan = plan(&ranked, rules);
-        let batches: Vec<RecordBatch> = paths
-            .iter()
-            .zip(&plan.rows)
-            .map(|(p, rows)| read_rows(p, rows).unwrap())
-            .collect();
-        let parts: Vec<PartRows<'_>> = batches
-            .iter()
-            .zip(&plan.rows)
-            .map(|(batch, cands)| PartRows { batch, cands })
-            .collect();
-        let lists = select(&parts, &plan, rules, per_list).unwrap();
+        let lists = choose(paths, &ranked, rules, per_list).unwrap();
+        // As generate writes them: per part, the rows of all lists read at once.
         lists
             .iter()
             .map(|list| {
                 list.iter()
                     .enumerate()
                     .map(|(p, rows)| {
-                        let urls = strings(&batches[p], "url").unwrap();
-                        interleave(&HostIds::new(&batches[p]).unwrap(), rows)
+                        let mut all: Vec<u32> =
+                            lists.iter().flat_map(|l| l[p].iter().copied()).collect();
+                        all.sort_unstable();
+                        let batch = read_rows(&paths[p], &all).unwrap();
+                        let idx: Vec<u32> = rows
+                            .iter()
+                            .map(|r| all.partition_point(|x| x < r) as u32)
+                            .collect();
+                        let urls = strings(&batch, "url").unwrap();
+                        interleave(&HostIds::new(&batch).unwrap(), &idx)
                             .into_iter()
                             .map(|r| urls.value(r as usize).to_string())
                             .collect()
@@ -889,9 +1168,16 @@ mod tests {
         assert_eq!(rows, [1, 0]);
         assert_eq!(&*r.keys[r.cands[0].key as usize], "a.test");
 
-        // The planned rows are read, in row order, with all columns.
-        let plan = plan(std::slice::from_ref(&r), &rules);
-        let b = read_rows(&path, &plan.rows[0]).unwrap();
+        // The chosen rows are read, in row order, with all columns.
+        let lists = choose(
+            std::slice::from_ref(&path),
+            std::slice::from_ref(&r),
+            &rules,
+            10,
+        )
+        .unwrap();
+        assert_eq!(lists, [[[1, 0]]]);
+        let b = read_rows(&path, &[0, 1]).unwrap();
         let urls: Vec<&str> = strings(&b, "url").unwrap().iter().flatten().collect();
         assert_eq!(urls, ["http://a.test/1", "http://a.test/2"]);
         assert_eq!(b.schema(), CrawlDatum::schema());
@@ -1041,6 +1327,47 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Ties spanning parts longer than one merge batch, cut into several lists
+    /// inside the tie: the streamed URL merge gives the plain rules' answer.
+    #[test]
+    fn long_ties_across_parts_are_merged_by_url() {
+        let t = tempfile::tempdir().unwrap();
+        let nparts = 3;
+        let mut parts: Vec<Vec<CrawlDatum>> = vec![Vec::new(); nparts];
+        let mut g = Lcg(11);
+        for h in 0..1000 {
+            let host = format!("h{h}.test");
+            let p = partition_for(&host, nparts);
+            for k in 0..40 {
+                // Mostly tied at 1.0; a few better rows above the tie.
+                let score = if g.next(50) == 0 { 2.0 } else { 1.0 };
+                parts[p].push(datum(&format!("http://{host}/{k}"), &host, score));
+            }
+        }
+        for rows in &mut parts {
+            rows.sort_by(|a, b| a.url.cmp(&b.url));
+        }
+        let paths: Vec<_> = (0..nparts)
+            .map(|p| {
+                let path = t.path().join(format!("p{p}.parquet"));
+                write_part(&path, parts[p].clone());
+                path
+            })
+            .collect();
+        for max_per_key in [0, 30] {
+            let rules = Rules {
+                now: 500,
+                min_score: 0.0,
+                max_per_key,
+                by_domain: false,
+                limit: 25_000,
+            };
+            let got = run(&paths, &rules, 9_000);
+            assert_eq!(got.len(), 3);
+            assert_eq!(got, reference(&parts, &rules, 9_000), "{rules:?}");
         }
     }
 

@@ -97,9 +97,11 @@ impl DatumStream {
 /// Opens a crawldb part as an owned iterator of decoded batches.
 fn open_batches(path: &Path) -> Result<Batches> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::parquet(path, e))?
-        .with_batch_size(parquet::ROW_GROUP_ROWS)
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let rows = parquet::batch_rows(builder.metadata());
+    let reader = builder
+        .with_batch_size(rows)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     let p = path.to_path_buf();

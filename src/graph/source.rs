@@ -14,7 +14,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::store::integrity::{self, Check};
 use crate::store::layout::CrawlDir;
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, ROW_GROUP_ROWS};
+use crate::store::parquet;
 
 /// The kind of rows an edge file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +197,7 @@ pub fn read_columns(
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let schema = builder.schema().clone();
+    let batch = parquet::batch_rows(builder.metadata());
     let mut roots = Vec::with_capacity(names.len());
     for name in names {
         let idx = schema.index_of(name).map_err(|_| {
@@ -210,7 +211,7 @@ pub fn read_columns(
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
     let reader = builder
         .with_projection(mask)
-        .with_batch_size(ROW_GROUP_ROWS)
+        .with_batch_size(batch)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     // The projected batch keeps the file's column order; reorder to `names`.

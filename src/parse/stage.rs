@@ -195,9 +195,11 @@ fn run_partition(
     let mut text_w = PartWriter::<ParseTextRecord>::create(&sh.text_ds.part_path(i))?;
     let mut data_w = PartWriter::<ParseDataRecord>::create(&sh.data_ds.part_path(i))?;
     let file = File::open(part).at(part)?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::parquet(part, e))?
-        .with_batch_size(BATCH_ROWS)
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(part, e))?;
+    let rows = BATCH_ROWS.min(parquet::batch_rows(builder.metadata()));
+    let reader = builder
+        .with_batch_size(rows)
         .build()
         .map_err(|e| Error::parquet(part, e))?;
     for batch in reader {

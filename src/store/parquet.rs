@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use ::parquet::basic::{Compression, ZstdLevel};
+use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -26,8 +27,55 @@ use super::storage::{LocalFs, Storage};
 use crate::datum::fields_of;
 use crate::error::{Error, IoContext, Result};
 
-/// Rows per Parquet row group (and per in-memory batch when streaming).
+/// Rows per Parquet row group at most (and per in-memory batch when streaming).
 pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+
+/// Uncompressed bytes per Parquet row group at most (the Arrow size of its rows):
+/// whichever of this and [`ROW_GROUP_ROWS`] is reached first closes a row group, so
+/// a reader (trawl, DuckDB, Spark) never holds more than about 64 MiB of one part's
+/// column chunks at once, whatever the rows hold (page bodies, texts). A row group
+/// may pass it by one row larger than the budget.
+pub const ROW_GROUP_BYTES: usize = 64 * 1024 * 1024;
+
+/// Bytes of rows a [`PartWriter`] buffers as values before encoding them to Arrow.
+const ENCODE_BATCH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Rows a [`PartWriter`] buffers before it knows their size.
+const FIRST_BATCH_ROWS: usize = 256;
+
+/// Uncompressed bytes per record batch read, at most (see [`batch_rows`]).
+pub const READ_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Rows per record batch read by row selections (generate's pass 2).
+pub const READ_BATCH_ROWS: usize = ROW_GROUP_ROWS;
+
+/// The batch size to read a Parquet file with: [`ROW_GROUP_ROWS`] rows, fewer when
+/// its widest row group's rows (uncompressed size from the footer) would make a
+/// batch larger than [`READ_BATCH_BYTES`]: crawldb rows are read 64Ki at a time,
+/// page bodies a few at a time.
+pub fn batch_rows(meta: &ParquetMetaData) -> usize {
+    let widest = meta
+        .row_groups()
+        .iter()
+        .filter(|g| g.num_rows() > 0)
+        .map(|g| g.total_byte_size().max(0) as usize / g.num_rows() as usize)
+        .max()
+        .unwrap_or(0);
+    (READ_BATCH_BYTES / widest.max(1)).clamp(1, ROW_GROUP_ROWS)
+}
+
+/// The exact size of a batch's data (its slices, not the buffers they share).
+fn batch_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
+}
 
 /// Name of the marker file a complete dataset carries; it holds the dataset's
 /// manifest ([`integrity::Manifest`]).
@@ -42,6 +90,13 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync + Sized {
     /// ([`serde_batch`]) unless the type builds its columns itself.
     fn encode(rows: &[Self]) -> Result<RecordBatch> {
         serde_batch(rows)
+    }
+
+    /// The bytes of the row's large values (page bodies, texts, link lists), which
+    /// [`PartWriter`] counts to encode rows before they pile up; 0 for rows of small
+    /// fields only (their size is measured once encoded).
+    fn heavy_bytes(&self) -> usize {
+        0
     }
 }
 
@@ -78,7 +133,8 @@ pub fn from_batch<R: Record>(batch: &RecordBatch) -> Result<Vec<R>> {
     serde_arrow::from_record_batch(batch).map_err(|e| Error::arrow(std::any::type_name::<R>(), e))
 }
 
-/// Writer properties shared by every dataset: zstd, row groups of [`ROW_GROUP_ROWS`].
+/// Writer properties shared by every dataset: zstd, row groups of at most
+/// [`ROW_GROUP_ROWS`] rows ([`PartWriter`] also closes them at [`ROW_GROUP_BYTES`]).
 pub fn writer_properties() -> WriterProperties {
     WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
@@ -103,11 +159,23 @@ pub fn partition_for_host(host: &str, n: usize) -> usize {
 }
 
 /// Streams rows of one type into one Parquet file, a row group at a time.
+///
+/// Row groups close at [`ROW_GROUP_ROWS`] rows or [`ROW_GROUP_BYTES`] uncompressed
+/// bytes, whichever comes first; rows are buffered as values for at most about
+/// [`ENCODE_BATCH_BYTES`] (by their measured size and [`Record::heavy_bytes`]), so
+/// the writer's memory is one row group's encoded pages plus one batch.
 pub struct PartWriter<R: Record> {
     path: PathBuf,
     writer: ArrowWriter<File>,
     buffer: Vec<R>,
+    /// [`Record::heavy_bytes`] of the buffered rows.
+    buffer_bytes: usize,
+    /// Rows to buffer before encoding, from the size of the rows seen.
+    buffer_rows: usize,
     rows: u64,
+    /// Rows and (uncompressed) bytes in the row group being written.
+    group_rows: usize,
+    group_bytes: usize,
 }
 
 impl<R: Record> PartWriter<R> {
@@ -125,29 +193,69 @@ impl<R: Record> PartWriter<R> {
             path: path.to_path_buf(),
             writer,
             buffer: Vec::new(),
+            buffer_bytes: 0,
+            buffer_rows: FIRST_BATCH_ROWS,
             rows: 0,
+            group_rows: 0,
+            group_bytes: 0,
         })
     }
 
-    /// Appends one row; flushes a row group when the buffer is full.
+    /// Appends one row; encodes the buffer when it holds a batch's worth.
     pub fn push(&mut self, row: R) -> Result<()> {
+        self.buffer_bytes += row.heavy_bytes();
         self.buffer.push(row);
-        if self.buffer.len() >= ROW_GROUP_ROWS {
+        if self.buffer.len() >= self.buffer_rows || self.buffer_bytes >= ENCODE_BATCH_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
-    /// Appends a prepared batch (must have `R`'s schema).
+    /// Appends a prepared batch (must have `R`'s schema), split over row groups
+    /// as the budgets require.
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.flush()?;
         self.rows += batch.num_rows() as u64;
-        self.writer
-            .write(batch)
-            .map_err(|e| Error::parquet(&self.path, e))
+        self.write_arrow(batch)
     }
 
-    /// Writes buffered rows out.
+    /// Writes `batch` into the current row group, closing it (and going on in the
+    /// next) whenever it reaches [`ROW_GROUP_ROWS`] or [`ROW_GROUP_BYTES`]; rows are
+    /// counted at the batch's average size.
+    fn write_arrow(&mut self, batch: &RecordBatch) -> Result<()> {
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let per_row = (batch_bytes(batch) / n).max(1);
+        let mut at = 0usize;
+        while at < n {
+            let room_rows = ROW_GROUP_ROWS - self.group_rows;
+            let room_bytes = ROW_GROUP_BYTES.saturating_sub(self.group_bytes);
+            let take = room_rows.min((room_bytes / per_row).max(1)).min(n - at);
+            self.writer
+                .write(&batch.slice(at, take))
+                .map_err(|e| Error::parquet(&self.path, e))?;
+            at += take;
+            self.group_rows += take;
+            self.group_bytes += take * per_row;
+            if self.group_rows >= ROW_GROUP_ROWS || self.group_bytes >= ROW_GROUP_BYTES {
+                self.close_row_group()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close_row_group(&mut self) -> Result<()> {
+        self.writer
+            .flush()
+            .map_err(|e| Error::parquet(&self.path, e))?;
+        self.group_rows = 0;
+        self.group_bytes = 0;
+        Ok(())
+    }
+
+    /// Encodes buffered rows and writes them out.
     pub fn flush(&mut self) -> Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
@@ -155,26 +263,18 @@ impl<R: Record> PartWriter<R> {
         let batch = to_batch(&self.buffer)?;
         self.rows += self.buffer.len() as u64;
         self.buffer.clear();
-        self.writer
-            .write(&batch)
-            .map_err(|e| Error::parquet(&self.path, e))?;
-        // Keep memory bounded by one row group for large rows (content).
-        if self.writer.in_progress_size() > 64 * 1024 * 1024 {
-            self.writer
-                .flush()
-                .map_err(|e| Error::parquet(&self.path, e))?;
-        }
-        Ok(())
+        self.buffer_bytes = 0;
+        // Buffer about ENCODE_BATCH_BYTES next time, at the size these rows had.
+        let per_row = (batch_bytes(&batch) / batch.num_rows().max(1)).max(1);
+        self.buffer_rows = (ENCODE_BATCH_BYTES / per_row).clamp(1, ROW_GROUP_ROWS);
+        self.write_arrow(&batch)
     }
 
-    /// Writes buffered rows out and closes the current row group, so that rows
-    /// with large values (page bodies) do not pile up in memory until the 64 MiB
-    /// row-group threshold.
+    /// Writes buffered rows out and closes the current row group now (a writer
+    /// that wants smaller row groups than the budgets give).
     pub fn end_row_group(&mut self) -> Result<()> {
         self.flush()?;
-        self.writer
-            .flush()
-            .map_err(|e| Error::parquet(&self.path, e))
+        self.close_row_group()
     }
 
     /// Rows written so far.
@@ -200,12 +300,14 @@ pub fn read_part<R: Record>(path: &Path) -> Result<impl Iterator<Item = Result<V
     Ok(batches.map(|b| b.and_then(|b| from_batch::<R>(&b))))
 }
 
-/// Reads a Parquet file's record batches, [`ROW_GROUP_ROWS`] rows at a time.
+/// Reads a Parquet file's record batches, [`batch_rows`] rows at a time.
 pub fn read_batches(path: &Path) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
     let file = File::open(path).at(path)?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::parquet(path, e))?
-        .with_batch_size(ROW_GROUP_ROWS)
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let rows = batch_rows(builder.metadata());
+    let reader = builder
+        .with_batch_size(rows)
         .build()
         .map_err(|e| Error::parquet(path, e))?;
     let p = path.to_path_buf();
@@ -428,5 +530,115 @@ mod tests {
         assert_eq!(from_batch::<CrawlDatum>(&fast).unwrap(), rows);
         let empty: Vec<CrawlDatum> = Vec::new();
         assert_eq!(to_batch(&empty).unwrap(), serde_batch(&empty).unwrap());
+    }
+
+    use arrow::datatypes::{DataType, Field, Schema};
+    use serde::Deserialize;
+    use std::sync::{Arc, OnceLock};
+
+    /// A row with a large value (a page body).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Page {
+        id: i64,
+        body: String,
+    }
+
+    impl Record for Page {
+        fn schema() -> SchemaRef {
+            static S: OnceLock<SchemaRef> = OnceLock::new();
+            S.get_or_init(|| {
+                Arc::new(Schema::new(vec![
+                    Field::new("id", DataType::Int64, false),
+                    Field::new("body", DataType::Utf8, false),
+                ]))
+            })
+            .clone()
+        }
+
+        fn heavy_bytes(&self) -> usize {
+            self.body.len()
+        }
+    }
+
+    fn footer(path: &Path) -> ParquetMetaData {
+        let file = File::open(path).unwrap();
+        ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .metadata()
+            .as_ref()
+            .clone()
+    }
+
+    #[test]
+    fn row_groups_stay_within_the_byte_budget_and_rows_round_trip() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join(part_name(0));
+        // 1 KiB .. 1.5 MiB bodies, about 230 MiB in all: pushed one by one, then a
+        // prepared batch of 60 more.
+        let mut seed = 5u64;
+        let mut size = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            1024 + (seed >> 33) as usize % (1536 * 1024)
+        };
+        let rows: Vec<Page> = (0..300)
+            .map(|id| Page {
+                id,
+                body: format!("{id:06}.").repeat(size() / 7),
+            })
+            .collect();
+        let widest = rows.iter().map(|r| r.body.len()).max().unwrap();
+        let mut w = PartWriter::<Page>::create(&path).unwrap();
+        for r in &rows[..240] {
+            w.push(r.clone()).unwrap();
+        }
+        w.write_batch(&to_batch(&rows[240..]).unwrap()).unwrap();
+        assert_eq!(w.finish().unwrap(), 300);
+
+        let meta = footer(&path);
+        let groups = meta.row_groups();
+        assert!(groups.len() >= 4, "{} row groups", groups.len());
+        for g in groups {
+            let bytes = g.total_byte_size() as usize;
+            assert!(
+                bytes <= ROW_GROUP_BYTES + widest + 64 * 1024,
+                "a row group of {} rows holds {bytes} bytes",
+                g.num_rows()
+            );
+        }
+        // Read back whole, and in batches bounded by bytes too.
+        assert_eq!(read_part_all::<Page>(&path).unwrap(), rows);
+        let mut read = 0;
+        for b in read_batches(&path).unwrap() {
+            let b = b.unwrap();
+            assert!(batch_bytes(&b) <= READ_BATCH_BYTES + widest + 64 * 1024);
+            read += b.num_rows();
+        }
+        assert_eq!(read, 300);
+    }
+
+    #[test]
+    fn small_rows_fill_row_groups_of_row_group_rows() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join(part_name(0));
+        let n = 2 * ROW_GROUP_ROWS + 1000;
+        let mut w = PartWriter::<Page>::create(&path).unwrap();
+        for id in 0..n as i64 {
+            w.push(Page {
+                id,
+                body: format!("http://h{}.test/{id}", id % 97),
+            })
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let rows: Vec<i64> = footer(&path)
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        let full = ROW_GROUP_ROWS as i64;
+        assert_eq!(rows, [full, full, 1000]);
+        let back = read_part_all::<Page>(&path).unwrap();
+        assert_eq!(back.len(), n);
+        assert!(back.iter().enumerate().all(|(i, r)| r.id == i as i64));
     }
 }
