@@ -697,19 +697,7 @@ fn check_space(dir: &CrawlDir, inputs: &[SeedInput], buffer_rows: usize) -> Resu
     } else {
         0
     };
-    disk::ensure_space(
-        &dir.crawldb(),
-        disk::with_headroom(version + spill),
-        "inject",
-        &match spill {
-            0 => format!("the new crawldb version (about {})", disk::human(version)),
-            s => format!(
-                "the new crawldb version (about {}) with the sort spill of the seeds (about {})",
-                disk::human(version),
-                disk::human(s)
-            ),
-        },
-    )
+    disk::ensure_crawldb_space(dir, "inject", version, spill, "the seeds")
 }
 
 /// What one partition of inject did.

@@ -347,19 +347,7 @@ fn check_space(dir: &CrawlDir, n: usize, segments: &[Seg], buffer_rows: usize) -
     }
     let version = disk::dataset_bytes(&current)? + links * per_row;
     let spill = disk::spill_estimate(&sorted, n, buffer_rows, rayon::current_num_threads())?;
-    disk::ensure_space(
-        &dir.crawldb(),
-        disk::with_headroom(version + spill),
-        "updatedb",
-        &match spill {
-            0 => format!("the new crawldb version (about {})", disk::human(version)),
-            s => format!(
-                "the new crawldb version (about {}) with the sort spill of the segment rows (about {})",
-                disk::human(version),
-                disk::human(s)
-            ),
-        },
-    )
+    disk::ensure_crawldb_space(dir, "updatedb", version, spill, "the segment rows")
 }
 
 /// Records the segments in the crawldb's metadata: applied, or partially applied.

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use ::parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::integrity;
+use super::layout::CrawlDir;
 use crate::error::{Error, IoContext, Result};
 
 /// Test-only: a number of bytes that [`free_bytes`] reports instead of asking the
@@ -216,6 +217,27 @@ pub fn ensure_space(dir: &Path, need: u64, stage: &str, what: &str) -> Result<()
             human(need - free),
         ),
     ))
+}
+
+/// [`ensure_space`] for a crawldb rewrite by `stage`: a new version of about `version`
+/// bytes and, when `spill` is not 0, the sort spill of `spilled` (what is sorted),
+/// each with [`with_headroom`]'s margin.
+pub fn ensure_crawldb_space(
+    dir: &CrawlDir,
+    stage: &str,
+    version: u64,
+    spill: u64,
+    spilled: &str,
+) -> Result<()> {
+    let what = match spill {
+        0 => format!("the new crawldb version (about {})", human(version)),
+        s => format!(
+            "the new crawldb version (about {}) with the sort spill of {spilled} (about {})",
+            human(version),
+            human(s)
+        ),
+    };
+    ensure_space(&dir.crawldb(), with_headroom(version + spill), stage, &what)
 }
 
 /// `bytes` for people: `1.5 GB`, `320.0 MB`, `12.0 kB`, `512 B` (powers of 1000).
