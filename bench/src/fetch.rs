@@ -208,15 +208,9 @@ impl BenchReport {
     }
 }
 
-/// Peak RSS (VmHWM, kB) of this process, from /proc/self/status.
+/// Peak RSS (VmHWM, kB) of this process.
 pub fn peak_rss_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    crate::measure::vm_hwm_kb("self")
 }
 
 /// Serves every path of every host: `/robots.txt` is 404, anything else a page; over

@@ -98,7 +98,7 @@ pub fn measure(
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
                 peak_disk.fetch_max(tree_bytes(&watch), Ordering::Relaxed);
-                if !gnu_time && let Some(kb) = vm_hwm_kb(pid) {
+                if !gnu_time && let Some(kb) = vm_hwm_kb(&pid.to_string()) {
                     peak_hwm_kb.fetch_max(kb, Ordering::Relaxed);
                 }
                 std::thread::sleep(SAMPLE);
@@ -137,9 +137,10 @@ pub fn measure(
     })
 }
 
-/// `VmHWM` of process `pid` in kB, while it runs.
-fn vm_hwm_kb(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+/// `VmHWM` (peak resident set size) in kB of the process `proc` names under /proc:
+/// a pid, or `self`; `None` where /proc does not tell.
+pub fn vm_hwm_kb(proc: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{proc}/status")).ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())

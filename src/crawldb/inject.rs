@@ -568,9 +568,7 @@ impl SeedSort {
                 ..InputReport::default()
             };
             loop {
-                crate::signal::check(
-                    "inject stopped before installing anything: the crawldb is unchanged; rerun inject",
-                )?;
+                super::interrupted("inject")?;
                 let mut batch = Vec::with_capacity(group);
                 while batch.len() < group {
                     match blocks.next_block()? {

@@ -33,14 +33,7 @@ struct Args {
 }
 
 fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+    trawl_bench::measure::vm_hwm_kb("self").map_or(f64::NAN, |kb| kb as f64 / 1024.0)
 }
 
 trawl::global_allocator!();
