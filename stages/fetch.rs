@@ -27,6 +27,8 @@ resolve), fetch writes the segment as usual, warns and exits with code 5."
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// The segment (a path, or a name under <crawl-dir>/segments) [default: newest unfetched].
     segment: Option<PathBuf>,
     /// Seconds between two requests to one host (overrides `fetch.delay`).
@@ -56,7 +58,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let f = &mut ctx.config_mut().fetch;
     if let Some(d) = args.delay {
         f.delay = d;

@@ -20,6 +20,8 @@ in linkdb/old. Options follow Nutch's invertlinks: see [linkdb] in the config."
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// Segments to invert (names under segments/ or paths) [default: every segment not yet inverted].
     #[arg(value_name = "SEGMENT")]
     segments: Vec<PathBuf>,
@@ -46,7 +48,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let cfg = ctx.config_mut();
     if args.keep_internal {
         cfg.linkdb.ignore_internal = false;

@@ -18,6 +18,8 @@ host, for updatedb). Without SEGMENT, parses the newest segment that has content
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// The segment: a path, or a name under <crawl-dir>/segments.
     #[arg(value_name = "SEGMENT")]
     segment: Option<PathBuf>,
@@ -41,7 +43,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     if let Some(n) = args.max_outlinks {
         ctx.config_mut().parse.max_outlinks = n;
     }

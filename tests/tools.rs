@@ -125,7 +125,8 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
                 "robots",
                 "parse_text",
                 "parse_data",
-                "crawl_parse"
+                "crawl_parse",
+                "parse_inlinks"
             ])
         );
     }

@@ -27,15 +27,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::cli::Exit;
-use crate::config::Config;
+use crate::config::{Config, QueueMode};
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::net::politeness::Politeness;
 use crate::net::robots::RobotsRecord;
 use crate::net::robots_cache::{self, CacheEntry};
 use crate::net::{client, runtime};
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::store::integrity;
+use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
+use crate::store::lease::Lease;
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::urls::UrlPolicy;
@@ -215,14 +218,21 @@ pub fn select_segment(dir: &CrawlDir, arg: Option<&Path>) -> Result<Segment> {
 /// One host and its URLs, in fetch-list order.
 type HostList = (String, Vec<FetchItem>);
 
-/// Reads the fetch list into per-host queues (hosts in first-seen order).
-fn read_fetch_list(seg: &Segment) -> Result<(Vec<HostList>, u64)> {
+/// Reads the fetch-list parts of `set` into per-host queues (hosts in first-seen
+/// order). The sizes of every part and the checksums of the task's own are checked.
+fn read_fetch_list(seg: &Segment, set: &PartitionSet) -> Result<(Vec<HostList>, u64)> {
     let mut hosts: Vec<HostList> = Vec::new();
     // Each host's index in `hosts` and its name, shared by the host's items.
     let mut index: HashMap<String, (usize, Arc<str>)> = HashMap::new();
     let mut n = 0u64;
     let list = seg.dataset(SegmentDataset::CrawlGenerate);
-    for part in crate::store::integrity::verify(&list, crate::store::integrity::Check::Checksums)? {
+    integrity::verify(&list, integrity::Check::Sizes)?;
+    let mut parts = Vec::new();
+    for i in set.iter() {
+        parts.extend(parquet::partition_files(&list, i)?);
+    }
+    integrity::verify_parts(&list, &parts)?;
+    for part in parts {
         for rows in parquet::read_part::<CrawlDatum>(&part)? {
             for d in rows? {
                 n += 1;
@@ -261,46 +271,230 @@ fn remove_partial_outputs(seg: &Segment) -> Result<()> {
     Ok(())
 }
 
+/// A fetch task's report (`_report.json` of its attempt); a job's commit sums them.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct TaskReport {
+    urls: u64,
+    hosts: usize,
+    queues: usize,
+    dns_lookups: (u64, u64),
+    followed: u64,
+    robots_cached: usize,
+    stats: WriteStats,
+    robots: usize,
+    interrupted: Option<String>,
+    reached: bool,
+    unreached: BTreeMap<String, (String, String)>,
+}
+
+impl TaskReport {
+    fn add(&mut self, o: TaskReport) {
+        self.urls += o.urls;
+        self.hosts += o.hosts;
+        self.queues += o.queues;
+        self.dns_lookups.0 += o.dns_lookups.0;
+        self.dns_lookups.1 += o.dns_lookups.1;
+        self.followed += o.followed;
+        self.robots_cached += o.robots_cached;
+        self.stats.rows += o.stats.rows;
+        self.stats.pages += o.stats.pages;
+        self.stats.bytes += o.stats.bytes;
+        for (k, v) in o.stats.by_status {
+            *self.stats.by_status.entry(k).or_default() += v;
+        }
+        for (k, v) in o.stats.by_reason {
+            *self.stats.by_reason.entry(k).or_default() += v;
+        }
+        self.robots += o.robots;
+        self.interrupted = self.interrupted.take().or(o.interrupted);
+        self.reached |= o.reached;
+        self.unreached.extend(o.unreached);
+    }
+
+    fn into_report(self, seg: &Segment) -> FetchReport {
+        FetchReport {
+            segment: seg.path().to_path_buf(),
+            urls: self.urls,
+            hosts: self.hosts,
+            queues: self.queues,
+            dns_lookups: self.dns_lookups,
+            followed: self.followed,
+            robots_cached: self.robots_cached,
+            stats: self.stats,
+            robots: self.robots,
+            interrupted: self
+                .interrupted
+                .map(|_| crate::signal::received().unwrap_or("a signal")),
+            reached: self.reached,
+            unreached: self.unreached,
+        }
+    }
+}
+
+/// Refuses a fetch task on some of the partitions when politeness queues could
+/// span partitions: `fetch.queue_mode = "domain"` (hosts are partitioned by host,
+/// so two tasks may fetch hosts of one domain at once) or `"ip"` (addresses are
+/// known only once resolved, so no partitioning can follow them).
+fn check_queue_mode(cfg: &Config, set: &PartitionSet, partitions: usize) -> Result<()> {
+    if set.is_all(partitions) {
+        return Ok(());
+    }
+    let why = match cfg.fetch.queue_mode {
+        QueueMode::Host => return Ok(()),
+        QueueMode::Domain => {
+            "fetch.queue_mode = \"domain\" keeps one politeness queue per registrable domain, but the crawl's partitions group URLs by host, so two tasks could fetch hosts of one domain at the same time; fetch with queue_mode = \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
+        }
+        QueueMode::Ip => {
+            "fetch.queue_mode = \"ip\" keeps one politeness queue per IP address, which is known only once a host is resolved (during fetch), so no partitioning can keep one address in one task (Nutch's byIP partitioning needs a resolve step first); fetch with queue_mode = \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
+        }
+    };
+    Err(Error::input(
+        format!("fetch --partitions {set}"),
+        why.to_string(),
+    ))
+}
+
 /// Fetches a segment of the crawl directory (the newest unfetched one when
-/// `opts.segment` is `None`).
+/// `opts.segment` is `None`): in this process, or as one task of a job on some of
+/// its fetch-list partitions (each taken under a lease), or as the job's commit
+/// (see docs/tasks-segments.md).
 pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
-    let cfg = ctx.config();
     let dir = ctx.open_for_segments()?;
+    if opts.segment.is_none() && *ctx.task() != TaskMode::Whole {
+        return Err(Error::input(
+            "fetch --job",
+            "name the segment: every task of a job and its commit work on the same SEGMENT",
+        ));
+    }
     let seg = select_segment(&dir, opts.segment.as_deref())?;
-    // The segment's lock, before anything in it is touched: what a killed run left
-    // is removed only once no other fetch can be writing it. Checked again under the
-    // lock: another fetch may have finished the segment meanwhile.
-    let _lock = seg.lock("fetch")?;
+    // The segment's lock, before anything in it is touched (a one-process run, a
+    // commit): what a killed run left is removed only once no other fetch can be
+    // writing it. Checked again under the lock: another fetch may have finished the
+    // segment meanwhile. Tasks write only their attempts, under partition leases.
+    let _lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(seg.lock("fetch")?),
+    };
     let seg = select_segment(&dir, Some(seg.path()))?;
-    let meta = seg.meta()?;
-    remove_partial_outputs(&seg)?;
+    let partitions = seg.meta()?.partitions.max(1);
+    if !matches!(ctx.task(), TaskMode::Task { .. }) {
+        remove_partial_outputs(&seg)?;
+    }
+    let mut report = TaskReport::default();
+    for step in ctx.steps("fetch", partitions)? {
+        match step {
+            Step::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => {
+                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, partitions)?;
+                if !report.reached && *ctx.task() != TaskMode::Whole {
+                    // Not a task failure (a retry would fail alike): the commit's
+                    // summary judges the whole job.
+                    tracing::warn!(
+                        "fetch task on partitions {set}: no server reached ({} hosts failed to connect or resolve); the attempt is recorded",
+                        report.unreached.len()
+                    );
+                    report.unreached.clear();
+                }
+            }
+            Step::Commit { job } => {
+                let summed = commit(&seg, &job, partitions)?;
+                if *ctx.task() != TaskMode::Whole {
+                    report = summed;
+                }
+            }
+        }
+    }
+    Ok(report.into_report(&seg))
+}
+
+/// How long a partition's lease lasts: the time limit plus the longest a request in
+/// flight may take after it (the fetch stops starting requests at its time limit,
+/// and cuts those in flight `fetch.total_timeout` later at most). `None` (until
+/// released) without a time limit, which only a one-process run may have.
+fn lease_expiry(cfg: &Config, task: bool) -> Result<Option<i64>> {
+    let limit = cfg.fetch.time_limit;
+    if limit <= 0.0 {
+        if task {
+            return Err(Error::input(
+                "fetch --job",
+                "a fetch task needs a time limit (fetch.time_limit or --time-limit, in seconds): its partitions' leases expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
+            ));
+        }
+        return Ok(None);
+    }
+    let secs = limit + cfg.fetch.total_timeout.max(0.0) + 1.0;
+    Ok(Some(crate::datum::now_millis() + (secs * 1000.0) as i64))
+}
+
+/// The fetch task on fetch-list partitions `set` (attempt `attempt` of `job`): takes
+/// each partition's lease, fetches their URLs politely (each partition's
+/// `fetch.last_end` and robots cache), writes crawl_fetch, content and robots parts
+/// into the attempt, records the partitions' state and releases the leases.
+fn run_task(
+    ctx: &StageCtx,
+    dir: &CrawlDir,
+    seg: &Segment,
+    job: &Job,
+    set: &PartitionSet,
+    attempt: &str,
+    partitions: usize,
+) -> Result<TaskReport> {
+    let cfg = ctx.config();
+    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
+    check_queue_mode(cfg, set, partitions)?;
+    let expires = lease_expiry(cfg, is_task)?;
+    let own: Vec<usize> = set.iter().collect();
+    // Every partition's lease first: a live one held by another attempt fails the
+    // task (those taken are released on the way out).
+    let _leases = own
+        .iter()
+        .map(|&i| {
+            Lease::acquire(
+                &dir.fetch_lease(partitions, i),
+                &format!("partition {i} of segment {}", seg.name()),
+                job.id(),
+                attempt,
+                expires,
+            )
+        })
+        .collect::<Result<Vec<Lease>>>()?;
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
-    let (hosts, urls) = read_fetch_list(&seg)?;
+    let (hosts, urls) = read_fetch_list(seg, set)?;
     tracing::info!(
-        "fetching segment {}: {urls} urls on {} hosts",
+        "fetching segment {} (partitions {set}): {urls} urls on {} hosts",
         seg.name(),
         hosts.len()
     );
     let n_hosts = hosts.len();
-    let partitions = meta.partitions.max(1);
-    let writer = writer::SegmentWriter::start(seg.path(), partitions)?;
-    let politeness = Politeness::load(&ctx.crawl_dir().fetch_last_end(), &cfg.fetch);
-    let robots_cache = RobotsCache::new(ctx.root(), cfg);
-    let shared = Arc::new(new_shared(
-        cfg,
-        policy,
-        &writer,
-        &hosts,
-        &politeness,
-        &robots_cache,
-    )?);
+    let w = job.attempt_writer(set, attempt)?;
+    let writer = writer::SegmentWriter::start(
+        &w.dataset(SegmentDataset::CrawlFetch.as_str())?,
+        &w.dataset(SegmentDataset::Content.as_str())?,
+        partitions,
+        &own,
+    )?;
+    let last_ends: Vec<PathBuf> = own
+        .iter()
+        .map(|&i| dir.fetch_last_end_of(partitions, i))
+        .collect();
+    let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
+    let robots_cache = RobotsCache::new(dir, cfg, partitions, &own);
+    let mut shared = new_shared(cfg, policy, &writer, &hosts, &politeness, &robots_cache)?;
+    if !set.is_all(partitions) {
+        shared.own = Some((own.iter().copied().collect(), partitions));
+    }
+    let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
     let run = rt.block_on(fetch_queues(shared, hosts, urls));
     drop(rt);
     // Every request of this run has ended: the next run keeps its distance from now.
     politeness.record_end()?;
     let written = writer.finish()?;
+    robots_cache.save(run.robots_fetched);
     let expected = urls + run.followed;
     if run.aborted || written.stats.rows != expected {
         return Err(Error::crawl_dir(
@@ -311,18 +505,29 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
             ),
         ));
     }
+    if run.interrupted && is_task {
+        // A task's output is whole or nothing: the retry fetches the partitions again.
+        return Err(Error::Interrupted {
+            signal: crate::signal::received().unwrap_or("a signal").to_string(),
+            message: format!(
+                "fetch task on partitions {set} of segment {} stopped: its attempt {attempt} is not recorded; the task can be run again",
+                seg.name()
+            ),
+        });
+    }
     let robots = run.robots_log.len();
     let robots_cached = run
         .robots_log
         .iter()
         .filter(|r| run.robots_cached_origins.contains(&r.origin))
         .count();
-    write_robots(&seg, run.robots_log, partitions)?;
-    written.content.commit()?;
-    written.crawl_fetch.commit()?;
-    robots_cache.save(run.robots_fetched);
-    Ok(FetchReport {
-        segment: seg.path().to_path_buf(),
+    write_robots(
+        &w.dataset(SegmentDataset::Robots.as_str())?,
+        run.robots_log,
+        partitions,
+        &own,
+    )?;
+    let report = TaskReport {
         urls,
         hosts: n_hosts,
         queues: run.queues,
@@ -333,50 +538,132 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
         robots,
         interrupted: run
             .interrupted
-            .then(|| crate::signal::received().unwrap_or("a signal")),
+            .then(|| crate::signal::received().unwrap_or("a signal").to_string()),
         reached: run.reached,
         unreached: run.unreached,
-    })
+    };
+    // A one-process run stopped by a signal still writes what it fetched.
+    w.finish_anyway(&report)?;
+    Ok(report)
 }
 
-/// The crawl directory's robots cache (`robots_cache.json`) as this run uses it:
-/// kept only when `fetch.robots_cache_ttl` > 0 and robots.txt is respected.
+/// The commit: links the chosen attempts' robots, content and crawl_fetch parts
+/// into the segment's datasets and installs them in that order (`crawl_fetch/` last:
+/// its presence means the segment is fetched); removes the job; returns the
+/// attempts' reports summed.
+fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
+    let chosen = job.choose(partitions)?;
+    let staged = |ds: SegmentDataset| StagedDataset::new(&seg.dataset(ds));
+    let robots = staged(SegmentDataset::Robots)?;
+    let content = staged(SegmentDataset::Content)?;
+    let fetch = staged(SegmentDataset::CrawlFetch)?;
+    let mut report = TaskReport::default();
+    for a in &chosen {
+        for (ds, to) in [
+            (SegmentDataset::Robots, &robots),
+            (SegmentDataset::Content, &content),
+            (SegmentDataset::CrawlFetch, &fetch),
+        ] {
+            for p in a.parts(ds.as_str())? {
+                let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+                jobs::link_part(&p, &to.path().join(name))?;
+            }
+        }
+        report.add(a.report()?);
+    }
+    robots.commit()?;
+    content.commit()?;
+    fetch.commit()?;
+    job.remove()?;
+    Ok(report)
+}
+
+/// The robots cache as this run uses it: kept only when `fetch.robots_cache_ttl` > 0
+/// and robots.txt is respected; one file per partition fetched
+/// (`fetch_state/<n>/p<i>/robots_cache.json`, read and written by that partition's
+/// tasks), plus the crawl directory's `robots_cache.json` of runs before partitions
+/// had their own, read for this run's partitions until its entries expire.
 struct RobotsCache {
-    file: PathBuf,
+    /// Each partition's file, by partition.
+    files: BTreeMap<usize, PathBuf>,
+    /// The crawl directory's single file (read only).
+    legacy: PathBuf,
+    partitions: usize,
     ttl: f64,
     enabled: bool,
 }
 
 impl RobotsCache {
-    fn new(crawl_dir: &Path, cfg: &Config) -> Self {
+    fn new(dir: &CrawlDir, cfg: &Config, partitions: usize, own: &[usize]) -> Self {
         let ttl = cfg.fetch.robots_cache_ttl;
         RobotsCache {
-            file: CrawlDir::new(crawl_dir).robots_cache(),
+            files: own
+                .iter()
+                .map(|&i| (i, dir.robots_cache_of(partitions, i)))
+                .collect(),
+            legacy: dir.robots_cache(),
+            partitions,
             ttl,
             enabled: ttl > 0.0 && cfg.fetch.respect_robots,
         }
     }
 
-    /// The entries of earlier runs still fresh, by origin.
-    fn load(&self) -> HashMap<String, CacheEntry> {
-        if self.enabled {
-            robots_cache::load(&self.file, self.ttl, crate::datum::now_millis())
-        } else {
-            HashMap::new()
-        }
+    fn partition_of(&self, e: &CacheEntry) -> usize {
+        parquet::partition_for_host(&e.record.host, self.partitions)
     }
 
-    /// Adds this run's robots.txt (`fetched`) to the cache; entries of earlier runs
-    /// stay until they expire. A failure to write is only a warning.
+    /// The entries of earlier runs still fresh, by origin (of this run's partitions).
+    fn load(&self) -> HashMap<String, CacheEntry> {
+        if !self.enabled {
+            return HashMap::new();
+        }
+        let now = crate::datum::now_millis();
+        let mut all: HashMap<String, CacheEntry> = HashMap::new();
+        let legacy = robots_cache::load(&self.legacy, self.ttl, now)
+            .into_iter()
+            .filter(|(_, e)| self.files.contains_key(&self.partition_of(e)));
+        let own = self
+            .files
+            .values()
+            .flat_map(|f| robots_cache::load(f, self.ttl, now));
+        for (origin, e) in legacy.chain(own) {
+            match all.get(&origin) {
+                Some(have) if have.record.fetch_time >= e.record.fetch_time => {}
+                _ => {
+                    all.insert(origin, e);
+                }
+            }
+        }
+        all
+    }
+
+    /// Adds this run's robots.txt (`fetched`) to its partition's cache; entries of
+    /// earlier runs stay until they expire. A failure to write is only a warning.
     fn save(&self, fetched: HashMap<String, CacheEntry>) {
         if !self.enabled {
             return;
         }
         let now = crate::datum::now_millis();
-        let mut all = robots_cache::load(&self.file, self.ttl, now);
-        all.extend(fetched);
-        if let Err(e) = robots_cache::save(&self.file, all, self.ttl, now) {
-            tracing::warn!("cannot write the robots cache: {e}");
+        let mut by_part: BTreeMap<usize, HashMap<String, CacheEntry>> = BTreeMap::new();
+        for (origin, e) in fetched {
+            by_part
+                .entry(self.partition_of(&e))
+                .or_default()
+                .insert(origin, e);
+        }
+        for (i, fetched) in by_part {
+            let Some(file) = self.files.get(&i) else {
+                continue; // a host of another partition (never fetched by a task)
+            };
+            let mut all = robots_cache::load(file, self.ttl, now);
+            all.extend(fetched);
+            let saved = file
+                .parent()
+                .map_or(Ok(()), |d| std::fs::create_dir_all(d).at(d))
+                .and_then(|()| robots_cache::save(file, all, self.ttl, now));
+            if let Err(e) = saved {
+                tracing::warn!("cannot write the robots cache: {e}");
+            }
         }
     }
 }
@@ -416,6 +703,7 @@ fn new_shared(
         robots_cache: robots_cache.load(),
         robots_fetched: Mutex::new(HashMap::new()),
         claimed: Mutex::new(claimed),
+        own: None,
         followed: AtomicU64::new(0),
         tasks: Mutex::new(Vec::new()),
         stopped: AtomicBool::new(false),
@@ -525,20 +813,34 @@ struct RunResult {
     unreached: BTreeMap<String, (String, String)>,
 }
 
-/// Writes and commits the segment's `robots/` dataset (partitioned by host).
-fn write_robots(seg: &Segment, mut rows: Vec<RobotsRecord>, partitions: usize) -> Result<()> {
+/// Writes the `robots/` rows of partitions `own` (of `partitions`, by host) into
+/// `out`, a part per partition.
+fn write_robots(
+    out: &Path,
+    mut rows: Vec<RobotsRecord>,
+    partitions: usize,
+    own: &[usize],
+) -> Result<()> {
     rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-    let staged = StagedDataset::new(&seg.dataset(SegmentDataset::Robots))?;
-    let mut parts: Vec<PartWriter<RobotsRecord>> = (0..partitions)
-        .map(|i| PartWriter::create(&staged.part_path(i)))
-        .collect::<Result<_>>()?;
+    let mut parts: Vec<Option<PartWriter<RobotsRecord>>> = (0..partitions).map(|_| None).collect();
+    for &i in own {
+        parts[i] = Some(PartWriter::create(&out.join(parquet::part_name(i)))?);
+    }
     for r in rows {
         let p = parquet::partition_for_host(&r.host, partitions);
-        parts[p].push(r)?;
+        let Some(w) = &mut parts[p] else {
+            return Err(Error::crawl_dir(
+                out,
+                format!(
+                    "internal: a robots.txt row of {} (partition {p}), a partition this task does not fetch",
+                    r.origin
+                ),
+            ));
+        };
+        w.push(r)?;
     }
-    for p in parts {
+    for p in parts.into_iter().flatten() {
         p.finish()?;
     }
-    staged.commit()?;
     Ok(())
 }

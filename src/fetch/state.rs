@@ -73,6 +73,10 @@ pub struct Shared {
     /// URLs that have or will get a crawl_fetch row (the fetch list and followed
     /// targets); filled only when redirects are followed.
     pub claimed: Mutex<HashSet<String>>,
+    /// The partitions this task fetches, of how many (`None`: every partition): a
+    /// redirect to a host of another partition is recorded, not followed, since
+    /// another task may be fetching that host.
+    pub own: Option<(HashSet<usize>, usize)>,
     /// crawl_fetch rows of followed redirect targets.
     pub followed: AtomicU64,
     /// Set by [`Shared::stop_early`] (throughput below `fetch.min_throughput`).
@@ -197,6 +201,12 @@ impl Shared {
     /// Claims `url` for a row of its own; false when it already has one (it is in the
     /// fetch list or was reached by another redirect).
     pub(super) fn claim(&self, url: &str) -> bool {
+        if let Some((own, n)) = &self.own {
+            let host = crate::urls::host_of(url);
+            if !own.contains(&crate::store::parquet::partition_for_host(&host, *n)) {
+                return false;
+            }
+        }
         lock(&self.claimed).insert(url.to_string())
     }
 

@@ -1,6 +1,6 @@
 //! The segment writer: a dedicated thread that receives fetch results as they
 //! arrive and streams them into `crawl_fetch/` and `content/` (one part per host
-//! partition, staged in temporary directories until the run completes).
+//! partition the task fetches, in its attempt's directory until the commit).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::records::{ContentRecord, FetchRecord};
-use crate::store::parquet::{PartWriter, StagedDataset, partition_for_host};
+use crate::store::parquet::{PartWriter, part_name, partition_for_host};
 
 /// Buffered content bytes per part after which a row group is written out, so
 /// memory stays bounded by partitions x this (plus Parquet's page buffers).
@@ -38,7 +38,7 @@ pub struct Output {
 }
 
 /// Counts of what was written.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WriteStats {
     /// crawl_fetch rows.
     pub rows: u64,
@@ -52,12 +52,8 @@ pub struct WriteStats {
     pub by_reason: BTreeMap<String, u64>,
 }
 
-/// The two staged datasets, fully written, waiting to be committed.
+/// What the writer wrote (the part files are complete).
 pub struct Written {
-    /// `crawl_fetch/`, staged.
-    pub crawl_fetch: StagedDataset,
-    /// `content/`, staged.
-    pub content: StagedDataset,
     /// What was written.
     pub stats: WriteStats,
 }
@@ -70,22 +66,22 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// Stages `crawl_fetch/` and `content/` of `segment` with `partitions` parts and
-    /// starts the writing thread.
-    pub fn start(segment: &Path, partitions: usize) -> Result<Self> {
-        let fetch_ds = StagedDataset::new(
-            &segment.join(crate::store::names::SegmentDataset::CrawlFetch.as_str()),
-        )?;
-        let content_ds = StagedDataset::new(
-            &segment.join(crate::store::names::SegmentDataset::Content.as_str()),
-        )?;
-        let mut fetch_parts = Vec::with_capacity(partitions);
-        let mut content_parts = Vec::with_capacity(partitions);
-        for i in 0..partitions {
-            fetch_parts.push(PartWriter::<FetchRecord>::create(&fetch_ds.part_path(i))?);
-            content_parts.push(PartWriter::<ContentRecord>::create(
-                &content_ds.part_path(i),
-            )?);
+    /// Creates part `i` of `crawl_fetch` in `fetch_dir` and of `content` in
+    /// `content_dir` for every partition `i` in `own` (of `partitions`) and starts
+    /// the writing thread. A row of a host of another partition is an error.
+    pub fn start(
+        fetch_dir: &Path,
+        content_dir: &Path,
+        partitions: usize,
+        own: &[usize],
+    ) -> Result<Self> {
+        let mut fetch_parts: Vec<Option<PartWriter<FetchRecord>>> =
+            (0..partitions).map(|_| None).collect();
+        let mut content_parts: Vec<Option<PartWriter<ContentRecord>>> =
+            (0..partitions).map(|_| None).collect();
+        for &i in own {
+            fetch_parts[i] = Some(PartWriter::create(&fetch_dir.join(part_name(i)))?);
+            content_parts[i] = Some(PartWriter::create(&content_dir.join(part_name(i)))?);
         }
         let (tx, mut rx) = mpsc::channel::<Output>(1024);
         let join = std::thread::Builder::new()
@@ -98,33 +94,36 @@ impl SegmentWriter {
                 while rx.blocking_recv_many(&mut batch, RECV_BATCH) > 0 {
                     for out in batch.drain(..) {
                         let p = partition_for_host(&out.record.host, partitions);
+                        let (Some(fw), Some(cw)) = (&mut fetch_parts[p], &mut content_parts[p])
+                        else {
+                            return Err(Error::Net(format!(
+                                "internal: a crawl_fetch row of {} (partition {p}), a partition this task does not fetch",
+                                out.record.url
+                            )));
+                        };
                         count(&mut stats.by_status, out.record.status.as_str());
                         count(&mut stats.by_reason, &out.record.reason);
                         stats.rows += 1;
-                        fetch_parts[p].push(out.record)?;
+                        fw.push(out.record)?;
                         if let Some(c) = out.content {
                             stats.pages += 1;
                             stats.bytes += c.content.len() as u64;
                             pending[p] += c.content.len();
-                            content_parts[p].push(c)?;
+                            cw.push(c)?;
                             if pending[p] >= CONTENT_FLUSH_BYTES {
-                                content_parts[p].end_row_group()?;
+                                cw.end_row_group()?;
                                 pending[p] = 0;
                             }
                         }
                     }
                 }
-                for w in fetch_parts {
+                for w in fetch_parts.into_iter().flatten() {
                     w.finish()?;
                 }
-                for w in content_parts {
+                for w in content_parts.into_iter().flatten() {
                     w.finish()?;
                 }
-                Ok(Written {
-                    crawl_fetch: fetch_ds,
-                    content: content_ds,
-                    stats,
-                })
+                Ok(Written { stats })
             })
             .map_err(|e| Error::Net(format!("cannot start the writer thread: {e}")))?;
         Ok(SegmentWriter { tx, join })

@@ -11,9 +11,10 @@
 //! At most `linkdb.max_inlinks` inlinks are kept per target, preferring the earliest
 //! seen (by segment, then source URL), so inverting a segment twice changes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
+use std::sync::Mutex;
 
 use arrow::array::{Array, AsArray};
 use rayon::prelude::*;
@@ -25,14 +26,15 @@ use crate::config::LinkDbConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::records::InlinkRecord;
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, Step, TaskMode};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::integrity::Check;
+use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::layout::Segment;
 use crate::store::names::{SegmentDataset, VersionedDb};
-use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::parquet::{self, PartWriter, partition_for_host};
 
 /// The linkdb's `_meta.json`, stored inside each version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -106,14 +108,45 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<LinkDbMeta>> {
     Ok(Some(parquet::read_json(&cur.join(LINKDB_META))?))
 }
 
-/// Runs the linkdb stage on the crawl directory of `ctx` (which must exist).
+/// A linkdb task's report (`_report.json` of its attempt): its counts, and what it
+/// read, which every attempt of the job must share with the commit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TaskReport {
+    /// The linkdb version the task merged into ([`version_id`]).
+    base: String,
+    /// The segments it inverted, in order.
+    segments: Vec<String>,
+    links_read: u64,
+    links: u64,
+    targets: u64,
+}
+
+/// Identifies the current linkdb version: the blake3 of its manifest (which lists
+/// every part's blake3), or `none` without a linkdb.
+fn version_id(dir: &CrawlDir) -> Result<String> {
+    let marker = dir.linkdb_current().join(parquet::SUCCESS_MARKER);
+    if !marker.is_file() {
+        return Ok("none".into());
+    }
+    Ok(integrity::hash_file(&marker)?.1)
+}
+
+/// Runs the linkdb stage on the crawl directory of `ctx` (which must exist): in
+/// this process, or as one task of a job (the new linkdb parts of some partitions,
+/// from the current parts and the segments' `parse_inlinks` for them), or as the
+/// job's commit (see docs/tasks-segments.md).
 pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     // Refuses a missing or empty crawl directory before creating anything in it.
     let dir = ctx.open_for_segments()?;
     let dir = &dir;
     let cfg = ctx.config();
     let db = dir.versioned(VersionedDb::LinkDb);
-    let _lock = db.lock("linkdb")?;
+    // A task only reads the linkdb; the commit checks that the version the tasks
+    // read is still current.
+    let _lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(db.lock("linkdb")?),
+    };
     let old_meta = read_meta(dir)?;
     let done: BTreeSet<String> = old_meta
         .as_ref()
@@ -133,40 +166,184 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
         segments: segments.len(),
         ..Default::default()
     };
-    if segments.is_empty() && old_meta.is_some() {
+    if segments.is_empty() && old_meta.is_some() && *ctx.task() == TaskMode::Whole {
         tracing::info!("no new segments to invert; the linkdb is unchanged");
         count_current(dir, &mut summary)?;
         return Ok(summary);
     }
-
-    // Everything read below is written into the new version: refuse a damaged
-    // linkdb or parse_data before anything is written.
-    if old_meta.is_some() {
-        integrity::verify(&dir.linkdb_current(), Check::Checksums)?;
+    for step in ctx.steps("linkdb", partitions)? {
+        match step {
+            Step::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => {
+                let r = run_task(dir, cfg, &segments, &job, &set, &attempt, partitions)?;
+                summary.links_read = r.links_read;
+                summary.links = r.links;
+                summary.targets = r.targets;
+            }
+            Step::Commit { job } => {
+                summary = commit(dir, &db, &segments, &done, &job, partitions)?;
+            }
+        }
     }
-    for seg in &segments {
-        seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
-    }
-    check_space(dir, &segments)?;
+    Ok(summary)
+}
 
-    let buckets = invert_segments(&segments, &cfg.linkdb, partitions, &mut summary)?;
-
-    // Merge with the existing linkdb, partition by partition, in parallel.
-    let staged = db.stage()?;
+/// The reduce task on partitions `set`: new linkdb part `i` for each `i` in `set`,
+/// from the current part `i` and the segments' inlinks of partition `i` (their
+/// `parse_inlinks` files of partition `i`, or for segments parsed before parse wrote
+/// `parse_inlinks`, their `parse_data` inverted: only in a one-process run).
+fn run_task(
+    dir: &CrawlDir,
+    cfg: &crate::config::Config,
+    segments: &[Segment],
+    job: &Job,
+    set: &PartitionSet,
+    attempt: &str,
+    partitions: usize,
+) -> Result<TaskReport> {
+    let base = version_id(dir)?;
     let cur = dir.linkdb_current();
-    let old = old_meta.is_some().then_some(cur.as_path());
-    let counts: Vec<Result<(u64, u64)>> = buckets
+    let has_old = parquet::dataset_complete(&cur);
+    // Everything read below is written into the new version: refuse a damaged
+    // linkdb or segment before anything is written.
+    if has_old {
+        integrity::verify(&cur, Check::Sizes)?;
+        let own_old: Vec<_> = set
+            .iter()
+            .map(|i| cur.join(parquet::part_name(i)))
+            .filter(|p| p.is_file())
+            .collect();
+        integrity::verify_parts(&cur, &own_old)?;
+    }
+    let legacy: Vec<&Segment> = segments
+        .iter()
+        .filter(|s| !s.has(SegmentDataset::ParseInlinks))
+        .collect();
+    if !legacy.is_empty() && !set.is_all(partitions) {
+        return Err(Error::crawl_dir(
+            legacy[0].path(),
+            format!(
+                "segment {} was parsed before parse wrote parse_inlinks/ (linkdb's shuffle): a linkdb task would have to read every partition's parse_data; invert it once without --job (or parse it again with --reparse)",
+                legacy[0].name()
+            ),
+        ));
+    }
+    for seg in segments {
+        if seg.has(SegmentDataset::ParseInlinks) {
+            let d = seg.dataset(SegmentDataset::ParseInlinks);
+            integrity::verify(&d, Check::Sizes)?;
+            let mut files = Vec::new();
+            for i in set.iter() {
+                files.extend(parquet::partition_files(&d, i)?);
+            }
+            integrity::verify_parts(&d, &files)?;
+        } else {
+            seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
+        }
+    }
+    check_space(dir, segments)?;
+    let mut report = TaskReport {
+        base,
+        segments: segments.iter().map(|s| s.name().to_string()).collect(),
+        ..Default::default()
+    };
+    // Legacy segments (one-process runs only): inverted whole, as before.
+    let mut legacy_rows: BTreeMap<String, Vec<Vec<InlinkRecord>>> = BTreeMap::new();
+    for seg in &legacy {
+        interrupted()?;
+        legacy_rows.insert(
+            seg.name().to_string(),
+            invert_parse_data(seg, &cfg.linkdb, partitions)?,
+        );
+    }
+    let w = job.attempt_writer(set, attempt)?;
+    let out = w.dataset(crate::store::names::LINKDB)?;
+    let old = has_old.then_some(cur.as_path());
+    let legacy_rows = Mutex::new(legacy_rows);
+    let counts: Vec<Result<(u64, u64, u64)>> = set
+        .iter()
+        .collect::<Vec<_>>()
         .into_par_iter()
-        .enumerate()
-        .map(|(p, new_rows)| run_partition(old, &staged, p, new_rows, cfg.linkdb.max_inlinks))
+        .map(|i| {
+            let mut new_rows = Vec::new();
+            for seg in segments {
+                if seg.has(SegmentDataset::ParseInlinks) {
+                    read_inlinks(seg, i, &cfg.linkdb, &mut new_rows)?;
+                } else {
+                    let mut l = legacy_rows.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(b) = l.get_mut(seg.name()) {
+                        new_rows.append(&mut b[i]);
+                    }
+                }
+            }
+            let read = new_rows.len() as u64;
+            let (n, t) = run_partition(old, &out, i, new_rows, cfg.linkdb.max_inlinks)?;
+            Ok((read, n, t))
+        })
         .collect();
     for c in counts {
-        let (n, t) = c?;
-        summary.links += n;
-        summary.targets += t;
+        let (r, n, t) = c?;
+        report.links_read += r;
+        report.links += n;
+        report.targets += t;
     }
-    let mut inverted = done;
-    inverted.extend(segments.iter().map(|s| s.name().to_string()));
+    w.finish(&report)?;
+    Ok(report)
+}
+
+/// The commit: the chosen attempts must have read the linkdb version still current
+/// and inverted the same segments; their parts are linked into a new version with
+/// its `_meta.json`, which is installed; the job is removed.
+fn commit(
+    dir: &CrawlDir,
+    db: &crate::store::versioned::VersionedDataset,
+    segments: &[Segment],
+    done: &BTreeSet<String>,
+    job: &Job,
+    partitions: usize,
+) -> Result<LinkDbReport> {
+    let chosen = job.choose(partitions)?;
+    let now = version_id(dir)?;
+    let names: Vec<String> = segments.iter().map(|s| s.name().to_string()).collect();
+    let mut summary = LinkDbReport {
+        segments: segments.len(),
+        ..Default::default()
+    };
+    let mut reports = Vec::with_capacity(chosen.len());
+    for a in &chosen {
+        let r: TaskReport = a.report()?;
+        if r.base != now || r.segments != names {
+            return Err(Error::crawl_dir(
+                job.dir(),
+                format!(
+                    "cannot commit job {}: attempt {} (partitions {}) merged into another linkdb version or other segments ({}) than the current linkdb and the segments to invert now ({}); the linkdb changed since its tasks ran: run the job's tasks again under a new job id",
+                    job.id(),
+                    a.attempt(),
+                    a.partitions(),
+                    r.segments.join(" "),
+                    names.join(" ")
+                ),
+            ));
+        }
+        reports.push(r);
+    }
+    let staged = db.stage()?;
+    for a in &chosen {
+        for p in a.parts(crate::store::names::LINKDB)? {
+            let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            jobs::link_part(&p, &staged.path().join(name))?;
+        }
+    }
+    for r in &reports {
+        summary.links_read += r.links_read;
+        summary.links += r.links;
+        summary.targets += r.targets;
+    }
+    let mut inverted = done.clone();
+    inverted.extend(names);
     let meta = LinkDbMeta {
         partitions,
         inverted_segments: inverted.into_iter().collect(),
@@ -174,7 +351,33 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     };
     parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
     db.install(staged, "linkdb")?;
+    job.remove()?;
     Ok(summary)
+}
+
+/// Appends the inlinks of partition `i` that parse inverted for segment `seg`
+/// (`parse_inlinks/` files of partition `i`), filtered and capped as `cfg` says.
+fn read_inlinks(
+    seg: &Segment,
+    i: usize,
+    cfg: &LinkDbConfig,
+    out: &mut Vec<InlinkRecord>,
+) -> Result<()> {
+    let d = seg.dataset(SegmentDataset::ParseInlinks);
+    for f in parquet::partition_files(&d, i)? {
+        for rows in parquet::read_part::<InlinkRecord>(&f)? {
+            for mut r in rows? {
+                let internal = url_host(&r.url) == url_host(&r.from_url);
+                if (internal && cfg.ignore_internal) || (!internal && cfg.ignore_external) {
+                    continue;
+                }
+                r.anchor = cap_chars(&r.anchor, cfg.max_anchor_length);
+                r.segment = seg.name().to_string();
+                out.push(r);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Refuses to start when the disk cannot hold the new linkdb version: the current
@@ -250,41 +453,33 @@ fn count_current(dir: &CrawlDir, summary: &mut LinkDbReport) -> Result<()> {
     Ok(())
 }
 
-/// Inverts the segments' outlinks: new inlinks bucketed by the target's partition, in
-/// segment order (counted into `summary.links_read`).
-fn invert_segments(
-    segments: &[Segment],
+/// Inverts one segment's `parse_data` outlinks (a segment parsed before parse wrote
+/// `parse_inlinks/`): new inlinks bucketed by the target's partition.
+fn invert_parse_data(
+    seg: &Segment,
     cfg: &LinkDbConfig,
     partitions: usize,
-    summary: &mut LinkDbReport,
 ) -> Result<Vec<Vec<InlinkRecord>>> {
     let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
-    let pb = crate::cli::progress_bar(segments.len() as u64, "linkdb: inverting");
-    for seg in segments {
-        interrupted()?;
-        let files = parquet::part_files(&seg.dataset(SegmentDataset::ParseData))?;
-        let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
-            .par_iter()
-            .map(|f| invert_file(f, seg.name(), cfg, partitions))
-            .collect();
-        for b in per_file {
-            for (p, rows) in b?.into_iter().enumerate() {
-                summary.links_read += rows.len() as u64;
-                buckets[p].extend(rows);
-            }
+    let files = parquet::part_files(&seg.dataset(SegmentDataset::ParseData))?;
+    let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
+        .par_iter()
+        .map(|f| invert_file(f, seg.name(), cfg, partitions))
+        .collect();
+    for b in per_file {
+        for (p, rows) in b?.into_iter().enumerate() {
+            buckets[p].extend(rows);
         }
-        pb.inc(1);
     }
-    pb.finish_and_clear();
     Ok(buckets)
 }
 
 /// Partition `i` of the new linkdb: the current version's part `i` (when `old` is the
 /// current version's directory) merged with the new inlinks `new_rows`, written into
-/// `staged`. Returns (rows, targets) written.
+/// the directory `out`. Returns (rows, targets) written.
 fn run_partition(
     old: Option<&Path>,
-    staged: &StagedDataset,
+    out: &Path,
     i: usize,
     new_rows: Vec<InlinkRecord>,
     max_inlinks: usize,
@@ -304,7 +499,7 @@ fn run_partition(
     rows.extend(new_rows);
     let rows = merge_inlinks(rows, max_inlinks);
     let targets = count_targets(&rows);
-    let mut w = PartWriter::<InlinkRecord>::create(&staged.part_path(i))?;
+    let mut w = PartWriter::<InlinkRecord>::create(&out.join(parquet::part_name(i)))?;
     let n = rows.len() as u64;
     for r in rows {
         w.push(r)?;

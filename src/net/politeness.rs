@@ -36,9 +36,11 @@ pub struct Politeness {
     delay: f64,
     /// `fetch.delays`: per-host (or per-queue) delays replacing `fetch.delay`.
     delays: HostPatterns<f64>,
-    /// The crawl directory's `fetch.last_end`.
-    last_end_file: PathBuf,
-    /// When the last run's last request ended (ms), read at the start of this run.
+    /// Where the end of this run is recorded: the crawl directory's `fetch.last_end`,
+    /// or each fetched partition's (`fetch_state/<n>/p<i>/fetch.last_end`).
+    last_end_files: Vec<PathBuf>,
+    /// When the last run's last request ended (ms), read at the start of this run
+    /// (the latest of the files read).
     last_end: Option<i64>,
 }
 
@@ -46,12 +48,23 @@ impl Politeness {
     /// The timing of a run with settings `cfg`; `last_end_file` is where the end of
     /// the last request is kept between runs (the crawl directory's `fetch.last_end`).
     pub fn load(last_end_file: &Path, cfg: &FetchConfig) -> Self {
-        let last_end_file = last_end_file.to_path_buf();
+        Politeness::load_many(&[last_end_file.to_path_buf()], &[], cfg)
+    }
+
+    /// The timing of a run that records its end in each of `write` (a fetch task's
+    /// partitions' `fetch.last_end`) and keeps its distance from the latest end
+    /// recorded in `write` and `read_also` (the crawl directory's `fetch.last_end`,
+    /// written by sitemap and by fetch runs before partitions had their own).
+    pub fn load_many(write: &[PathBuf], read_also: &[PathBuf], cfg: &FetchConfig) -> Self {
         Politeness {
             delay: cfg.delay,
             delays: HostPatterns::new(cfg.delays.iter().map(|(p, d)| (p.clone(), *d))),
-            last_end: read_last_end(&last_end_file),
-            last_end_file,
+            last_end: write
+                .iter()
+                .chain(read_also)
+                .filter_map(|f| read_last_end(f))
+                .max(),
+            last_end_files: write.to_vec(),
         }
     }
 
@@ -70,10 +83,14 @@ impl Politeness {
     /// Records that every request of this run has ended now: the next run keeps its
     /// distance from now.
     pub fn record_end(&self) -> Result<()> {
-        crate::store::parquet::write_atomic(
-            &self.last_end_file,
-            crate::datum::now_millis().to_string().as_bytes(),
-        )
+        let now = crate::datum::now_millis().to_string();
+        for f in &self.last_end_files {
+            if let Some(dir) = f.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, e))?;
+            }
+            crate::store::parquet::write_atomic(f, now.as_bytes())?;
+        }
+        Ok(())
     }
 }
 

@@ -29,12 +29,16 @@ use super::page::{PageInput, PageOpts, ParsedPage, parse_page};
 use crate::cli;
 use crate::config::Config;
 use crate::error::{Error, IoContext, Result};
-use crate::records::{ContentRecord, CrawlParseRecord, ParseDataRecord, ParseTextRecord};
-use crate::stage::{Report, StageCtx};
+use crate::records::{
+    ContentRecord, CrawlParseRecord, InlinkRecord, ParseDataRecord, ParseTextRecord,
+};
+use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::store::integrity;
+use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::layout::Segment;
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use crate::store::parquet::{self, PartWriter, StagedDataset, part_name, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
@@ -49,8 +53,8 @@ pub struct ParseOpts {
     pub reparse: bool,
 }
 
-/// Counts reported by the stage.
-#[derive(Debug, Clone, Default)]
+/// Counts reported by the stage (a task's, or the sum of a job's tasks).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ParseReport {
     /// The segment parsed.
     pub segment: String,
@@ -66,8 +70,21 @@ pub struct ParseReport {
     pub link_rows: u64,
     /// Content bytes parsed.
     pub bytes: u64,
-    /// Seconds since the stage started, when the segment was parsed (for the rate).
+    /// Seconds spent parsing (for the rate; a job's: its tasks' seconds summed).
     pub secs: f64,
+}
+
+impl ParseReport {
+    /// Adds the counts of another task's report.
+    fn add(&mut self, o: &ParseReport) {
+        self.pages += o.pages;
+        self.success += o.success;
+        self.failed += o.failed;
+        self.outlinks += o.outlinks;
+        self.link_rows += o.link_rows;
+        self.bytes += o.bytes;
+        self.secs += o.secs;
+    }
 }
 
 impl fmt::Display for ParseReport {
@@ -93,9 +110,15 @@ impl Report for ParseReport {
     const STAGE: &'static str = "parse";
 }
 
-fn pick_segment(dir: &CrawlDir, opts: &ParseOpts) -> Result<Segment> {
+fn pick_segment(dir: &CrawlDir, ctx: &StageCtx, opts: &ParseOpts) -> Result<Segment> {
     if let Some(s) = &opts.segment {
         return dir.segment(s);
+    }
+    if *ctx.task() != TaskMode::Whole {
+        return Err(Error::input(
+            "parse --job",
+            "name the segment: every task of a job and its commit work on the same SEGMENT",
+        ));
     }
     dir.segments()?
         .into_iter()
@@ -109,91 +132,270 @@ fn pick_segment(dir: &CrawlDir, opts: &ParseOpts) -> Result<Segment> {
         })
 }
 
-/// What every content part of one run shares.
+/// What every content part of one task shares.
 struct Shared<'a> {
     cfg: &'a Config,
     page: PageOpts,
     policy: UrlPolicy,
     seg: &'a Segment,
-    text_ds: StagedDataset,
-    data_ds: StagedDataset,
     pb: ProgressBar,
 }
 
-/// Parses a segment of the crawl directory of `ctx` (which must exist).
+/// The shuffle outputs of one map task: one file per target partition, in the
+/// attempt's `crawl_parse/` (updatedb's rows) and `parse_inlinks/` (linkdb's rows).
+/// A task over every partition writes every target's file (empty or not, as a
+/// one-process parse always did); a task over some partitions only the non-empty ones.
+struct Shuffle {
+    cp_dir: PathBuf,
+    inl_dir: PathBuf,
+    cp: Vec<Option<PartWriter<CrawlParseRecord>>>,
+    inl: Vec<Option<PartWriter<InlinkRecord>>>,
+}
+
+impl Shuffle {
+    fn new(cp_dir: PathBuf, inl_dir: PathBuf, partitions: usize, every: bool) -> Result<Self> {
+        let mut s = Shuffle {
+            cp_dir,
+            inl_dir,
+            cp: (0..partitions).map(|_| None).collect(),
+            inl: (0..partitions).map(|_| None).collect(),
+        };
+        if every {
+            for j in 0..partitions {
+                s.cp_writer(j)?;
+                s.inl_writer(j)?;
+            }
+        }
+        Ok(s)
+    }
+
+    fn cp_writer(&mut self, j: usize) -> Result<&mut PartWriter<CrawlParseRecord>> {
+        let w = &mut self.cp[j];
+        if w.is_none() {
+            *w = Some(PartWriter::create(&self.cp_dir.join(part_name(j)))?);
+        }
+        w.as_mut()
+            .ok_or_else(|| Error::crawl_dir(&self.cp_dir, "internal: no writer"))
+    }
+
+    fn inl_writer(&mut self, j: usize) -> Result<&mut PartWriter<InlinkRecord>> {
+        let w = &mut self.inl[j];
+        if w.is_none() {
+            *w = Some(PartWriter::create(&self.inl_dir.join(part_name(j)))?);
+        }
+        w.as_mut()
+            .ok_or_else(|| Error::crawl_dir(&self.inl_dir, "internal: no writer"))
+    }
+
+    fn finish(self) -> Result<()> {
+        for w in self.cp.into_iter().flatten() {
+            w.finish()?;
+        }
+        for w in self.inl.into_iter().flatten() {
+            w.finish()?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a segment of the crawl directory of `ctx` (which must exist): the whole
+/// segment in this process, or one task of a job on some of its content parts, or
+/// the job's commit (see [`StageCtx::steps`] and docs/tasks-segments.md).
 pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
-    let started = Instant::now();
-    let cfg = ctx.config();
     let dir = ctx.open_for_segments()?;
-    let seg = pick_segment(&dir, opts)?;
-    // Held for the whole run: no fetch, parse or segment tool writes it meanwhile.
-    let _lock = seg.lock("parse")?;
-    let content = seg.require(SegmentDataset::Content, "fetch")?;
+    let seg = pick_segment(&dir, ctx, opts)?;
+    // Held by a one-process run and by a commit (which install into the segment);
+    // tasks only read the segment and write their own attempt, many at once.
+    let _lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(seg.lock("parse")?),
+    };
+    seg.require(SegmentDataset::Content, "fetch")?;
     if seg.has(SegmentDataset::ParseData) && !opts.reparse {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
-                "segment {} is already parsed (parse_data/ exists); rerun with --reparse to parse it again (replaces parse_text/, parse_data/ and crawl_parse/)",
+                "segment {} is already parsed (parse_data/ exists); rerun with --reparse to parse it again (replaces parse_text/, parse_data/, crawl_parse/ and parse_inlinks/)",
                 seg.name()
             ),
         ));
     }
-    let meta = seg.meta()?;
-    let partitions = meta.partitions.max(1);
-    let seeds = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
-
-    // Checked in full: cheap next to parsing, and what parse writes flows into the crawldb.
-    let parts =
-        crate::store::integrity::verify(&content, crate::store::integrity::Check::Checksums)?;
-    let total_rows: u64 = parts.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
-    let sh = Shared {
-        cfg,
-        page: PageOpts::from_config(cfg),
-        policy: UrlPolicy::new(&cfg.urls, &seeds)?,
-        seg: &seg,
-        text_ds: StagedDataset::new(&seg.dataset(SegmentDataset::ParseText))?,
-        data_ds: StagedDataset::new(&seg.dataset(SegmentDataset::ParseData))?,
-        pb: cli::progress_bar(total_rows, "parse"),
-    };
-    let cp_ds = StagedDataset::new(&seg.dataset(SegmentDataset::CrawlParse))?;
-    let mut cp_writers = (0..partitions)
-        .map(|i| PartWriter::<CrawlParseRecord>::create(&cp_ds.part_path(i)))
-        .collect::<Result<Vec<_>>>()?;
-
+    let partitions = seg.meta()?.partitions.max(1);
     let mut report = ParseReport {
         segment: seg.name().to_string(),
         ..Default::default()
     };
-    for (pos, part) in parts.iter().enumerate() {
-        let i = part_index(part).unwrap_or(pos);
-        run_partition(&sh, i, part, &mut cp_writers, &mut report)?;
+    for step in ctx.steps("parse", partitions)? {
+        match step {
+            Step::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => {
+                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, partitions)?;
+            }
+            Step::Commit { job } => {
+                let whole = *ctx.task() == TaskMode::Whole;
+                let summed = commit(&seg, &job, partitions)?;
+                if !whole {
+                    report = summed;
+                }
+            }
+        }
     }
-    for w in cp_writers {
-        w.finish()?;
+    if *ctx.task() == TaskMode::Whole {
+        report.secs = ctx.started().elapsed().as_secs_f64();
     }
-    sh.pb.finish_and_clear();
-    interrupted(&seg)?;
-    sh.text_ds.commit_replacing()?;
-    cp_ds.commit_replacing()?;
-    sh.data_ds.commit_replacing()?;
-    tracing::debug!("parsed {} in {:?}", seg.name(), started.elapsed());
-    report.secs = ctx.started().elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// Parses content part `i` (`part`) batch by batch (the pages of a batch in parallel):
-/// writes parse_text and parse_data part `i` and pushes the page's crawl_parse rows
-/// to the writer of their host's partition (`cp_writers`); counts into `report`.
+/// The map task on content parts `set` (attempt `attempt` of `job`): parse_text and
+/// parse_data parts `i` for `i` in `set`, and the shuffle outputs (crawl_parse and
+/// parse_inlinks rows by the target's partition) into the attempt.
+fn run_task(
+    ctx: &StageCtx,
+    dir: &CrawlDir,
+    seg: &Segment,
+    job: &Job,
+    set: &PartitionSet,
+    attempt: &str,
+    partitions: usize,
+) -> Result<ParseReport> {
+    let started = Instant::now();
+    let cfg = ctx.config();
+    let seeds = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
+    let content = seg.dataset(SegmentDataset::Content);
+    // Checked in full: cheap next to parsing, and what parse writes flows into the
+    // crawldb (the sizes of every part, the checksums of the task's own parts).
+    integrity::verify(&content, integrity::Check::Sizes)?;
+    let mut parts: Vec<(usize, PathBuf)> = Vec::new();
+    for i in set.iter() {
+        for p in parquet::partition_files(&content, i)? {
+            parts.push((i, p));
+        }
+    }
+    let files: Vec<PathBuf> = parts.iter().map(|(_, p)| p.clone()).collect();
+    integrity::verify_parts(&content, &files)?;
+    let total_rows: u64 = files.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
+    let w = job.attempt_writer(set, attempt)?;
+    let text_dir = w.dataset(SegmentDataset::ParseText.as_str())?;
+    let data_dir = w.dataset(SegmentDataset::ParseData.as_str())?;
+    let mut shuffle = Shuffle::new(
+        w.dataset(SegmentDataset::CrawlParse.as_str())?,
+        w.dataset(SegmentDataset::ParseInlinks.as_str())?,
+        partitions,
+        set.is_all(partitions),
+    )?;
+    let sh = Shared {
+        cfg,
+        page: PageOpts::from_config(cfg),
+        policy: UrlPolicy::new(&cfg.urls, &seeds)?,
+        seg,
+        pb: cli::progress_bar(total_rows, "parse"),
+    };
+    let mut report = ParseReport {
+        segment: seg.name().to_string(),
+        ..Default::default()
+    };
+    // A content part per partition (as fetch writes them): parse_text and parse_data
+    // parts keep its name.
+    for i in set.iter() {
+        let mut text_w = PartWriter::<ParseTextRecord>::create(&text_dir.join(part_name(i)))?;
+        let mut data_w = PartWriter::<ParseDataRecord>::create(&data_dir.join(part_name(i)))?;
+        for (_, part) in parts.iter().filter(|(p, _)| *p == i) {
+            run_partition(
+                &sh,
+                part,
+                &mut text_w,
+                &mut data_w,
+                &mut shuffle,
+                &mut report,
+            )?;
+        }
+        text_w.finish()?;
+        data_w.finish()?;
+    }
+    shuffle.finish()?;
+    sh.pb.finish_and_clear();
+    interrupted(seg)?;
+    report.secs = started.elapsed().as_secs_f64();
+    w.finish(&report)?;
+    tracing::debug!(
+        "parsed partitions {set} of {} in {:?}",
+        seg.name(),
+        started.elapsed()
+    );
+    Ok(report)
+}
+
+/// The commit: links the chosen attempts' parse_text and parse_data parts and their
+/// shuffle outputs (as [`jobs::shuffle_part_name`]) into the segment's datasets,
+/// installs them (`parse_data` last: its presence means the segment is parsed),
+/// removes the job and returns the attempts' reports summed.
+fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
+    let chosen = job.choose(partitions)?;
+    let staged = |ds: SegmentDataset| StagedDataset::new(&seg.dataset(ds));
+    let text = staged(SegmentDataset::ParseText)?;
+    let data = staged(SegmentDataset::ParseData)?;
+    let cp = staged(SegmentDataset::CrawlParse)?;
+    let inl = staged(SegmentDataset::ParseInlinks)?;
+    let mut report = ParseReport {
+        segment: seg.name().to_string(),
+        ..Default::default()
+    };
+    for a in &chosen {
+        for (ds, to) in [
+            (SegmentDataset::ParseText, &text),
+            (SegmentDataset::ParseData, &data),
+        ] {
+            for p in a.parts(ds.as_str())? {
+                let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+                jobs::link_part(&p, &to.path().join(name))?;
+            }
+        }
+        for (ds, to) in [
+            (SegmentDataset::CrawlParse, &cp),
+            (SegmentDataset::ParseInlinks, &inl),
+        ] {
+            for p in a.parts(ds.as_str())? {
+                let j = part_index(&p).ok_or_else(|| {
+                    Error::crawl_dir(
+                        &p,
+                        "not a shuffle output of a parse task (part-NNNNN.parquet)",
+                    )
+                })?;
+                jobs::link_part(
+                    &p,
+                    &to.path()
+                        .join(jobs::shuffle_part_name(j, a.partitions(), partitions)),
+                )?;
+            }
+        }
+        report.add(&a.report::<ParseReport>()?);
+    }
+    interrupted(seg)?;
+    text.commit_replacing()?;
+    cp.commit_replacing()?;
+    inl.commit_replacing()?;
+    data.commit_replacing()?;
+    job.remove()?;
+    Ok(report)
+}
+
+/// Parses one content part batch by batch (the pages of a batch in parallel):
+/// writes its pages' parse_text and parse_data rows (`text_w`, `data_w`) and pushes
+/// each page's crawl_parse rows and inverted outlinks to the writer of their target's
+/// partition (`shuffle`); counts into `report`.
 fn run_partition(
     sh: &Shared<'_>,
-    i: usize,
     part: &Path,
-    cp_writers: &mut [PartWriter<CrawlParseRecord>],
+    text_w: &mut PartWriter<ParseTextRecord>,
+    data_w: &mut PartWriter<ParseDataRecord>,
+    shuffle: &mut Shuffle,
     report: &mut ParseReport,
 ) -> Result<()> {
-    let partitions = cp_writers.len();
-    let mut text_w = PartWriter::<ParseTextRecord>::create(&sh.text_ds.part_path(i))?;
-    let mut data_w = PartWriter::<ParseDataRecord>::create(&sh.data_ds.part_path(i))?;
+    let partitions = shuffle.cp.len();
+    let segment = sh.seg.name().to_string();
     let file = File::open(part).at(part)?;
     let builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(part, e))?;
@@ -228,7 +430,18 @@ fn run_partition(
                     report.link_rows += 1;
                 }
                 let p = partition_for_host(&row.host, partitions);
-                cp_writers[p].push(row)?;
+                shuffle.cp_writer(p)?.push(row)?;
+            }
+            // linkdb's rows: every outlink of parse_data (linkdb applies its own
+            // filters), by the target's partition.
+            for o in &page.data.outlinks {
+                let p = partition_for_host(&host_of(&o.url), partitions);
+                shuffle.inl_writer(p)?.push(InlinkRecord {
+                    url: o.url.clone(),
+                    from_url: page.data.url.clone(),
+                    anchor: o.anchor.clone(),
+                    segment: segment.clone(),
+                })?;
             }
             text_w.push(page.text)?;
             data_w.push(page.data)?;
@@ -237,8 +450,6 @@ fn run_partition(
         data_w.flush()?;
         sh.pb.inc(rows.len() as u64);
     }
-    text_w.finish()?;
-    data_w.finish()?;
     Ok(())
 }
 

@@ -76,7 +76,15 @@ pub fn fetch_all(
         policy: Arc::new(policy.clone()),
         known: known.clone(),
         now,
-        politeness: Politeness::load(&CrawlDir::new(crawl_dir).fetch_last_end(), &cfg.fetch),
+        politeness: {
+            // Its hosts may be in any partition: the latest end of every fetch.
+            let dir = CrawlDir::new(crawl_dir);
+            Politeness::load_many(
+                &[dir.fetch_last_end()],
+                &dir.every_fetch_last_end()?,
+                &cfg.fetch,
+            )
+        },
         not_due: AtomicU64::new(0),
         force,
         budget: std::sync::atomic::AtomicI64::new(

@@ -289,6 +289,45 @@ pub fn verify(dir: &Path, check: Check) -> Result<Vec<PathBuf>> {
     Ok(m.parts.iter().map(|p| dir.join(&p.name)).collect())
 }
 
+/// Checks the blake3 of the part files `parts` of the dataset `dir` against its
+/// manifest (after [`verify`] with [`Check::Sizes`] checked the whole part list):
+/// a partition task reads only its own parts, so it checks only those.
+pub fn verify_parts(dir: &Path, parts: &[PathBuf]) -> Result<()> {
+    let Some(m) = read(dir)? else {
+        return Ok(());
+    };
+    for p in parts {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(entry) = m.parts.iter().find(|e| e.name == name) else {
+            return Err(Error::Integrity {
+                path: p.clone(),
+                message: format!(
+                    "is not listed in the manifest of {}. {}",
+                    dir.display(),
+                    recovery_hint(dir)
+                ),
+            });
+        };
+        let (bytes, hash) = hash_file(p)?;
+        if bytes != entry.bytes || hash != entry.blake3 {
+            return Err(Error::Integrity {
+                path: p.clone(),
+                message: format!(
+                    "differs from the manifest of {} ({bytes} bytes, blake3 {hash}; the manifest says {} bytes, blake3 {}), so it is not read and nothing was written. {}",
+                    dir.display(),
+                    entry.bytes,
+                    entry.blake3,
+                    recovery_hint(dir)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// What is wrong with one file.
 #[derive(Debug)]
 struct Problem {

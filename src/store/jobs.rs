@@ -397,7 +397,18 @@ impl AttemptWriter {
     /// Finishes the attempt: seals every dataset directory written (its manifest),
     /// writes `report`, renames the attempt into place. Returns `false` when the same
     /// attempt id had already finished (this run's output is dropped).
-    pub fn finish<T: Serialize>(mut self, report: &T) -> Result<bool> {
+    pub fn finish<T: Serialize>(self, report: &T) -> Result<bool> {
+        self.finish_checked(report, true)
+    }
+
+    /// [`AttemptWriter::finish`] even when a SIGINT/SIGTERM arrived: for a stage whose
+    /// output after a signal is what it did so far (a one-process fetch writes what it
+    /// fetched; the rest stays due).
+    pub fn finish_anyway<T: Serialize>(self, report: &T) -> Result<bool> {
+        self.finish_checked(report, false)
+    }
+
+    fn finish_checked<T: Serialize>(mut self, report: &T, signals: bool) -> Result<bool> {
         for d in LocalFs.list(&self.tmp)? {
             if d.is_dir() {
                 integrity::seal(&d)?;
@@ -408,11 +419,13 @@ impl AttemptWriter {
         })?;
         bytes.push(b'\n');
         parquet::write_atomic(&self.tmp.join(REPORT), &bytes)?;
-        crate::signal::check(&format!(
-            "task on partitions {} stopped before finishing attempt {}: nothing is \
-             recorded; rerun the task",
-            self.pset, self.attempt
-        ))?;
+        if signals {
+            crate::signal::check(&format!(
+                "task on partitions {} stopped before finishing attempt {}: nothing is \
+                 recorded; rerun the task",
+                self.pset, self.attempt
+            ))?;
+        }
         if LocalFs.exists(&self.dest)? {
             tracing::warn!(
                 "attempt {} of partitions {} had already finished: keeping it, dropping \

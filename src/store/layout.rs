@@ -8,7 +8,7 @@
 //!   crawldb/old/                          the previous version
 //!   crawldb/.lock                         held while a stage rewrites the crawldb
 //!   segments/<yyyyMMddHHmmss>/            one fetch list and what became of it
-//!     _meta.json, crawl_generate/, crawl_fetch/, content/, robots/, parse_text/, parse_data/, crawl_parse/
+//!     _meta.json, crawl_generate/, crawl_fetch/, content/, robots/, parse_text/, parse_data/, crawl_parse/, parse_inlinks/
 //!   segments/<yyyyMMddHHmmss>.lock        held while a stage writes the segment ([`lock`])
 //!   segments/<name>/robots/               one row per robots.txt origin (fetch)
 //!   linkdb/current/, linkdb/old/          inlinks per target URL
@@ -18,6 +18,7 @@
 //!   warc/                                 the default output directory of `warc`
 //!   robots_cache.json                     robots.txt rules kept between fetch runs
 //!   fetch.last_end                        when the last fetch or sitemap run ended
+//!   fetch_state/<n>/p<i>/                 per partition: fetch.last_end, robots_cache.json, fetch.lease
 //! ```
 //!
 //! Every name above is spelled once, in [`super::names`]; the rest of the crate asks
@@ -44,7 +45,7 @@ pub struct CrawlDir {
 /// that every tool that lists, copies, merges or deletes segment data (readseg,
 /// mergesegs, prunesegs) goes through this list (`robots` is written by fetch: one
 /// row per robots.txt origin, read by the sitemap stage).
-pub const SEGMENT_DATASETS: [SegmentDataset; 7] = SegmentDataset::ALL;
+pub const SEGMENT_DATASETS: [SegmentDataset; 8] = SegmentDataset::ALL;
 
 impl CrawlDir {
     /// A crawl directory at `root` (not checked; see [`CrawlDir::open_existing`]).
@@ -196,6 +197,62 @@ impl CrawlDir {
     /// `fetch.last_end`: when the last fetch (or sitemap) run ended.
     pub fn fetch_last_end(&self) -> PathBuf {
         self.root.join(names::FETCH_LAST_END)
+    }
+
+    /// `fetch_state/<n>/p<i>/`: the state of partition `i` of `n` kept between fetch
+    /// runs (its hosts' `fetch.last_end` and robots cache, and its lease), read and
+    /// written by the fetch tasks of that partition.
+    pub fn fetch_state(&self, partitions: usize, i: usize) -> PathBuf {
+        self.fetch_state_root()
+            .join(format!("{partitions:05}"))
+            .join(format!("p{i:05}"))
+    }
+
+    /// `fetch_state/`: every partition's fetch state.
+    pub fn fetch_state_root(&self) -> PathBuf {
+        self.root.join(names::FETCH_STATE)
+    }
+
+    /// `fetch_state/<n>/p<i>/fetch.last_end`: when the last fetch of partition `i`
+    /// ended (the crawl's `fetch.last_end`, written by sitemap and by fetch before
+    /// partitions had their own, is read too).
+    pub fn fetch_last_end_of(&self, partitions: usize, i: usize) -> PathBuf {
+        self.fetch_state(partitions, i).join(names::FETCH_LAST_END)
+    }
+
+    /// Every partition's `fetch.last_end` that exists (whatever the partition count
+    /// it was written for), for a run that fetches hosts of any partition (sitemap).
+    pub fn every_fetch_last_end(&self) -> Result<Vec<PathBuf>> {
+        let root = self.fetch_state_root();
+        let mut out = Vec::new();
+        if !root.is_dir() {
+            return Ok(out);
+        }
+        for count in fs::read_dir(&root).at(&root)? {
+            let count = count.at(&root)?.path();
+            if !count.is_dir() {
+                continue;
+            }
+            for part in fs::read_dir(&count).at(&count)? {
+                let f = part.at(&count)?.path().join(names::FETCH_LAST_END);
+                if f.is_file() {
+                    out.push(f);
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// `fetch_state/<n>/p<i>/robots_cache.json`: partition `i`'s robots cache.
+    pub fn robots_cache_of(&self, partitions: usize, i: usize) -> PathBuf {
+        self.fetch_state(partitions, i).join(names::ROBOTS_CACHE)
+    }
+
+    /// `fetch_state/<n>/p<i>/fetch.lease`: the lease of partition `i` while a task
+    /// fetches it ([`super::lease`]).
+    pub fn fetch_lease(&self, partitions: usize, i: usize) -> PathBuf {
+        self.fetch_state(partitions, i).join(names::FETCH_LEASE)
     }
 
     /// Reads the crawldb's `_meta.json`.

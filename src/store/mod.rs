@@ -5,6 +5,8 @@
 //! - [`layout`]: [`CrawlDir`](layout::CrawlDir) and [`Segment`](layout::Segment), the
 //!   map of the crawl directory and every path in it.
 //! - [`lock`]: lock files (who may write a dataset or a segment right now).
+//! - [`lease`]: leases, lock files with an expiry (a partition fetched by at most
+//!   one task at a time, across machines).
 //! - [`parquet`]: typed Parquet I/O, [`PartWriter`](parquet::PartWriter),
 //!   [`StagedDataset`](parquet::StagedDataset), host partitioning.
 //! - [`integrity`]: dataset manifests (`_SUCCESS`) and the checks readers run.
@@ -29,6 +31,7 @@ pub mod disk;
 pub mod integrity;
 pub mod jobs;
 pub mod layout;
+pub mod lease;
 pub mod lock;
 pub mod names;
 pub mod parquet;

@@ -22,12 +22,15 @@ pub enum SegmentDataset {
     ParseData,
     /// `crawl_parse/`: parse statuses and signatures for updatedb (parse).
     CrawlParse,
+    /// `parse_inlinks/`: every outlink of `parse_data` inverted (target, source,
+    /// anchor), partitioned by the target's host: linkdb's shuffle (parse).
+    ParseInlinks,
 }
 
 impl SegmentDataset {
     /// Every segment dataset, in the order the stages write them: every tool that
     /// lists, copies, merges or deletes segment data goes through this list.
-    pub const ALL: [SegmentDataset; 7] = [
+    pub const ALL: [SegmentDataset; 8] = [
         SegmentDataset::CrawlGenerate,
         SegmentDataset::CrawlFetch,
         SegmentDataset::Content,
@@ -35,6 +38,7 @@ impl SegmentDataset {
         SegmentDataset::ParseText,
         SegmentDataset::ParseData,
         SegmentDataset::CrawlParse,
+        SegmentDataset::ParseInlinks,
     ];
 
     /// The directory name of the dataset inside its segment.
@@ -47,6 +51,7 @@ impl SegmentDataset {
             SegmentDataset::ParseText => "parse_text",
             SegmentDataset::ParseData => "parse_data",
             SegmentDataset::CrawlParse => "crawl_parse",
+            SegmentDataset::ParseInlinks => "parse_inlinks",
         }
     }
 
@@ -136,6 +141,12 @@ pub const FETCH_LAST_END: &str = "fetch.last_end";
 /// `_jobs/`: the attempts of partition tasks waiting for their commit
 /// (see [`super::jobs`]).
 pub const JOBS: &str = "_jobs";
+/// `fetch_state/`: fetch's state per partition (`fetch_state/<n>/p<i>/`: the
+/// partition's `fetch.last_end`, `robots_cache.json` and `fetch.lease`), for `n`
+/// partitions.
+pub const FETCH_STATE: &str = "fetch_state";
+/// `fetch.lease`: the lease of a partition being fetched ([`super::lease`]).
+pub const FETCH_LEASE: &str = "fetch.lease";
 
 #[cfg(test)]
 mod tests {

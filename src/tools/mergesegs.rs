@@ -610,7 +610,9 @@ fn datasets_to_merge(inputs: &[Input]) -> Result<Vec<SegmentDataset>> {
                 ),
             )
         })?;
-        if how == MergeKind::Always || inputs.iter().any(|i| i.seg.has(d)) {
+        if how == MergeKind::Always
+            || (how == MergeKind::IfPresent && inputs.iter().any(|i| i.seg.has(d)))
+        {
             datasets.push(d);
         }
     }
@@ -719,6 +721,9 @@ enum MergeKind {
     /// Optional: `content` and `parse_text` (pruned by `prunesegs`), `robots`
     /// (absent from segments fetched before fetch recorded robots.txt).
     IfPresent,
+    /// Not carried: `parse_inlinks` (linkdb's shuffle) is read only to invert a
+    /// segment, and every input of a merge is inverted already.
+    Dropped,
 }
 
 /// How mergesegs carries each dataset of [`SEGMENT_DATASETS`]; `None` for a name it
@@ -728,6 +733,7 @@ fn merge_kind(dataset: SegmentDataset) -> Option<MergeKind> {
     match dataset {
         CrawlGenerate | CrawlFetch | ParseData | CrawlParse => Some(MergeKind::Always),
         Content | ParseText | Robots => Some(MergeKind::IfPresent),
+        ParseInlinks => Some(MergeKind::Dropped),
     }
 }
 
@@ -782,8 +788,9 @@ impl Plan<'_> {
         }
         let dir = inp.seg.dataset(ds);
         let files = if direct {
-            let p = dir.join(part_name(i));
-            if p.is_file() { vec![p] } else { Vec::new() }
+            // Part `i` and the shuffle outputs of partition `i` (crawl_parse of a
+            // segment parsed as partition tasks).
+            crate::store::parquet::partition_files(&dir, i)?
         } else {
             part_files(&dir)?
         };

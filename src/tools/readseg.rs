@@ -274,6 +274,7 @@ fn dataset_schema(dataset: SegmentDataset) -> SchemaRef {
         SegmentDataset::ParseText => ParseTextRecord::schema(),
         SegmentDataset::ParseData => ParseDataRecord::schema(),
         SegmentDataset::CrawlParse => CrawlParseRecord::schema(),
+        SegmentDataset::ParseInlinks => crate::records::InlinkRecord::schema(),
         SegmentDataset::Robots => crate::net::robots::RobotsRecord::schema(),
     }
 }

@@ -1,0 +1,291 @@
+//! Leases: a partition fetched by at most one task at a time, across machines.
+//!
+//! A lease is a lock file with an expiry (`fetch_state/<n>/p<i>/fetch.lease`, see
+//! [`super::layout::CrawlDir::fetch_lease`]), created exclusively like a
+//! [`super::lock::Lock`] (written under a temporary name, then hard-linked to its
+//! name, which fails if it exists) and removed when the [`Lease`] is dropped:
+//!
+//! ```json
+//! {
+//!   "job": "r2-fetch-5f3a",
+//!   "attempt": "fetch-3-0",
+//!   "pid": 4242,
+//!   "host": "worker-1",
+//!   "since": "2026-11-24T05:30:00.123456789+00:00",
+//!   "expires": 1764048600123,
+//!   "start_time": 46012,
+//!   "boot_id": "7ddcc42d-f1aa-49a9-a333-2dc3e3793511"
+//! }
+//! ```
+//!
+//! `expires` (ms UTC) is when the holder has certainly stopped sending requests: the
+//! fetch time limit plus the longest a request in flight may take after it (fetch
+//! enforces its time limit itself, so a zombie task stops by then whatever happens
+//! to it). `null` means "until released" (a one-process run without a time limit).
+//!
+//! A task finding the lease taken judges it:
+//! - **expired** (`expires` in the past): taken over (a warning names the holder);
+//! - **its holder is gone** (same host, the pid gone or reused, or the host
+//!   rebooted: [`super::lock::Holder::state`]): taken over;
+//! - otherwise the lease is **live**: the task fails with [`Error::Locked`] (exit
+//!   code 6) naming the holder and when the lease expires, so the scheduler retries
+//!   it later.
+//!
+//! So a zombie attempt and its retry never fetch the same partition's hosts at once.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::lock::{Holder, HolderState, boot_id, hostname, process_start_time};
+use crate::error::{Error, IoContext, Result};
+
+/// What a lease file says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseHolder {
+    /// The job the holding task belongs to.
+    pub job: String,
+    /// The holding attempt.
+    pub attempt: String,
+    /// The holder's process id.
+    pub pid: u32,
+    /// The host it runs on.
+    pub host: String,
+    /// When it took the lease (RFC 3339, UTC).
+    pub since: String,
+    /// When the lease expires (ms UTC); `None`: until released.
+    pub expires: Option<i64>,
+    /// The process's start time in clock ticks since boot, if known.
+    #[serde(default)]
+    pub start_time: Option<u64>,
+    /// The boot id of the host when the lease was taken, if known.
+    #[serde(default)]
+    pub boot_id: Option<String>,
+}
+
+impl LeaseHolder {
+    /// This process, taking a lease for `job`/`attempt` now, expiring at `expires`.
+    pub fn me(job: &str, attempt: &str, expires: Option<i64>) -> Self {
+        let pid = std::process::id();
+        LeaseHolder {
+            job: job.to_string(),
+            attempt: attempt.to_string(),
+            pid,
+            host: hostname(),
+            since: chrono::Utc::now().to_rfc3339(),
+            expires,
+            start_time: process_start_time(pid),
+            boot_id: boot_id(),
+        }
+    }
+
+    /// Why the lease may be taken over at `now` (ms), if it may.
+    pub fn takeover_reason(&self, now: i64) -> Option<String> {
+        if let Some(exp) = self.expires
+            && exp <= now
+        {
+            return Some(format!(
+                "it expired {:.1} s ago",
+                (now - exp) as f64 / 1000.0
+            ));
+        }
+        let as_lock = Holder {
+            pid: self.pid,
+            host: self.host.clone(),
+            stage: "fetch".into(),
+            since: self.since.clone(),
+            start_time: self.start_time,
+            boot_id: self.boot_id.clone(),
+        };
+        match as_lock.state() {
+            HolderState::Stale(why) => Some(why),
+            HolderState::Live | HolderState::Unknown => None,
+        }
+    }
+
+    /// `attempt A of job J (pid P on host H, since S, expires E)`.
+    pub fn describe(&self) -> String {
+        let expires = match self.expires {
+            Some(ms) => chrono::DateTime::from_timestamp_millis(ms)
+                .map(|d| d.to_rfc3339())
+                .unwrap_or_else(|| ms.to_string()),
+            None => "when released".into(),
+        };
+        format!(
+            "attempt {} of job {} (pid {} on host {}, since {}, expires {expires})",
+            self.attempt, self.job, self.pid, self.host, self.since
+        )
+    }
+}
+
+/// A lease held by this process; released (its file removed) on drop.
+#[derive(Debug)]
+pub struct Lease {
+    path: PathBuf,
+    body: String,
+}
+
+impl Lease {
+    /// Takes the lease at `path` for `job`/`attempt`, expiring at `expires` (ms UTC;
+    /// `None`: until released). `what` names what the lease guards in errors
+    /// (`partition 3 of segment 2026...`). See the module doc for how a lease found
+    /// taken is judged.
+    pub fn acquire(
+        path: &Path,
+        what: &str,
+        job: &str,
+        attempt: &str,
+        expires: Option<i64>,
+    ) -> Result<Lease> {
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).at(parent)?;
+        }
+        let me = LeaseHolder::me(job, attempt, expires);
+        let body = serde_json::to_string_pretty(&me)
+            .map_err(|e| Error::io(path, std::io::Error::other(e)))?
+            + "\n";
+        let new = sibling(path, &format!("new-{}", me.pid));
+        let mut f = fs::File::create(&new).at(&new)?;
+        f.write_all(body.as_bytes()).at(&new)?;
+        f.sync_all().at(&new)?;
+        drop(f);
+        let taken = take(path, &new, &body, what);
+        let _ = fs::remove_file(&new);
+        taken
+    }
+
+    /// The lease file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the lease file at `path`, if there is one (and it is readable).
+    pub fn read(path: &Path) -> Option<LeaseHolder> {
+        fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Only our own lease: one taken over meanwhile belongs to another attempt.
+        if fs::read_to_string(&self.path).is_ok_and(|t| t == self.body) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
+    for _ in 0..5 {
+        match fs::hard_link(new, path) {
+            Ok(()) => {
+                return Ok(Lease {
+                    path: path.to_path_buf(),
+                    body: body.to_string(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let Ok(holder) = serde_json::from_str::<LeaseHolder>(&text) else {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{what}: the lease file is not readable as a lease; if no fetch task of this crawl is running, delete {} and retry",
+                    path.display()
+                ),
+            });
+        };
+        match holder.takeover_reason(crate::datum::now_millis()) {
+            Some(why) => {
+                tracing::warn!(
+                    "{what}: lease {} held by {} is taken over: {why}",
+                    path.display(),
+                    holder.describe()
+                );
+                take_over(path, &text)?;
+            }
+            None => {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "{what} is leased by {}: another attempt may still be fetching its hosts; retry after the lease expires (or once that process is gone)",
+                        holder.describe()
+                    ),
+                });
+            }
+        }
+    }
+    Err(Error::Locked {
+        path: path.to_path_buf(),
+        message: format!("{what}: could not take the lease (other attempts keep taking it)"),
+    })
+}
+
+/// Removes the lease at `path` whose text was `judged`: renamed away first (of two
+/// takers only one rename succeeds), then checked; a lease that is not the one
+/// judged (a fresh one taken meanwhile) is put back.
+fn take_over(path: &Path, judged: &str) -> Result<()> {
+    let stale = sibling(path, &format!("stale-{}", std::process::id()));
+    match fs::rename(path, &stale) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    let moved = fs::read_to_string(&stale).unwrap_or_default();
+    if moved != judged {
+        let _ = fs::hard_link(&stale, path);
+    }
+    fs::remove_file(&stale).at(&stale)?;
+    Ok(())
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{name}.{suffix}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_refused_expired_taken_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p00003").join("fetch.lease");
+        let now = crate::datum::now_millis();
+        let a = Lease::acquire(&p, "partition 3", "j", "a0", Some(now + 60_000)).unwrap();
+        let err = Lease::acquire(&p, "partition 3", "j", "a1", Some(now + 60_000)).unwrap_err();
+        assert!(
+            matches!(err, Error::Locked { .. }) && err.to_string().contains("attempt a0"),
+            "{err}"
+        );
+        drop(a);
+        assert!(!p.exists(), "released on drop");
+        // An expired lease of a live process is taken over.
+        let old = Lease::acquire(&p, "partition 3", "j", "a0", Some(now - 1)).unwrap();
+        let b = Lease::acquire(&p, "partition 3", "j", "a1", Some(now + 60_000)).unwrap();
+        assert_eq!(Lease::read(&p).unwrap().attempt, "a1");
+        drop(old); // not ours any more: left alone
+        assert_eq!(Lease::read(&p).unwrap().attempt, "a1");
+        drop(b);
+        // A lease of a pid that no longer exists is taken over.
+        let mut gone = LeaseHolder::me("j", "z", None);
+        gone.pid = u32::MAX - 7;
+        gone.start_time = None;
+        std::fs::write(&p, serde_json::to_string(&gone).unwrap()).unwrap();
+        let c = Lease::acquire(&p, "partition 3", "j", "a2", None).unwrap();
+        assert_eq!(Lease::read(c.path()).unwrap().attempt, "a2");
+    }
+}

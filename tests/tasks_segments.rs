@@ -1,0 +1,310 @@
+//! The segment stages as partition tasks plus a commit (`--job --partitions
+//! --attempt`, `--job --commit`): fetch, parse and linkdb run as uneven tasks give
+//! the same datasets as one-process runs; fetch's partition leases keep a zombie
+//! attempt and its retry apart; politeness holds across tasks.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use trawl::records::{CrawlParseRecord, FetchRecord, InlinkRecord, ParseDataRecord};
+use trawl::store::parquet::read_dataset;
+
+const WEB: &[&str] = &["--seed", "11", "--hosts", "8", "--pages", "10"];
+const DELAY: f64 = 0.3;
+
+fn task(
+    stage: &str,
+    crawl: &Path,
+    config: &Path,
+    seg: &str,
+    job: &str,
+    parts: &str,
+    attempt: &str,
+) -> Command {
+    stage_command(
+        bin(stage),
+        crawl,
+        config,
+        &[
+            seg,
+            "--job",
+            job,
+            "--partitions",
+            parts,
+            "--attempt",
+            attempt,
+        ],
+    )
+}
+
+fn ok(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({:?}):\n{err}",
+        out.status
+    );
+    err
+}
+
+fn commit(stage: &str, crawl: &Path, config: &Path, args: &[&str], job: &str) -> String {
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["--job", job, "--commit"]);
+    ok(stage_command(bin(stage), crawl, config, &a))
+}
+
+fn fetch_set(seg: &str) -> BTreeSet<(String, String, Option<i32>)> {
+    let rows: Vec<FetchRecord> = read_dataset(&Path::new(seg).join("crawl_fetch")).unwrap();
+    let n = rows.len();
+    let set: BTreeSet<_> = rows
+        .into_iter()
+        .map(|r| (r.url, r.status.as_str().to_string(), r.http_status))
+        .collect();
+    assert_eq!(set.len(), n, "a URL has two crawl_fetch rows");
+    set
+}
+
+fn parse_sets(seg: &str) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
+    let data: Vec<ParseDataRecord> = read_dataset(&Path::new(seg).join("parse_data")).unwrap();
+    let mut cp: Vec<String> = read_dataset::<CrawlParseRecord>(&Path::new(seg).join("crawl_parse"))
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            format!(
+                "{} {} {:?} {:?} {:.9} {}",
+                r.url, r.kind, r.from_url, r.anchor, r.score, r.depth
+            )
+        })
+        .collect();
+    cp.sort();
+    let mut inl: Vec<String> = read_dataset::<InlinkRecord>(&Path::new(seg).join("parse_inlinks"))
+        .unwrap()
+        .into_iter()
+        .map(|r| format!("{} {} {}", r.url, r.from_url, r.anchor))
+        .collect();
+    inl.sort();
+    (data.into_iter().map(|r| r.url).collect(), cp, inl)
+}
+
+fn linkdb(crawl: &Path) -> Vec<(String, String, String)> {
+    let mut rows: Vec<_> = read_dataset::<InlinkRecord>(&crawl.join("linkdb/current"))
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.url, r.from_url, r.anchor))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Every host's requests at least `delay` apart (the log's times), from `since` on.
+fn assert_polite(log: &[LogLine], since: i64, delay: f64) {
+    let mut by_host: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for l in log.iter().filter(|l| l.time_ms >= since) {
+        by_host.entry(&l.host).or_default().push(l.time_ms);
+    }
+    let min = (delay * 1000.0) as i64 - 30;
+    for (host, mut t) in by_host {
+        t.sort();
+        for w in t.windows(2) {
+            assert!(
+                w[1] - w[0] >= min,
+                "{host}: requests {} ms apart",
+                w[1] - w[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn fetch_parse_linkdb_as_tasks_equal_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(dir, &web.addr, DELAY, "");
+    // Fetch tasks need a time limit (their leases' length); long enough for all.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[fetch]\n", "[fetch]\ntime_limit = 120.0\n");
+    std::fs::write(&config, text).unwrap();
+
+    // One process.
+    let a = dir.join("a");
+    inject_seeds(dir, &a, &config, &map.seeds);
+    let seg_a = generate_segment(&a, &config);
+    for stage in ["fetch", "parse", "linkdb"] {
+        run_ok(stage, &a, &config, &[&seg_a]);
+    }
+
+    // Tasks: uneven partition sets (4 partitions), fetch tasks at the same time.
+    let b = dir.join("b");
+    inject_seeds(dir, &b, &config, &map.seeds);
+    let seg_b = generate_segment(&b, &config);
+    let since = trawl::datum::now_millis();
+    let t1 = task("fetch", &b, &config, &seg_b, "f1", "0-1", "f-01-0")
+        .spawn()
+        .unwrap();
+    let t2 = task("fetch", &b, &config, &seg_b, "f1", "2", "f-2-0")
+        .spawn()
+        .unwrap();
+    ok(task("fetch", &b, &config, &seg_b, "f1", "3", "f-3-1"));
+    // The same task again under another attempt id (a retry): both finish, the
+    // commit takes one of them.
+    ok(task("fetch", &b, &config, &seg_b, "f1", "3", "f-3-0"));
+    for mut t in [t1, t2] {
+        assert!(t.wait().unwrap().success());
+    }
+    assert!(
+        !Path::new(&seg_b).join("crawl_fetch").exists(),
+        "tasks install nothing"
+    );
+    let summary = commit("fetch", &b, &config, &[&seg_b], "f1");
+    assert!(summary.contains("fetch: segment"), "{summary}");
+    assert!(!b.join("_jobs").exists(), "the commit removes the job");
+    assert_eq!(fetch_set(&seg_a), fetch_set(&seg_b));
+    for i in 0..4 {
+        let st = b.join(format!("fetch_state/00004/p{i:05}"));
+        assert!(st.join("fetch.last_end").is_file(), "{}", st.display());
+        assert!(!st.join("fetch.lease").exists(), "lease released");
+    }
+
+    ok(task("parse", &b, &config, &seg_b, "p1", "0", "p-0-0"));
+    ok(task("parse", &b, &config, &seg_b, "p1", "1-3", "p-13-0"));
+    let summary = commit("parse", &b, &config, &[&seg_b], "p1");
+    assert!(summary.contains("parse: segment"), "{summary}");
+    assert_eq!(parse_sets(&seg_a), parse_sets(&seg_b));
+    // A partition's crawl_parse is made of the map outputs of both tasks (when
+    // both pages' links reach it): every reader takes all its files.
+    let cp = Path::new(&seg_b).join("crawl_parse");
+    let files: Vec<usize> = (0..4)
+        .map(|j| {
+            trawl::store::parquet::partition_files(&cp, j)
+                .unwrap()
+                .len()
+        })
+        .collect();
+    assert!(files.iter().any(|&n| n == 2), "{files:?}");
+    assert!(files.iter().all(|&n| n <= 2), "{files:?}");
+
+    ok(task("linkdb", &b, &config, &seg_b, "l1", "0-2", "l-02-0"));
+    ok(task("linkdb", &b, &config, &seg_b, "l1", "3", "l-3-0"));
+    commit("linkdb", &b, &config, &[&seg_b], "l1");
+    let want = linkdb(&a);
+    assert!(!want.is_empty());
+    assert_eq!(want, linkdb(&b));
+
+    let log = web.stop();
+    assert_polite(&log, since, DELAY);
+}
+
+#[test]
+fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(dir, &web.addr, 0.5, "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[fetch]\n",
+        "[fetch]\ntime_limit = 2.0\ntotal_timeout = 1.0\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &map.seeds);
+    let seg = generate_segment(&crawl, &config);
+    let lease = crawl.join("fetch_state/00004/p00001/fetch.lease");
+
+    // The first attempt takes the leases, fetches for a while, then stops answering
+    // (SIGSTOP: a zombie whose lease is live).
+    let mut zombie = task("fetch", &crawl, &config, &seg, "j", "0-3", "a-0")
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !lease.is_file() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no lease taken"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = zombie.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let out = task("fetch", &crawl, &config, &seg, "j", "0-3", "a-1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("leased by attempt a-0"), "{err}");
+
+    // After the lease expires (time limit + total timeout + 1 s), a retry takes over.
+    let held = trawl::store::lease::Lease::read(&lease).unwrap();
+    let wait = held.expires.unwrap() - trawl::datum::now_millis();
+    std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
+    ok(task("fetch", &crawl, &config, &seg, "j", "0-3", "a-2"));
+    // The zombie is killed without a chance to finish: its attempt never counts.
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _ = zombie.wait();
+    // A fetch task without a time limit is refused (its lease could never expire).
+    let cfg2 = dir.join("nolimit.toml");
+    std::fs::write(
+        &cfg2,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("time_limit = 2.0\n", ""),
+    )
+    .unwrap();
+    let out = task("fetch", &crawl, &cfg2, &seg, "k", "0", "b-0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a time limit"));
+    // queue_mode = ip cannot be partitioned.
+    let cfg3 = dir.join("ip.toml");
+    std::fs::write(
+        &cfg3,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("[fetch]\n", "[fetch]\nqueue_mode = \"ip\"\n"),
+    )
+    .unwrap();
+    let out = task("fetch", &crawl, &cfg3, &seg, "k", "0", "b-1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("queue_mode = \"ip\""),
+        "{err}"
+    );
+    commit("fetch", &crawl, &config, &[&seg], "j");
+    let generated: Vec<trawl::CrawlDatum> =
+        read_dataset(&Path::new(&seg).join("crawl_generate")).unwrap();
+    let fetched = fetch_set(&seg);
+    let urls: BTreeSet<String> = fetched.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(
+        urls,
+        generated
+            .into_iter()
+            .map(|d| d.url)
+            .collect::<BTreeSet<_>>()
+    );
+}
