@@ -231,7 +231,7 @@ fn read_fetch_list(seg: &Segment, set: &PartitionSet) -> Result<(Vec<HostList>, 
     for i in set.iter() {
         parts.extend(parquet::partition_files(&list, i)?);
     }
-    integrity::verify_parts(&list, &parts)?;
+    integrity::verify_files(&list, &parts)?;
     for part in parts {
         for rows in parquet::read_part::<CrawlDatum>(&part)? {
             for d in rows? {

@@ -216,7 +216,7 @@ fn run_task(
             .map(|i| cur.join(parquet::part_name(i)))
             .filter(|p| p.is_file())
             .collect();
-        integrity::verify_parts(&cur, &own_old)?;
+        integrity::verify_files(&cur, &own_old)?;
     }
     let legacy: Vec<&Segment> = segments
         .iter()
@@ -239,7 +239,7 @@ fn run_task(
             for i in set.iter() {
                 files.extend(parquet::partition_files(&d, i)?);
             }
-            integrity::verify_parts(&d, &files)?;
+            integrity::verify_files(&d, &files)?;
         } else {
             seg.verify(SegmentDataset::ParseData, Check::Checksums)?;
         }

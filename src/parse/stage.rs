@@ -275,7 +275,7 @@ fn run_task(
         }
     }
     let files: Vec<PathBuf> = parts.iter().map(|(_, p)| p.clone()).collect();
-    integrity::verify_parts(&content, &files)?;
+    integrity::verify_files(&content, &files)?;
     let total_rows: u64 = files.iter().map(|p| count_rows(p)).sum::<Result<u64>>()?;
     let w = job.attempt_writer(set, attempt)?;
     let text_dir = w.dataset(SegmentDataset::ParseText.as_str())?;

@@ -289,43 +289,25 @@ pub fn verify(dir: &Path, check: Check) -> Result<Vec<PathBuf>> {
     Ok(m.parts.iter().map(|p| dir.join(&p.name)).collect())
 }
 
-/// Checks the blake3 of the part files `parts` of the dataset `dir` against its
-/// manifest (after [`verify`] with [`Check::Sizes`] checked the whole part list):
-/// a partition task reads only its own parts, so it checks only those.
-pub fn verify_parts(dir: &Path, parts: &[PathBuf]) -> Result<()> {
+/// Like [`verify`] (every part listed, present and of its size), but with
+/// [`Check::Checksums`] hashing only the parts whose file name `wanted` accepts:
+/// what a partition task reads of a dataset shared by many tasks.
+pub fn verify_parts(dir: &Path, check: Check, wanted: &dyn Fn(&str) -> bool) -> Result<()> {
     let Some(m) = read(dir)? else {
+        warn_legacy(dir);
         return Ok(());
     };
-    for p in parts {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let Some(entry) = m.parts.iter().find(|e| e.name == name) else {
-            return Err(Error::Integrity {
-                path: p.clone(),
-                message: format!(
-                    "is not listed in the manifest of {}. {}",
-                    dir.display(),
-                    recovery_hint(dir)
-                ),
-            });
-        };
-        let (bytes, hash) = hash_file(p)?;
-        if bytes != entry.bytes || hash != entry.blake3 {
-            return Err(Error::Integrity {
-                path: p.clone(),
-                message: format!(
-                    "differs from the manifest of {} ({bytes} bytes, blake3 {hash}; the manifest says {} bytes, blake3 {}), so it is not read and nothing was written. {}",
-                    dir.display(),
-                    entry.bytes,
-                    entry.blake3,
-                    recovery_hint(dir)
-                ),
-            });
-        }
-    }
-    Ok(())
+    verify_filtered(dir, &m, check, wanted)
+}
+
+/// [`verify_parts`] with checksums for the part files `parts` of the dataset `dir`
+/// (what a partition task reads of it).
+pub fn verify_files(dir: &Path, parts: &[PathBuf]) -> Result<()> {
+    let names: std::collections::HashSet<String> = parts
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    verify_parts(dir, Check::Checksums, &|n| names.contains(n))
 }
 
 /// What is wrong with one file.
@@ -336,6 +318,15 @@ struct Problem {
 }
 
 fn verify_against(dir: &Path, m: &Manifest, check: Check) -> Result<()> {
+    verify_filtered(dir, m, check, &|_| true)
+}
+
+fn verify_filtered(
+    dir: &Path,
+    m: &Manifest,
+    check: Check,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<()> {
     let present: BTreeSet<String> = listed_parts(dir)?.into_iter().collect();
     let expected: BTreeMap<&str, &PartEntry> =
         m.parts.iter().map(|p| (p.name.as_str(), p)).collect();
@@ -344,7 +335,11 @@ fn verify_against(dir: &Path, m: &Manifest, check: Check) -> Result<()> {
     for p in &m.parts {
         let path = dir.join(&p.name);
         match fs::metadata(&path) {
-            Ok(md) if md.len() == p.bytes => to_hash.push(p),
+            Ok(md) if md.len() == p.bytes => {
+                if wanted(&p.name) {
+                    to_hash.push(p);
+                }
+            }
             Ok(md) => problems.push(Problem {
                 name: p.name.clone(),
                 what: format!(
