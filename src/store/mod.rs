@@ -17,6 +17,9 @@
 //!   stages run before writing big data.
 //! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
 //!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
+//! - [`object`]: the crawl directory on an object store (`s3://`, `gs://`, `az://`,
+//!   `file://`): version manifests committed with a conditional create, the local
+//!   working mirror a stage runs on ([`Mirror`](object::Mirror)), and `gc`.
 //!
 //! Stages never spell a dataset or file name of the crawl directory: they ask
 //! [`layout`] for the path.
@@ -26,6 +29,7 @@ pub mod integrity;
 pub mod layout;
 pub mod lock;
 pub mod names;
+pub mod object;
 pub mod parquet;
 pub mod storage;
 pub mod versioned;
