@@ -167,6 +167,27 @@ fn s3_ok(moto: &Moto, work: &Path, stage: &str, uri: &str, config: &Path, args: 
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `inject SEEDS` on `uri` that pauses at `object:<pause>` (`POINT:SECONDS`).
+fn paused_inject(
+    moto: &Moto,
+    work: &Path,
+    uri: &str,
+    config: &Path,
+    seeds: &Path,
+    pause: &str,
+) -> Command {
+    let mut cmd = s3_command(
+        moto,
+        work,
+        "inject",
+        uri,
+        config,
+        &[seeds.to_str().unwrap()],
+    );
+    cmd.env("TRAWL_TEST_PAUSE_SEGTOOLS", format!("object:{pause}"));
+    cmd
+}
+
 fn object_uri(uri: &str) -> ObjectUri {
     match CrawlUri::parse(Path::new(uri)).unwrap() {
         CrawlUri::Object(o) => o,
@@ -295,18 +316,18 @@ fn racing_committers_one_wins_the_other_fails_cleanly() {
     // Two injects on two "machines" (work dirs) read version 1 and both pause before
     // committing version 2.
     let start = |seeds: &Path, work: &str| {
-        let mut cmd = s3_command(
+        paused_inject(
             &moto,
             &t.path().join(work),
-            "inject",
             &uri,
             &config,
-            &[seeds.to_str().unwrap()],
-        );
-        cmd.env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:before-commit:4")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn().unwrap()
+            seeds,
+            "before-commit:4",
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
     };
     let pa = start(&a, "wa");
     let pb = start(&b, "wb");
@@ -373,18 +394,11 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
     let bucket = Bucket::new(&moto);
     let before = bucket.keys("killed");
 
-    let mut cmd = s3_command(
-        &moto,
-        &work,
-        "inject",
-        &uri,
-        &config,
-        &[more.to_str().unwrap()],
-    );
-    cmd.env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:uploaded-one:60")
+    let mut child = paused_inject(&moto, &work, &uri, &config, &more, "uploaded-one:60")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     loop {
