@@ -435,7 +435,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
     assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
 
     let (referenced, _) = bucket.referenced("killed");
-    let objects: BTreeSet<_> = bucket.keys("killed/objects").into_iter().collect();
+    let objects = bucket.keys("killed/objects");
     let orphans: BTreeSet<_> = objects.difference(&referenced).cloned().collect();
     assert!(
         !orphans.is_empty(),
@@ -469,7 +469,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
     let young = s3_run(&moto, &work, "gc", &uri, &config, &[]);
     assert!(String::from_utf8_lossy(&young.stderr).contains("gc: removed 0 unreferenced objects"));
     s3_ok(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
-    let left: BTreeSet<_> = bucket.keys("killed/objects").into_iter().collect();
+    let left = bucket.keys("killed/objects");
     assert_eq!(
         left,
         objects
