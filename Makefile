@@ -44,10 +44,17 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb warcio
 
+# moto's S3 server (tests/object_store.rs runs it on loopback as the crawl directory's
+# object store); moto 5.2 honours conditional creates (If-None-Match: *).
+MOTO := $(VENV)/bin/moto_server
+$(MOTO): $(PYTHON)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check "moto[server]>=5.2,<6"
+
 test: test-rust test-queries
 
-# The Rust tests use the virtualenv's warcio to read trawl's WARC files back.
-test-rust: $(PYTHON)
+# The Rust tests use the virtualenv's warcio to read trawl's WARC files back, and its
+# moto server as an S3 endpoint.
+test-rust: $(PYTHON) $(MOTO)
 	$(CARGO) test --release
 
 test-queries: build $(PYTHON)

@@ -108,9 +108,15 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
 /// Flags every stage takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
-    /// The crawl directory [default: `crawl.dir` from the config, else `crawl`].
+    /// The crawl directory: a local path, or an object-store URI (`s3://BUCKET/PREFIX`,
+    /// `gs://..`, `az://..`, `file:///PATH`; docs/object-store.md)
+    /// [default: `crawl.dir` from the config, else `crawl`].
     #[arg(long, env = "TRAWL_CRAWL_DIR", value_name = "DIR")]
     pub crawl_dir: Option<PathBuf>,
+    /// With an object-store crawl directory: where its local working mirror lives
+    /// [default: `<temp dir>/trawl-work`].
+    #[arg(long, env = "TRAWL_WORK_DIR", value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
     /// The TOML configuration file [default: built-in defaults, as in data/trawl.toml].
     #[arg(long, env = "TRAWL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,

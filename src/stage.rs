@@ -27,6 +27,7 @@
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cli::{CommonArgs, Exit, TaskArgs};
@@ -34,14 +35,21 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
+use crate::store::object::{CrawlUri, GcReport, Mirror};
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
+///
+/// With an object-store crawl directory (`--crawl-dir s3://..`), the root is a local
+/// working mirror ([`Mirror`]): [`StageCtx::from_args`] pulls the current versions
+/// into it, the stage runs on it as on any local directory, and
+/// [`StageCtx::finish`] pushes what changed and commits it (docs/object-store.md).
 #[derive(Debug, Clone)]
 pub struct StageCtx {
     root: PathBuf,
     cfg: Config,
     started: Instant,
     task: TaskMode,
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// How a run of a partitioned stage is split (`--job`, `--partitions`, `--attempt`,
@@ -95,6 +103,7 @@ impl StageCtx {
             cfg,
             started: Instant::now(),
             task: TaskMode::Whole,
+            mirror: None,
         }
     }
 
@@ -175,9 +184,20 @@ impl StageCtx {
     /// A binary's context from its common flags: initializes logging, loads the
     /// configuration (`--config`), sizes rayon's pool (`crawl.threads`) and resolves
     /// the crawl directory (`--crawl-dir`, else `crawl.dir`).
+    ///
+    /// An object-store URI is pulled into its working mirror (`--work-dir`), held
+    /// locked until the stage ends, and the ctx's root is the mirror.
     pub fn from_args(common: &CommonArgs) -> Result<Self> {
         let (cfg, root) = common.setup()?;
-        Ok(StageCtx::new(root, cfg))
+        match CrawlUri::parse(&root)? {
+            CrawlUri::Local(root) => Ok(StageCtx::new(root, cfg)),
+            CrawlUri::Object(uri) => {
+                let mirror = Mirror::open(&uri, common.work_dir.as_deref(), &stage_name())?;
+                let mut ctx = StageCtx::new(mirror.root(), cfg);
+                ctx.mirror = Some(Arc::new(mirror));
+                Ok(ctx)
+            }
+        }
     }
 
     /// [`StageCtx::from_args`] for a partitioned stage, with its task flags
@@ -231,13 +251,51 @@ impl StageCtx {
 
     /// Prints the report's one-line summary (`<stage>: <report> in <secs>s`) and returns
     /// the report's exit outcome, if any, for the binary to end with.
+    ///
+    /// With an object-store crawl directory, first pushes and commits what the stage
+    /// changed; a failed push (another writer committed first, a network error) ends
+    /// the stage with the error's exit code and no summary.
     pub fn finish<R: Report>(&self, report: &R) -> std::result::Result<(), Exit> {
+        if let Some(mirror) = &self.mirror {
+            match mirror.push() {
+                Ok(pushed) => tracing::info!(
+                    "{}: committed [{}], {} objects uploaded ({} bytes, {} PUT)",
+                    mirror.uri().as_str(),
+                    pushed.committed.join(", "),
+                    pushed.uploaded,
+                    pushed.requests.bytes_up,
+                    pushed.requests.put
+                ),
+                Err(e) => {
+                    return Err(Exit::new(
+                        crate::cli::exit_code(&e),
+                        format!(
+                            "Error: {} did its work, but it was not committed: {e}",
+                            R::STAGE
+                        ),
+                    ));
+                }
+            }
+        }
         crate::cli::summary(R::STAGE, self.started, &report.to_string());
         match report.exit() {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
+}
+
+/// The binary's name (the lock holder and `written_by` of an object-store commit).
+fn stage_name() -> String {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "stage".to_string())
+}
+
+impl Report for GcReport {
+    const STAGE: &'static str = "gc";
 }
 
 /// A stage's result. `Display` is its one-line summary (without the stage's name and

@@ -23,6 +23,9 @@
 //!   [`Job`](jobs::Job)).
 //! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
 //!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
+//! - [`object`]: the crawl directory on an object store (`s3://`, `gs://`, `az://`,
+//!   `file://`): version manifests committed with a conditional create, the local
+//!   working mirror a stage runs on ([`Mirror`](object::Mirror)), and `gc`.
 //!
 //! Stages never spell a dataset or file name of the crawl directory: they ask
 //! [`layout`] for the path.
@@ -34,6 +37,7 @@ pub mod layout;
 pub mod lease;
 pub mod lock;
 pub mod names;
+pub mod object;
 pub mod parquet;
 pub mod storage;
 pub mod versioned;

@@ -3,27 +3,10 @@
 //! manifests and `_meta.json` files) goes through, so that another backend can
 //! replace the local file system without touching a stage.
 //!
-//! [`LocalFs`] is the only backend today. An object-store backend (S3, GCS, Azure
-//! through the `object_store` crate) would implement [`Storage`] as follows:
-//!
-//! - [`Storage::list`]: a prefix listing with `/` as delimiter.
-//! - [`Storage::exists`]: a HEAD of the object, or a one-key listing of the prefix.
-//! - [`Storage::read`]: a GET (Parquet parts would be read with ranged GETs, the
-//!   footer first, through `parquet`'s `object_store` reader).
-//! - [`Storage::put`]: a single PUT, which object stores make atomic: readers see
-//!   the whole object or none. Part files are written this way too, each under an
-//!   attempt-private name (`current.tmp-<pid>/part-NNNNN.parquet` locally).
-//! - [`Storage::rename`]: this is the one operation that needs care. The local file
-//!   system renames a directory atomically, which is how a staged dataset and a
-//!   versioned install are committed. Object stores have no atomic rename: there, a
-//!   dataset is committed by its `_SUCCESS` marker alone (written last by a PUT,
-//!   listing every part, [`super::integrity::Manifest`]), and `current`/`old` become
-//!   a small pointer object naming the committed attempt, replaced with a
-//!   conditional PUT (`If-Match`); readers follow the pointer and ignore attempts
-//!   without a marker.
-//! - [`Storage::delete`]: a DELETE of every object under the prefix.
-//! - Locks ([`super::lock`]) stay on the local file system: on an object store
-//!   they become a conditional PUT (`If-None-Match: *`) of the lock object.
+//! [`LocalFs`] is the only backend of this trait. An object-store crawl directory
+//! (`s3://`, ...) does not go through it: stages run on a local working mirror and
+//! [`super::object`] pulls and pushes whole files, committing each dataset by a
+//! version manifest created with a conditional PUT (docs/object-store.md).
 
 use std::fs::{self, File};
 use std::io::Write;

@@ -1,0 +1,1328 @@
+//! The crawl directory on an object store (`s3://`, `gs://`, `az://`, `file://`)
+//! through the `object_store` crate: the URI, the manifest protocol, the local
+//! working mirror stages run on, and garbage collection (docs/object-store.md).
+//!
+//! ```text
+//! <prefix>/objects/<b3[0..2]>/<b3>          immutable file contents, keyed by blake3
+//! <prefix>/<unit>/_versions/<n:020>.json    version n of a unit (a manifest, created once)
+//! <prefix>/<unit>/_versions/_latest         a hint: the newest n (overwritten)
+//! ```
+//!
+//! A *unit* is what one manifest describes: `crawldb`, `linkdb`, `sitemapdb` (the
+//! files of their `current/`), `pagerank` (the whole `pagerank/` tree), `_state`
+//! (`robots_cache.json`, `fetch.last_end`), `segments` (the catalog: the names of
+//! the live segments) and `segments/<name>` (one segment's whole tree). A commit
+//! creates version n+1 of a unit with `PutMode::Create` (`If-None-Match: *`): of two
+//! writers that read version n, exactly one creates n+1; the other fails
+//! ([`Error::Locked`]: another writer committed first, rerun). `current` is the
+//! newest version, `old` the one before. Readers never list: they read `_latest`
+//! and HEAD n+1, n+2, ... until one is absent.
+//!
+//! Stages keep running on a local directory: [`Mirror::open`] pulls every unit's
+//! current version into a working mirror (only the files whose blake3 differs from
+//! what the mirror holds), the stage runs on it, and [`Mirror::push`] uploads the
+//! new files and commits a version of every unit that changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use super::integrity;
+use super::lock::Lock;
+use super::names::{self, VersionedDb};
+use super::parquet::SUCCESS_MARKER;
+use super::versioned::test_pause;
+use crate::error::{Error, IoContext, Result};
+
+/// The variable naming the working-mirror directory (the `--work-dir` flag's env).
+pub const WORK_DIR_ENV: &str = "TRAWL_WORK_DIR";
+
+/// `<prefix>/objects/`: file contents keyed by blake3.
+const OBJECTS: &str = "objects";
+/// `<unit>/_versions/`: a unit's version manifests.
+const VERSIONS: &str = "_versions";
+/// `<unit>/_versions/_latest`: the newest version number (a hint).
+const LATEST: &str = "_latest";
+/// The unit of loose crawl-directory files (`robots_cache.json`, `fetch.last_end`).
+const STATE_UNIT: &str = "_state";
+/// The format of version manifests.
+const FORMAT: &str = "trawl-object-version/1";
+/// Uploads and downloads in flight at once.
+const CONCURRENCY: usize = 8;
+/// Test pause point: after the first object of a push is uploaded.
+pub const PAUSE_UPLOADED_ONE: &str = "object:uploaded-one";
+/// Test pause point: everything uploaded, before the first version is created.
+pub const PAUSE_BEFORE_COMMIT: &str = "object:before-commit";
+
+/// A `--crawl-dir` value: a local directory or an object-store URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrawlUri {
+    /// A local (or NFS) directory: the stages work on it directly, as always.
+    Local(PathBuf),
+    /// An object-store location (`s3://bucket/prefix`, `gs://..`, `az://..`,
+    /// `file:///path`).
+    Object(ObjectUri),
+}
+
+/// An object-store crawl directory: its URI without a trailing `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectUri {
+    uri: String,
+    scheme: String,
+}
+
+impl CrawlUri {
+    /// Parses a `--crawl-dir` value: `s3://`, `s3a://`, `gs://`, `az://`, `abfs://`,
+    /// `abfss://` and `file://` URIs are object-store locations; anything else is a
+    /// local path, used exactly as before.
+    pub fn parse(dir: &Path) -> Result<CrawlUri> {
+        let text = dir.to_string_lossy();
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return Ok(CrawlUri::Local(dir.to_path_buf()));
+        };
+        let scheme = scheme.to_ascii_lowercase();
+        if !matches!(
+            scheme.as_str(),
+            "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "file"
+        ) {
+            return Ok(CrawlUri::Local(dir.to_path_buf()));
+        }
+        let rest = rest.trim_end_matches('/');
+        if rest.is_empty() || (scheme != "file" && rest.starts_with('/')) {
+            return Err(Error::input(
+                text.as_ref(),
+                format!("an object-store crawl directory needs a bucket: {scheme}://BUCKET/PREFIX"),
+            ));
+        }
+        Ok(CrawlUri::Object(ObjectUri {
+            uri: format!("{scheme}://{rest}"),
+            scheme,
+        }))
+    }
+}
+
+impl ObjectUri {
+    /// The URI as given (no trailing `/`).
+    pub fn as_str(&self) -> &str {
+        &self.uri
+    }
+
+    /// The store and the key prefix of the crawl directory in it. S3, GCS and Azure
+    /// read their endpoint and credentials from the standard environment
+    /// (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ALLOW_HTTP`; `GOOGLE_*`; `AZURE_*`).
+    fn open(&self) -> Result<(Arc<dyn ObjectStore>, Key)> {
+        let bad = |e: object_store::Error| self.error(format!("cannot open the object store: {e}"));
+        if self.scheme == "file" {
+            let dir = PathBuf::from(self.uri.trim_start_matches("file://"));
+            fs::create_dir_all(&dir).at(&dir)?;
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&dir).map_err(bad)?;
+            return Ok((Arc::new(store), Key::default()));
+        }
+        let url = url::Url::parse(&self.uri)
+            .map_err(|e| Error::input(&self.uri, format!("not a valid URI: {e}")))?;
+        let prefix = Key::parse(url.path()).map_err(|e| self.error(format!("bad prefix: {e}")))?;
+        let store: Arc<dyn ObjectStore> = match self.scheme.as_str() {
+            "s3" | "s3a" => Arc::new(
+                object_store::aws::AmazonS3Builder::from_env()
+                    .with_url(&self.uri)
+                    .build()
+                    .map_err(bad)?,
+            ),
+            "gs" => Arc::new(
+                object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                    .with_url(&self.uri)
+                    .build()
+                    .map_err(bad)?,
+            ),
+            _ => Arc::new(
+                object_store::azure::MicrosoftAzureBuilder::from_env()
+                    .with_url(&self.uri)
+                    .build()
+                    .map_err(bad)?,
+            ),
+        };
+        Ok((store, prefix))
+    }
+
+    /// An error about this crawl directory.
+    fn error(&self, message: impl Into<String>) -> Error {
+        Error::crawl_dir(&self.uri, message)
+    }
+}
+
+/// One version of a unit, stored as `<unit>/_versions/<n:020>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionManifest {
+    /// `trawl-object-version/1`.
+    pub format: String,
+    /// The unit (`crawldb`, `segments/<name>`, ...).
+    pub unit: String,
+    /// This version's number (1, 2, ...).
+    pub version: u64,
+    /// A random id of the commit (tells a retried create of our own from another's).
+    pub commit: String,
+    /// The stage that committed it.
+    pub written_by: String,
+    /// When (ms UTC).
+    pub written_time: i64,
+    /// The unit was deleted (a segment removed by mergesegs or prunesegs).
+    #[serde(default)]
+    pub deleted: bool,
+    /// Every file of the unit, by its path inside the unit's directory.
+    pub files: Vec<FileEntry>,
+    /// The catalog only: the live segments' names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<String>,
+}
+
+/// One file of a unit's version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Path inside the unit's directory (`part-00003.parquet`, `hits/part-00000.parquet`).
+    pub name: String,
+    /// The object holding its content (`objects/<b3[0..2]>/<b3>` under the prefix).
+    pub key: String,
+    /// Bytes.
+    pub size: u64,
+    /// blake3 of the content (hex).
+    pub blake3: String,
+    /// Rows, for Parquet parts listed in their dataset's `_SUCCESS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+}
+
+/// A unit of the crawl directory (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Unit {
+    /// `segments/<name>`: one segment's tree.
+    Segment(String),
+    /// `segments`: the catalog of live segments.
+    Catalog,
+    /// `_state`: loose files at the root.
+    State,
+    /// `pagerank`: the whole `pagerank/` tree.
+    PageRank,
+    /// A versioned dataset: the files of its `current/`.
+    Db(DbUnit),
+}
+
+/// The versioned datasets, in commit order (the crawldb last: it records what the
+/// others hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum DbUnit {
+    SitemapDb,
+    LinkDb,
+    CrawlDb,
+}
+
+impl DbUnit {
+    fn db(self) -> VersionedDb {
+        match self {
+            DbUnit::SitemapDb => VersionedDb::SitemapDb,
+            DbUnit::LinkDb => VersionedDb::LinkDb,
+            DbUnit::CrawlDb => VersionedDb::CrawlDb,
+        }
+    }
+}
+
+/// The units that always exist (possibly without a version yet), in commit order.
+const FIXED: [Unit; 6] = [
+    Unit::Catalog,
+    Unit::State,
+    Unit::PageRank,
+    Unit::Db(DbUnit::SitemapDb),
+    Unit::Db(DbUnit::LinkDb),
+    Unit::Db(DbUnit::CrawlDb),
+];
+
+impl Unit {
+    /// The unit's name (its key under the prefix).
+    fn name(&self) -> String {
+        match self {
+            Unit::Segment(s) => format!("{}/{s}", names::SEGMENTS),
+            Unit::Catalog => names::SEGMENTS.to_string(),
+            Unit::State => STATE_UNIT.to_string(),
+            Unit::PageRank => names::PAGERANK.to_string(),
+            Unit::Db(d) => d.db().as_str().to_string(),
+        }
+    }
+
+    /// The local directory holding its files, and whether subdirectories count.
+    fn local(&self, root: &Path) -> Option<(PathBuf, bool)> {
+        match self {
+            Unit::Segment(s) => Some((root.join(names::SEGMENTS).join(s), true)),
+            Unit::Catalog => None,
+            Unit::State => Some((root.to_path_buf(), false)),
+            Unit::PageRank => Some((root.join(names::PAGERANK), true)),
+            Unit::Db(d) => Some((root.join(d.db().as_str()).join(names::CURRENT), false)),
+        }
+    }
+
+    /// The directory removed when the unit has no version (for a versioned dataset,
+    /// `old/` too, so that a local recovery cannot bring it back).
+    fn local_base(&self, root: &Path) -> Option<PathBuf> {
+        match self {
+            Unit::Db(d) => Some(root.join(d.db().as_str())),
+            Unit::State | Unit::Catalog => None,
+            _ => self.local(root).map(|(d, _)| d),
+        }
+    }
+}
+
+/// Whether a segment directory name is a segment's (14 digits).
+fn is_segment_name(name: &str) -> bool {
+    name.len() == 14 && name.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether a local file or directory is work in progress or private to this machine
+/// (never pushed): hidden files, locks, staged and stale leftovers, job directories.
+fn is_private(name: &str) -> bool {
+    name.starts_with('.')
+        || name.starts_with("_jobs")
+        || name.contains(".tmp-")
+        || name.contains(".new-")
+        || name.contains(".stale-")
+        || name.ends_with(".lock")
+}
+
+/// `objects/<b3[0..2]>/<b3>`.
+fn object_key(blake3: &str) -> String {
+    format!("{OBJECTS}/{}/{blake3}", blake3.get(..2).unwrap_or("00"))
+}
+
+/// Local state of one file when it was last pulled or pushed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Stat {
+    size: u64,
+    mtime_ns: i128,
+}
+
+fn stat(path: &Path) -> Result<Stat> {
+    let m = fs::metadata(path).at(path)?;
+    let mtime_ns = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    Ok(Stat {
+        size: m.len(),
+        mtime_ns,
+    })
+}
+
+/// What the mirror holds of one unit: the version it matches and its files' stats.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct UnitState {
+    version: u64,
+    manifest: Option<VersionManifest>,
+    stats: BTreeMap<String, Stat>,
+}
+
+/// The mirror's record of what it holds (`<work>/<key>/mirror.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct MirrorState {
+    uri: String,
+    units: BTreeMap<String, UnitState>,
+}
+
+/// The connection to an object-store crawl directory (blocking calls over a
+/// private single-threaded tokio runtime).
+pub struct Remote {
+    uri: ObjectUri,
+    store: Arc<dyn ObjectStore>,
+    prefix: Key,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("uri", &self.uri).finish()
+    }
+}
+
+/// Requests made, for the logs and docs/object-store.md's counts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requests {
+    /// GETs (manifests, hints, objects).
+    pub get: u64,
+    /// HEADs (probing for newer versions).
+    pub head: u64,
+    /// PUTs (objects, versions, hints).
+    pub put: u64,
+    /// LIST pages and DELETEs (gc only).
+    pub other: u64,
+    /// Bytes uploaded.
+    pub bytes_up: u64,
+    /// Bytes downloaded.
+    pub bytes_down: u64,
+}
+
+impl Remote {
+    /// Connects to the crawl directory at `uri` (no request is made).
+    pub fn connect(uri: &ObjectUri) -> Result<Remote> {
+        let (store, prefix) = uri.open()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| uri.error(format!("cannot start the I/O runtime: {e}")))?;
+        Ok(Remote {
+            uri: uri.clone(),
+            store,
+            prefix,
+            rt,
+        })
+    }
+
+    /// The key of `rel` (a `/`-separated path under the crawl directory's prefix).
+    fn key(&self, rel: &str) -> Key {
+        rel.split('/')
+            .filter(|p| !p.is_empty())
+            .fold(self.prefix.clone(), |k, p| k.join(p))
+    }
+
+    fn version_key(&self, unit: &str, n: u64) -> Key {
+        self.key(&format!("{unit}/{VERSIONS}/{n:020}.json"))
+    }
+
+    fn err(&self, what: &str, key: &Key, e: object_store::Error) -> Error {
+        self.uri.error(format!(
+            "{what} {key} failed: {e}; check the endpoint and credentials (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) and rerun"
+        ))
+    }
+
+    /// The bytes at `key`, `None` when absent.
+    async fn get_opt(&self, key: &Key, req: &mut Requests) -> Result<Option<Vec<u8>>> {
+        req.get += 1;
+        match self.store.get(key).await {
+            Ok(r) => {
+                let b = r.bytes().await.map_err(|e| self.err("GET", key, e))?;
+                req.bytes_down += b.len() as u64;
+                Ok(Some(b.to_vec()))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err("GET", key, e)),
+        }
+    }
+
+    async fn exists(&self, key: &Key, req: &mut Requests) -> Result<bool> {
+        req.head += 1;
+        match self.store.head(key).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.err("HEAD", key, e)),
+        }
+    }
+
+    /// The newest version of `unit` and its manifest (`None`: no version yet):
+    /// reads the `_latest` hint, then HEADs n+1, n+2, ... until one is absent.
+    async fn newest(&self, unit: &str, req: &mut Requests) -> Result<Option<VersionManifest>> {
+        let hint_key = self.key(&format!("{unit}/{VERSIONS}/{LATEST}"));
+        let mut n = match self.get_opt(&hint_key, req).await? {
+            Some(b) => String::from_utf8_lossy(&b)
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0),
+            None => 0,
+        };
+        while self.exists(&self.version_key(unit, n + 1), req).await? {
+            n += 1;
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        self.manifest(unit, n, req).await
+    }
+
+    /// Version `n` of `unit`, `None` when absent.
+    async fn manifest(
+        &self,
+        unit: &str,
+        n: u64,
+        req: &mut Requests,
+    ) -> Result<Option<VersionManifest>> {
+        let key = self.version_key(unit, n);
+        let Some(bytes) = self.get_opt(&key, req).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Integrity {
+                path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+                message: format!("not a version manifest ({e}); it was altered: restore it or remove it and the versions after it"),
+            })
+    }
+
+    /// Creates version `m.version` of `m.unit` unless it exists (`If-None-Match: *`),
+    /// then moves the `_latest` hint. Losing the race is an [`Error::Locked`].
+    async fn commit(&self, m: &VersionManifest, req: &mut Requests) -> Result<()> {
+        let key = self.version_key(&m.unit, m.version);
+        let body = serde_json::to_vec_pretty(m)
+            .map_err(|e| self.uri.error(format!("cannot encode a manifest: {e}")))?;
+        req.put += 1;
+        let opts = PutOptions::from(PutMode::Create);
+        match self
+            .store
+            .put_opts(&key, PutPayload::from(body), opts)
+            .await
+        {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                // Ours, if a retried request's first try had landed.
+                let theirs = self.manifest(&m.unit, m.version, req).await?;
+                if theirs.as_ref().map(|t| &t.commit) != Some(&m.commit) {
+                    let by = theirs.map(|t| t.written_by).unwrap_or_default();
+                    return Err(Error::Locked {
+                        path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+                        message: format!(
+                            "another writer ({by}) committed version {} of {} first, so this {} run's result was not installed (nothing is damaged); rerun {}",
+                            m.version, m.unit, m.written_by, m.written_by
+                        ),
+                    });
+                }
+            }
+            Err(e) => return Err(self.err("PUT (create)", &key, e)),
+        }
+        req.put += 1;
+        let hint = self.key(&format!("{}/{VERSIONS}/{LATEST}", m.unit));
+        if let Err(e) = self
+            .store
+            .put(&hint, PutPayload::from(m.version.to_string().into_bytes()))
+            .await
+        {
+            // Only a hint: readers probe past it.
+            tracing::warn!("cannot update {hint}: {e}");
+        }
+        Ok(())
+    }
+
+    /// Uploads the local file `path` as the object of `blake3`.
+    async fn upload(&self, path: &Path, blake3: &str, req: &mut Requests) -> Result<()> {
+        let key = self.key(&object_key(blake3));
+        let data = fs::read(path).at(path)?;
+        let actual = blake3::hash(&data).to_hex();
+        if actual.as_str() != blake3 {
+            return Err(Error::Integrity {
+                path: path.to_path_buf(),
+                message: format!(
+                    "its blake3 is {actual}, its dataset's manifest says {blake3}: the file changed after it was written, so nothing was uploaded or committed; rerun the stage"
+                ),
+            });
+        }
+        req.put += 1;
+        req.bytes_up += data.len() as u64;
+        self.store
+            .put(&key, PutPayload::from(data))
+            .await
+            .map_err(|e| self.err("PUT", &key, e))?;
+        Ok(())
+    }
+
+    /// Downloads the object of `entry` into `dest` (through a temporary file),
+    /// checking its size and blake3.
+    async fn download(&self, entry: &FileEntry, dest: &Path, req: &mut Requests) -> Result<()> {
+        let key = self.key(&entry.key);
+        req.get += 1;
+        let got = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| self.err("GET", &key, e))?;
+        if let Some(dir) = dest.parent() {
+            fs::create_dir_all(dir).at(dir)?;
+        }
+        let tmp = tmp_path(dest);
+        let mut file = fs::File::create(&tmp).at(&tmp)?;
+        let mut hasher = blake3::Hasher::new();
+        let mut size = 0u64;
+        let mut stream = got.into_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.err("GET", &key, e))?;
+            hasher.update(&chunk);
+            size += chunk.len() as u64;
+            file.write_all(&chunk).at(&tmp)?;
+        }
+        file.sync_all().at(&tmp)?;
+        drop(file);
+        req.bytes_down += size;
+        let b3 = hasher.finalize().to_hex().to_string();
+        if size != entry.size || b3 != entry.blake3 {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::Integrity {
+                path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+                message: format!(
+                    "object of {} has {size} bytes and blake3 {b3}, its manifest says {} and {}: the object was altered; nothing was read",
+                    entry.name, entry.size, entry.blake3
+                ),
+            });
+        }
+        fs::rename(&tmp, dest).at(dest)
+    }
+}
+
+fn tmp_path(dest: &Path) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A random-enough commit id (time, pid, and the hash of both).
+fn commit_id() -> String {
+    let seed = format!(
+        "{}-{}-{:?}",
+        now_ms(),
+        std::process::id(),
+        std::thread::current().id()
+    );
+    blake3::hash(seed.as_bytes()).to_hex()[..16].to_string()
+}
+
+/// The files of a local directory (recursively when `deep`), as `/`-separated
+/// paths relative to it, private names skipped.
+fn walk(dir: &Path, deep: bool) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, rel)) = stack.pop() {
+        let entries = match fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&d, e)),
+        };
+        for entry in entries {
+            let entry = entry.at(&d)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if is_private(&name) {
+                continue;
+            }
+            let kind = entry.file_type().at(entry.path())?;
+            let rel_name = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if kind.is_dir() {
+                if deep {
+                    stack.push((entry.path(), rel_name));
+                }
+            } else if kind.is_file() {
+                out.push(rel_name);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The local files of a unit with their blake3: taken from the pulled manifest when
+/// the file's size and mtime are unchanged, from the dataset's `_SUCCESS` manifest
+/// when it lists the file with that size, else hashed.
+fn scan(
+    dir: &Path,
+    deep: bool,
+    known: &UnitState,
+) -> Result<(Vec<FileEntry>, BTreeMap<String, Stat>)> {
+    let mut files = Vec::new();
+    let mut stats = BTreeMap::new();
+    let mut sealed: BTreeMap<PathBuf, BTreeMap<String, integrity::PartEntry>> = BTreeMap::new();
+    let pulled: BTreeMap<&str, &FileEntry> = known
+        .manifest
+        .iter()
+        .flat_map(|m| m.files.iter().map(|f| (f.name.as_str(), f)))
+        .collect();
+    for name in walk(dir, deep)? {
+        let path = dir.join(&name);
+        let st = stat(&path)?;
+        let parent = path.parent().unwrap_or(dir).to_path_buf();
+        let file_name = name.rsplit('/').next().unwrap_or(&name).to_string();
+        let entry = if let Some(f) = pulled
+            .get(name.as_str())
+            .filter(|_| known.stats.get(&name) == Some(&st))
+        {
+            (*f).clone()
+        } else {
+            if !sealed.contains_key(&parent) {
+                let parts = if parent.join(SUCCESS_MARKER).is_file() {
+                    integrity::read(&parent)
+                        .ok()
+                        .flatten()
+                        .map(|m| m.parts.into_iter().map(|p| (p.name.clone(), p)).collect())
+                        .unwrap_or_default()
+                } else {
+                    BTreeMap::new()
+                };
+                sealed.insert(parent.clone(), parts);
+            }
+            let listed = sealed
+                .get(&parent)
+                .and_then(|p| p.get(&file_name))
+                .filter(|p| p.bytes == st.size);
+            let (size, blake3, rows) = match listed {
+                Some(p) => (p.bytes, p.blake3.clone(), Some(p.rows)),
+                None => {
+                    let (size, b3) = integrity::hash_file(&path)?;
+                    (size, b3, None)
+                }
+            };
+            FileEntry {
+                name: name.clone(),
+                key: object_key(&blake3),
+                size,
+                blake3,
+                rows,
+            }
+        };
+        files.push(entry);
+        stats.insert(name, st);
+    }
+    Ok((files, stats))
+}
+
+/// Whether the local files of a unit are still exactly those recorded (by stat).
+fn unchanged(dir: &Path, deep: bool, known: &UnitState) -> Result<bool> {
+    let names = walk(dir, deep)?;
+    if names.len() != known.stats.len() {
+        return Ok(false);
+    }
+    for name in names {
+        match known.stats.get(&name) {
+            Some(s) if *s == stat(&dir.join(&name))? => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// The local working copy of an object-store crawl directory that a stage runs on
+/// (see the module doc). Held locked for the stage's whole run.
+#[derive(Debug)]
+pub struct Mirror {
+    remote: Remote,
+    root: PathBuf,
+    state_path: PathBuf,
+    state: std::sync::Mutex<MirrorState>,
+    stage: String,
+    _lock: Lock,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default)]
+pub struct PushReport {
+    /// Units committed, as `name@version`.
+    pub committed: Vec<String>,
+    /// Objects uploaded.
+    pub uploaded: u64,
+    /// Requests made.
+    pub requests: Requests,
+}
+
+impl Mirror {
+    /// The mirror directory of `uri` under `work` (default: `TRAWL_WORK_DIR`, else
+    /// `<temp>/trawl-work`): `<work>/<tail>-<hash>/`.
+    pub fn dir_for(uri: &ObjectUri, work: Option<&Path>) -> PathBuf {
+        let work = work.map(Path::to_path_buf).unwrap_or_else(|| {
+            std::env::var_os(WORK_DIR_ENV)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| std::env::temp_dir().join("trawl-work"))
+        });
+        let tail: String = uri
+            .as_str()
+            .rsplit('/')
+            .next()
+            .unwrap_or("crawl")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .take(40)
+            .collect();
+        let hash = &blake3::hash(uri.as_str().as_bytes()).to_hex()[..16];
+        work.join(format!("{tail}-{hash}"))
+    }
+
+    /// Locks the mirror of `uri` (under `work`, see [`Mirror::dir_for`]) for `stage`
+    /// and pulls every unit's current version into it. [`Mirror::root`] is then the
+    /// crawl directory the stage works on.
+    pub fn open(uri: &ObjectUri, work: Option<&Path>, stage: &str) -> Result<Mirror> {
+        let dir = Mirror::dir_for(uri, work);
+        fs::create_dir_all(&dir).at(&dir)?;
+        let lock = Lock::acquire(&dir.join(names::LOCK), stage)?;
+        let state_path = dir.join("mirror.json");
+        let state: MirrorState = match fs::read(&state_path) {
+            Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+            Err(_) => MirrorState::default(),
+        };
+        let mirror = Mirror {
+            remote: Remote::connect(uri)?,
+            root: dir.join("crawl"),
+            state_path,
+            state: std::sync::Mutex::new(MirrorState {
+                uri: uri.as_str().to_string(),
+                ..state
+            }),
+            stage: stage.to_string(),
+            _lock: lock,
+        };
+        let req = mirror.pull()?;
+        tracing::info!(
+            "{}: pulled into {} ({} GET, {} HEAD, {} bytes)",
+            uri.as_str(),
+            mirror.root.display(),
+            req.get,
+            req.head,
+            req.bytes_down
+        );
+        Ok(mirror)
+    }
+
+    /// The local crawl directory the stage works on.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The object-store URI.
+    pub fn uri(&self) -> &ObjectUri {
+        &self.remote.uri
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, MirrorState> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn save_state(&self, state: &MirrorState) -> Result<()> {
+        let bytes = serde_json::to_vec(state).map_err(|e| {
+            self.remote
+                .uri
+                .error(format!("cannot encode the mirror state: {e}"))
+        })?;
+        let tmp = tmp_path(&self.state_path);
+        fs::write(&tmp, bytes).at(&tmp)?;
+        fs::rename(&tmp, &self.state_path).at(&self.state_path)
+    }
+
+    /// Brings the mirror to the current version of every unit.
+    fn pull(&self) -> Result<Requests> {
+        let mut req = Requests::default();
+        let mut state = self.state().clone();
+        let remote = &self.remote;
+        let root = self.root.clone();
+        let result: Result<()> = remote.rt.block_on(async {
+            let catalog = remote.newest(&Unit::Catalog.name(), &mut req).await?;
+            let live: BTreeSet<String> = catalog
+                .as_ref()
+                .filter(|c| !c.deleted)
+                .map(|c| c.segments.iter().cloned().collect())
+                .unwrap_or_default();
+            let mut units: Vec<Unit> = FIXED.to_vec();
+            units.extend(live.iter().map(|s| Unit::Segment(s.clone())));
+            let mut any = false;
+            for unit in &units {
+                let name = unit.name();
+                let newest = if *unit == Unit::Catalog {
+                    catalog.clone()
+                } else {
+                    remote.newest(&name, &mut req).await?
+                };
+                let newest = newest.filter(|m| !m.deleted);
+                any |= newest.is_some();
+                let known = state.units.get(&name).cloned().unwrap_or_default();
+                let Some(m) = newest else {
+                    if let Some(base) = unit.local_base(&root) {
+                        remove_all(&base)?;
+                    } else if *unit == Unit::State {
+                        for name in walk(&root, false)? {
+                            let p = root.join(name);
+                            fs::remove_file(&p).at(&p)?;
+                        }
+                    }
+                    state.units.remove(&name);
+                    continue;
+                };
+                let Some((dir, deep)) = unit.local(&root) else {
+                    state.units.insert(
+                        name,
+                        UnitState {
+                            version: m.version,
+                            manifest: Some(m),
+                            stats: BTreeMap::new(),
+                        },
+                    );
+                    continue;
+                };
+                if known.version == m.version && unchanged(&dir, deep, &known)? {
+                    continue;
+                }
+                let stats = self.sync_unit(&m, &dir, deep, &known, &mut req).await?;
+                state.units.insert(
+                    name,
+                    UnitState {
+                        version: m.version,
+                        manifest: Some(m),
+                        stats,
+                    },
+                );
+            }
+            // Local segments the catalog does not list: deleted remotely, or left by
+            // a stage whose push failed.
+            let seg_dir = root.join(names::SEGMENTS);
+            if let Ok(entries) = fs::read_dir(&seg_dir) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if is_segment_name(&name) && !live.contains(&name) {
+                        remove_all(&entry.path())?;
+                        state.units.remove(&Unit::Segment(name).name());
+                    }
+                }
+            }
+            if !any {
+                // Nothing on the store: no crawl directory, as for a local path.
+                remove_all(&root)?;
+                state.units.clear();
+            }
+            Ok(())
+        });
+        result?;
+        self.save_state(&state)?;
+        *self.state() = state;
+        Ok(req)
+    }
+
+    /// Makes the local files of a unit those of `m`: keeps files whose recorded
+    /// stat and blake3 match, downloads the others, removes what `m` does not list.
+    async fn sync_unit(
+        &self,
+        m: &VersionManifest,
+        dir: &Path,
+        deep: bool,
+        known: &UnitState,
+        req: &mut Requests,
+    ) -> Result<BTreeMap<String, Stat>> {
+        let (have, _) = scan(dir, deep, known)?;
+        let have: BTreeMap<&str, &FileEntry> = have.iter().map(|f| (f.name.as_str(), f)).collect();
+        let wanted: BTreeSet<&str> = m.files.iter().map(|f| f.name.as_str()).collect();
+        for name in have.keys().filter(|n| !wanted.contains(*n)) {
+            let p = dir.join(name);
+            fs::remove_file(&p).at(&p)?;
+        }
+        let fetch: Vec<&FileEntry> = m
+            .files
+            .iter()
+            .filter(|f| {
+                have.get(f.name.as_str())
+                    .is_none_or(|h| h.blake3 != f.blake3 || h.size != f.size)
+            })
+            .collect();
+        let remote = &self.remote;
+        let results: Vec<Result<Requests>> = futures::stream::iter(fetch)
+            .map(|f| async move {
+                let mut r = Requests::default();
+                remote.download(f, &dir.join(&f.name), &mut r).await?;
+                Ok(r)
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for r in results {
+            let r = r?;
+            req.get += r.get;
+            req.bytes_down += r.bytes_down;
+        }
+        if m.files.is_empty() {
+            fs::create_dir_all(dir).at(dir)?;
+        }
+        let mut stats = BTreeMap::new();
+        for f in &m.files {
+            stats.insert(f.name.clone(), stat(&dir.join(&f.name))?);
+        }
+        Ok(stats)
+    }
+
+    /// Uploads what the stage changed and commits a new version of every changed
+    /// unit (segments first, then the catalog, then the datasets, the crawldb last).
+    /// The first unit another writer committed first stops the push with an
+    /// [`Error::Locked`]; units committed before it stay committed.
+    pub fn push(&self) -> Result<PushReport> {
+        let mut state = self.state().clone();
+        let root = self.root.clone();
+        let mut units: BTreeSet<Unit> = FIXED.iter().cloned().collect();
+        let mut local_segments = BTreeSet::new();
+        if let Ok(entries) = fs::read_dir(root.join(names::SEGMENTS)) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if is_segment_name(&name) && entry.path().is_dir() {
+                    local_segments.insert(name.clone());
+                    units.insert(Unit::Segment(name));
+                }
+            }
+        }
+        let catalog_name = Unit::Catalog.name();
+        let known_catalog = state.units.get(&catalog_name).cloned().unwrap_or_default();
+        for s in known_catalog
+            .manifest
+            .iter()
+            .flat_map(|m| m.segments.iter())
+        {
+            units.insert(Unit::Segment(s.clone()));
+        }
+        // New versions to commit, in commit order (the set's order: segments,
+        // catalog, state, pagerank, sitemapdb, linkdb, crawldb).
+        let mut commits: Vec<(Unit, VersionManifest, BTreeMap<String, Stat>)> = Vec::new();
+        let mut uploads: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let time = now_ms();
+        let commit = commit_id();
+        let new_manifest = |unit: &Unit, base: &UnitState, files: Vec<FileEntry>| VersionManifest {
+            format: FORMAT.to_string(),
+            unit: unit.name(),
+            version: base.version + 1,
+            commit: commit.clone(),
+            written_by: self.stage.clone(),
+            written_time: time,
+            deleted: false,
+            files,
+            segments: Vec::new(),
+        };
+        for unit in &units {
+            let name = unit.name();
+            let base = state.units.get(&name).cloned().unwrap_or_default();
+            let Some((dir, deep)) = unit.local(&root) else {
+                // The catalog: the local segments, when they differ.
+                let known: BTreeSet<String> = base
+                    .manifest
+                    .iter()
+                    .flat_map(|m| m.segments.iter().cloned())
+                    .collect();
+                if known != local_segments {
+                    let mut m = new_manifest(unit, &base, Vec::new());
+                    m.segments = local_segments.iter().cloned().collect();
+                    commits.push((unit.clone(), m, BTreeMap::new()));
+                }
+                continue;
+            };
+            let (files, stats) = scan(&dir, deep, &base)?;
+            let before = base.manifest.as_ref().map(|m| &m.files);
+            if files.is_empty() {
+                if matches!(unit, Unit::Segment(_)) && before.is_some() {
+                    let mut m = new_manifest(unit, &base, Vec::new());
+                    m.deleted = true;
+                    commits.push((unit.clone(), m, BTreeMap::new()));
+                }
+                continue;
+            }
+            if before == Some(&files) {
+                if let Some(s) = state.units.get_mut(&name) {
+                    s.stats = stats;
+                }
+                continue;
+            }
+            let old: BTreeSet<&str> = before
+                .into_iter()
+                .flatten()
+                .map(|f| f.blake3.as_str())
+                .collect();
+            for f in files.iter().filter(|f| !old.contains(f.blake3.as_str())) {
+                uploads.insert(f.blake3.clone(), dir.join(&f.name));
+            }
+            commits.push((unit.clone(), new_manifest(unit, &base, files), stats));
+        }
+        let mut report = PushReport::default();
+        let remote = &self.remote;
+        let result: Result<()> = remote.rt.block_on(async {
+            let mut first = true;
+            let mut stream = futures::stream::iter(uploads.iter())
+                .map(|(b3, path)| async move {
+                    let mut r = Requests::default();
+                    remote.upload(path, b3, &mut r).await?;
+                    Ok::<_, Error>(r)
+                })
+                .buffer_unordered(CONCURRENCY);
+            while let Some(r) = stream.try_next().await? {
+                report.requests.put += r.put;
+                report.requests.bytes_up += r.bytes_up;
+                report.uploaded += 1;
+                if first {
+                    first = false;
+                    test_pause(PAUSE_UPLOADED_ONE);
+                }
+            }
+            drop(stream);
+            test_pause(PAUSE_BEFORE_COMMIT);
+            for (unit, m, stats) in &commits {
+                remote.commit(m, &mut report.requests).await?;
+                report.committed.push(format!("{}@{}", m.unit, m.version));
+                if m.deleted {
+                    state.units.remove(&m.unit);
+                } else {
+                    state.units.insert(
+                        unit.name(),
+                        UnitState {
+                            version: m.version,
+                            manifest: Some(m.clone()),
+                            stats: stats.clone(),
+                        },
+                    );
+                }
+            }
+            Ok(())
+        });
+        // Record what was committed even when a later unit lost its race.
+        self.save_state(&state)?;
+        *self.state() = state;
+        result?;
+        Ok(report)
+    }
+}
+
+fn remove_all(path: &Path) -> Result<()> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// What [`gc`] found and did.
+#[derive(Debug, Clone, Default)]
+pub struct GcReport {
+    /// Units with a version.
+    pub units: usize,
+    /// Objects referenced by a current or old version (kept).
+    pub kept: u64,
+    /// Unreferenced objects removed (or that would be, with `dry_run`).
+    pub removed: u64,
+    /// Their bytes.
+    pub removed_bytes: u64,
+    /// Version manifests removed: older than `old`, or of units no longer live.
+    pub removed_versions: u64,
+    /// Unreferenced objects younger than the minimum age (kept: a running stage may
+    /// be about to commit them).
+    pub too_young: u64,
+    /// Whether nothing was deleted.
+    pub dry_run: bool,
+}
+
+impl std::fmt::Display for GcReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} unreferenced objects ({} bytes) and {} old version manifests; kept {} objects of {} units ({} unreferenced but younger than --min-age)",
+            if self.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            self.removed,
+            self.removed_bytes,
+            self.removed_versions,
+            self.kept,
+            self.units,
+            self.too_young
+        )
+    }
+}
+
+/// Removes from the object-store crawl directory at `uri` every object that no
+/// `current` or `old` version of a live unit references, every version older than
+/// `old`, and the versions of segments the catalog no longer lists; objects younger
+/// than `min_age` are kept (a running stage may be about to commit them).
+pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport> {
+    let remote = Remote::connect(uri)?;
+    let mut report = GcReport {
+        dry_run,
+        ..GcReport::default()
+    };
+    let result: Result<()> = remote.rt.block_on(async {
+        let mut req = Requests::default();
+        let listed: Vec<object_store::ObjectMeta> = remote
+            .store
+            .list(Some(&remote.prefix))
+            .try_collect()
+            .await
+            .map_err(|e| remote.err("LIST", &remote.prefix, e))?;
+        let prefix_len = remote.prefix.as_ref().len();
+        let rel = |k: &Key| -> String {
+            k.as_ref()
+                .get(prefix_len..)
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string()
+        };
+        // Live units: the fixed ones and the segments of the catalog's current and old.
+        let mut live: BTreeSet<String> = FIXED.iter().map(Unit::name).collect();
+        let catalog = remote.newest(&Unit::Catalog.name(), &mut req).await?;
+        if let Some(c) = &catalog {
+            live.extend(c.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+            if c.version > 1
+                && let Some(old) = remote.manifest(&c.unit, c.version - 1, &mut req).await?
+            {
+                live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+            }
+        }
+        // Versions by unit, from the listing.
+        let mut versions: BTreeMap<String, Vec<(u64, Key)>> = BTreeMap::new();
+        let mut objects: Vec<&object_store::ObjectMeta> = Vec::new();
+        for meta in &listed {
+            let r = rel(&meta.location);
+            if r.starts_with(&format!("{OBJECTS}/")) {
+                objects.push(meta);
+            } else if let Some((unit, file)) = r.split_once(&format!("/{VERSIONS}/"))
+                && let Some(n) = file
+                    .strip_suffix(".json")
+                    .and_then(|n| n.parse::<u64>().ok())
+            {
+                versions
+                    .entry(unit.to_string())
+                    .or_default()
+                    .push((n, meta.location.clone()));
+            }
+        }
+        let mut referenced: BTreeSet<String> = BTreeSet::new();
+        let mut doomed_versions: Vec<Key> = Vec::new();
+        for (unit, mut list) in versions {
+            list.sort();
+            if !live.contains(&unit) {
+                doomed_versions.extend(list.into_iter().map(|(_, k)| k));
+                continue;
+            }
+            report.units += 1;
+            let keep_from = list.len().saturating_sub(2);
+            for (i, (n, key)) in list.into_iter().enumerate() {
+                if i < keep_from {
+                    doomed_versions.push(key);
+                    continue;
+                }
+                if let Some(m) = remote.manifest(&unit, n, &mut req).await? {
+                    referenced.extend(m.files.into_iter().map(|f| f.key));
+                }
+            }
+        }
+        let now = chrono::Utc::now();
+        let min_age = chrono::Duration::from_std(min_age).unwrap_or(chrono::Duration::MAX);
+        let mut doomed: Vec<Key> = Vec::new();
+        for meta in objects {
+            if referenced.contains(&rel(&meta.location)) {
+                report.kept += 1;
+            } else if now - meta.last_modified < min_age {
+                report.too_young += 1;
+            } else {
+                report.removed += 1;
+                report.removed_bytes += meta.size;
+                doomed.push(meta.location.clone());
+            }
+        }
+        report.removed_versions = doomed_versions.len() as u64;
+        if dry_run {
+            return Ok(());
+        }
+        // Objects first: a version is removed only after what it referenced.
+        for key in doomed.iter().chain(doomed_versions.iter()) {
+            match remote.store.delete(key).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(remote.err("DELETE", key, e)),
+            }
+        }
+        Ok(())
+    });
+    result?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_parse() {
+        assert_eq!(
+            CrawlUri::parse(Path::new("crawl")).unwrap(),
+            CrawlUri::Local(PathBuf::from("crawl"))
+        );
+        assert_eq!(
+            CrawlUri::parse(Path::new("/tmp/x")).unwrap(),
+            CrawlUri::Local(PathBuf::from("/tmp/x"))
+        );
+        let CrawlUri::Object(o) = CrawlUri::parse(Path::new("s3://b/p/q/")).unwrap() else {
+            panic!("not an object uri")
+        };
+        assert_eq!(o.as_str(), "s3://b/p/q");
+        assert!(CrawlUri::parse(Path::new("s3://")).is_err());
+        assert!(matches!(
+            CrawlUri::parse(Path::new("file:///tmp/c")).unwrap(),
+            CrawlUri::Object(_)
+        ));
+    }
+
+    /// Two mirrors of one `file://` store: pull, change, push; the second writer
+    /// that read the same version loses with a clear error; gc keeps current and old.
+    #[test]
+    fn commit_race_and_gc_on_a_file_store() {
+        let t = tempfile::tempdir().unwrap();
+        let store = format!("file://{}", t.path().join("store").display());
+        let CrawlUri::Object(uri) = CrawlUri::parse(Path::new(&store)).unwrap() else {
+            panic!("not an object uri")
+        };
+        let work_a = t.path().join("a");
+        let work_b = t.path().join("b");
+        let write = |m: &Mirror, text: &str| {
+            let dir = m.root().join(names::CRAWLDB).join(names::CURRENT);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(names::META), text).unwrap();
+        };
+        {
+            let a = Mirror::open(&uri, Some(&work_a), "test").unwrap();
+            assert!(!a.root().exists());
+            write(&a, "1");
+            let r = a.push().unwrap();
+            assert_eq!(r.committed, vec!["crawldb@1".to_string()]);
+        }
+        let a = Mirror::open(&uri, Some(&work_a), "test").unwrap();
+        let b = Mirror::open(&uri, Some(&work_b), "test").unwrap();
+        let meta = |m: &Mirror| {
+            fs::read_to_string(
+                m.root()
+                    .join(names::CRAWLDB)
+                    .join(names::CURRENT)
+                    .join(names::META),
+            )
+            .unwrap()
+        };
+        assert_eq!(meta(&b), "1");
+        write(&a, "2a");
+        write(&b, "2b");
+        a.push().unwrap();
+        let err = b.push().unwrap_err();
+        assert!(matches!(err, Error::Locked { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains("committed version 2 of crawldb first"),
+            "{err}"
+        );
+        drop((a, b));
+        let c = Mirror::open(&uri, Some(&work_b), "test").unwrap();
+        assert_eq!(meta(&c), "2a");
+        write(&c, "3");
+        c.push().unwrap();
+        drop(c);
+        // Versions 1..3 hold "1", "2a", "3": gc keeps 2 and 3 and removes "1"
+        // and the loser's "2b" (never referenced).
+        let r = gc(&uri, Duration::ZERO, false).unwrap();
+        assert_eq!((r.removed, r.removed_versions, r.kept), (2, 1, 2), "{r}");
+        let d = Mirror::open(&uri, Some(&t.path().join("d")), "test").unwrap();
+        assert_eq!(meta(&d), "3");
+    }
+}

@@ -1,0 +1,52 @@
+//! `gc`: removes the garbage of an object-store crawl directory.
+
+use std::time::Duration;
+
+use clap::Parser;
+use trawl::stage::StageCtx;
+use trawl::store::object::{self, CrawlUri};
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Remove unreferenced objects from an object-store crawl directory",
+    long_about = "Lists the object-store crawl directory (--crawl-dir s3://BUCKET/PREFIX, file:///PATH, ...) \
+and removes every object that neither the current nor the previous (old) version of any dataset or \
+live segment references (left by replaced versions, by writers that lost a commit race, by stages \
+killed during their upload), every version manifest older than the previous one, and the versions \
+of segments no longer in the catalog. Objects younger than --min-age are kept: a running stage may \
+be about to commit them. --dry-run only counts. Prints a one-line summary. See docs/object-store.md."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Count what would be removed; delete nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Keep unreferenced objects younger than SECS seconds (uploads of running stages).
+    #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
+    min_age: f64,
+}
+
+trawl::global_allocator!();
+
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let (cfg, dir) = args.common.setup()?;
+    let CrawlUri::Object(uri) = CrawlUri::parse(&dir)? else {
+        anyhow::bail!(
+            "{}: gc works on object-store crawl directories (s3://, gs://, az://, file://); a local crawl directory has no unreferenced objects (stages remove their own leftovers)",
+            dir.display()
+        );
+    };
+    if !(args.min_age.is_finite() && args.min_age >= 0.0) {
+        anyhow::bail!("--min-age must be a number of seconds >= 0");
+    }
+    let ctx = StageCtx::new(&dir, cfg);
+    let report = object::gc(&uri, Duration::from_secs_f64(args.min_age), args.dry_run)?;
+    ctx.finish(&report)?;
+    Ok(())
+}

@@ -1,0 +1,562 @@
+//! The crawl directory on S3: the stage binaries against moto's S3 server on
+//! loopback (`moto_server`, from the project venv: `make venv`). Skipped, with a
+//! message, when moto cannot be started.
+//!
+//! - two committers race for the same crawldb version: exactly one wins, the other
+//!   fails with a clear error, nothing is damaged, its rerun succeeds;
+//! - a stage killed (SIGKILL) between two uploads: the previous version stays
+//!   current, a rerun completes, `gc` removes exactly the orphans;
+//! - a full round (inject → generate → fetch → parse → updatedb → linkdb →
+//!   pagerank) with the crawl directory on S3 ends with the crawldb (URL, status,
+//!   signature) of the same round on a local directory.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
+use trawl::store::object::{CrawlUri, Mirror, ObjectUri, VersionManifest};
+
+const BUCKET: &str = "trawl-test";
+
+/// A running moto S3 server on loopback, killed on drop.
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `moto_server` executable: `TRAWL_MOTO_SERVER`, else the project venv's.
+fn moto_bin() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("TRAWL_MOTO_SERVER").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_file())
+}
+
+/// One HTTP/1.1 request to moto (no signature: moto does not check it), returning
+/// the status code.
+fn http(endpoint: &str, method: &str, path: &str) -> std::io::Result<u16> {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    Ok(resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0))
+}
+
+/// Starts moto on a free loopback port with a fresh bucket; `None` (and a message)
+/// when it cannot.
+fn start_moto() -> Option<Moto> {
+    let Some(bin) = moto_bin() else {
+        eprintln!(
+            "SKIPPED: moto_server not found (run `make venv` to install moto[server] into .venv, or set TRAWL_MOTO_SERVER)"
+        );
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .ok()?;
+    let child = Command::new(&bin)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("SKIPPED: cannot start {}: {e}", bin.display());
+            return None;
+        }
+    };
+    let moto = Moto {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let started = Instant::now();
+    loop {
+        if let Ok(code) = http(&moto.endpoint, "PUT", &format!("/{BUCKET}")) {
+            assert!(code == 200, "moto: creating the bucket answered {code}");
+            return Some(moto);
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            eprintln!("SKIPPED: moto_server did not answer on {}", moto.endpoint);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The environment every stage of these tests gets: moto's endpoint and dummy
+/// credentials, a work dir of its own.
+fn s3_env(cmd: &mut Command, moto: &Moto, work: &Path) {
+    cmd.env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("TRAWL_WORK_DIR", work)
+        .env_remove("TRAWL_TEST_PAUSE_SEGTOOLS");
+}
+
+fn s3_command(
+    moto: &Moto,
+    work: &Path,
+    stage: &str,
+    uri: &str,
+    config: &Path,
+    args: &[&str],
+) -> Command {
+    let mut cmd = stage_command(bin_any(stage), Path::new(uri), config, args);
+    s3_env(&mut cmd, moto, work);
+    cmd
+}
+
+fn bin_any(stage: &str) -> &'static str {
+    match stage {
+        "gc" => env!("CARGO_BIN_EXE_gc"),
+        other => bin(other),
+    }
+}
+
+fn s3_run(
+    moto: &Moto,
+    work: &Path,
+    stage: &str,
+    uri: &str,
+    config: &Path,
+    args: &[&str],
+) -> Output {
+    s3_command(moto, work, stage, uri, config, args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {stage}: {e}"))
+}
+
+fn s3_ok(moto: &Moto, work: &Path, stage: &str, uri: &str, config: &Path, args: &[&str]) -> String {
+    let out = s3_run(moto, work, stage, uri, config, args);
+    assert!(
+        out.status.success(),
+        "{stage} {args:?} on {uri} failed ({:?}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `inject SEEDS` on `uri` that pauses at `object:<pause>` (`POINT:SECONDS`).
+fn paused_inject(
+    moto: &Moto,
+    work: &Path,
+    uri: &str,
+    config: &Path,
+    seeds: &Path,
+    pause: &str,
+) -> Command {
+    let mut cmd = s3_command(
+        moto,
+        work,
+        "inject",
+        uri,
+        config,
+        &[seeds.to_str().unwrap()],
+    );
+    cmd.env("TRAWL_TEST_PAUSE_SEGTOOLS", format!("object:{pause}"));
+    cmd
+}
+
+fn object_uri(uri: &str) -> ObjectUri {
+    match CrawlUri::parse(Path::new(uri)).unwrap() {
+        CrawlUri::Object(o) => o,
+        CrawlUri::Local(_) => panic!("{uri} is not an object-store uri"),
+    }
+}
+
+/// The crawldb as a fresh reader sees it: `readdb --stats` through a new work dir
+/// (pulling everything), then the rows of its mirror.
+fn s3_crawldb(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+) -> BTreeMap<String, trawl::CrawlDatum> {
+    let work = scratch.join(format!("reader-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    s3_ok(moto, &work, "readdb", uri, config, &["--stats"]);
+    let mirror = Mirror::dir_for(&object_uri(uri), Some(&work)).join("crawl");
+    let rows = crawldb(&mirror);
+    std::fs::remove_dir_all(&work).unwrap();
+    rows
+}
+
+/// A client of the test bucket (for listing what is stored).
+struct Bucket {
+    store: object_store::aws::AmazonS3,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Bucket {
+    fn new(moto: &Moto) -> Bucket {
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&moto.endpoint)
+            .with_bucket_name(BUCKET)
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .with_region("us-east-1")
+            .with_allow_http(true)
+            .build()
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Bucket { store, rt }
+    }
+
+    /// Every key under `prefix`.
+    fn keys(&self, prefix: &str) -> BTreeSet<String> {
+        self.rt.block_on(async {
+            let p = object_store::path::Path::from(prefix);
+            object_store::ObjectStore::list(&self.store, Some(&p))
+                .map_ok(|m| m.location.to_string())
+                .try_collect()
+                .await
+                .unwrap()
+        })
+    }
+
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.rt.block_on(async {
+            match self.store.get(&object_store::path::Path::from(key)).await {
+                Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => panic!("GET {key}: {e}"),
+            }
+        })
+    }
+
+    /// The object keys a unit's manifests (every version present) reference, and the
+    /// newest version number.
+    fn referenced(&self, prefix: &str) -> (BTreeSet<String>, BTreeMap<String, u64>) {
+        let mut keys = BTreeSet::new();
+        let mut newest = BTreeMap::new();
+        for k in self.keys(prefix) {
+            if let Some((unit, file)) = k.split_once("/_versions/")
+                && file.ends_with(".json")
+            {
+                let m: VersionManifest = serde_json::from_slice(&self.get(&k).unwrap()).unwrap();
+                keys.extend(m.files.iter().map(|f| format!("{prefix}/{}", f.key)));
+                let unit = unit
+                    .trim_start_matches(prefix)
+                    .trim_start_matches('/')
+                    .to_string();
+                let n = newest.entry(unit).or_insert(0);
+                *n = m.version.max(*n);
+            }
+        }
+        (keys, newest)
+    }
+}
+
+fn seeds_file(dir: &Path, name: &str, hosts: std::ops::Range<usize>) -> PathBuf {
+    let path = dir.join(name);
+    let text: String = hosts
+        .map(|h| format!("http://h{h}.example.test/\nhttp://h{h}.example.test/a\n"))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn plain_config(dir: &Path) -> PathBuf {
+    let path = dir.join("trawl.toml");
+    std::fs::write(&path, "[crawl]\npartitions = 4\n").unwrap();
+    path
+}
+
+#[test]
+fn racing_committers_one_wins_the_other_fails_cleanly() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = plain_config(t.path());
+    let uri = format!("s3://{BUCKET}/race");
+    let base = seeds_file(t.path(), "base.txt", 0..5);
+    let a = seeds_file(t.path(), "a.txt", 10..15);
+    let b = seeds_file(t.path(), "b.txt", 20..25);
+    s3_ok(
+        &moto,
+        &t.path().join("w0"),
+        "inject",
+        &uri,
+        &config,
+        &[base.to_str().unwrap()],
+    );
+    // Two injects on two "machines" (work dirs) read version 1 and both pause before
+    // committing version 2.
+    let start = |seeds: &Path, work: &str| {
+        paused_inject(
+            &moto,
+            &t.path().join(work),
+            &uri,
+            &config,
+            seeds,
+            "before-commit:4",
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let pa = start(&a, "wa");
+    let pb = start(&b, "wb");
+    let outs = [
+        pa.wait_with_output().unwrap(),
+        pb.wait_with_output().unwrap(),
+    ];
+    let won: Vec<bool> = outs.iter().map(|o| o.status.success()).collect();
+    assert_eq!(
+        won.iter().filter(|w| **w).count(),
+        1,
+        "exactly one committer wins: {:?}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+    );
+    let loser = outs.iter().find(|o| !o.status.success()).unwrap();
+    let err = String::from_utf8_lossy(&loser.stderr);
+    assert_eq!(loser.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("another writer (inject) committed version 2 of crawldb first")
+            && err.contains("rerun inject")
+            && err.contains("nothing is damaged"),
+        "{err}"
+    );
+    // The winner's seeds are in, the loser's are not, and the crawldb reads cleanly.
+    let (winner, loser_seeds) = if won[0] { (10, 20) } else { (20, 10) };
+    let rows = s3_crawldb(&moto, t.path(), &uri, &config);
+    assert_eq!(rows.len(), 20);
+    assert!(rows.contains_key(&format!("http://h{winner}.example.test/")));
+    assert!(!rows.contains_key(&format!("http://h{loser_seeds}.example.test/")));
+    // The loser's rerun (same machine) pulls version 2 and commits version 3.
+    let (seeds, work) = if won[0] { (&b, "wb") } else { (&a, "wa") };
+    s3_ok(
+        &moto,
+        &t.path().join(work),
+        "inject",
+        &uri,
+        &config,
+        &[seeds.to_str().unwrap()],
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 30);
+    let (_, newest) = Bucket::new(&moto).referenced("race");
+    assert_eq!(newest.get("crawldb"), Some(&3));
+}
+
+#[test]
+fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the_orphans() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = plain_config(t.path());
+    let uri = format!("s3://{BUCKET}/killed");
+    let work = t.path().join("w");
+    let base = seeds_file(t.path(), "base.txt", 0..8);
+    let more = seeds_file(t.path(), "more.txt", 10..30);
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[base.to_str().unwrap()],
+    );
+    let bucket = Bucket::new(&moto);
+    let before = bucket.keys("killed");
+
+    let mut child = paused_inject(&moto, &work, &uri, &config, &more, "uploaded-one:60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "inject ended before its first upload"
+        );
+        if line.contains("pausing") && line.contains("object:uploaded-one") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let after_kill = bucket.keys("killed");
+    let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
+    assert!(
+        !uploaded.is_empty() && uploaded.iter().all(|k| k.starts_with("killed/objects/")),
+        "the killed run uploaded objects and created no version: {uploaded:?}"
+    );
+    // The previous version is still current, for a fresh reader too.
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 16);
+
+    // The rerun (same machine: its mirror holds the killed run's local work) completes.
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[more.to_str().unwrap()],
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
+
+    let (referenced, _) = bucket.referenced("killed");
+    let objects = bucket.keys("killed/objects");
+    let orphans: BTreeSet<_> = objects.difference(&referenced).cloned().collect();
+    assert!(
+        !orphans.is_empty(),
+        "the killed run left unreferenced objects"
+    );
+    assert!(
+        orphans.is_subset(&uploaded),
+        "orphans come from the killed run: {orphans:?}"
+    );
+
+    // gc --dry-run counts them, keeps them; gc without --min-age keeps them (young);
+    // gc --min-age 0 removes exactly them.
+    let dry = s3_run(
+        &moto,
+        &work,
+        "gc",
+        &uri,
+        &config,
+        &["--dry-run", "--min-age", "0"],
+    );
+    let dry_err = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success(), "{dry_err}");
+    assert!(
+        dry_err.contains(&format!(
+            "gc: would remove {} unreferenced objects",
+            orphans.len()
+        )),
+        "{dry_err}"
+    );
+    assert_eq!(bucket.keys("killed/objects").len(), objects.len());
+    let young = s3_run(&moto, &work, "gc", &uri, &config, &[]);
+    assert!(String::from_utf8_lossy(&young.stderr).contains("gc: removed 0 unreferenced objects"));
+    s3_ok(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let left = bucket.keys("killed/objects");
+    assert_eq!(
+        left,
+        objects
+            .difference(&orphans)
+            .cloned()
+            .collect::<BTreeSet<_>>()
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
+}
+
+const WEB: &[&str] = &["--seed", "7", "--hosts", "6", "--pages", "10"];
+
+/// (URL, status, signature) of every crawldb row.
+fn triples(
+    rows: &BTreeMap<String, trawl::CrawlDatum>,
+) -> BTreeMap<String, (String, Option<String>)> {
+    rows.iter()
+        .map(|(u, d)| {
+            (
+                u.clone(),
+                (d.status.as_str().to_string(), d.signature.clone()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_round_on_s3_equals_the_round_on_a_local_directory() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.05, "");
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+
+    // Locally.
+    let local = t.path().join("crawl");
+    run_ok("inject", &local, &config, &[seeds.to_str().unwrap()]);
+    let segment = round(&local, &config).expect("seeds are due");
+    assert!(Path::new(&segment).is_dir());
+
+    // On S3: the same stages, segments named by their name.
+    let uri = format!("s3://{BUCKET}/round");
+    let work = t.path().join("w");
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[seeds.to_str().unwrap()],
+    );
+    let out = s3_ok(&moto, &work, "generate", &uri, &config, &[]);
+    let path = out.trim().lines().last().unwrap();
+    let name = Path::new(path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+        s3_ok(&moto, &work, stage, &uri, &config, &[&name]);
+    }
+    s3_ok(&moto, &work, "pagerank", &uri, &config, &[]);
+
+    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let here = crawldb(&local);
+    assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
+    assert_eq!(triples(&remote), triples(&here));
+
+    // Every dataset of the round is committed: a fresh reader of the segment sees
+    // what the local one has.
+    let (_, newest) = Bucket::new(&moto).referenced("round");
+    for unit in [
+        "crawldb",
+        "linkdb",
+        "pagerank",
+        "segments",
+        &format!("segments/{name}"),
+    ] {
+        assert!(
+            newest.contains_key(unit),
+            "{unit} has no version: {newest:?}"
+        );
+    }
+    let reader = t.path().join("reader2");
+    let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
+    assert!(seg.contains(&name), "{seg}");
+}
