@@ -449,7 +449,7 @@ fn run_task(
     let own: Vec<usize> = set.iter().collect();
     // Every partition's lease first: a live one held by another attempt fails the
     // task (those taken are released on the way out).
-    let _leases = own
+    let leases = own
         .iter()
         .map(|&i| {
             Lease::acquire(
@@ -481,6 +481,12 @@ fn run_task(
         .iter()
         .map(|&i| dir.fetch_last_end_of(partitions, i))
         .collect();
+    if leases.iter().any(Lease::taken_over) {
+        // A lost attempt (killed, or a zombie past its lease) may have sent requests
+        // to these hosts until a moment ago without recording its end: keep the
+        // hosts' delay from now, as if it had just ended.
+        Politeness::load_many(&last_ends, &[], &cfg.fetch).record_end()?;
+    }
     let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
     let robots_cache = RobotsCache::new(dir, cfg, partitions, &own);
     let mut shared = new_shared(cfg, policy, &writer, &hosts, &politeness, &robots_cache)?;

@@ -125,6 +125,7 @@ impl LeaseHolder {
 pub struct Lease {
     path: PathBuf,
     body: String,
+    taken_over: bool,
 }
 
 impl Lease {
@@ -161,6 +162,12 @@ impl Lease {
         &self.path
     }
 
+    /// Whether it was taken over from a holder that did not release it (gone or
+    /// expired): that holder may have sent requests until a moment ago.
+    pub fn taken_over(&self) -> bool {
+        self.taken_over
+    }
+
     /// Reads the lease file at `path`, if there is one (and it is readable).
     pub fn read(path: &Path) -> Option<LeaseHolder> {
         fs::read_to_string(path)
@@ -179,12 +186,14 @@ impl Drop for Lease {
 }
 
 fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
+    let mut taken_over = false;
     for _ in 0..5 {
         match fs::hard_link(new, path) {
             Ok(()) => {
                 return Ok(Lease {
                     path: path.to_path_buf(),
                     body: body.to_string(),
+                    taken_over,
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -212,6 +221,7 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
                     holder.describe()
                 );
                 take_over(path, &text)?;
+                taken_over = true;
             }
             None => {
                 return Err(Error::Locked {
