@@ -13,7 +13,7 @@ PYTHON    := $(VENV)/bin/python
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
 
-.PHONY: help build round demo web test test-rust test-queries bench lint clean cluster-venv cluster-demo cluster-bench
+.PHONY: help build round demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench
 
 help:
 	@echo "make build   - build every stage binary (release)"
@@ -61,7 +61,11 @@ cluster-demo: build $(PYSPARK)
 cluster-bench: build $(PYSPARK)
 	PYTHON=$(PYTHON) BIN=$(BIN) scripts/cluster-bench.sh
 
-test: test-rust test-queries
+test: test-rust test-python test-queries
+
+# The Spark driver's own unit tests (no Spark needed).
+test-python: $(PYSPARK)
+	$(PYTHON) -m unittest discover -s cluster
 
 # The Rust tests use the virtualenv's warcio to read trawl's WARC files back, and
 # tests/cluster.rs its pyspark (a Spark standalone cluster on 127.0.0.1; skipped when
