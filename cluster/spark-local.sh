@@ -5,6 +5,10 @@
 #
 #   cluster/spark-local.sh start RUN_DIR [WORKERS]   start; prints the master URL
 #   cluster/spark-local.sh stop RUN_DIR              stop every JVM it started
+#   cluster/spark-local.sh sockets RUN_DIR [PID...]  the listening TCP sockets of the
+#       cluster's processes (the daemons' process groups: executors and Python workers
+#       included) and of PID and its descendants (a driver); exit code 1 when one of
+#       them is not on 127.0.0.1
 #
 # RUN_DIR holds what a run needs and leaves: master.url (spark://127.0.0.1:PORT),
 # master-ui.url, pids (one "<name> <pid>" line per daemon; each daemon leads its own
@@ -31,7 +35,7 @@ PYTHON=${PYTHON:-.venv/bin/python}
 WORKER_MEMORY=${WORKER_MEMORY:-1g}
 
 usage() {
-  echo "usage: $0 start RUN_DIR [WORKERS] | stop RUN_DIR" >&2
+  echo "usage: $0 start RUN_DIR [WORKERS] | stop RUN_DIR | sockets RUN_DIR [PID...]" >&2
   exit 2
 }
 
@@ -93,6 +97,41 @@ stop() {
   done <"$pids"
   rm -f "$pids"
   echo "spark-local: stopped the cluster of $RUN"
+}
+
+# PID and its descendants, one a line.
+descendants() {
+  local pid=$1 child
+  echo "$pid"
+  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+    descendants "$child"
+  done
+}
+
+sockets() {
+  local groups=" " pids=" " name pid line p bad=0
+  if [ -f "$RUN/pids" ]; then
+    while read -r name pid; do groups+="$pid "; done <"$RUN/pids"
+  fi
+  for pid in "$@"; do
+    for p in $(descendants "$pid"); do pids+="$p "; done
+  done
+  while read -r line; do
+    for p in $(grep -o 'pid=[0-9]*' <<<"$line" | cut -d= -f2 | sort -u); do
+      local pgid
+      pgid=$(ps -o pgid= -p "$p" 2>/dev/null | tr -d ' ') || continue
+      if [[ $groups == *" $pgid "* || $pids == *" $p "* ]]; then
+        local addr
+        addr=$(awk '{print $4}' <<<"$line")
+        echo "$addr $(ps -o comm= -p "$p" 2>/dev/null) pid $p"
+        if ! grep -q '127\.0\.0\.1' <<<"$addr"; then
+          echo "spark-local: pid $p listens on $addr, beyond loopback" >&2
+          bad=1
+        fi
+      fi
+    done
+  done < <(ss -ltnpH 2>/dev/null)
+  return "$bad"
 }
 
 start() {
@@ -170,5 +209,9 @@ case $1 in
     start "$workers"
     ;;
   stop) stop ;;
+  sockets)
+    shift 2
+    sockets "$@"
+    ;;
   *) usage ;;
 esac

@@ -71,17 +71,29 @@ echo "== inject through Spark"
 submit inject "$DIR/seeds.txt"
 echo
 echo "== $ROUNDS rounds through Spark"
+# While the rounds run, every second: the listening sockets of the cluster (master,
+# workers, executors, Python workers) and of the driver.
+submit round --rounds "$ROUNDS" --top-n "$TOP_N" --fetch-flags "--delay $DELAY" &
+driver=$!
+(
+  while kill -0 "$driver" 2>/dev/null; do
+    cluster/spark-local.sh sockets "$DIR/spark" "$driver" >>"$DIR/sockets.txt" 2>&1 || true
+    sleep 1
+  done
+) &
+sampler=$!
 rc=0
-submit round --rounds "$ROUNDS" --top-n "$TOP_N" --fetch-flags "--delay $DELAY" || rc=$?
+wait "$driver" || rc=$?
+wait "$sampler" || true
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then  # 3: nothing was due any more (docs/exit-codes.md)
   echo "cluster-demo: the Spark rounds failed with exit code $rc" >&2
   exit "$rc"
 fi
 echo
-echo "== every socket the cluster's JVMs listen on (all on 127.0.0.1)"
-ss -ltnp 2>/dev/null | awk 'NR == 1 || /java/' | awk '{print "  " $4 "  " $6}'
-if ss -ltnp 2>/dev/null | grep java | awk '{print $4}' | grep -v -q '127\.0\.0\.1'; then
-  echo "cluster-demo: a Spark JVM listens beyond loopback (see above)" >&2
+echo "== the sockets the cluster and the driver listened on during the rounds (sampled every second)"
+awk '{print $1, $2}' "$DIR/sockets.txt" | sort -u | awk '{print "  " $0}'
+if grep -q "beyond loopback" "$DIR/sockets.txt"; then
+  echo "cluster-demo: a Spark process listened beyond loopback (see $DIR/sockets.txt)" >&2
   exit 1
 fi
 cluster/spark-local.sh stop "$DIR/spark"
