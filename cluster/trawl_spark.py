@@ -40,6 +40,7 @@ import socket
 import subprocess
 import sys
 import time
+import threading
 import tomllib
 
 # Exit codes of the stage binaries (docs/exit-codes.md).
@@ -50,6 +51,9 @@ EXIT_UNREACHABLE = 5
 
 # The round's stages that take the segment and their extra-flags option.
 SEGMENT_STAGES = ["fetch", "parse", "updatedb", "linkdb"]
+
+# How often the driver prints a running Spark job's task counts (when they changed).
+PROGRESS_SECONDS = float(os.environ.get("TRAWL_SPARK_PROGRESS_SECONDS", "10"))
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -252,8 +256,14 @@ class Driver:
     def run_job(self, stage, what, command, job, specs, ok_codes=(EXIT_OK,), extra=()):
         """One Spark job: a task per partition set running `command` + task flags +
         `extra`. Returns the tasks' results."""
-        self.sc.setJobDescription(f"trawl {stage} {what} (job {job}, {len(specs)} tasks)")
+        group = f"{job}-{what.replace(' ', '-')}"
+        self.sc.setJobGroup(group, f"trawl {stage} {what} (job {job}, {len(specs)} tasks)")
         rdd = self.sc.parallelize(list(enumerate(specs)), len(specs))
+        done = threading.Event()
+        progress = threading.Thread(
+            target=self.progress, args=(stage, what, group, done), daemon=True
+        )
+        progress.start()
         try:
             return rdd.map(make_task(stage, command, job, set(ok_codes), extra)).collect()
         except Exception as e:  # py4j's Py4JJavaError: the job failed after its retries
@@ -262,6 +272,40 @@ class Driver:
                 f"{stage} {what}: the Spark job of job {job} failed after its retries "
                 f"(spark.task.maxFailures): {first_line_of_cause(e)}",
             ) from e
+        finally:
+            done.set()
+            progress.join()
+
+    def progress(self, stage, what, group, done):
+        """Every PROGRESS_SECONDS while a job runs: its finished, running and failed
+        tasks, when they changed."""
+        last = None
+        started = time.monotonic()
+        while not done.wait(PROGRESS_SECONDS):
+            try:
+                tracker = self.sc.statusTracker()
+                stages = [
+                    tracker.getStageInfo(s)
+                    for j in tracker.getJobIdsForGroup(group)
+                    for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])
+                ]
+            except Exception:  # the context is stopping: no progress to show
+                return
+            stages = [s for s in stages if s is not None]
+            if not stages:
+                continue
+            now = (
+                sum(s.numCompletedTasks for s in stages),
+                sum(s.numTasks for s in stages),
+                sum(s.numActiveTasks for s in stages),
+                sum(s.numFailedTasks for s in stages),
+            )
+            if now != last:
+                last = now
+                self.say(
+                    f"  {stage} {what}: {now[0]}/{now[1]} tasks done, {now[2]} running, "
+                    f"{now[3]} failed attempts, {time.monotonic() - started:.0f}s"
+                )
 
     def spark_tasks_quiet(self, command, specs, job):
         """A job of tasks running `command` (e.g. `true`: Spark's own cost per task)."""
