@@ -47,7 +47,7 @@ def main(argv):
     p.add_argument("--tasks", type=int)
     p.add_argument("--noop-runs", type=int, default=5)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("runs", nargs="+", metavar="STAGE=CRAWL:SEGMENT")
+    p.add_argument("runs", nargs="*", metavar="STAGE=CRAWL:SEGMENT")
     args = p.parse_args(argv)
     mode = f"spark-{args.workers}w"
 
@@ -64,7 +64,7 @@ def main(argv):
 
     record(stage="(app start)", seconds=app_start, tasks=0)
     try:
-        first = args.runs[0].split("=", 1)[1].split(":", 1)[0]
+        first = args.runs[0].split("=", 1)[1].split(":", 1)[0] if args.runs else "-"
         partitions = trawl_spark.read_partitions(os.path.abspath(first), args.config, None)
         tasks = args.tasks or partitions
         driver = trawl_spark.Driver(
