@@ -43,6 +43,17 @@ cleanup() {
 trap cleanup EXIT
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
+if [ "${CLUSTER_BENCH_OVERHEAD_ONLY:-0}" = 1 ]; then
+  # make bench's line: Spark's cost per task on a 2-worker cluster, no stage runs.
+  printf '[crawl]\npartitions = %s\nthreads = 1\n' "$PARTITIONS" >"$OUT/threads1.toml"
+  export SPARK_LOCAL_IP=127.0.0.1 SPARK_CONF_DIR=$PWD/cluster/conf PYSPARK_PYTHON=$PWD/$PYTHON
+  PYTHON=$PYTHON cluster/spark-local.sh start "$OUT/spark" 2 >/dev/null
+  "$(dirname "$PYTHON")/spark-submit" --master "$(cat "$OUT/spark/master.url")" cluster/bench_cluster.py \
+    --workers 2 --bin-dir "$BIN" --config "$OUT/threads1.toml" --results "$RESULTS" --copies "$OUT/copies" \
+    --tasks "$TASKS" 2>&1 | grep '^bench_cluster:'
+  exit 0
+fi
+
 # Configurations: 1 and 2 threads per process.
 for t in 1 2; do
   printf '[crawl]\npartitions = %s\nthreads = %s\n' "$PARTITIONS" "$t" >"$OUT/threads$t.toml"
