@@ -116,6 +116,40 @@ pub struct CommonArgs {
     pub config: Option<PathBuf>,
 }
 
+/// The flags of a stage that runs as partition tasks plus a commit (see
+/// docs/cluster.md): flattened into every partitioned stage's arguments.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TaskArgs {
+    /// Run as part of job ID (one run of this stage by a cluster driver): with
+    /// --partitions and --attempt as one task, with --commit as the job's commit.
+    #[arg(long, value_name = "ID", help_heading = "Partition tasks")]
+    pub job: Option<String>,
+    /// The partitions this task works on: `3`, `3-5`, `0,2,7-9` (needs --job and --attempt).
+    #[arg(
+        long,
+        value_name = "SPEC",
+        requires_all = ["job", "attempt"],
+        help_heading = "Partition tasks"
+    )]
+    pub partitions: Option<String>,
+    /// This attempt's id (unique per try of a task, e.g. `<stage>-<partition>-<try>`).
+    #[arg(
+        long,
+        value_name = "ID",
+        requires_all = ["job", "partitions"],
+        help_heading = "Partition tasks"
+    )]
+    pub attempt: Option<String>,
+    /// Install the job's finished attempts (one per partition set) atomically.
+    #[arg(
+        long,
+        requires = "job",
+        conflicts_with_all = ["partitions", "attempt"],
+        help_heading = "Partition tasks"
+    )]
+    pub commit: bool,
+}
+
 impl CommonArgs {
     /// Initializes logging and loads the configuration; returns it with the crawl dir.
     pub fn setup(&self) -> Result<(Config, PathBuf)> {

@@ -29,9 +29,10 @@ use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cli::{CommonArgs, Exit};
+use crate::cli::{CommonArgs, Exit, TaskArgs};
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
@@ -40,6 +41,50 @@ pub struct StageCtx {
     root: PathBuf,
     cfg: Config,
     started: Instant,
+    task: TaskMode,
+}
+
+/// How a run of a partitioned stage is split (`--job`, `--partitions`, `--attempt`,
+/// `--commit`; see [`StageCtx::steps`] and docs/cluster.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TaskMode {
+    /// The whole stage in this process: one task over every partition, then its commit.
+    #[default]
+    Whole,
+    /// One task of job `job`: attempt `attempt` on `partitions`; nothing is installed.
+    Task {
+        /// The job id.
+        job: String,
+        /// The partitions the task works on.
+        partitions: PartitionSet,
+        /// The attempt id.
+        attempt: String,
+    },
+    /// The commit of job `job`.
+    Commit {
+        /// The job id.
+        job: String,
+    },
+}
+
+/// One step of a stage run (see [`StageCtx::steps`]).
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Run the task on `partitions` as attempt `attempt` of `job`, writing only
+    /// through `job.attempt_writer(partitions, attempt)`.
+    Task {
+        /// The job.
+        job: Job,
+        /// The partitions (checked against the dataset's partition count).
+        partitions: PartitionSet,
+        /// The attempt id.
+        attempt: String,
+    },
+    /// Commit `job`: install its chosen attempts ([`Job::choose`]), then remove it.
+    Commit {
+        /// The job.
+        job: Job,
+    },
 }
 
 impl StageCtx {
@@ -49,7 +94,81 @@ impl StageCtx {
             root: root.into(),
             cfg,
             started: Instant::now(),
+            task: TaskMode::Whole,
         }
+    }
+
+    /// The context for a partitioned stage's task flags (`--job`, `--partitions`,
+    /// `--attempt`, `--commit`); the ids and the partition list are checked here.
+    pub fn with_task(mut self, args: &TaskArgs) -> Result<Self> {
+        self.task = match (&args.job, &args.partitions, &args.attempt, args.commit) {
+            (None, None, None, false) => TaskMode::Whole,
+            (Some(job), None, None, true) => {
+                jobs::check_job_id(job)?;
+                TaskMode::Commit { job: job.clone() }
+            }
+            (Some(job), Some(spec), Some(attempt), false) => {
+                jobs::check_job_id(job)?;
+                jobs::check_attempt_id(attempt)?;
+                let partitions = PartitionSet::parse(spec)
+                    .map_err(|m| Error::input(format!("--partitions {spec}"), m))?;
+                TaskMode::Task {
+                    job: job.clone(),
+                    partitions,
+                    attempt: attempt.clone(),
+                }
+            }
+            _ => {
+                return Err(Error::input(
+                    "--job",
+                    "give --job ID with either --partitions SPEC --attempt ID (run one task) \
+                     or --commit (install the job's finished attempts)",
+                ));
+            }
+        };
+        Ok(self)
+    }
+
+    /// How this run is split into tasks (see [`TaskMode`]).
+    pub fn task(&self) -> &TaskMode {
+        &self.task
+    }
+
+    /// The steps of this run of `stage` over a dataset of `partitions` parts, in
+    /// order: a one-process run is a task over every partition (a private job,
+    /// attempt `0`; jobs a killed one-process run left are removed first) followed
+    /// by its commit; `--partitions`/`--attempt` is that task alone, `--commit` the
+    /// commit alone. Call it while holding the lock the stage's commit needs.
+    pub fn steps(&self, stage: &str, partitions: usize) -> Result<Vec<Step>> {
+        Ok(match &self.task {
+            TaskMode::Whole => {
+                jobs::remove_stale_local(&self.root, stage)?;
+                let job = Job::local(&self.root, stage)?;
+                vec![
+                    Step::Task {
+                        job: job.clone(),
+                        partitions: PartitionSet::all(partitions),
+                        attempt: "0".into(),
+                    },
+                    Step::Commit { job },
+                ]
+            }
+            TaskMode::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => {
+                set.check_within(partitions, stage)?;
+                vec![Step::Task {
+                    job: Job::open(&self.root, job)?,
+                    partitions: set.clone(),
+                    attempt: attempt.clone(),
+                }]
+            }
+            TaskMode::Commit { job } => vec![Step::Commit {
+                job: Job::open(&self.root, job)?,
+            }],
+        })
     }
 
     /// A binary's context from its common flags: initializes logging, loads the
@@ -58,6 +177,12 @@ impl StageCtx {
     pub fn from_args(common: &CommonArgs) -> Result<Self> {
         let (cfg, root) = common.setup()?;
         Ok(StageCtx::new(root, cfg))
+    }
+
+    /// [`StageCtx::from_args`] for a partitioned stage, with its task flags
+    /// ([`StageCtx::with_task`]).
+    pub fn from_task_args(common: &CommonArgs, task: &TaskArgs) -> Result<Self> {
+        Self::from_args(common)?.with_task(task)
     }
 
     /// The crawl directory's root as given (it may not exist yet: inject creates it).

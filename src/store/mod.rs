@@ -15,6 +15,10 @@
 //!   the test-pause hook.
 //! - [`disk`]: bytes on disk, free space, and the check ([`disk::ensure_space`])
 //!   stages run before writing big data.
+//! - [`jobs`]: partition tasks and their commit: attempt-private output under
+//!   `_jobs/<job>/`, the choice of one finished attempt per partition set, and the
+//!   links that install them ([`PartitionSet`](jobs::PartitionSet),
+//!   [`Job`](jobs::Job)).
 //! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
 //!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
 //!
@@ -23,6 +27,7 @@
 
 pub mod disk;
 pub mod integrity;
+pub mod jobs;
 pub mod layout;
 pub mod lock;
 pub mod names;

@@ -133,6 +133,10 @@ pub const ROBOTS_CACHE: &str = "robots_cache.json";
 /// politeness across runs.
 pub const FETCH_LAST_END: &str = "fetch.last_end";
 
+/// `_jobs/`: the attempts of partition tasks waiting for their commit
+/// (see [`super::jobs`]).
+pub const JOBS: &str = "_jobs";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -346,6 +346,23 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(parts)
 }
 
+/// Every part file of partition `j` in a dataset directory: `part-0000j.parquet` and
+/// the shuffle outputs committed as `part-0000j-<pset>.parquet` (one per map task,
+/// see [`super::jobs::shuffle_part_name`]), in name order.
+pub fn partition_files(dir: &Path, j: usize) -> Result<Vec<PathBuf>> {
+    let whole = part_name(j);
+    let prefix = format!("part-{j:05}-");
+    Ok(part_files(dir)?
+        .into_iter()
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n == whole.as_str() || (n.starts_with(&prefix) && n.ends_with(".parquet"))
+            })
+        })
+        .collect())
+}
+
 /// Reads every row of every part of a dataset (for small datasets and tests).
 pub fn read_dataset<R: Record>(dir: &Path) -> Result<Vec<R>> {
     let mut out = Vec::new();
