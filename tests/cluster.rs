@@ -78,7 +78,8 @@ impl Cluster {
             .env("PYTHON", python)
             .output()
             .unwrap();
-        let cluster = Cluster {
+        // Built first, so that a failed start below still stops what did start.
+        let mut cluster = Cluster {
             run: run.to_path_buf(),
             python: python.to_path_buf(),
             master: String::new(),
@@ -89,11 +90,11 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let master = std::fs::read_to_string(run.join("master.url"))
+        cluster.master = std::fs::read_to_string(run.join("master.url"))
             .unwrap()
             .trim()
             .to_string();
-        Cluster { master, ..cluster }
+        cluster
     }
 
     /// `spark-submit cluster/trawl_spark.py <args> --crawl-dir .. --config ..`.
