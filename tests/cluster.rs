@@ -362,29 +362,8 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
 
     // Politeness across workers and attempts, robots.txt obeyed, from the request log.
     let log = web.stop();
-    let mut by_host: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for line in &log {
-        let url = format!("http://{}{}", line.host, line.path);
-        if let Some(e) = map.get(&url) {
-            assert!(!e.disallowed, "robots-disallowed {url} was requested");
-        }
-        by_host.entry(&line.host).or_default().push(line.time_ms);
-    }
-    assert!(
-        by_host.len() >= 6,
-        "every host was crawled: {:?}",
-        by_host.keys()
-    );
-    for (host, mut times) in by_host {
-        times.sort();
-        for w in times.windows(2) {
-            assert!(
-                w[1] - w[0] >= DELAY_MS - 2,
-                "two requests to {host} {} ms apart (delay {DELAY_MS} ms)",
-                w[1] - w[0]
-            );
-        }
-    }
+    let hosts = assert_polite(&log, &map, DELAY_MS);
+    assert!(hosts >= 6, "every host was requested: {hosts} hosts");
     eprintln!(
         "cluster test done in {:.1}s",
         started.elapsed().as_secs_f64()
