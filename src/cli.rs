@@ -124,7 +124,7 @@ pub struct TaskArgs {
     /// --partitions and --attempt as one task, with --commit as the job's commit.
     #[arg(long, value_name = "ID", help_heading = "Partition tasks")]
     pub job: Option<String>,
-    /// The partitions this task works on: `3`, `3-5`, `0,2,7-9` (needs --job and --attempt).
+    /// The partitions this task works on: `3`, `3-5`, `0,2,7-9`, `all` (needs --job and --attempt).
     #[arg(
         long,
         value_name = "SPEC",

@@ -22,15 +22,17 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::datum::{CrawlDatum, DbStatus, now_millis};
+use serde::{Deserialize, Serialize};
+
+use crate::datum::{CrawlDatum, DbStatus};
 use crate::error::Result;
 use crate::records::ParseDataRecord;
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
-use crate::store::layout::CRAWLDB_META;
+use crate::store::jobs::Job;
 use crate::store::layout::CrawlDir;
 use crate::store::names::{SegmentDataset, VersionedDb};
-use crate::store::parquet::{self, PartWriter, StagedDataset};
+use crate::store::parquet::{self, PartWriter};
 
 /// Options of a dedup run.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +41,18 @@ pub struct DedupOpts {
     pub near: bool,
     /// Maximum differing bits for near duplicates.
     pub max_distance: u32,
+    /// The pass a task of a job runs (`--pass`); `None` in a one-process run and a
+    /// commit.
+    pub pass: Option<DedupPass>,
+}
+
+/// The two passes of a dedup job's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DedupPass {
+    /// One task over every partition: the global duplicate decision.
+    Signatures,
+    /// Per partition set: the crawldb parts rewritten with the decision.
+    Rewrite,
 }
 
 impl Default for DedupOpts {
@@ -46,9 +60,14 @@ impl Default for DedupOpts {
         DedupOpts {
             near: false,
             max_distance: 3,
+            pass: None,
         }
     }
 }
+
+/// The sub-job (directory) of each pass inside a dedup job.
+const SIGNATURES: &str = "signatures";
+const REWRITE: &str = "rewrite";
 
 /// Counts reported by the stage.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +107,8 @@ impl Report for DedupReport {
 }
 
 struct Cand {
+    /// Its crawldb partition.
+    part: usize,
     url: String,
     score: f64,
     signature: String,
@@ -218,11 +239,146 @@ fn is_candidate(d: &CrawlDatum) -> bool {
     ) && d.signature.as_deref().is_some_and(|s| !s.is_empty())
 }
 
-/// Runs dedup on the crawl directory of `ctx` (which must hold a crawldb).
+/// Runs dedup on the crawl directory of `ctx` (which must hold a crawldb), as
+/// [`StageCtx::steps`] split it: one process (the signatures pass, one rewrite task
+/// over every partition and the commit, under the crawldb lock held throughout), a
+/// task of a job (`opts.pass`; no lock) or a job's commit.
 pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let dir = ctx.open_existing()?;
     let db = dir.versioned(VersionedDb::CrawlDb);
-    let _lock = db.lock("dedup")?;
+    let whole = matches!(ctx.task(), TaskMode::Whole);
+    let lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(db.lock("dedup")?),
+    };
+    if whole {
+        crate::crawldb::verify_for_rewrite(&dir)?;
+    }
+    let pass = check_pass(ctx, opts.pass)?;
+    let n = dir.crawldb_meta()?.partitions;
+    crate::crawldb::run_steps(
+        ctx,
+        "dedup",
+        n,
+        |job, partitions, attempt| {
+            let mut sum = DedupReport::default();
+            if whole || pass == Some(DedupPass::Signatures) {
+                if !partitions.is_all(n) {
+                    return Err(crate::error::Error::input(
+                        format!("--partitions {partitions}"),
+                        "the signatures pass decides duplicates over the whole crawldb: run it as one task with --partitions all",
+                    ));
+                }
+                let w = job.pass(SIGNATURES).attempt_writer(partitions, attempt)?;
+                let sig = signatures_task(ctx, opts, w.path())?;
+                crate::crawldb::finish_attempt(w, &sig)?;
+                sum = sig.summary();
+            }
+            if whole || pass == Some(DedupPass::Rewrite) {
+                let (sig_dir, sig) = signatures_of(job, n)?;
+                let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
+                let out = w.dataset(crate::crawldb::TASK_DATASET)?;
+                let parts: Vec<usize> = partitions.iter().collect();
+                let r = rewrite_task(ctx, &sig_dir, &sig, &parts, &out)?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                sum.duplicates = r.duplicates;
+                sum.restored = r.restored;
+            }
+            Ok(sum)
+        },
+        |job| {
+            let _held = &lock;
+            let (_, sig) = signatures_of(job, n)?;
+            commit(
+                &dir,
+                &sig,
+                &crate::crawldb::chosen_parts(&job.pass(REWRITE), n)?,
+            )
+        },
+    )
+}
+
+/// The pass of this run: required for a task, refused otherwise.
+fn check_pass(ctx: &StageCtx, pass: Option<DedupPass>) -> Result<Option<DedupPass>> {
+    match (ctx.task(), pass) {
+        (TaskMode::Task { .. }, None) => Err(crate::error::Error::input(
+            "--pass",
+            "a dedup task runs one pass: --pass signatures (one task, --partitions all) or --pass rewrite",
+        )),
+        (TaskMode::Task { .. }, p) => Ok(p),
+        (_, Some(_)) => Err(crate::error::Error::input(
+            "--pass",
+            "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// The finished signatures attempt of `job` (covering every partition of `n`).
+fn signatures_of(job: &Job, n: usize) -> Result<(PathBuf, SignaturesReport)> {
+    let chosen = job.pass(SIGNATURES).choose(n)?;
+    let a = chosen.first().ok_or_else(|| {
+        crate::error::Error::crawl_dir(
+            job.dir(),
+            "no finished signatures attempt: run --pass signatures first",
+        )
+    })?;
+    Ok((a.path().to_path_buf(), a.report()?))
+}
+
+/// What the signatures pass of a dedup job decided: its counts and the crawldb
+/// version it read. Its attempt holds `verdicts-NNNNN.bin` per partition: every
+/// candidate URL of that partition with whether it is a duplicate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignaturesReport {
+    /// The crawldb version read ([`crate::crawldb::version_id`]).
+    pub crawldb_version: String,
+    /// Its partition count.
+    pub partitions: usize,
+    /// Rows read.
+    pub rows: u64,
+    /// Candidate rows.
+    pub candidates: u64,
+    /// Groups with more than one member.
+    pub groups: u64,
+    /// Pairs joined by SimHash.
+    pub near_pairs: u64,
+}
+
+impl SignaturesReport {
+    /// The stage's report of this pass alone.
+    pub fn summary(&self) -> DedupReport {
+        DedupReport {
+            rows: self.rows,
+            candidates: self.candidates,
+            groups: self.groups,
+            near_pairs: self.near_pairs,
+            ..DedupReport::default()
+        }
+    }
+}
+
+/// What a dedup rewrite task did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RewriteReport {
+    /// The crawldb version it rewrote.
+    pub crawldb_version: String,
+    /// Its partitions.
+    pub partitions: Vec<usize>,
+    /// Rows marked `db_duplicate`.
+    pub duplicates: u64,
+    /// Former duplicates restored.
+    pub restored: u64,
+}
+
+fn verdict_file(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("verdicts-{i:05}.bin"))
+}
+
+/// The signatures pass of a dedup job (one task, every partition: duplicates are
+/// global): groups the candidates and writes each partition's verdicts into `out`.
+pub fn signatures_task(ctx: &StageCtx, opts: &DedupOpts, out: &Path) -> Result<SignaturesReport> {
+    let dir = ctx.open_existing()?;
     crate::crawldb::verify_for_rewrite(&dir)?;
     let current = dir.crawldb_current();
     let need = disk::dataset_bytes(&current)?;
@@ -232,7 +388,8 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
         "dedup",
         &format!("the new crawldb version (about {})", disk::human(need)),
     )?;
-    let mut meta = dir.crawldb_meta()?;
+    let meta = dir.crawldb_meta()?;
+    let version = crate::crawldb::version_id(&dir)?;
     let parts = parquet::part_files(&current)?;
     let sims = if opts.near {
         simhashes(&dir)?
@@ -241,19 +398,92 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     };
     let mut sum = DedupReport::default();
     let cands = candidates(&parts, &sims, &mut sum)?;
-    let verdict = verdicts(cands, opts, &mut sum);
-
-    // Pass 2: rewrite part by part, same names and order.
-    let staged = db.stage()?;
-    for (i, part) in parts.iter().enumerate() {
-        let (duplicates, restored) = run_partition(i, part, &staged, &verdict)?;
-        sum.duplicates += duplicates;
-        sum.restored += restored;
+    let n = meta.partitions;
+    let per = verdicts(cands, n, opts, &mut sum);
+    std::fs::create_dir_all(out).map_err(|e| crate::error::Error::io(out, e))?;
+    for (i, mut v) in per.into_iter().enumerate() {
+        v.sort_unstable();
+        let bytes =
+            bincode::serde::encode_to_vec(&v, bincode::config::standard()).map_err(|e| {
+                crate::error::Error::crawl_dir(out, format!("cannot encode verdicts: {e}"))
+            })?;
+        parquet::write_atomic(&verdict_file(out, i), &bytes)?;
     }
-    meta.written_time = now_millis();
-    meta.written_by = "dedup".into();
-    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
-    db.install(staged, "dedup")?;
+    Ok(SignaturesReport {
+        crawldb_version: version,
+        partitions: n,
+        rows: sum.rows,
+        candidates: sum.candidates,
+        groups: sum.groups,
+        near_pairs: sum.near_pairs,
+    })
+}
+
+/// A dedup rewrite task: rewrites crawldb parts `parts` into `out` with the verdicts
+/// of the signatures pass (its attempt `sig_dir`, report `sig`).
+pub fn rewrite_task(
+    ctx: &StageCtx,
+    sig_dir: &Path,
+    sig: &SignaturesReport,
+    parts: &[usize],
+    out: &Path,
+) -> Result<RewriteReport> {
+    let dir = ctx.open_existing()?;
+    let version = crate::crawldb::version_id(&dir)?;
+    crate::crawldb::check_version(&dir, sig_dir, &sig.crawldb_version, &version)?;
+    std::fs::create_dir_all(out).map_err(|e| crate::error::Error::io(out, e))?;
+    let mut r = RewriteReport {
+        crawldb_version: version,
+        partitions: parts.to_vec(),
+        ..RewriteReport::default()
+    };
+    for &i in parts {
+        if i >= sig.partitions {
+            return Err(crate::error::Error::crawl_dir(
+                dir.crawldb(),
+                format!(
+                    "partition {i} does not exist: the crawldb has {} partitions",
+                    sig.partitions
+                ),
+            ));
+        }
+        let file = verdict_file(sig_dir, i);
+        let bytes = std::fs::read(&file).map_err(|e| crate::error::Error::io(&file, e))?;
+        let (v, _): (Vec<(String, bool)>, usize) =
+            bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(
+                |e| crate::error::Error::crawl_dir(&file, format!("cannot decode verdicts: {e}")),
+            )?;
+        let verdict: HashMap<String, bool> = v.into_iter().collect();
+        let part = crate::crawldb::current_part(&dir, i);
+        let (d, rs) = run_partition(&part, &out.join(parquet::part_name(i)), &verdict)?;
+        r.duplicates += d;
+        r.restored += rs;
+    }
+    Ok(r)
+}
+
+/// The commit of a dedup job, under the crawldb lock: checks the version the tasks
+/// read is current, links the rewritten parts (`(dir, report)`, every partition
+/// once) into a new version and installs it.
+fn commit(
+    dir: &CrawlDir,
+    sig: &SignaturesReport,
+    tasks: &[(PathBuf, RewriteReport)],
+) -> Result<DedupReport> {
+    let version = crate::crawldb::version_id(dir)?;
+    let mut meta = dir.crawldb_meta()?;
+    crate::crawldb::check_version(dir, dir.crawldb().as_path(), &sig.crawldb_version, &version)?;
+    let mut sum = sig.summary();
+    for (path, t) in tasks {
+        crate::crawldb::check_version(dir, path, &t.crawldb_version, &version)?;
+        sum.duplicates += t.duplicates;
+        sum.restored += t.restored;
+    }
+    let parts: Vec<(&Path, &[usize])> = tasks
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.partitions.as_slice()))
+        .collect();
+    crate::crawldb::install_parts(dir, &parts, &mut meta, "dedup")?;
     Ok(sum)
 }
 
@@ -265,13 +495,14 @@ fn candidates(
     sum: &mut DedupReport,
 ) -> Result<Vec<Cand>> {
     let mut cands: Vec<Cand> = Vec::new();
-    for part in parts {
+    for (i, part) in parts.iter().enumerate() {
         for rows in parquet::read_part::<CrawlDatum>(part)? {
             for d in rows? {
                 sum.rows += 1;
                 if is_candidate(&d) {
                     let simhash = sims.get(&d.url).copied();
                     cands.push(Cand {
+                        part: i,
                         signature: d.signature.clone().unwrap_or_default(),
                         url: d.url,
                         score: d.score,
@@ -287,8 +518,14 @@ fn candidates(
 
 /// Groups the candidates (same signature; with `opts.near`, SimHashes within
 /// `opts.max_distance` bits) and returns, per URL, whether it is a duplicate (not its
-/// group's winner). Counts groups and near pairs into `sum`.
-fn verdicts(cands: Vec<Cand>, opts: &DedupOpts, sum: &mut DedupReport) -> HashMap<String, bool> {
+/// group's winner), per crawldb partition (of `n`). Counts groups and near pairs
+/// into `sum`.
+fn verdicts(
+    cands: Vec<Cand>,
+    n: usize,
+    opts: &DedupOpts,
+    sum: &mut DedupReport,
+) -> Vec<Vec<(String, bool)>> {
     let mut groups = Groups::new(cands.len());
     let mut by_sig: HashMap<&str, usize> = HashMap::new();
     for (i, c) in cands.iter().enumerate() {
@@ -334,29 +571,23 @@ fn verdicts(cands: Vec<Cand>, opts: &DedupOpts, sum: &mut DedupReport) -> HashMa
         }
     }
     sum.groups = size.values().filter(|&&s| s > 1).count() as u64;
-    let mut verdict: HashMap<String, bool> = HashMap::with_capacity(cands.len());
+    let mut verdict: Vec<Vec<(String, bool)>> = (0..n).map(|_| Vec::new()).collect();
     for (i, c) in cands.into_iter().enumerate() {
         let r = groups.find(i);
         let dup = winner.get(&r).is_some_and(|&w| w != i);
-        verdict.insert(c.url, dup);
+        if let Some(v) = verdict.get_mut(c.part) {
+            v.push((c.url, dup));
+        }
     }
     verdict
 }
 
-/// Pass 2 for crawldb part `i` (`part`): copies it into the staged version under the
-/// same name and order, marking the rows `verdict` calls duplicates `db_duplicate` and
-/// restoring former duplicates that won their group. Returns (duplicates, restored).
-fn run_partition(
-    i: usize,
-    part: &Path,
-    staged: &StagedDataset,
-    verdict: &HashMap<String, bool>,
-) -> Result<(u64, u64)> {
+/// Pass 2 for one crawldb part (`part`): copies it to `dest` in the same order,
+/// marking the rows `verdict` calls duplicates `db_duplicate` and restoring former
+/// duplicates that won their group. Returns (duplicates, restored).
+fn run_partition(part: &Path, dest: &Path, verdict: &HashMap<String, bool>) -> Result<(u64, u64)> {
     let (mut duplicates, mut restored) = (0u64, 0u64);
-    let name = part
-        .file_name()
-        .map_or_else(|| parquet::part_name(i).into(), |n| n.to_owned());
-    let mut w = PartWriter::<CrawlDatum>::create(&staged.path().join(name))?;
+    let mut w = PartWriter::<CrawlDatum>::create(dest)?;
     for rows in parquet::read_part::<CrawlDatum>(part)? {
         for mut d in rows? {
             if is_candidate(&d) {

@@ -158,10 +158,11 @@ impl StageCtx {
                 partitions: set,
                 attempt,
             } => {
+                let set = set.resolve(partitions);
                 set.check_within(partitions, stage)?;
                 vec![Step::Task {
                     job: Job::open(&self.root, job)?,
-                    partitions: set.clone(),
+                    partitions: set,
                     attempt: attempt.clone(),
                 }]
             }

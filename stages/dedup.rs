@@ -1,7 +1,7 @@
 //! `dedup`: marks duplicate pages in the crawldb as `db_duplicate`.
 
-use clap::Parser;
-use trawl::dedup::{self, DedupOpts};
+use clap::{Parser, ValueEnum};
+use trawl::dedup::{self, DedupOpts, DedupPass};
 use trawl::stage::StageCtx;
 
 /// Mark duplicates in the crawldb.
@@ -15,12 +15,31 @@ the highest score wins, then the shortest URL. Rewrites the crawldb under its lo
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
+    /// The pass a task of a job runs: `signatures` (one task, --partitions all: the
+    /// duplicate decision), then `rewrite` (crawldb parts marked).
+    #[arg(
+        long,
+        value_enum,
+        requires = "attempt",
+        help_heading = "Partition tasks"
+    )]
+    pass: Option<Pass>,
     /// Also group near duplicates: pages whose SimHashes differ in at most --distance bits.
     #[arg(long)]
     near: bool,
     /// Maximum differing SimHash bits for --near.
     #[arg(long, default_value_t = 3, value_name = "K")]
     distance: u32,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Pass {
+    /// The duplicate decision over the whole crawldb (one task over every partition).
+    Signatures,
+    /// Crawldb parts rewritten with the job's decision.
+    Rewrite,
 }
 
 trawl::global_allocator!();
@@ -32,10 +51,14 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let ctx = StageCtx::from_args(&args.common)?;
+    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let opts = DedupOpts {
         near: args.near,
         max_distance: args.distance.min(63),
+        pass: args.pass.map(|p| match p {
+            Pass::Signatures => DedupPass::Signatures,
+            Pass::Rewrite => DedupPass::Rewrite,
+        }),
     };
     let report = dedup::run(&ctx, &opts)?;
     ctx.finish(&report)?;

@@ -1,7 +1,7 @@
 //! `generate`: selects due URLs into a new segment (fetch list).
 
-use clap::Parser;
-use trawl::crawldb::generate::{self, GenerateOpts};
+use clap::{Parser, ValueEnum};
+use trawl::crawldb::generate::{self, GenerateOpts, GeneratePass};
 use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
@@ -16,6 +16,26 @@ them to a new segment. Prints each new segment's path on stdout, one per line. E
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
+    /// The pass a task of a job runs: `histogram` (the partitions' candidates), then,
+    /// after --cutoff, `select` (their rows of the fetch lists).
+    #[arg(
+        long,
+        value_enum,
+        requires = "attempt",
+        help_heading = "Partition tasks"
+    )]
+    pass: Option<Pass>,
+    /// With --job: read the job's histograms, choose the fetch lists (the global
+    /// top-N) and write the job's cut-off, between the two passes.
+    #[arg(
+        long,
+        requires = "job",
+        conflicts_with_all = ["partitions", "attempt", "commit", "pass"],
+        help_heading = "Partition tasks"
+    )]
+    cutoff: bool,
     /// URLs per fetch list [default: generate.top_n].
     #[arg(long, value_name = "N")]
     top_n: Option<usize>,
@@ -28,6 +48,14 @@ struct Args {
     /// Select URLs due up to DAYS days from now (Nutch's -adddays); fractions allowed.
     #[arg(long, value_name = "DAYS", default_value_t = 0.0, value_parser = days)]
     add_days: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Pass {
+    /// Pass 1: each partition's best candidates (the score histogram).
+    Histogram,
+    /// Pass 2: the partitions' rows of the fetch lists the cut-off chose.
+    Select,
 }
 
 /// `--add-days`: a finite number of days >= 0 (else a usage error, exit code 2).
@@ -46,7 +74,11 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = if args.cutoff {
+        StageCtx::from_args(&args.common)?
+    } else {
+        StageCtx::from_task_args(&args.common, &args.task)?
+    };
     if let Some(n) = args.top_n {
         ctx.config_mut().generate.top_n = n;
     }
@@ -57,6 +89,19 @@ fn run() -> anyhow::Result<()> {
     let mut opts = GenerateOpts::from_config(ctx.config());
     opts.segments = args.max_segments.max(1);
     opts.lookahead = (args.add_days * 86_400_000.0).round() as i64;
+    opts.pass = args.pass.map(|p| match p {
+        Pass::Histogram => GeneratePass::Histogram,
+        Pass::Select => GeneratePass::Select,
+    });
+    if let (true, Some(job)) = (args.cutoff, &args.task.job) {
+        let (lists, urls) = generate::run_cutoff(&ctx, &opts, job)?;
+        trawl::cli::summary(
+            "generate --cutoff",
+            ctx.started(),
+            &format!("{lists} fetch list(s) with {urls} urls chosen"),
+        );
+        return Ok(());
+    }
     let report = generate::run(&ctx, &opts)?;
     for s in &report.segments {
         println!("{}", s.display());

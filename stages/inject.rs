@@ -27,6 +27,8 @@ refetched by later `sitemap` runs when due (docs/sitemaps.md)."
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// Seed files, directories of seed files, or `-` for standard input (optional with
     /// --sitemaps).
     #[arg(value_name = "SEED", required_unless_present = "sitemaps")]
@@ -44,7 +46,12 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = StageCtx::from_args(&args.common)?;
+    if args.sitemaps.is_some() && args.task.job.is_some() {
+        anyhow::bail!(
+            "inject --sitemaps runs in one process only: inject the seed files as a job, then run --sitemaps without --job"
+        );
+    }
+    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     // Check every input before touching the crawl directory.
     let opts = InjectOpts {
         inputs: expand_inputs(&args.seeds)?,

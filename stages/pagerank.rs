@@ -1,7 +1,7 @@
 //! `pagerank`: PageRank (and optionally HITS, HostRank) over the crawl's link graph.
 
 use clap::{Parser, ValueEnum};
-use trawl::graph::stage::{self, PageRankOpts};
+use trawl::graph::stage::{self, PageRankOpts, PageRankPass};
 use trawl::stage::StageCtx;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -10,6 +10,14 @@ enum Source {
     Crawl,
     /// The linkdb (drops internal links by default).
     Linkdb,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Pass {
+    /// The graph, the iteration and the new pagerank/ (one task over every partition).
+    Scores,
+    /// Crawldb parts rewritten with the scores of the job's scores pass.
+    Rewrite,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -35,6 +43,17 @@ average 1.0 (the injected score's scale) and their order is PageRank's. Optional
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
+    /// The pass a task of a job runs: `scores` (one task, --partitions all: the graph
+    /// and the iteration), then `rewrite` (crawldb parts with the new scores).
+    #[arg(
+        long,
+        value_enum,
+        requires = "attempt",
+        help_heading = "Partition tasks"
+    )]
+    pass: Option<Pass>,
     /// Damping factor (overrides pagerank.damping, default 0.85).
     #[arg(long, value_name = "D")]
     damping: Option<f64>,
@@ -74,7 +93,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let pc = &mut ctx.config_mut().pagerank;
     if let Some(d) = args.damping {
         pc.damping = d;
@@ -104,7 +123,13 @@ fn run() -> anyhow::Result<()> {
         pc.update_crawldb = false;
     }
     ctx.validate_flags()?;
-    let report = stage::run(&ctx, &PageRankOpts::default())?;
+    let opts = PageRankOpts {
+        pass: args.pass.map(|p| match p {
+            Pass::Scores => PageRankPass::Scores,
+            Pass::Rewrite => PageRankPass::Rewrite,
+        }),
+    };
+    let report = stage::run(&ctx, &opts)?;
     ctx.finish(&report)?;
     Ok(())
 }

@@ -20,6 +20,8 @@ updatedb after parse merges the rest (signatures, outlinks) without applying the
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// Segments to apply (names under segments/ or paths) [default: newest unapplied fetched segment].
     segments: Vec<PathBuf>,
     /// Do not add URLs discovered as outlinks or redirect targets.
@@ -40,7 +42,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     if args.no_additions {
         ctx.config_mut().updatedb.additions_allowed = false;
     }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::UInt32Array;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::{Exit, exit};
 use crate::config::Config;
@@ -29,8 +30,8 @@ use crate::crawldb::select::{self, Rules};
 use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
-use crate::error::{IoContext, Result};
-use crate::stage::{Report, StageCtx};
+use crate::error::{Error, IoContext, Result};
+use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
 use crate::store::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
 use crate::store::names::SegmentDataset;
@@ -50,7 +51,24 @@ pub struct GenerateOpts {
     pub now: Millis,
     /// URLs due up to this long after `now` (ms) are selected (Nutch's -adddays).
     pub lookahead: Millis,
+    /// The pass a task of a job runs (`--pass`); `None` in a one-process run, the
+    /// cut-off and a commit.
+    pub pass: Option<GeneratePass>,
 }
+
+/// The two passes of a generate job's tasks (between them, the cut-off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeneratePass {
+    /// Per partition set: the partitions' pass-1 candidates (the score histogram).
+    Histogram,
+    /// Per partition set: the partitions' rows of the fetch lists the cut-off chose.
+    Select,
+}
+
+/// The sub-jobs of a generate job's passes, and its cut-off file.
+const HISTOGRAM: &str = "histogram";
+const SELECT: &str = "select";
+const CUTOFF_FILE: &str = "cutoff.json";
 
 impl GenerateOpts {
     /// Options from the config, for now.
@@ -61,6 +79,7 @@ impl GenerateOpts {
             segments: 1,
             now: now_millis(),
             lookahead: 0,
+            pass: None,
         }
     }
 }
@@ -123,33 +142,56 @@ pub fn status_eligible(s: DbStatus) -> bool {
     !matches!(s, DbStatus::DbDuplicate)
 }
 
-/// URLs of pending fetch lists, per crawldb partition.
+/// URLs of pending fetch lists in the crawldb partitions `parts` (indexed by
+/// partition; the others left empty), and the names of those pending lists.
 fn pending_urls(
     dir: &CrawlDir,
-    applied: &[String],
-    n: usize,
+    meta: &crate::store::layout::CrawlDbMeta,
+    parts: &[usize],
     now: Millis,
     gen_delay: i64,
-) -> Result<Vec<HashSet<String>>> {
+) -> Result<(Vec<HashSet<String>>, Vec<String>)> {
+    let n = meta.partitions;
     let mut out: Vec<HashSet<String>> = (0..n).map(|_| HashSet::new()).collect();
-    for s in dir.segments()? {
-        if applied.iter().any(|a| a == s.name()) || !s.has(SegmentDataset::CrawlGenerate) {
-            continue;
-        }
-        let meta = s.meta()?;
-        if meta.generated_time + gen_delay * 1000 < now {
-            continue;
-        }
-        for (i, set) in out.iter_mut().enumerate() {
+    let mut names = Vec::new();
+    for (s, smeta) in pending_segments(dir, meta, now, gen_delay)? {
+        for &i in parts {
             let rows: Vec<CrawlDatum> = read_partition(
                 &s.dataset(SegmentDataset::CrawlGenerate),
                 i,
                 n,
-                meta.partitions,
+                smeta.partitions,
                 |d: &CrawlDatum| &d.host,
             )?;
-            set.extend(rows.into_iter().map(|d| d.url));
+            out[i].extend(rows.into_iter().map(|d| d.url));
         }
+        names.push(s.name().to_string());
+    }
+    Ok((out, names))
+}
+
+/// The pending fetch lists: segments whose fetches are not applied (nor partially:
+/// a partially applied segment's fetches are merged, it holds no URLs any more),
+/// generated less than `gen_delay` seconds before `now`.
+fn pending_segments(
+    dir: &CrawlDir,
+    meta: &crate::store::layout::CrawlDbMeta,
+    now: Millis,
+    gen_delay: i64,
+) -> Result<Vec<(crate::store::layout::Segment, SegmentMeta)>> {
+    let mut out = Vec::new();
+    for s in dir.segments()? {
+        if meta.is_applied(s.name())
+            || meta.is_partial(s.name())
+            || !s.has(SegmentDataset::CrawlGenerate)
+        {
+            continue;
+        }
+        let smeta = s.meta()?;
+        if smeta.generated_time + gen_delay * 1000 < now {
+            continue;
+        }
+        out.push((s, smeta));
     }
     Ok(out)
 }
@@ -158,6 +200,9 @@ fn pending_urls(
 /// `[generate]` keys of its configuration. A report without segments means nothing was
 /// due ([`Report::exit`] is then [`exit::NOTHING_DUE`]).
 pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
+    if !matches!(ctx.task(), TaskMode::Whole) || opts.pass.is_some() {
+        return run_job(ctx, opts);
+    }
     let cfg = ctx.config();
     let dir = ctx.open_existing()?;
     // Held so that two generates cannot hand out the same URLs and updatedb cannot
@@ -165,23 +210,10 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     let _lock = lock(&dir, "generate")?;
     let meta = dir.crawldb_meta()?;
     let n = meta.partitions;
-    let k = opts.segments.max(1);
-    let rules = Rules {
-        now: opts.now.saturating_add(opts.lookahead),
-        min_score: cfg.generate.min_score,
-        max_per_key: opts.max_per_host,
-        by_domain: cfg.generate.count_mode == crate::config::CountMode::Domain,
-        limit: opts.top_n.saturating_mul(k),
-    };
-    // A partially applied segment's fetches are merged: it holds no URLs any more.
-    let fetch_applied: Vec<String> = meta
-        .applied_segments
-        .iter()
-        .chain(&meta.partial_segments)
-        .cloned()
-        .collect();
+    let rules = rules(cfg, opts);
     check_space(&dir, rules.limit)?;
-    let pending = pending_urls(&dir, &fetch_applied, n, opts.now, cfg.generate.gen_delay)?;
+    let all: Vec<usize> = (0..n).collect();
+    let (pending, _) = pending_urls(&dir, &meta, &all, opts.now, cfg.generate.gen_delay)?;
     let started = std::time::Instant::now();
     let pb = crate::cli::progress_bar(n as u64, "generate");
     let parts = (0..n)
@@ -218,6 +250,17 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     write_segments(&dir, opts, &paths, &lists, &mut report)?;
     tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     Ok(report)
+}
+
+/// The selection rules of a run with `opts`.
+fn rules(cfg: &Config, opts: &GenerateOpts) -> Rules {
+    Rules {
+        now: opts.now.saturating_add(opts.lookahead),
+        min_score: cfg.generate.min_score,
+        max_per_key: opts.max_per_host,
+        by_domain: cfg.generate.count_mode == crate::config::CountMode::Domain,
+        limit: opts.top_n.saturating_mul(opts.segments.max(1)),
+    }
 }
 
 /// Refuses to start when the disk cannot hold fetch lists of `limit` rows (at the
@@ -332,6 +375,428 @@ fn write_partition(
         w.finish()?;
     }
     Ok(())
+}
+
+/// Runs a generate task of a job (`opts.pass`) or a job's commit, as
+/// [`StageCtx::steps`] split the run (a one-process run is [`run`]; the cut-off
+/// between the passes is [`run_cutoff`]).
+pub fn run_job(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
+    let dir = ctx.open_existing()?;
+    let n = dir.crawldb_meta()?.partitions;
+    let pass = match (ctx.task(), opts.pass) {
+        (TaskMode::Task { .. }, Some(p)) => Some(p),
+        (TaskMode::Task { .. }, None) => {
+            return Err(Error::input(
+                "--pass",
+                "a generate task runs one pass: --pass histogram, then (after --cutoff) --pass select",
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(Error::input(
+                "--pass",
+                "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
+            ));
+        }
+        (_, None) => None,
+    };
+    super::run_steps(
+        ctx,
+        "generate",
+        n,
+        |job, partitions, attempt| {
+            let parts: Vec<usize> = partitions.iter().collect();
+            match pass {
+                Some(GeneratePass::Histogram) => {
+                    let w = job.pass(HISTOGRAM).attempt_writer(partitions, attempt)?;
+                    let h = histogram_task(ctx, opts, &parts, w.path())?;
+                    super::finish_attempt(w, &h)?;
+                    Ok(GenerateReport {
+                        scanned: h.scanned,
+                        due: h.due,
+                        pending: h.pending,
+                        ..GenerateReport::default()
+                    })
+                }
+                _ => {
+                    let cut = read_cutoff(job)?;
+                    let w = job.pass(SELECT).attempt_writer(partitions, attempt)?;
+                    let r = select_task(ctx, &cut, &parts, w.path())?;
+                    super::finish_attempt(w, &r)?;
+                    Ok(GenerateReport {
+                        scanned: cut.scanned,
+                        due: cut.due,
+                        pending: cut.pending,
+                        urls: r.urls,
+                        ..GenerateReport::default()
+                    })
+                }
+            }
+        },
+        |job| {
+            let cut = read_cutoff(job)?;
+            let selected = job
+                .pass(SELECT)
+                .choose(n)?
+                .iter()
+                .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
+                .collect::<Result<Vec<_>>>()?;
+            commit(ctx, now_millis(), &cut, &selected)
+        },
+    )
+}
+
+/// The cut-off of a generate job (`generate --job J --cutoff`): reads the chosen
+/// histogram attempts, makes the selection and writes it as the job's cut-off file.
+/// Returns the number of fetch lists and of URLs selected.
+pub fn run_cutoff(ctx: &StageCtx, opts: &GenerateOpts, job: &str) -> Result<(usize, u64)> {
+    let dir = ctx.open_existing()?;
+    let n = dir.crawldb_meta()?.partitions;
+    let job = crate::store::jobs::Job::open(dir.root(), job)?;
+    let attempts = job
+        .pass(HISTOGRAM)
+        .choose(n)?
+        .iter()
+        .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
+        .collect::<Result<Vec<_>>>()?;
+    let cut = cutoff(ctx, opts, &attempts)?;
+    let urls = cut
+        .lists
+        .iter()
+        .flat_map(|l| l.iter().map(|p| p.len() as u64))
+        .sum();
+    let bytes = serde_json::to_vec(&cut)
+        .map_err(|e| Error::crawl_dir(job.dir(), format!("cannot encode the cut-off: {e}")))?;
+    parquet::write_atomic(&job.file(CUTOFF_FILE), &bytes)?;
+    Ok((cut.lists.len(), urls))
+}
+
+/// The cut-off of `job`.
+fn read_cutoff(job: &crate::store::jobs::Job) -> Result<Cutoff> {
+    let file = job.file(CUTOFF_FILE);
+    if !file.is_file() {
+        return Err(Error::crawl_dir(
+            &file,
+            format!(
+                "job {} has no cut-off: run `generate --job {} --cutoff` after the histogram pass",
+                job.id(),
+                job.id()
+            ),
+        ));
+    }
+    parquet::read_json(&file)
+}
+
+/// What a `--pass histogram` task of a generate job did: its partitions' counts and
+/// what the cut-off checks (the crawldb version read, the pending fetch lists seen).
+/// Its attempt holds, per partition `i`, `ranked-NNNNN.bin`: the partition's pass-1
+/// candidates (score, row, host or domain id, at most `top_n x segments`, at most
+/// `max_per_host` per key, best first) and key names: the exact score histogram
+/// the cut-off needs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistogramReport {
+    /// The crawldb version read ([`crate::crawldb::version_id`]).
+    pub crawldb_version: String,
+    /// Its partitions.
+    pub partitions: Vec<usize>,
+    /// The pending fetch lists that held URLs back.
+    pub pending_segments: Vec<String>,
+    /// Rows read.
+    pub scanned: u64,
+    /// Rows due and eligible.
+    pub due: u64,
+    /// Due rows held by pending fetch lists.
+    pub pending: u64,
+}
+
+/// The cut-off of a generate job (`generate --cutoff`, stored as a job file): the
+/// exact selection made from every partition's pass-1 candidates, as row numbers of
+/// the crawldb parts per fetch list, and the names the segments get.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cutoff {
+    /// The crawldb version the histograms were made from.
+    pub crawldb_version: String,
+    /// The crawldb's partition count.
+    pub partitions: usize,
+    /// The pending fetch lists the histograms left out.
+    pub pending_segments: Vec<String>,
+    /// When the segments are dated (ms): the cut-off's time.
+    pub generated_time: Millis,
+    /// One segment name per fetch list.
+    pub names: Vec<String>,
+    /// `lists[segment][partition]`: crawldb row numbers, best first.
+    pub lists: select::Lists,
+    /// Summed counts of the histogram tasks.
+    pub scanned: u64,
+    /// Rows due and eligible.
+    pub due: u64,
+    /// Due rows held by pending fetch lists.
+    pub pending: u64,
+}
+
+/// What a `--pass select` task wrote: URLs per fetch list of its partitions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SelectReport {
+    /// The crawldb version it read the rows from.
+    pub crawldb_version: String,
+    /// Its partitions.
+    pub partitions: Vec<usize>,
+    /// URLs written per fetch list.
+    pub urls: Vec<u64>,
+}
+
+/// The file of partition `i`'s pass-1 candidates in a histogram attempt.
+fn ranked_file(out: &Path, i: usize) -> PathBuf {
+    out.join(format!("ranked-{i:05}.bin"))
+}
+
+/// The `crawl_generate` directory of fetch list `k` in a select attempt (a dataset
+/// directory of the attempt, sealed with it).
+pub fn list_dir(out: &Path, k: usize) -> PathBuf {
+    out.join(format!("{}.{k}", SegmentDataset::CrawlGenerate.as_str()))
+}
+
+/// A generate job's pass 1 for the partitions `parts`: ranks each (as one-process
+/// generate does) and stores its candidates in `out`. Reads the crawldb without its
+/// lock; the cut-off and the commit check the version.
+fn histogram_task(
+    ctx: &StageCtx,
+    opts: &GenerateOpts,
+    parts: &[usize],
+    out: &Path,
+) -> Result<HistogramReport> {
+    let cfg = ctx.config();
+    let dir = ctx.open_existing()?;
+    let meta = dir.crawldb_meta()?;
+    let n = meta.partitions;
+    check_partitions(&dir, parts, n)?;
+    let rules = rules(cfg, opts);
+    let (pending, names) = pending_urls(&dir, &meta, parts, opts.now, cfg.generate.gen_delay)?;
+    std::fs::create_dir_all(out).at(out)?;
+    let ranked = parts
+        .par_iter()
+        .map(|&i| {
+            super::interrupted("generate")?;
+            let r = run_partition(&dir, i, &rules, &pending[i])?;
+            let bytes = bincode::serde::encode_to_vec(&r, bincode::config::standard())
+                .map_err(|e| Error::crawl_dir(out, format!("cannot encode candidates: {e}")))?;
+            parquet::write_atomic(&ranked_file(out, i), &bytes)?;
+            Ok((r.scanned, r.due, r.pending))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut report = HistogramReport {
+        crawldb_version: super::version_id(&dir)?,
+        partitions: parts.to_vec(),
+        pending_segments: names,
+        ..HistogramReport::default()
+    };
+    for (scanned, due, pending) in ranked {
+        report.scanned += scanned;
+        report.due += due;
+        report.pending += pending;
+    }
+    Ok(report)
+}
+
+/// Refuses partitions the crawldb does not have.
+fn check_partitions(dir: &CrawlDir, parts: &[usize], n: usize) -> Result<()> {
+    match parts.iter().find(|&&i| i >= n) {
+        Some(bad) => Err(Error::crawl_dir(
+            dir.crawldb_current(),
+            format!(
+                "partition {bad} does not exist: the crawldb has {n} partitions (0-{})",
+                n.saturating_sub(1)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The cut-off of a generate job from its histogram attempts (`(attempt dir,
+/// report)`, covering every partition once): the exact selection of one-process
+/// generate ([`select::choose`] over the same candidates), with the segment names
+/// fixed now. Refuses when the crawldb changed since the histograms were made.
+fn cutoff(
+    ctx: &StageCtx,
+    opts: &GenerateOpts,
+    attempts: &[(PathBuf, HistogramReport)],
+) -> Result<Cutoff> {
+    let cfg = ctx.config();
+    let dir = ctx.open_existing()?;
+    let meta = dir.crawldb_meta()?;
+    let n = meta.partitions;
+    let version = super::version_id(&dir)?;
+    let mut c = Cutoff {
+        crawldb_version: version.clone(),
+        partitions: n,
+        generated_time: opts.now,
+        ..Cutoff::default()
+    };
+    let mut parts: Vec<Option<select::Ranked>> = (0..n).map(|_| None).collect();
+    let mut pending: std::collections::BTreeSet<String> = Default::default();
+    for (path, r) in attempts {
+        if r.crawldb_version != version {
+            return Err(changed(&dir, path, &r.crawldb_version, &version));
+        }
+        pending.extend(r.pending_segments.iter().cloned());
+        c.scanned += r.scanned;
+        c.due += r.due;
+        c.pending += r.pending;
+        for &i in &r.partitions {
+            let file = ranked_file(path, i);
+            let bytes = std::fs::read(&file).at(&file)?;
+            let (ranked, _): (select::Ranked, usize) =
+                bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(
+                    |e| Error::crawl_dir(&file, format!("cannot decode candidates: {e}")),
+                )?;
+            match parts.get_mut(i) {
+                Some(slot @ None) => *slot = Some(ranked),
+                _ => {
+                    return Err(Error::crawl_dir(
+                        &file,
+                        format!("internal: partition {i} given twice or out of range"),
+                    ));
+                }
+            }
+        }
+    }
+    c.pending_segments = pending.into_iter().collect();
+    let mut ranked = Vec::with_capacity(n);
+    for (i, p) in parts.into_iter().enumerate() {
+        ranked.push(p.ok_or_else(|| {
+            Error::crawl_dir(
+                dir.crawldb(),
+                format!("no histogram task covered partition {i}"),
+            )
+        })?);
+    }
+    let rules = rules(cfg, opts);
+    let paths: Vec<PathBuf> = (0..n).map(|i| current_part(&dir, i)).collect();
+    c.lists = select::choose(&paths, &ranked, &rules, opts.top_n)?;
+    let mut t = opts.now;
+    while c.names.len() < c.lists.len() {
+        let name = layout::new_segment_name(&dir, t);
+        if !c.names.contains(&name) {
+            c.names.push(name);
+        }
+        t += 1000;
+    }
+    Ok(c)
+}
+
+/// The error for a job whose tasks read crawldb version `read` when `now` is current.
+fn changed(dir: &CrawlDir, attempt: &Path, read: &str, now: &str) -> Error {
+    Error::crawl_dir(
+        dir.crawldb_current(),
+        format!(
+            "the crawldb changed since the tasks of this job ran (the task in {} read version {read}, the current one is {now}): nothing was written; rerun the job from its first pass",
+            attempt.display()
+        ),
+    )
+}
+
+/// A generate job's pass 2 for the partitions `parts`: writes their rows of every
+/// fetch list of the cut-off into `out` ([`list_dir`]), as one-process generate does.
+fn select_task(ctx: &StageCtx, cut: &Cutoff, parts: &[usize], out: &Path) -> Result<SelectReport> {
+    let dir = ctx.open_existing()?;
+    check_partitions(&dir, parts, cut.partitions)?;
+    let version = super::version_id(&dir)?;
+    if version != cut.crawldb_version {
+        return Err(changed(&dir, out, &cut.crawldb_version, &version));
+    }
+    let gen_dirs: Vec<PathBuf> = (0..cut.lists.len()).map(|k| list_dir(out, k)).collect();
+    for d in &gen_dirs {
+        std::fs::create_dir_all(d).at(d)?;
+    }
+    parts
+        .par_iter()
+        .map(|&i| {
+            super::interrupted("generate")?;
+            write_partition(i, &current_part(&dir, i), &cut.lists, &gen_dirs)
+        })
+        .collect::<Result<Vec<()>>>()?;
+    Ok(SelectReport {
+        crawldb_version: version,
+        partitions: parts.to_vec(),
+        urls: cut
+            .lists
+            .iter()
+            .map(|l| parts.iter().map(|&i| l[i].len() as u64).sum())
+            .collect(),
+    })
+}
+
+/// The commit of a generate job: under the crawldb lock, checks that the crawldb is
+/// the version the job read and that no other fetch list became pending since, then
+/// installs one segment per fetch list from the select attempts (`(attempt dir,
+/// report)`, covering every partition once), parts linked, never rewritten.
+fn commit(
+    ctx: &StageCtx,
+    cfg_now: Millis,
+    cut: &Cutoff,
+    attempts: &[(PathBuf, SelectReport)],
+) -> Result<GenerateReport> {
+    let cfg = ctx.config();
+    let dir = ctx.open_existing()?;
+    let _lock = lock(&dir, "generate")?;
+    let version = super::version_id(&dir)?;
+    for (path, r) in attempts {
+        if r.crawldb_version != version {
+            return Err(changed(&dir, path, &r.crawldb_version, &version));
+        }
+    }
+    if cut.crawldb_version != version {
+        return Err(changed(&dir, dir.root(), &cut.crawldb_version, &version));
+    }
+    let meta = dir.crawldb_meta()?;
+    for (s, _) in pending_segments(&dir, &meta, cfg_now, cfg.generate.gen_delay)? {
+        if !cut.pending_segments.iter().any(|p| p == s.name()) {
+            return Err(Error::crawl_dir(
+                s.path(),
+                format!(
+                    "another generate wrote the fetch list {} since this job's histogram pass, and its URLs may be in this job's lists: nothing was written; rerun the job from its first pass",
+                    s.name()
+                ),
+            ));
+        }
+    }
+    let mut report = GenerateReport {
+        scanned: cut.scanned,
+        due: cut.due,
+        pending: cut.pending,
+        ..GenerateReport::default()
+    };
+    let n = cut.partitions;
+    for (k, (list, name)) in cut.lists.iter().zip(&cut.names).enumerate() {
+        let urls: u64 = list.iter().map(|p| p.len() as u64).sum();
+        let seg = StagedDataset::new(&dir.segments_dir().join(name))?;
+        let gen_dir = seg.path().join(SegmentDataset::CrawlGenerate.as_str());
+        std::fs::create_dir_all(&gen_dir).at(&gen_dir)?;
+        for (path, r) in attempts {
+            for &i in &r.partitions {
+                let part = parquet::part_name(i);
+                crate::store::jobs::link_part(
+                    &list_dir(path, k).join(&part),
+                    &gen_dir.join(&part),
+                )?;
+            }
+        }
+        parquet::write_json(
+            &seg.path().join(SEGMENT_META),
+            &SegmentMeta {
+                name: name.clone(),
+                generated_time: cut.generated_time,
+                partitions: n,
+                urls,
+            },
+        )?;
+        parquet::write_atomic(
+            &gen_dir.join(parquet::SUCCESS_MARKER),
+            chrono::Utc::now().to_rfc3339().as_bytes(),
+        )?;
+        report.urls.push(urls);
+        report.segments.push(seg.commit()?);
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -19,14 +19,14 @@ use crate::config::{Config, MAX_INTERVAL_SECS};
 use crate::crawldb::schedule::FIXED_INTERVAL_KEY;
 use crate::crawldb::spill::{SortKey, Sorter};
 use crate::crawldb::stream::DatumStream;
-use crate::crawldb::{current_part, lock, write_staged};
+use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
+use crate::store::integrity;
 use crate::store::layout::CrawlDir;
-use crate::store::names::VersionedDb;
-use crate::store::parquet::{PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter, partition_for_host};
 use crate::urls::UrlPolicy;
 
 /// The longest piece of a rejected line echoed in messages, in characters; longer input
@@ -518,23 +518,38 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// into `spill_dir`). Rejects go to `on_reject` in input order.
 struct SeedSort {
     sorters: Vec<Sorter<Seed>>,
+    /// The partitions kept (a task's); the others' seeds are dropped.
+    keep: Vec<bool>,
+    /// Whether rejected lines are counted and reported (by one task of a job only).
+    rejects: bool,
     budget: usize,
     buffered: usize,
 }
 
 impl SeedSort {
-    fn new(spill_dir: &std::path::Path, parts: usize, budget: usize) -> Self {
+    fn new(spill_dir: &std::path::Path, parts: usize, keep: &[usize], budget: usize) -> Self {
+        let mut mask = vec![false; parts];
+        for &i in keep {
+            if let Some(m) = mask.get_mut(i) {
+                *m = true;
+            }
+        }
         SeedSort {
             sorters: (0..parts)
                 .map(|i| Sorter::new(spill_dir, &format!("inject-{i:05}")))
                 .collect(),
+            rejects: mask.first().copied().unwrap_or(true),
+            keep: mask,
             budget: budget.max(1),
             buffered: 0,
         }
     }
 
     fn push(&mut self, block: ParsedBlock) -> Result<()> {
-        for (sorter, seeds) in self.sorters.iter_mut().zip(block.parts) {
+        for ((sorter, seeds), keep) in self.sorters.iter_mut().zip(block.parts).zip(&self.keep) {
+            if !keep {
+                continue;
+            }
             self.buffered += seeds.len();
             for seed in seeds {
                 sorter.push(seed);
@@ -584,9 +599,17 @@ impl SeedSort {
                     .map(|(first, bytes)| parse_block(&name, *first, bytes, &policy, cfg, parts))
                     .collect();
                 for block in parsed {
-                    report.accepted += block.accepted;
-                    report.rejected += block.rejected.len() as u64;
-                    block.rejected.iter().for_each(&mut *on_reject);
+                    report.accepted += block
+                        .parts
+                        .iter()
+                        .zip(&self.keep)
+                        .filter(|(_, k)| **k)
+                        .map(|(p, _)| p.len() as u64)
+                        .sum::<u64>();
+                    if self.rejects {
+                        report.rejected += block.rejected.len() as u64;
+                        block.rejected.iter().for_each(&mut *on_reject);
+                    }
                     self.push(block)?;
                 }
             }
@@ -602,23 +625,136 @@ impl SeedSort {
 /// sorted per host partition within `inject.sort_buffer_rows` (sorted runs spill to
 /// the staged crawldb version) and merged with the crawldb part by part. Each
 /// rejected line is handed to `on_reject` as it is met. Nothing is installed until
-/// every input was read: an unreadable input injects nothing.
+/// every input was read: an unreadable input injects nothing. Runs as
+/// [`StageCtx::steps`] split it: one process (one task over every partition, then
+/// its commit, under the crawldb lock held throughout), a task of a job (no lock,
+/// output in its attempt) or a job's commit.
 pub fn run(
     ctx: &StageCtx,
     opts: &InjectOpts,
     on_reject: &mut dyn FnMut(&Rejected),
 ) -> Result<InjectReport> {
+    let dir = ctx.crawl_dir();
+    std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
+    let lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(lock(&dir, "inject")?),
+    };
+    let whole = matches!(ctx.task(), TaskMode::Whole);
+    if whole {
+        super::verify_for_rewrite(&dir)?;
+    }
+    let (_, meta) = super::meta_or_new(&dir, ctx.config())?;
+    let n = meta.partitions;
+    super::run_steps(
+        ctx,
+        "inject",
+        n,
+        |job, partitions, attempt| {
+            if whole {
+                check_space(&dir, &opts.inputs, ctx.config().inject.sort_buffer_rows)?;
+            } else if parquet::dataset_complete(&dir.crawldb_current()) {
+                // Only this task's parts are read: their checksums (every size).
+                dir.refuse_unmarked_crawldb()?;
+                let mine = |name: &str| {
+                    partitions
+                        .iter()
+                        .any(|i| parquet::is_partition_file(name, i))
+                };
+                integrity::verify_parts(
+                    &dir.crawldb_current(),
+                    integrity::Check::Checksums,
+                    &mine,
+                )?;
+            }
+            let w = job.attempt_writer(partitions, attempt)?;
+            let out = w.dataset(super::TASK_DATASET)?;
+            let parts: Vec<usize> = partitions.iter().collect();
+            let task = run_task(ctx, opts, &parts, &out, &mut *on_reject)?;
+            super::finish_attempt(w, &task)?;
+            Ok(task.summary())
+        },
+        |job| {
+            let _held = &lock;
+            commit(&dir, ctx.config(), &super::chosen_parts(job, n)?)
+        },
+    )
+}
+
+/// What one inject task did (its attempt's report): its partitions' counts, their
+/// seed hosts, and the crawldb version it merged the seeds into.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectTaskReport {
+    /// The crawldb version read ([`crate::crawldb::version_id`]; empty: none yet).
+    pub crawldb_version: String,
+    /// Its partitions.
+    pub partitions: Vec<usize>,
+    /// The hosts of its seeds, sorted.
+    pub seed_hosts: Vec<String>,
+    /// New URLs.
+    pub injected: u64,
+    /// Seeds already known or repeated.
+    pub known: u64,
+    /// Rows of its parts.
+    pub rows: u64,
+    /// Rejected lines (counted by the task holding partition 0 only).
+    pub rejected: u64,
+    /// Per input: its partitions' accepted seeds (and the rejects, see above).
+    pub inputs: Vec<(String, u64, u64)>,
+    /// Sorted runs spilled.
+    pub runs: u64,
+    /// Bytes spilled.
+    pub spilled_bytes: u64,
+}
+
+impl InjectTaskReport {
+    /// The stage's report of this task alone.
+    pub fn summary(&self) -> InjectReport {
+        InjectReport {
+            injected: self.injected,
+            known: self.known,
+            rejected: self.rejected,
+            rows: self.rows,
+            inputs: self
+                .inputs
+                .iter()
+                .map(|(name, accepted, rejected)| InputReport {
+                    name: name.clone(),
+                    accepted: *accepted,
+                    rejected: *rejected,
+                })
+                .collect(),
+            runs: self.runs,
+            spilled_bytes: self.spilled_bytes,
+        }
+    }
+}
+
+/// An inject task: reads every input, keeps the seeds of the partitions `parts`
+/// and merges them into those crawldb parts, written into `out`. Rejected lines are
+/// handed to `on_reject` (and counted) only by the task holding partition 0, so a
+/// job reports each once. Takes no lock and installs nothing.
+fn run_task(
+    ctx: &StageCtx,
+    opts: &InjectOpts,
+    parts: &[usize],
+    out: &std::path::Path,
+    on_reject: &mut dyn FnMut(&Rejected),
+) -> Result<InjectTaskReport> {
     let cfg = ctx.config();
     let now = now_millis();
     let dir = ctx.crawl_dir();
-    std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
-    let _lock = lock(&dir, "inject")?;
-    super::verify_for_rewrite(&dir)?;
-    let (exists, mut meta) = super::meta_or_new(&dir, cfg)?;
+    let (exists, meta) = super::meta_or_new(&dir, cfg)?;
     let n = meta.partitions;
-    check_space(&dir, &opts.inputs, cfg.inject.sort_buffer_rows)?;
-    let staged = dir.versioned(VersionedDb::CrawlDb).stage()?;
-    let mut sort = SeedSort::new(staged.path(), n, cfg.inject.sort_buffer_rows);
+    if let Some(bad) = parts.iter().find(|&&i| i >= n) {
+        return Err(Error::crawl_dir(
+            dir.crawldb(),
+            format!("partition {bad} does not exist: the crawldb has {n} partitions"),
+        ));
+    }
+    let version = super::version_id(&dir)?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let mut sort = SeedSort::new(out, n, parts, cfg.inject.sort_buffer_rows);
     let (inputs, rejected) = sort.read_all(&opts.inputs, cfg, on_reject)?;
     let runs = sort.sorters.iter().map(|s| s.runs() as u64).sum();
     let spilled_bytes = sort.sorters.iter().map(|s| s.spilled_bytes()).sum();
@@ -626,49 +762,97 @@ pub fn run(
         tracing::info!(
             "seeds beyond inject.sort_buffer_rows = {}: merging {runs} sorted runs ({spilled_bytes} bytes) spilled to {}",
             sort.budget,
-            staged.path().display()
+            out.display()
         );
     }
-    // Each partition's sorter is taken by the task that writes the partition.
+    // Each partition's sorter is taken by the thread that writes the partition.
     let sorters: Vec<Mutex<Option<Sorter<Seed>>>> = sort
         .sorters
         .into_iter()
         .map(|s| Mutex::new(Some(s)))
         .collect();
-    let counts = write_staged(
-        &dir,
-        staged,
-        &mut meta,
-        "inject",
-        |i, w| {
+    let pb = crate::cli::progress_bar(parts.len() as u64, "inject");
+    let counts = parts
+        .par_iter()
+        .map(|&i| {
+            super::interrupted("inject")?;
             let sorter = sorters[i].lock().ok().and_then(|mut s| s.take());
             let seeds = sorter
                 .ok_or_else(|| {
                     Error::crawl_dir(dir.crawldb(), "internal: a partition written twice")
                 })?
                 .finish()?;
-            run_partition(&dir, i, exists, seeds, w, cfg, now)
-        },
-        |parts, meta| {
-            let mut hosts: BTreeSet<String> = meta.seed_hosts.drain(..).collect();
-            for p in parts {
-                hosts.extend(p.hosts.iter().cloned());
-            }
-            meta.seed_hosts = hosts.into_iter().collect();
-        },
-    )?;
-    let mut report = InjectReport {
+            let mut w = PartWriter::<CrawlDatum>::create(&out.join(parquet::part_name(i)))?;
+            let c = run_partition(&dir, i, exists, seeds, &mut w, cfg, now)?;
+            w.finish()?;
+            pb.inc(1);
+            Ok(c)
+        })
+        .collect::<Result<Vec<PartCounts>>>()?;
+    pb.finish_and_clear();
+    let mut hosts = BTreeSet::new();
+    let mut task = InjectTaskReport {
+        crawldb_version: version,
+        partitions: parts.to_vec(),
         rejected,
-        inputs,
+        inputs: inputs
+            .into_iter()
+            .map(|i| (i.name, i.accepted, i.rejected))
+            .collect(),
         runs,
         spilled_bytes,
-        ..InjectReport::default()
+        ..InjectTaskReport::default()
     };
     for c in counts {
-        report.injected += c.injected;
-        report.known += c.known;
-        report.rows += c.rows;
+        task.injected += c.injected;
+        task.known += c.known;
+        task.rows += c.rows;
+        hosts.extend(c.hosts);
     }
+    task.seed_hosts = hosts.into_iter().collect();
+    Ok(task)
+}
+
+/// The commit of an inject job, under the crawldb lock: checks every task merged
+/// into the version current now, links their parts (`(dir holding
+/// part-NNNNN.parquet, report)`, every partition once) into a new version whose seed
+/// hosts are the union of the old ones and the tasks', installs it and returns the
+/// summed report.
+fn commit(
+    dir: &CrawlDir,
+    cfg: &Config,
+    tasks: &[(PathBuf, InjectTaskReport)],
+) -> Result<InjectReport> {
+    let (_, mut meta) = super::meta_or_new(dir, cfg)?;
+    let version = super::version_id(dir)?;
+    let mut report = InjectReport::default();
+    let mut hosts: BTreeSet<String> = meta.seed_hosts.drain(..).collect();
+    for (path, t) in tasks {
+        super::check_version(dir, path, &t.crawldb_version, &version)?;
+        hosts.extend(t.seed_hosts.iter().cloned());
+        let s = t.summary();
+        report.injected += s.injected;
+        report.known += s.known;
+        report.rejected += s.rejected;
+        report.rows += s.rows;
+        report.runs += s.runs;
+        report.spilled_bytes += s.spilled_bytes;
+        for (k, input) in s.inputs.into_iter().enumerate() {
+            match report.inputs.get_mut(k) {
+                Some(r) => {
+                    r.accepted += input.accepted;
+                    r.rejected += input.rejected;
+                }
+                None => report.inputs.push(input),
+            }
+        }
+    }
+    meta.seed_hosts = hosts.into_iter().collect();
+    let parts: Vec<(&std::path::Path, &[usize])> = tasks
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.partitions.as_slice()))
+        .collect();
+    super::install_parts(dir, &parts, &mut meta, "inject")?;
     Ok(report)
 }
 

@@ -21,9 +21,16 @@ pub mod updatedb;
 
 use rayon::prelude::*;
 
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::Result;
+use crate::stage::{StageCtx, Step, TaskMode};
 use crate::store::integrity::Check;
+use crate::store::jobs::{AttemptWriter, Job, PartitionSet, link_part};
 use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir};
 use crate::store::lock::Lock;
 use crate::store::names::VersionedDb;
@@ -66,6 +73,138 @@ pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
         dir.verify_crawldb(Check::Checksums)?;
     }
     Ok(())
+}
+
+/// The identity of the crawldb version installed now: the blake3 of its
+/// `_SUCCESS` manifest (which lists every part's blake3 and when it was sealed), so
+/// two versions never share it. Tasks of a job record the version they read; the
+/// job's commit installs only over that same version. Empty when there is no
+/// crawldb yet.
+pub fn version_id(dir: &CrawlDir) -> Result<String> {
+    let marker = dir.crawldb_current().join(parquet::SUCCESS_MARKER);
+    if !marker.is_file() {
+        return Ok(String::new());
+    }
+    Ok(crate::store::integrity::hash_file(&marker)?.1)
+}
+
+/// The dataset name of the crawldb parts a task writes into its attempt.
+pub const TASK_DATASET: &str = crate::store::names::CRAWLDB;
+
+/// The test-pause point after a crawldb task wrote its output, before its attempt
+/// is finished (`TRAWL_TEST_PAUSE_SEGTOOLS=task:written:SECONDS`): tests kill a task
+/// there.
+pub const TASK_WRITTEN: &str = "task:written";
+
+/// Runs the steps [`StageCtx::steps`] makes of this run of `stage` over `n`
+/// partitions: `task(job, partitions, attempt)` for a task, `commit(job)` for the
+/// commit (the job is removed after it). Returns the last step's report. In a
+/// one-process run a failed step removes the private job, leaving nothing behind.
+pub fn run_steps<R: Default>(
+    ctx: &StageCtx,
+    stage: &str,
+    n: usize,
+    mut task: impl FnMut(&Job, &PartitionSet, &str) -> Result<R>,
+    mut commit: impl FnMut(&Job) -> Result<R>,
+) -> Result<R> {
+    let steps = ctx.steps(stage, n)?;
+    let whole = matches!(ctx.task(), TaskMode::Whole);
+    let mut report = R::default();
+    for step in &steps {
+        let r = match step {
+            Step::Task {
+                job,
+                partitions,
+                attempt,
+            } => task(job, partitions, attempt),
+            Step::Commit { job } => commit(job).and_then(|r| job.remove().map(|()| r)),
+        };
+        match r {
+            Ok(r) => report = r,
+            Err(e) => {
+                if whole && let Some(Step::Commit { job }) = steps.last() {
+                    let _ = job.remove();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Finishes a task's attempt with its `report` (after the [`TASK_WRITTEN`] test
+/// pause).
+pub fn finish_attempt<T: Serialize>(w: AttemptWriter, report: &T) -> Result<()> {
+    crate::store::versioned::test_pause(TASK_WRITTEN);
+    w.finish(report)?;
+    Ok(())
+}
+
+/// The crawldb parts and reports of the attempts a commit of `job` installs (one per
+/// partition set, covering `0..n` once: [`Job::choose`]).
+pub fn chosen_parts<T: DeserializeOwned>(job: &Job, n: usize) -> Result<Vec<(PathBuf, T)>> {
+    job.choose(n)?
+        .iter()
+        .map(|a| Ok((a.dataset(TASK_DATASET), a.report()?)))
+        .collect()
+}
+
+/// Refuses a commit whose task read crawldb version `read` (in `attempt`) when
+/// `current` is installed: the crawldb changed since the tasks ran.
+pub fn check_version(dir: &CrawlDir, attempt: &Path, read: &str, current: &str) -> Result<()> {
+    if read == current {
+        return Ok(());
+    }
+    Err(crate::error::Error::crawl_dir(
+        dir.crawldb_current(),
+        format!(
+            "the crawldb changed since the tasks of this job ran (the task in {} read version {read:?}, the current one is {current:?}): nothing was installed; rerun the job (its tasks, then the commit)",
+            attempt.display()
+        ),
+    ))
+}
+
+/// Installs a crawldb version made of task output, under the crawldb lock: the
+/// part files `<dir>/part-NNNNN.parquet` of each `(dir, partitions)` of `parts`
+/// (together every partition of `meta` exactly once) are linked into a staged
+/// version, never rewritten; `meta` is stored inside and the version installed.
+pub fn install_parts(
+    dir: &CrawlDir,
+    parts: &[(&Path, &[usize])],
+    meta: &mut CrawlDbMeta,
+    stage: &str,
+) -> Result<()> {
+    let n = meta.partitions;
+    let mut seen = vec![false; n];
+    for (path, ps) in parts {
+        for &i in *ps {
+            if i >= n || std::mem::replace(&mut seen[i], true) {
+                return Err(crate::error::Error::crawl_dir(
+                    path,
+                    format!(
+                        "internal: partition {i} given twice or beyond the crawldb's {n}; nothing was installed"
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return Err(crate::error::Error::crawl_dir(
+            dir.crawldb(),
+            format!("no task wrote partition {missing}: nothing was installed"),
+        ));
+    }
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let staged = db.stage()?;
+    for (path, ps) in parts {
+        for &i in *ps {
+            link_part(&path.join(parquet::part_name(i)), &staged.part_path(i))?;
+        }
+    }
+    meta.written_time = now_millis();
+    meta.written_by = stage.to_string();
+    parquet::write_json(&staged.path().join(CRAWLDB_META), meta)?;
+    db.install(staged, stage)
 }
 
 /// Path of part `i` of the current crawldb.
@@ -133,7 +272,7 @@ where
 
 /// Stops a crawldb rewrite at a SIGINT/SIGTERM ([`crate::signal`]): nothing is
 /// installed, the crawldb stays as it was.
-fn interrupted(stage: &str) -> Result<()> {
+pub(crate) fn interrupted(stage: &str) -> Result<()> {
     crate::signal::check(&format!(
         "{stage} stopped before installing anything: the crawldb is unchanged; rerun {stage}"
     ))

@@ -67,7 +67,7 @@ impl Rules {
 }
 
 /// A candidate row of one part (16 bytes).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cand {
     /// Its score.
     pub score: f64,
@@ -96,7 +96,7 @@ fn trim(v: &mut Vec<Cand>, from: usize, k: usize) {
 }
 
 /// Pass 1 result for one part.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Ranked {
     /// The part's best candidates (at most `limit`, at most `max_per_key` per key),
     /// sorted by [`better`].

@@ -111,6 +111,15 @@ fn open_batches(path: &Path) -> Result<Batches> {
     })))
 }
 
+/// The files of partition `part` of a dataset partitioned like the reader
+/// ([`parquet::partition_files`]); none when the dataset is missing.
+fn same_partition_files(dataset: &Path, part: usize) -> Result<Vec<PathBuf>> {
+    if !dataset.is_dir() {
+        return Ok(Vec::new());
+    }
+    parquet::partition_files(dataset, part)
+}
+
 /// Like [`read_partition`], but hands the rows to `f` one record batch at a time
 /// (at most [`parquet::ROW_GROUP_ROWS`] rows), never holding the whole partition.
 pub fn scan_partition<R: Record>(
@@ -122,12 +131,11 @@ pub fn scan_partition<R: Record>(
     mut f: impl FnMut(Vec<R>) -> Result<()>,
 ) -> Result<()> {
     if dataset_parts == parts {
-        let p = dataset.join(parquet::part_name(part));
-        if !p.is_file() {
-            return Ok(());
-        }
-        for rows in parquet::read_part::<R>(&p)? {
-            f(rows?)?;
+        // `part-NNNNN.parquet`, or one file per map task of a shuffle.
+        for p in same_partition_files(dataset, part)? {
+            for rows in parquet::read_part::<R>(&p)? {
+                f(rows?)?;
+            }
         }
         return Ok(());
     }
@@ -152,11 +160,11 @@ pub fn read_partition<R: Record>(
     host_of: impl Fn(&R) -> &str,
 ) -> Result<Vec<R>> {
     if dataset_parts == parts {
-        let p = dataset.join(parquet::part_name(part));
-        if !p.is_file() {
-            return Ok(Vec::new());
+        let mut out = Vec::new();
+        for p in same_partition_files(dataset, part)? {
+            out.extend(parquet::read_part_all::<R>(&p)?);
         }
-        return parquet::read_part_all::<R>(&p);
+        return Ok(out);
     }
     let mut out = Vec::new();
     for p in parquet::part_files(dataset)? {

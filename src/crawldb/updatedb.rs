@@ -19,20 +19,26 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
 use crate::crawldb::merge::{self, Keyed, SegRow};
 use crate::crawldb::spill::Sorter;
 use crate::crawldb::state::{Ctx, Inlink};
 use crate::crawldb::stream::{read_partition, scan_partition};
-use crate::crawldb::{current_part, lock, write_version};
+use crate::crawldb::{
+    TASK_DATASET, check_version, chosen_parts, current_part, finish_attempt, install_parts, lock,
+    run_steps, version_id,
+};
 use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
-use crate::store::integrity::Check;
+use crate::store::integrity::{self, Check};
 use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter, partition_for_host};
 use crate::urls::{UrlPolicy, host_of};
 
 /// Options of one updatedb run (`updatedb.additions_allowed`, `--no-additions`, is a
@@ -47,8 +53,8 @@ pub struct UpdateOpts {
 }
 
 /// What one run merges of a segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Part {
     /// Fetch outcomes and parse results.
     Whole,
     /// Fetch outcomes only (`--no-parse`): the segment becomes partially applied.
@@ -110,61 +116,249 @@ struct PartStats {
     purged: u64,
 }
 
-/// Runs updatedb on the crawl directory of `ctx` (which must hold a crawldb).
+/// Runs updatedb on the crawl directory of `ctx` (which must hold a crawldb), as
+/// [`StageCtx::steps`] split it: one process (one task over every partition, then
+/// its commit, under the crawldb lock held throughout), a task of a job (no lock,
+/// output in its attempt), or a job's commit. Returns the summary of what ran: the
+/// task's partitions, or the installed version.
 pub fn run(ctx: &StageCtx, opts: &UpdateOpts) -> Result<UpdateReport> {
     run_at(ctx, opts, now_millis())
 }
 
 /// [`run`] as of the time `now` (ms UTC).
 fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport> {
+    let dir = ctx.open_existing()?;
+    // Tasks run at once on many machines: only the commit takes the lock.
+    let lock = match ctx.task() {
+        TaskMode::Task { .. } => None,
+        _ => Some(lock(&dir, "updatedb")?),
+    };
+    let n = dir.crawldb_meta()?.partitions;
+    run_steps(
+        ctx,
+        "updatedb",
+        n,
+        |job, partitions, attempt| {
+            let w = job.attempt_writer(partitions, attempt)?;
+            let out = w.dataset(TASK_DATASET)?;
+            let parts: Vec<usize> = partitions.iter().collect();
+            let task = run_task_at(ctx, opts, &parts, &out, now)?;
+            finish_attempt(w, &task)?;
+            Ok(task.summary())
+        },
+        |job| {
+            let _held = &lock;
+            commit(&dir, &chosen_parts(job, n)?)
+        },
+    )
+}
+
+/// What one updatedb task did, stored as its attempt's report: the counts of its
+/// partitions and what the commit checks (the crawldb version it read, the segments
+/// it merged and how).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateTaskReport {
+    /// The crawldb version the task read ([`crate::crawldb::version_id`]).
+    pub crawldb_version: String,
+    /// The partitions it wrote.
+    pub partitions: Vec<usize>,
+    /// The segments merged, in order, with what was merged of each.
+    pub segments: Vec<(String, Part)>,
+    /// Segments skipped (already applied).
+    pub skipped: Vec<String>,
+    /// Rows of its new parts.
+    pub rows: u64,
+    /// URLs added.
+    pub added: u64,
+    /// URLs whose row a fetch changed.
+    pub fetched: u64,
+    /// Rows dropped (`purge_gone`).
+    pub purged: u64,
+}
+
+impl UpdateTaskReport {
+    /// The stage's report of this task alone (its summary line).
+    pub fn summary(&self) -> UpdateReport {
+        let mut r = UpdateReport {
+            skipped: self.skipped.clone(),
+            rows: self.rows,
+            added: self.added,
+            fetched: self.fetched,
+            purged: self.purged,
+            ..UpdateReport::default()
+        };
+        for (name, part) in &self.segments {
+            r.record(name, *part);
+        }
+        r
+    }
+}
+
+impl UpdateReport {
+    fn record(&mut self, name: &str, part: Part) {
+        let name = name.to_string();
+        match part {
+            Part::Whole => self.applied.push(name),
+            Part::FetchOnly => self.partial.push(name),
+            Part::Rest => {
+                self.completed.push(name.clone());
+                self.applied.push(name);
+            }
+        }
+    }
+}
+
+/// An updatedb task: merges the crawldb partitions `parts` with the segments' rows
+/// of those partitions, writing the new parts into `out` (`part-NNNNN.parquet`).
+/// Reads the crawldb version current now without taking its lock (tasks of one job
+/// run at once, on several machines); the commit checks that the version is still
+/// current. Installs nothing.
+fn run_task_at(
+    ctx: &StageCtx,
+    opts: &UpdateOpts,
+    parts: &[usize],
+    out: &Path,
+    now: Millis,
+) -> Result<UpdateTaskReport> {
     let cfg = ctx.config();
     let dir = ctx.open_existing()?;
-    let _lock = lock(&dir, "updatedb")?;
-    let mut meta = dir.crawldb_meta()?;
-    let mut report = UpdateReport::default();
-    let segments = choose_segments(&dir, &meta, opts, &mut report)?;
+    let meta = dir.crawldb_meta()?;
+    let mut task = UpdateTaskReport {
+        crawldb_version: version_id(&dir)?,
+        partitions: parts.to_vec(),
+        ..UpdateTaskReport::default()
+    };
+    let mut chosen = UpdateReport::default();
+    let segments = choose_segments(&dir, &meta, opts, &mut chosen)?;
+    task.skipped = chosen.skipped;
+    task.segments = segments
+        .iter()
+        .map(|sg| (sg.seg.name().to_string(), sg.part))
+        .collect();
     if segments.is_empty() {
-        return Ok(report);
+        return Ok(task);
+    }
+    let n = meta.partitions;
+    if let Some(&bad) = parts.iter().find(|&&i| i >= n) {
+        return Err(Error::crawl_dir(
+            dir.crawldb_current(),
+            format!(
+                "partition {bad} does not exist: the crawldb has {n} partitions (0-{})",
+                n.saturating_sub(1)
+            ),
+        ));
     }
     // Refuse a damaged crawldb or segment before anything is written: a flipped
     // byte read here would otherwise be written into current and, next time, old.
-    dir.verify_crawldb(Check::Checksums)?;
+    // Every part's size is checked, and the checksums of what this task reads.
+    let mine = |name: &str| parts.iter().any(|&i| parquet::is_partition_file(name, i));
+    let whole = parts.len() == n;
+    let verify = |d: &Path| {
+        if whole {
+            integrity::verify(d, Check::Checksums).map(|_| ())
+        } else {
+            integrity::verify_parts(d, Check::Checksums, &mine)
+        }
+    };
+    dir.refuse_unmarked_crawldb()?;
+    verify(&dir.crawldb_current())?;
     for sg in &segments {
-        sg.seg
-            .verify(SegmentDataset::CrawlFetch, Check::Checksums)?;
+        verify(&sg.seg.dataset(SegmentDataset::CrawlFetch))?;
         if sg.part != Part::FetchOnly {
-            sg.seg
-                .verify(SegmentDataset::CrawlParse, Check::Checksums)?;
+            verify(&sg.seg.dataset(SegmentDataset::CrawlParse))?;
         }
     }
 
-    let n = meta.partitions;
-    check_space(&dir, n, &segments, cfg.updatedb.sort_buffer_rows)?;
+    check_space(
+        &dir,
+        n,
+        parts.len(),
+        &segments,
+        cfg.updatedb.sort_buffer_rows,
+    )?;
     let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     state.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
     let redirects = route_redirects(&segments, &policy, n)?;
-    record_segments(&mut meta, &segments);
-    let stats = write_version(&dir, &mut meta, "updatedb", |i, w| {
-        run_partition(&dir, i, n, &segments, &redirects[i], &state, &policy, w)
-    })?;
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let pb = crate::cli::progress_bar(parts.len() as u64, "updatedb");
+    let stats = parts
+        .par_iter()
+        .map(|&i| {
+            super::interrupted("updatedb")?;
+            let mut w = PartWriter::<CrawlDatum>::create(&out.join(parquet::part_name(i)))?;
+            let st = run_partition(
+                &dir,
+                i,
+                n,
+                &segments,
+                &redirects[i],
+                &state,
+                &policy,
+                &mut w,
+            )?;
+            w.finish()?;
+            pb.inc(1);
+            Ok(st)
+        })
+        .collect::<Result<Vec<PartStats>>>()?;
+    pb.finish_and_clear();
     for st in stats {
-        report.rows += st.rows;
-        report.added += st.added;
-        report.fetched += st.fetched;
-        report.purged += st.purged;
+        task.rows += st.rows;
+        task.added += st.added;
+        task.fetched += st.fetched;
+        task.purged += st.purged;
     }
-    for sg in &segments {
-        let name = sg.seg.name().to_string();
-        match sg.part {
-            Part::Whole => report.applied.push(name),
-            Part::FetchOnly => report.partial.push(name),
-            Part::Rest => {
-                report.completed.push(name.clone());
-                report.applied.push(name);
-            }
+    Ok(task)
+}
+
+/// The commit of an updatedb job, under the crawldb lock: checks that every task
+/// read the version current now and merged the same segments, links their parts
+/// (`(dir holding part-NNNNN.parquet, report)`, covering every partition once) into
+/// a new version recording the segments, installs it and returns the summed report.
+fn commit(dir: &CrawlDir, tasks: &[(PathBuf, UpdateTaskReport)]) -> Result<UpdateReport> {
+    let mut meta = dir.crawldb_meta()?;
+    let version = version_id(dir)?;
+    let Some((_, first)) = tasks.first() else {
+        return Err(Error::crawl_dir(
+            dir.crawldb(),
+            "internal: an updatedb commit without tasks",
+        ));
+    };
+    for (path, t) in tasks {
+        check_version(dir, path, &t.crawldb_version, &version)?;
+        if t.segments != first.segments {
+            return Err(Error::crawl_dir(
+                path,
+                format!(
+                    "the tasks of this job merged different segments ({:?} here, {:?} in another): give every task the same SEGMENT arguments; nothing was installed",
+                    t.segments, first.segments
+                ),
+            ));
         }
     }
+    let mut report = UpdateReport {
+        skipped: first.skipped.clone(),
+        ..UpdateReport::default()
+    };
+    if first.segments.is_empty() {
+        return Ok(report);
+    }
+    for (_, t) in tasks {
+        report.rows += t.rows;
+        report.added += t.added;
+        report.fetched += t.fetched;
+        report.purged += t.purged;
+    }
+    for (name, part) in &first.segments {
+        record_segment(&mut meta, name, *part);
+        report.record(name, *part);
+    }
+    let parts: Vec<(&Path, &[usize])> = tasks
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.partitions.as_slice()))
+        .collect();
+    install_parts(dir, &parts, &mut meta, "updatedb")?;
     Ok(report)
 }
 
@@ -332,7 +526,13 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
 /// Refuses to start when the disk cannot hold the new crawldb version (the current
 /// one plus, at most, one row per segment link row) and the spill of the external
 /// sort of the segment rows (docs/crawldb.md, Disk).
-fn check_space(dir: &CrawlDir, n: usize, segments: &[Seg], buffer_rows: usize) -> Result<()> {
+fn check_space(
+    dir: &CrawlDir,
+    n: usize,
+    mine: usize,
+    segments: &[Seg],
+    buffer_rows: usize,
+) -> Result<()> {
     let current = dir.crawldb_current();
     let per_row = disk::bytes_per_row(&current)?;
     let mut sorted = Vec::new();
@@ -345,22 +545,23 @@ fn check_space(dir: &CrawlDir, n: usize, segments: &[Seg], buffer_rows: usize) -
             sorted.push(parse);
         }
     }
-    let version = disk::dataset_bytes(&current)? + links * per_row;
-    let spill = disk::spill_estimate(&sorted, n, buffer_rows, rayon::current_num_threads())?;
+    // A task writes its share of the partitions.
+    let share = |b: u64| b * mine as u64 / n.max(1) as u64;
+    let version = share(disk::dataset_bytes(&current)? + links * per_row);
+    let threads = rayon::current_num_threads().min(mine.max(1));
+    let spill = disk::spill_estimate(&sorted, n, buffer_rows, threads)?;
     disk::ensure_crawldb_space(dir, "updatedb", version, spill, "the segment rows")
 }
 
-/// Records the segments in the crawldb's metadata: applied, or partially applied.
-fn record_segments(meta: &mut CrawlDbMeta, segments: &[Seg]) {
-    for sg in segments {
-        let name = sg.seg.name().to_string();
-        match sg.part {
-            Part::Whole => meta.applied_segments.push(name),
-            Part::FetchOnly => meta.partial_segments.push(name),
-            Part::Rest => {
-                meta.partial_segments.retain(|p| *p != name);
-                meta.applied_segments.push(name);
-            }
+/// Records segment `name` in the crawldb's metadata: applied, or partially applied.
+fn record_segment(meta: &mut CrawlDbMeta, name: &str, part: Part) {
+    let name = name.to_string();
+    match part {
+        Part::Whole => meta.applied_segments.push(name),
+        Part::FetchOnly => meta.partial_segments.push(name),
+        Part::Rest => {
+            meta.partial_segments.retain(|p| *p != name);
+            meta.applied_segments.push(name);
         }
     }
 }

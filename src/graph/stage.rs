@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::AsArray;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use super::csr::Csr;
 use super::hits::hits;
@@ -20,7 +21,7 @@ use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::records::PageRankRecord;
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
 use crate::store::layout::CRAWLDB_META;
 use crate::store::layout::CrawlDir;
@@ -31,9 +32,98 @@ use crate::store::parquet::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
 pub const PAGERANK_META: &str = crate::store::names::META;
 
 /// What pagerank does: its settings are `[pagerank]` in the config (flags merged over
-/// it), so there is nothing more to give.
+/// it); a task of a job also names its pass.
 #[derive(Debug, Clone, Default)]
-pub struct PageRankOpts {}
+pub struct PageRankOpts {
+    /// The pass a task of a job runs (`--pass`); `None` in a one-process run and a
+    /// commit.
+    pub pass: Option<PageRankPass>,
+}
+
+/// The two passes of a pagerank job's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRankPass {
+    /// One task over every partition: the graph and the iteration, `pagerank/`.
+    Scores,
+    /// Per partition set: crawldb parts rewritten with the scores.
+    Rewrite,
+}
+
+/// The sub-job (directory) of each pass inside a pagerank job.
+const SCORES: &str = "scores";
+const REWRITE: &str = "rewrite";
+
+/// Runs a pagerank task of a job (`opts.pass`) or a job's commit, as
+/// [`StageCtx::steps`] split the run; a one-process run is [`run`].
+pub fn run_job(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
+    let dir = ctx.open_existing()?;
+    let n = dir.crawldb_meta()?.partitions;
+    let pass = match (ctx.task(), opts.pass) {
+        (TaskMode::Task { .. }, None) => {
+            return Err(Error::input(
+                "--pass",
+                "a pagerank task runs one pass: --pass scores (one task, --partitions all) or --pass rewrite",
+            ));
+        }
+        (TaskMode::Task { .. }, p) => p,
+        (_, Some(_)) => {
+            return Err(Error::input(
+                "--pass",
+                "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
+            ));
+        }
+        (_, None) => None,
+    };
+    crate::crawldb::run_steps(
+        ctx,
+        "pagerank",
+        n,
+        |job, partitions, attempt| match pass {
+            Some(PageRankPass::Scores) => {
+                if !partitions.is_all(n) {
+                    return Err(Error::input(
+                        format!("--partitions {partitions}"),
+                        "the scores pass iterates over the whole graph: run it as one task with --partitions all",
+                    ));
+                }
+                let w = job.pass(SCORES).attempt_writer(partitions, attempt)?;
+                let sr = scores_task(ctx, w.path())?;
+                crate::crawldb::finish_attempt(w, &sr)?;
+                Ok(sr.summary(0))
+            }
+            _ => {
+                let (scores, sr) = scores_of(job, n)?;
+                let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
+                let out = w.dataset(crate::crawldb::TASK_DATASET)?;
+                let parts: Vec<usize> = partitions.iter().collect();
+                let r = rewrite_task(ctx, &scores, &sr, &parts, &out)?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                Ok(sr.summary(r.updated))
+            }
+        },
+        |job| {
+            let (scores, sr) = scores_of(job, n)?;
+            let rewrites = if sr.update_crawldb {
+                crate::crawldb::chosen_parts(&job.pass(REWRITE), n)?
+            } else {
+                Vec::new()
+            };
+            commit(ctx, &scores, &sr, &rewrites)
+        },
+    )
+}
+
+/// The finished scores attempt of `job` (covering every partition of `n`).
+fn scores_of(job: &crate::store::jobs::Job, n: usize) -> Result<(PathBuf, ScoresReport)> {
+    let chosen = job.pass(SCORES).choose(n)?;
+    let a = chosen.first().ok_or_else(|| {
+        Error::crawl_dir(
+            job.dir(),
+            "no finished scores attempt: run --pass scores first",
+        )
+    })?;
+    Ok((a.path().to_path_buf(), a.report()?))
+}
 
 /// What a pagerank run did.
 #[derive(Debug, Clone, Default)]
@@ -84,8 +174,13 @@ struct Built {
 }
 
 /// Runs the pagerank stage on the crawl directory of `ctx` (which must have a
-/// crawldb) with the settings of `[pagerank]`.
-pub fn run(ctx: &StageCtx, _opts: &PageRankOpts) -> Result<PageRankReport> {
+/// crawldb) with the settings of `[pagerank]`: in one process (the graph, the
+/// iteration and the crawldb update in memory), or as a task or commit of a job
+/// ([`run_job`]).
+pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
+    if !matches!(ctx.task(), TaskMode::Whole) || opts.pass.is_some() {
+        return run_job(ctx, opts);
+    }
     let dir = &ctx.open_existing()?;
     let cfg = ctx.config();
     let pc = &cfg.pagerank;
@@ -124,7 +219,7 @@ pub fn run(ctx: &StageCtx, _opts: &PageRankOpts) -> Result<PageRankReport> {
 
     let staged = StagedDataset::new(&dir.pagerank())?;
     write_pagerank(
-        &staged,
+        staged.path(),
         pc,
         &graph,
         &inl,
@@ -223,7 +318,7 @@ fn warn_not_converged(pc: &PageRankConfig, rank: &PageRankResult) {
 /// inside when configured (computed here), and the metadata. It is then replaced as
 /// one.
 fn write_pagerank(
-    staged: &StagedDataset,
+    out: &Path,
     pc: &PageRankConfig,
     graph: &PageGraph,
     inl: &Csr,
@@ -231,11 +326,11 @@ fn write_pagerank(
     params: &PageRankParams,
     seed_teleport: bool,
 ) -> Result<()> {
-    write_scores(staged.path(), graph, inl, rank)?;
+    write_scores(out, graph, inl, rank)?;
     if pc.hits {
         let h = hits(&graph.out, inl, pc.tolerance, pc.max_iterations);
         tracing::info!("HITS: {} iterations, delta {:.3e}", h.iterations, h.delta);
-        let sub = staged.path().join(crate::store::names::PAGERANK_HITS);
+        let sub = out.join(crate::store::names::PAGERANK_HITS);
         std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
         write_parts(&sub, graph.partitions(), |p| {
             graph
@@ -256,7 +351,7 @@ fn write_pagerank(
             hr.out.edges(),
             hr.rank.iterations
         );
-        let sub = staged.path().join("hosts");
+        let sub = out.join("hosts");
         std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
         write_parts(&sub, graph.partitions(), |p| {
             hr.partition(p)
@@ -288,7 +383,7 @@ fn write_pagerank(
         crawldb_scale: crawldb_scale(graph.nodes()),
         written_time: now_millis(),
     };
-    parquet::write_json(&staged.path().join(PAGERANK_META), &meta)
+    parquet::write_json(&out.join(PAGERANK_META), &meta)
 }
 
 /// Stops pagerank at a SIGINT/SIGTERM ([`crate::signal`]) between its phases:
@@ -472,6 +567,228 @@ fn run_partition(
     }
     w.finish()?;
     Ok(n)
+}
+
+/// What the `--pass scores` task of a pagerank job computed (the iteration over
+/// the whole graph). Its attempt holds the new `pagerank/` (written as one-process
+/// pagerank writes it), whose part `i` gives the rewrite tasks partition `i`'s
+/// scores.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoresReport {
+    /// Pages in the graph.
+    pub nodes: u64,
+    /// Distinct links.
+    pub edges: u64,
+    /// Iterations run.
+    pub iterations: usize,
+    /// L1 change of the last iteration.
+    pub delta: f64,
+    /// Graph build time (ms).
+    pub build_ms: u64,
+    /// Iteration time (ms).
+    pub rank_ms: u64,
+    /// Whether the crawldb's scores are to be replaced (`pagerank.update_crawldb`
+    /// and a graph that is not empty).
+    pub update_crawldb: bool,
+    /// The factor from PageRank to crawldb scores ([`crawldb_scale`]).
+    pub scale: f64,
+    /// The crawldb's partition count.
+    pub partitions: usize,
+}
+
+impl ScoresReport {
+    /// The stage's report of a pass, `updated` crawldb rows rewritten.
+    pub fn summary(&self, updated: u64) -> PageRankReport {
+        PageRankReport {
+            nodes: self.nodes,
+            edges: self.edges,
+            iterations: self.iterations,
+            delta: self.delta,
+            crawldb_updated: updated,
+            build_time: Duration::from_millis(self.build_ms),
+            rank_time: Duration::from_millis(self.rank_ms),
+        }
+    }
+}
+
+/// What a `--pass rewrite` task of a pagerank job did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRewriteReport {
+    /// The crawldb version it rewrote ([`crate::crawldb::version_id`]).
+    pub crawldb_version: String,
+    /// Its partitions.
+    pub partitions: Vec<usize>,
+    /// Rows whose score was replaced.
+    pub updated: u64,
+}
+
+/// The `pagerank/` directory inside a scores attempt.
+pub fn scores_dataset(attempt: &Path) -> PathBuf {
+    attempt.join(crate::store::names::PAGERANK)
+}
+
+/// The scores pass of a pagerank job (one task over every partition): builds the
+/// graph, iterates, and writes the new `pagerank/` into `out` ([`scores_dataset`]).
+/// Installs nothing.
+pub fn scores_task(ctx: &StageCtx, out: &Path) -> Result<ScoresReport> {
+    let dir = &ctx.open_existing()?;
+    let cfg = ctx.config();
+    let pc = &cfg.pagerank;
+    let db_meta = dir.crawldb_meta()?;
+    let partitions = if db_meta.partitions > 0 {
+        db_meta.partitions
+    } else {
+        cfg.crawl.partitions
+    };
+    if pc.update_crawldb || pc.teleport == Teleport::Seeds {
+        crate::crawldb::verify_for_rewrite(dir)?;
+    }
+    check_space(dir, pc.update_crawldb)?;
+    let started = Instant::now();
+    let Built { graph, inl, outdeg } = build(dir, pc, partitions)?;
+    let build_time = started.elapsed();
+    let params = PageRankParams {
+        damping: pc.damping,
+        tolerance: pc.tolerance,
+        max_iterations: pc.max_iterations,
+    };
+    let teleport = match pc.teleport {
+        Teleport::Seeds => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
+        Teleport::Uniform => None,
+    };
+    let t = Instant::now();
+    let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
+    let rank_time = t.elapsed();
+    interrupted()?;
+    if rank.delta >= pc.tolerance && graph.nodes() > 0 {
+        warn_not_converged(pc, &rank);
+    }
+    let ds = scores_dataset(out);
+    std::fs::create_dir_all(&ds).map_err(|e| Error::io(&ds, e))?;
+    write_pagerank(&ds, pc, &graph, &inl, &rank, &params, teleport.is_some())?;
+    Ok(ScoresReport {
+        nodes: graph.nodes() as u64,
+        edges: graph.out.edges() as u64,
+        iterations: rank.iterations,
+        delta: rank.delta,
+        build_ms: build_time.as_millis() as u64,
+        rank_ms: rank_time.as_millis() as u64,
+        update_crawldb: pc.update_crawldb && graph.nodes() > 0,
+        scale: crawldb_scale(graph.nodes()),
+        partitions: graph.partitions(),
+    })
+}
+
+/// A rewrite task of a pagerank job: crawldb parts `parts` rewritten into `out` with
+/// the scores of the scores attempt `scores` (report `sr`): each page's PageRank
+/// times the scale, as one-process pagerank does (a URL not in the graph keeps its
+/// score). Memory: one partition's scores at a time.
+pub fn rewrite_task(
+    ctx: &StageCtx,
+    scores: &Path,
+    sr: &ScoresReport,
+    parts: &[usize],
+    out: &Path,
+) -> Result<ScoreRewriteReport> {
+    let dir = ctx.open_existing()?;
+    let mut r = ScoreRewriteReport {
+        crawldb_version: crate::crawldb::version_id(&dir)?,
+        partitions: parts.to_vec(),
+        updated: 0,
+    };
+    if !sr.update_crawldb {
+        return Ok(r);
+    }
+    let n = dir.crawldb_meta()?.partitions;
+    if n != sr.partitions {
+        return Err(Error::crawl_dir(
+            dir.crawldb_current(),
+            format!(
+                "the crawldb has {n} partitions, the scores of this job {}: the crawl was repartitioned since; rerun the job",
+                sr.partitions
+            ),
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let ds = scores_dataset(scores);
+    let counts = parts
+        .par_iter()
+        .map(|&i| {
+            if i >= n {
+                return Err(Error::crawl_dir(
+                    dir.crawldb_current(),
+                    format!("partition {i} does not exist: the crawldb has {n} partitions"),
+                ));
+            }
+            crate::signal::check(
+                "pagerank stopped while rewriting crawldb parts: nothing installed; rerun the task",
+            )?;
+            let mut by_url: std::collections::HashMap<String, f64> = Default::default();
+            let file = ds.join(parquet::part_name(i));
+            if file.is_file() {
+                for rows in parquet::read_part::<PageRankRecord>(&file)? {
+                    for row in rows? {
+                        by_url.insert(row.url, row.score);
+                    }
+                }
+            }
+            let src = crate::crawldb::current_part(&dir, i);
+            let mut w = PartWriter::<CrawlDatum>::create(&out.join(parquet::part_name(i)))?;
+            let mut k = 0;
+            for rows in parquet::read_part::<CrawlDatum>(&src)? {
+                for mut row in rows? {
+                    if let Some(s) = by_url.get(&row.url) {
+                        row.score = s * sr.scale;
+                        k += 1;
+                    }
+                    w.push(row)?;
+                }
+            }
+            w.finish()?;
+            Ok(k)
+        })
+        .collect::<Result<Vec<u64>>>()?;
+    r.updated = counts.iter().sum();
+    Ok(r)
+}
+
+/// The commit of a pagerank job: installs the scores attempt's `pagerank/`
+/// (`scores`, report `sr`), then, under the crawldb lock, the rewritten crawldb
+/// parts (`rewrites`, every partition once, all read from the version current now)
+/// as a new version. Files are linked, never rewritten.
+fn commit(
+    ctx: &StageCtx,
+    scores: &Path,
+    sr: &ScoresReport,
+    rewrites: &[(PathBuf, ScoreRewriteReport)],
+) -> Result<PageRankReport> {
+    let dir = ctx.open_existing()?;
+    let report = sr.summary(rewrites.iter().map(|(_, r)| r.updated).sum());
+    // Check the crawldb first, so a refused commit changes nothing.
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let lock = if sr.update_crawldb {
+        let lock = db.lock("pagerank")?;
+        let version = crate::crawldb::version_id(&dir)?;
+        for (path, r) in rewrites {
+            crate::crawldb::check_version(&dir, path, &r.crawldb_version, &version)?;
+        }
+        Some(lock)
+    } else {
+        None
+    };
+    let staged = StagedDataset::new(&dir.pagerank())?;
+    crate::store::jobs::link_tree(&scores_dataset(scores), staged.path())?;
+    interrupted()?;
+    staged.commit_replacing()?;
+    if lock.is_some() {
+        let mut meta = dir.crawldb_meta()?;
+        let parts: Vec<(&Path, &[usize])> = rewrites
+            .iter()
+            .map(|(p, r)| (p.as_path(), r.partitions.as_slice()))
+            .collect();
+        crate::crawldb::install_parts(&dir, &parts, &mut meta, "pagerank")?;
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

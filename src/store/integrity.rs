@@ -289,6 +289,17 @@ pub fn verify(dir: &Path, check: Check) -> Result<Vec<PathBuf>> {
     Ok(m.parts.iter().map(|p| dir.join(&p.name)).collect())
 }
 
+/// Like [`verify`] (every part listed, present and of its size), but with
+/// [`Check::Checksums`] hashing only the parts whose file name `wanted` accepts:
+/// what a partition task reads of a dataset shared by many tasks.
+pub fn verify_parts(dir: &Path, check: Check, wanted: &dyn Fn(&str) -> bool) -> Result<()> {
+    let Some(m) = read(dir)? else {
+        warn_legacy(dir);
+        return Ok(());
+    };
+    verify_filtered(dir, &m, check, wanted)
+}
+
 /// What is wrong with one file.
 #[derive(Debug)]
 struct Problem {
@@ -297,6 +308,15 @@ struct Problem {
 }
 
 fn verify_against(dir: &Path, m: &Manifest, check: Check) -> Result<()> {
+    verify_filtered(dir, m, check, &|_| true)
+}
+
+fn verify_filtered(
+    dir: &Path,
+    m: &Manifest,
+    check: Check,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<()> {
     let present: BTreeSet<String> = listed_parts(dir)?.into_iter().collect();
     let expected: BTreeMap<&str, &PartEntry> =
         m.parts.iter().map(|p| (p.name.as_str(), p)).collect();
@@ -305,7 +325,11 @@ fn verify_against(dir: &Path, m: &Manifest, check: Check) -> Result<()> {
     for p in &m.parts {
         let path = dir.join(&p.name);
         match fs::metadata(&path) {
-            Ok(md) if md.len() == p.bytes => to_hash.push(p),
+            Ok(md) if md.len() == p.bytes => {
+                if wanted(&p.name) {
+                    to_hash.push(p);
+                }
+            }
             Ok(md) => problems.push(Problem {
                 name: p.name.clone(),
                 what: format!(

@@ -57,6 +57,12 @@ impl PartitionSet {
     /// Parses a `--partitions` value: comma-separated indices and inclusive ranges
     /// (`3`, `3-5`, `0,2,7-9`). The error says what was wrong with `spec`.
     pub fn parse(spec: &str) -> std::result::Result<Self, String> {
+        if spec.trim() == "all" {
+            // Every partition, whatever their number: see [`PartitionSet::resolve`].
+            return Ok(PartitionSet {
+                ranges: vec![(0, usize::MAX)],
+            });
+        }
         let mut ranges = Vec::new();
         for item in spec.split(',').map(str::trim) {
             let num = |s: &str| {
@@ -94,6 +100,16 @@ impl PartitionSet {
             }
         }
         PartitionSet { ranges: out }
+    }
+
+    /// The set for a dataset of `n` partitions: `all` (parsed as 0 to the largest
+    /// index) becomes every partition of `n`; any other set is kept as it is.
+    pub fn resolve(&self, n: usize) -> PartitionSet {
+        if self.ranges == [(0, usize::MAX)] {
+            Self::all(n)
+        } else {
+            self.clone()
+        }
     }
 
     /// Whether partition `i` is in the set.
@@ -245,6 +261,17 @@ impl Job {
     /// The job's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The sub-job of pass `name` (`<job>/pass.<name>/`) of a stage whose tasks run
+    /// in several passes (generate's histogram and select, pagerank's scores and
+    /// rewrite, dedup's signatures and rewrite): its attempts are chosen apart from
+    /// the other passes', and it goes with the job's [`Job::remove`].
+    pub fn pass(&self, name: &str) -> Job {
+        Job {
+            id: format!("{}/{name}", self.id),
+            dir: self.dir.join(format!("pass.{name}")),
+        }
     }
 
     /// A job-level file (`<job>/<name>`), e.g. generate's cut-off.
@@ -498,6 +525,23 @@ pub fn link_part(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Links every file under `from` into `to` (created), keeping the tree (hard links,
+/// copies where links fail; see [`link_part`]); `_SUCCESS` markers are left out, as
+/// the staged dataset is sealed anew.
+pub fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    LocalFs.create_dir(to)?;
+    for p in LocalFs.list(from)? {
+        let Some(name) = p.file_name() else { continue };
+        let dest = to.join(name);
+        if p.is_dir() {
+            link_tree(&p, &dest)?;
+        } else if name != names::SUCCESS {
+            link_part(&p, &dest)?;
+        }
+    }
+    Ok(())
+}
+
 /// The name under which a shuffle output for target partition `j`, written by the
 /// attempt on `pset`, is committed: `part-0000j.parquet` when one attempt covered
 /// every partition of `n`, else `part-0000j-<pset>.parquet`
@@ -574,6 +618,11 @@ mod tests {
                 .contains("`a` is not a number")
         );
         assert!(PartitionSet::parse("0-3").unwrap().is_all(4));
+        assert!(PartitionSet::parse("all").unwrap().resolve(4).is_all(4));
+        assert_eq!(
+            PartitionSet::parse("2").unwrap().resolve(4).to_string(),
+            "2"
+        );
         assert!(s.check_within(10, "crawldb").is_ok());
         assert!(s.check_within(9, "crawldb").is_err());
     }

@@ -149,6 +149,15 @@ pub fn part_name(i: usize) -> String {
     format!("part-{i:05}.parquet")
 }
 
+/// Whether the file `name` holds rows of partition `j`: `part-0000j.parquet`, or a
+/// shuffle output `part-0000j-<pset>.parquet` (one per map task).
+pub fn is_partition_file(name: &str, j: usize) -> bool {
+    let stem = format!("part-{j:05}");
+    name.strip_prefix(&stem).is_some_and(|rest| {
+        rest == ".parquet" || (rest.starts_with('-') && rest.ends_with(".parquet"))
+    })
+}
+
 /// The partition of a host among `n` parts: stable across runs and versions
 /// (first 8 bytes of blake3 of the lowercase host, modulo `n`).
 pub fn partition_for_host(host: &str, n: usize) -> usize {
@@ -350,15 +359,11 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// the shuffle outputs committed as `part-0000j-<pset>.parquet` (one per map task,
 /// see [`super::jobs::shuffle_part_name`]), in name order.
 pub fn partition_files(dir: &Path, j: usize) -> Result<Vec<PathBuf>> {
-    let whole = part_name(j);
-    let prefix = format!("part-{j:05}-");
     Ok(part_files(dir)?
         .into_iter()
         .filter(|p| {
-            p.file_name().is_some_and(|n| {
-                let n = n.to_string_lossy();
-                n == whole.as_str() || (n.starts_with(&prefix) && n.ends_with(".parquet"))
-            })
+            p.file_name()
+                .is_some_and(|n| is_partition_file(&n.to_string_lossy(), j))
         })
         .collect())
 }
