@@ -387,8 +387,7 @@ class Driver:
         specs = partition_sets(self.partitions(), self.tasks)
         self.say(f"pagerank: job {job}, 1 scores task, then {len(specs)} rewrite tasks")
         # The scores pass is one task over every partition (the whole graph).
-        every = partition_sets(self.partitions(), 1)
-        self.spark_tasks("pagerank", "pass scores", stage_args, job, every, extra=["--pass", "scores"])
+        self.spark_tasks("pagerank", "pass scores", stage_args, job, ["all"], extra=["--pass", "scores"])
         self.spark_tasks("pagerank", "pass rewrite", stage_args, job, specs, extra=["--pass", "rewrite"])
         code, _ = self.driver_step("pagerank", stage_args, ["--job", job, "--commit"])
         return code

@@ -10,7 +10,8 @@
 #   (fakefetch), as scalebench does;
 # - parse: every URL of a test web of CLUSTER_BENCH_HOSTS (default 300) hosts x 100
 #   pages injected, generated and fetched from the local test web on loopback (delay 0).
-# Every run works on a fresh hard-linked copy of that crawl.
+# Every run works on a fresh hard-linked copy of that crawl. CLUSTER_BENCH_STAGES (default
+# "updatedb parse linkdb") chooses the stages.
 #
 # Equal cores: one process with crawl.threads = 1 against Spark with 1 worker, one
 # process with 2 threads against Spark with 2 workers (each task's binary runs with 1
@@ -28,6 +29,7 @@ HOSTS=${CLUSTER_BENCH_HOSTS:-300}
 PARTITIONS=${CLUSTER_BENCH_PARTITIONS:-8}
 TASKS=${CLUSTER_BENCH_TASKS:-$PARTITIONS}
 REPEAT=${CLUSTER_BENCH_REPEAT:-1}
+STAGES=${CLUSTER_BENCH_STAGES:-updatedb parse linkdb}
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -71,21 +73,24 @@ big_segment=$("$BIN/generate" --crawl-dir "$big" --config "$OUT/threads2.toml" -
 big_segment=$(basename "$big_segment")
 rm -f "$data/seeds.txt"
 
-echo "== preparing: the test web's $HOSTS hosts x 100 pages fetched from loopback (for parse)"
-WEB_FLAGS="--seed 3 --hosts $HOSTS --pages 100"
-"$BIN/testweb" serve --addr 127.0.0.1:0 $WEB_FLAGS --addr-file "$data/testweb.addr" >/dev/null &
-web=$!
-for _ in $(seq 100); do [ -s "$data/testweb.addr" ] && break; sleep 0.1; done
-printf '[crawl]\npartitions = %s\n\n[fetch]\ndelay = 0.0\nmax_connections = 512\n\n[fetch.resolve]\n"*.web.test" = "%s"\n' \
-  "$PARTITIONS" "$(cat "$data/testweb.addr")" >"$data/fetch.toml"
-"$BIN/testweb" sitemap $WEB_FLAGS --out "$data/sitemap.json"
-"$PYTHON" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["urls"]))' "$data/sitemap.json" >"$data/web-seeds.txt"
-pages=$data/pages
-"$BIN/inject" --crawl-dir "$pages" --config "$data/fetch.toml" "$data/web-seeds.txt" 2>&1 | tail -1
-pages_segment=$("$BIN/generate" --crawl-dir "$pages" --config "$data/fetch.toml" --top-n 10000000 --max-per-host 100000 2>/dev/null | tail -1)
-RUST_LOG=warn "$BIN/fetch" --crawl-dir "$pages" --config "$data/fetch.toml" "$pages_segment" 2>&1 | tail -1
-kill "$web"; wait "$web" 2>/dev/null || true; web=
-pages_segment=$(basename "$pages_segment")
+pages= pages_segment=
+if [[ " $STAGES " == *" parse "* ]]; then
+  echo "== preparing: the test web's $HOSTS hosts x 100 pages fetched from loopback (for parse)"
+  WEB_FLAGS="--seed 3 --hosts $HOSTS --pages 100"
+  "$BIN/testweb" serve --addr 127.0.0.1:0 $WEB_FLAGS --addr-file "$data/testweb.addr" >/dev/null &
+  web=$!
+  for _ in $(seq 100); do [ -s "$data/testweb.addr" ] && break; sleep 0.1; done
+  printf '[crawl]\npartitions = %s\n\n[fetch]\ndelay = 0.0\nmax_connections = 512\n\n[fetch.resolve]\n"*.web.test" = "%s"\n' \
+    "$PARTITIONS" "$(cat "$data/testweb.addr")" >"$data/fetch.toml"
+  "$BIN/testweb" sitemap $WEB_FLAGS --out "$data/sitemap.json"
+  "$PYTHON" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["urls"]))' "$data/sitemap.json" >"$data/web-seeds.txt"
+  pages=$data/pages
+  "$BIN/inject" --crawl-dir "$pages" --config "$data/fetch.toml" "$data/web-seeds.txt" 2>&1 | tail -1
+  pages_segment=$("$BIN/generate" --crawl-dir "$pages" --config "$data/fetch.toml" --top-n 10000000 --max-per-host 100000 2>/dev/null | tail -1)
+  RUST_LOG=warn "$BIN/fetch" --crawl-dir "$pages" --config "$data/fetch.toml" "$pages_segment" 2>&1 | tail -1
+  kill "$web"; wait "$web" 2>/dev/null || true; web=
+  pages_segment=$(basename "$pages_segment")
+fi
 
 # One process, 1 and 2 threads: each stage on a fresh copy of its crawl.
 mkdir -p "$OUT/copies"
@@ -103,11 +108,22 @@ one_process() {
   rm -rf "$OUT/copies/one"
   echo "{\"mode\": \"one-$t\", \"stage\": \"$stage\", \"seconds\": $best, \"tasks\": 0}" >>"$RESULTS"
 }
+# The crawl and segment each stage works on.
+runs=()
+for stage in $STAGES; do
+  case $stage in
+    updatedb | linkdb) runs+=("$stage=$big:$big_segment") ;;
+    parse) runs+=("$stage=$pages:$pages_segment") ;;
+    *) echo "cluster-bench: no data for stage $stage (updatedb, parse, linkdb)" >&2; exit 2 ;;
+  esac
+done
 for t in 1 2; do
   echo "== one process, crawl.threads = $t"
-  one_process "$t" updatedb "$big" "$big_segment"
-  one_process "$t" parse "$pages" "$pages_segment"
-  one_process "$t" linkdb "$big" "$big_segment"
+  for run in "${runs[@]}"; do
+    stage=${run%%=*}
+    rest=${run#*=}
+    one_process "$t" "$stage" "${rest%%:*}" "${rest#*:}"
+  done
 done
 
 export SPARK_LOCAL_IP=127.0.0.1 SPARK_CONF_DIR=$PWD/cluster/conf PYSPARK_PYTHON=$PWD/$PYTHON RUST_LOG=warn
@@ -117,7 +133,7 @@ for w in 1 2; do
   "$(dirname "$PYTHON")/spark-submit" --master "$(cat "$OUT/spark/master.url")" cluster/bench_cluster.py \
     --workers "$w" --bin-dir "$BIN" --config "$OUT/threads1.toml" --results "$RESULTS" \
     --copies "$OUT/copies" --tasks "$TASKS" --repeat "$REPEAT" \
-    "updatedb=$big:$big_segment" "parse=$pages:$pages_segment" "linkdb=$big:$big_segment"
+    "${runs[@]}"
   cluster/spark-local.sh stop "$OUT/spark"
 done
 
