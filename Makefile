@@ -13,7 +13,7 @@ PYTHON    := $(VENV)/bin/python
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
 
-.PHONY: help build round demo web test test-rust test-queries bench lint clean
+.PHONY: help build round demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench
 
 help:
 	@echo "make build   - build every stage binary (release)"
@@ -22,6 +22,9 @@ help:
 	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
 	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph, the scale pipeline vs DuckDB), printing figures"
+	@echo "make cluster-demo  - the demo on a Spark standalone cluster (master + 2 workers on 127.0.0.1), compared with one process"
+	@echo "make cluster-bench - one process vs Spark with 1 and 2 workers (updatedb, parse, linkdb) and Spark's per-task overhead"
+	@echo "make cluster-venv  - install pyspark into the virtualenv (make test and the cluster targets do it)"
 	@echo "make lint    - cargo fmt --check and clippy -D warnings"
 	@echo "make clean   - remove build output, crawls and the Python virtualenv"
 
@@ -50,11 +53,30 @@ MOTO := $(VENV)/bin/moto_server
 $(MOTO): $(PYTHON)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check "moto[server]>=5.2,<6"
 
-test: test-rust test-queries
+# pyspark (4.x) for the Spark driver, cluster/trawl_spark.py, and the local cluster.
+PYSPARK := $(VENV)/.pyspark-installed
+$(PYSPARK): $(PYTHON)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'pyspark>=4,<5'
+	touch $@
 
-# The Rust tests use the virtualenv's warcio to read trawl's WARC files back, and its
-# moto server as an S3 endpoint.
-test-rust: $(PYTHON) $(MOTO)
+cluster-venv: $(PYSPARK)
+
+cluster-demo: build $(PYSPARK)
+	PYTHON=$(PYTHON) BIN=$(BIN) scripts/cluster-demo.sh
+
+cluster-bench: build $(PYSPARK)
+	PYTHON=$(PYTHON) BIN=$(BIN) scripts/cluster-bench.sh
+
+test: test-rust test-python test-queries
+
+# The Spark driver's own unit tests (no Spark needed).
+test-python: $(PYSPARK)
+	$(PYTHON) -m unittest discover -s cluster
+
+# The Rust tests use the virtualenv's warcio to read trawl's WARC files back, its moto
+# server as an S3 endpoint, and (tests/cluster.rs) its pyspark: a Spark standalone
+# cluster on 127.0.0.1, skipped when no Java is installed.
+test-rust: $(PYTHON) $(MOTO) $(PYSPARK)
 	$(CARGO) test --release
 
 test-queries: build $(PYTHON)

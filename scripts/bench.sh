@@ -62,3 +62,12 @@ for n in ${SCALE_SIZES:-1000000}; do
   fi
   rm -rf "$OUT/scale-$n"
 done
+
+echo
+echo "== Spark: the per-task cost of a Spark job on a local standalone cluster (2 one-core workers on 127.0.0.1)"
+echo "   (the stages themselves, one process against Spark on 1 and 2 workers: make cluster-bench)"
+if command -v java >/dev/null && "$PYTHON" -c "import pyspark" 2>/dev/null; then
+  CLUSTER_BENCH_OVERHEAD_ONLY=1 CLUSTER_BENCH_OUT="$OUT/cluster" PYTHON=$PYTHON BIN=$BIN scripts/cluster-bench.sh
+else
+  echo "   (skipped: needs java and pyspark in $PYTHON: make cluster-venv)"
+fi

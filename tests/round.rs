@@ -122,24 +122,7 @@ fn three_rounds_match_the_site_map() {
     // Server side: robots.txt obeyed, politeness delay held.
     let log = web.stop();
     assert!(!log.is_empty());
-    let mut by_host: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for line in &log {
-        let url = format!("http://{}{}", line.host, line.path);
-        if let Some(e) = map.get(&url) {
-            assert!(!e.disallowed, "robots-disallowed {url} was requested");
-        }
-        by_host.entry(&line.host).or_default().push(line.time_ms);
-    }
-    for (host, mut times) in by_host {
-        times.sort();
-        for w in times.windows(2) {
-            assert!(
-                w[1] - w[0] >= DELAY_MS - 2,
-                "two requests to {host} {} ms apart (delay {DELAY_MS} ms)",
-                w[1] - w[0]
-            );
-        }
-    }
+    assert_polite(&log, &map, DELAY_MS);
 
     // PageRank: sums to 1, the web's biggest hub first.
     let ranks: Vec<trawl::records::PageRankRecord> =

@@ -318,6 +318,33 @@ pub fn site_map(dir: &Path, web: &[&str]) -> testweb::SiteMap {
     testweb::SiteMap::load(&path).unwrap()
 }
 
+/// Asserts, from a test web's request log, that robots.txt was obeyed (no URL the
+/// site map marks disallowed was requested) and the politeness delay held (no two
+/// requests to one host closer than `delay_ms`, 2 ms of clock granularity allowed).
+/// Returns the number of hosts requested.
+pub fn assert_polite(log: &[LogLine], map: &testweb::SiteMap, delay_ms: i64) -> usize {
+    let mut by_host: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for line in log {
+        let url = format!("http://{}{}", line.host, line.path);
+        if let Some(e) = map.get(&url) {
+            assert!(!e.disallowed, "robots-disallowed {url} was requested");
+        }
+        by_host.entry(&line.host).or_default().push(line.time_ms);
+    }
+    let hosts = by_host.len();
+    for (host, mut times) in by_host {
+        times.sort();
+        for w in times.windows(2) {
+            assert!(
+                w[1] - w[0] >= delay_ms - 2,
+                "two requests to {host} {} ms apart (delay {delay_ms} ms)",
+                w[1] - w[0]
+            );
+        }
+    }
+    hosts
+}
+
 /// Writes `seeds` to a seed file in `dir` and injects them.
 pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");

@@ -1,0 +1,371 @@
+//! trawl on a real Spark standalone cluster on 127.0.0.1 (cluster/spark-local.sh: a
+//! master and two one-core workers), driven by cluster/trawl_spark.py: inject and two
+//! rounds over the test web, one fetch task killed mid-run (SIGKILL, as a lost machine)
+//! and retried by Spark; the crawldb must equal (URL, status, signature) that of the
+//! same crawl in one process, and the test web's request log must show politeness held
+//! across the workers (no two requests to a host closer than the delay, the killed
+//! attempt and its retry included) and robots.txt obeyed.
+//!
+//! Needs Java 17+ (skipped, saying so, when `java` is missing) and pyspark in the
+//! project's virtualenv (`make cluster-venv`; `make test` installs it).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const WEB: &[&str] = &["--seed", "16", "--hosts", "6", "--pages", "24"];
+const DELAY_MS: i64 = 300;
+const PARTITIONS: usize = 4;
+/// Page requests (robots.txt not counted) the doomed fetch attempt makes before the kill.
+const KILL_AFTER_PAGES: usize = 3;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(bin("inject")).parent().unwrap().to_path_buf()
+}
+
+/// The virtualenv's Python, asserting it has pyspark.
+fn venv_python() -> PathBuf {
+    let python = repo().join(".venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import pyspark"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "{} cannot import pyspark: run `make cluster-venv` (make test does it)",
+        python.display()
+    );
+    python
+}
+
+fn java_present() -> bool {
+    Command::new("java")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A cluster started by cluster/spark-local.sh, stopped on drop (also when the test fails).
+struct Cluster {
+    run: PathBuf,
+    python: PathBuf,
+    master: String,
+}
+
+impl Cluster {
+    fn start(run: &Path, python: &Path, workers: usize) -> Cluster {
+        let out = Command::new(repo().join("cluster/spark-local.sh"))
+            .arg("start")
+            .arg(run)
+            .arg(workers.to_string())
+            .env("PYTHON", python)
+            .output()
+            .unwrap();
+        // Built first, so that a failed start below still stops what did start.
+        let mut cluster = Cluster {
+            run: run.to_path_buf(),
+            python: python.to_path_buf(),
+            master: String::new(),
+        };
+        assert!(
+            out.status.success(),
+            "spark-local.sh start failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.master = std::fs::read_to_string(run.join("master.url"))
+            .unwrap()
+            .trim()
+            .to_string();
+        cluster
+    }
+
+    /// `spark-submit cluster/trawl_spark.py <args> --crawl-dir .. --config ..`.
+    fn submit(&self, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+        let submit = self.python.with_file_name("spark-submit");
+        let out = Command::new(submit)
+            .arg("--master")
+            .arg(&self.master)
+            .arg(repo().join("cluster/trawl_spark.py"))
+            .args(args)
+            .arg("--crawl-dir")
+            .arg(crawl)
+            .arg("--config")
+            .arg(config)
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .env("SPARK_LOCAL_IP", "127.0.0.1")
+            .env("SPARK_CONF_DIR", repo().join("cluster/conf"))
+            .env("PYSPARK_PYTHON", &self.python)
+            .env("RUST_LOG", "warn")
+            .env_remove("TRAWL_CONFIG")
+            .env_remove("TRAWL_CRAWL_DIR")
+            .output()
+            .unwrap();
+        eprintln!(
+            "trawl_spark.py {args:?}: {:?}\n--- stdout\n{}--- stderr (tail)\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            tail(&String::from_utf8_lossy(&out.stderr), 40)
+        );
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("cluster/spark-local.sh"))
+            .arg("stop")
+            .arg(&self.run)
+            .env("PYTHON", &self.python)
+            .status();
+    }
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n") + "\n"
+}
+
+/// A running process's argv, from /proc.
+fn cmdline(pid: &str) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+fn flag<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
+    let i = argv.iter().position(|a| a == name)?;
+    argv.get(i + 1).map(String::as_str)
+}
+
+/// The pid of a running fetch task of partition set `spec` in its first attempt.
+fn first_fetch_attempt(spec: &str) -> Option<String> {
+    let fetch = bin("fetch");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(argv) = cmdline(&pid) else { continue };
+        if argv.first().map(String::as_str) == Some(fetch)
+            && flag(&argv, "--partitions") == Some(spec)
+            && flag(&argv, "--attempt").is_some_and(|a| a.ends_with("-0"))
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// What the killer did: the killed pid and when.
+#[derive(Debug, Clone)]
+struct Kill {
+    pid: String,
+    pages_before: usize,
+}
+
+/// Watches for the first fetch attempt of partition `target` and SIGKILLs it once it
+/// has made KILL_AFTER_PAGES page requests (seen in the test web's log) to its hosts.
+fn killer(
+    log: PathBuf,
+    target: usize,
+    stop: Arc<AtomicBool>,
+    done: Arc<Mutex<Option<Kill>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let spec = target.to_string();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+            let Some(pid) = first_fetch_attempt(&spec) else {
+                continue;
+            };
+            // Requests logged since this attempt started to the partition's hosts.
+            let seen_before = read_log(&log).len();
+            loop {
+                // Gone, or exited and not yet reaped (a zombie has an empty cmdline).
+                let alive = cmdline(&pid).is_some_and(|a| !a.is_empty());
+                if stop.load(Ordering::Relaxed) || !alive {
+                    break;
+                }
+                let lines = read_log(&log);
+                let pages = lines[seen_before.min(lines.len())..]
+                    .iter()
+                    .filter(|l| {
+                        l.path != "/robots.txt"
+                            && trawl::store::parquet::partition_for_host(&l.host, PARTITIONS)
+                                == target
+                    })
+                    .count();
+                if pages >= KILL_AFTER_PAGES {
+                    let status = Command::new("kill").args(["-KILL", &pid]).status();
+                    if status.map(|s| s.success()).unwrap_or(false) {
+                        *done.lock().unwrap() = Some(Kill {
+                            pid: pid.clone(),
+                            pages_before: pages,
+                        });
+                        return;
+                    }
+                    break; // it ended by itself meanwhile: wait for the next attempt
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    })
+}
+
+/// The same crawl in one process: inject, then `rounds` rounds of the six stages.
+fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize) -> PathBuf {
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    let crawl = dir.join("crawl");
+    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
+    for r in 0..rounds {
+        assert!(
+            round(&crawl, &config).is_some(),
+            "one process: round {} generated nothing",
+            r + 1
+        );
+    }
+    web.stop();
+    crawl
+}
+
+#[test]
+fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
+    if !java_present() {
+        eprintln!(
+            "SKIPPED two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed: \
+             no `java` on PATH (Spark needs Java 17 or newer)"
+        );
+        return;
+    }
+    let python = venv_python();
+    let started = Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+
+    // The one-process reference, on a web of its own (its own request log).
+    let reference_dir = dir.join("one-process");
+    std::fs::create_dir_all(&reference_dir).unwrap();
+    let reference = one_process_crawl(&reference_dir, &seeds, 2);
+
+    // The cluster crawl. The doomed partition: the one holding the most seed hosts.
+    let spark_dir = dir.join("spark");
+    std::fs::create_dir_all(&spark_dir).unwrap();
+    let web = TestWeb::start(&spark_dir, WEB);
+    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    let crawl = spark_dir.join("crawl");
+    let mut hosts_per_partition = BTreeMap::new();
+    for s in &map.seeds {
+        let host = url::Url::parse(s).unwrap().host_str().unwrap().to_string();
+        *hosts_per_partition
+            .entry(trawl::store::parquet::partition_for_host(&host, PARTITIONS))
+            .or_insert(0) += 1;
+    }
+    let target = *hosts_per_partition
+        .iter()
+        .max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p)))
+        .unwrap()
+        .0;
+
+    let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
+    let out = cluster.submit(&crawl, &config, &["inject", seeds.to_str().unwrap()]);
+    assert!(out.status.success(), "inject through Spark failed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
+        "inject ran as {PARTITIONS} tasks:\n{stdout}"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let killed = Arc::new(Mutex::new(None));
+    let watcher = killer(web.log.clone(), target, stop.clone(), killed.clone());
+    let out = cluster.submit(&crawl, &config, &["round", "--rounds", "2"]);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert!(out.status.success(), "the rounds through Spark failed");
+    drop(cluster);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let kill = killed.lock().unwrap().clone();
+    let kill = kill.unwrap_or_else(|| {
+        panic!("no fetch attempt of partition {target} was killed (it never made {KILL_AFTER_PAGES} page requests)")
+    });
+    eprintln!(
+        "killed fetch attempt pid {} of partition {target} after {} page requests",
+        kill.pid, kill.pages_before
+    );
+    // Spark ran the killed task again: its retry (attempt number 1) is what was committed.
+    let retried: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.contains(&format!("[partitions {target}, attempt")) && l.contains(", retry 1,")
+        })
+        .collect();
+    assert_eq!(
+        retried.len(),
+        1,
+        "one retried task of partition {target}:\n{stdout}"
+    );
+    assert!(
+        retried[0].contains("fetch: "),
+        "the retried task is a fetch task: {}",
+        retried[0]
+    );
+    assert_eq!(
+        stdout.matches("== round ").count(),
+        2,
+        "two rounds:\n{stdout}"
+    );
+
+    // The crawldb equals the one-process crawl's by URL, status and signature.
+    let key =
+        |db: BTreeMap<String, trawl::CrawlDatum>| -> BTreeMap<String, (String, Option<String>)> {
+            db.into_iter()
+                .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
+                .collect()
+        };
+    let got = key(crawldb(&crawl));
+    let want = key(crawldb(&reference));
+    assert!(
+        got.values().filter(|(s, _)| s == "db_fetched").count() > 20,
+        "a real crawl: {got:?}"
+    );
+    assert_eq!(
+        got, want,
+        "the Spark crawl's crawldb differs from the one-process crawl's"
+    );
+
+    // Politeness across workers and attempts, robots.txt obeyed, from the request log.
+    let log = web.stop();
+    let hosts = assert_polite(&log, &map, DELAY_MS);
+    assert!(hosts >= 6, "every host was requested: {hosts} hosts");
+    eprintln!(
+        "cluster test done in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
