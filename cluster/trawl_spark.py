@@ -51,6 +51,8 @@ EXIT_UNREACHABLE = 5
 
 # The round's stages that take the segment and their extra-flags option.
 SEGMENT_STAGES = ["fetch", "parse", "updatedb", "linkdb"]
+# A fetch task needs a time limit: its partitions' leases expire after it (seconds).
+DEFAULT_FETCH_TIME_LIMIT = 1800.0
 
 # How often the driver prints a running Spark job's task counts (when they changed).
 PROGRESS_SECONDS = float(os.environ.get("TRAWL_SPARK_PROGRESS_SECONDS", "10"))
@@ -413,6 +415,20 @@ class Driver:
         return EXIT_OK
 
 
+def config_time_limit(config):
+    """fetch.time_limit of the TOML config (None when unset, 0 or unreadable)."""
+    if not config:
+        return None
+    try:
+        import tomllib
+
+        with open(config, "rb") as f:
+            value = tomllib.load(f).get("fetch", {}).get("time_limit", 0)
+        return float(value) if float(value) > 0 else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def first_line_of_cause(e):
     """The useful line of a failed Spark job's exception: the task's RuntimeError."""
     text = str(e)
@@ -469,6 +485,13 @@ def parse_args(argv):
     rnd = sub.add_parser("round", parents=[common], help="crawl rounds as Spark jobs")
     rnd.add_argument("--rounds", type=int, default=1, help="rounds to run (default 1)")
     rnd.add_argument("--top-n", type=int, help="generate --top-n")
+    rnd.add_argument(
+        "--fetch-time-limit",
+        type=float,
+        help="fetch tasks' time limit in seconds, which is also how long their partitions' "
+        "leases last (a retry takes over a lost attempt's lease after it); default: "
+        f"fetch.time_limit of --config when set, else {DEFAULT_FETCH_TIME_LIMIT:.0f}",
+    )
     for stage in ["generate"] + SEGMENT_STAGES + ["pagerank"]:
         rnd.add_argument(
             f"--{stage}-flags", default="", help=f"extra {stage} flags (one shell-quoted string)"
@@ -517,6 +540,9 @@ def main(argv):
             }
             if args.top_n is not None:
                 flags["generate"] = ["--top-n", str(args.top_n)] + flags["generate"]
+            if "--time-limit" not in flags["fetch"]:
+                limit = args.fetch_time_limit or config_time_limit(args.config)
+                flags["fetch"] += ["--time-limit", f"{limit or DEFAULT_FETCH_TIME_LIMIT:g}"]
             code = EXIT_OK
             for number in range(1, args.rounds + 1):
                 driver.say(f"== round {number} of {args.rounds} (Spark master {sc.master})")
