@@ -97,6 +97,9 @@ pub struct GenerateReport {
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+    /// The summary of a task of a job (which installs no segment, so never ends
+    /// with "nothing due").
+    pub task: bool,
 }
 
 impl fmt::Display for GenerateReport {
@@ -125,7 +128,7 @@ impl Report for GenerateReport {
 
     /// [`exit::NOTHING_DUE`] when no segment was written.
     fn exit(&self) -> Option<Exit> {
-        self.segments.is_empty().then(|| {
+        (self.segments.is_empty() && !self.task).then(|| {
             Exit::new(
                 exit::NOTHING_DUE,
                 format!(
@@ -414,6 +417,7 @@ pub fn run_job(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
                         scanned: h.scanned,
                         due: h.due,
                         pending: h.pending,
+                        task: true,
                         ..GenerateReport::default()
                     })
                 }
@@ -427,6 +431,7 @@ pub fn run_job(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
                         due: cut.due,
                         pending: cut.pending,
                         urls: r.urls,
+                        task: true,
                         ..GenerateReport::default()
                     })
                 }

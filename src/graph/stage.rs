@@ -182,6 +182,51 @@ pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
         return run_job(ctx, opts);
     }
     let dir = &ctx.open_existing()?;
+    let pc = &ctx.config().pagerank;
+    let Ranked {
+        built: Built { graph, inl, .. },
+        rank,
+        params,
+        teleport,
+        build_time,
+        rank_time,
+    } = rank_graph(ctx, dir)?;
+
+    let staged = StagedDataset::new(&dir.pagerank())?;
+    write_pagerank(staged.path(), pc, &graph, &inl, &rank, &params, teleport)?;
+    interrupted()?;
+    staged.commit_replacing()?;
+
+    let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
+        update_crawldb(dir, &graph, &rank.scores, crawldb_scale(graph.nodes()))?
+    } else {
+        0
+    };
+    Ok(PageRankReport {
+        nodes: graph.nodes() as u64,
+        edges: graph.out.edges() as u64,
+        iterations: rank.iterations,
+        delta: rank.delta,
+        crawldb_updated,
+        build_time,
+        rank_time,
+    })
+}
+
+/// The graph ranked: what one-process pagerank and the scores pass of a job share.
+struct Ranked {
+    built: Built,
+    rank: PageRankResult,
+    params: PageRankParams,
+    /// Whether the teleport was the seeds'.
+    teleport: bool,
+    build_time: Duration,
+    rank_time: Duration,
+}
+
+/// Checks the crawldb and the disk, builds the graph (every crawldb URL a node) and
+/// runs PageRank with the settings of `[pagerank]`.
+fn rank_graph(ctx: &StageCtx, dir: &CrawlDir) -> Result<Ranked> {
     let cfg = ctx.config();
     let pc = &cfg.pagerank;
     let db_meta = dir.crawldb_meta()?;
@@ -197,50 +242,29 @@ pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
     }
     check_space(dir, pc.update_crawldb)?;
     let started = Instant::now();
-    let Built { graph, inl, outdeg } = build(dir, pc, partitions)?;
+    let built = build(dir, pc, partitions)?;
     let build_time = started.elapsed();
-
     let params = PageRankParams {
         damping: pc.damping,
         tolerance: pc.tolerance,
         max_iterations: pc.max_iterations,
     };
     let teleport = match pc.teleport {
-        Teleport::Seeds => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
+        Teleport::Seeds => seed_teleport(dir, &built.graph, &db_meta.seed_hosts)?,
         Teleport::Uniform => None,
     };
     let t = Instant::now();
-    let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
+    let rank = pagerank(&built.inl, &built.outdeg, teleport.as_deref(), &params);
     let rank_time = t.elapsed();
     interrupted()?;
-    if rank.delta >= pc.tolerance && graph.nodes() > 0 {
+    if rank.delta >= pc.tolerance && built.graph.nodes() > 0 {
         warn_not_converged(pc, &rank);
     }
-
-    let staged = StagedDataset::new(&dir.pagerank())?;
-    write_pagerank(
-        staged.path(),
-        pc,
-        &graph,
-        &inl,
-        &rank,
-        &params,
-        teleport.is_some(),
-    )?;
-    interrupted()?;
-    staged.commit_replacing()?;
-
-    let crawldb_updated = if pc.update_crawldb && graph.nodes() > 0 {
-        update_crawldb(dir, &graph, &rank.scores, crawldb_scale(graph.nodes()))?
-    } else {
-        0
-    };
-    Ok(PageRankReport {
-        nodes: graph.nodes() as u64,
-        edges: graph.out.edges() as u64,
-        iterations: rank.iterations,
-        delta: rank.delta,
-        crawldb_updated,
+    Ok(Ranked {
+        built,
+        rank,
+        params,
+        teleport: teleport.is_some(),
         build_time,
         rank_time,
     })
@@ -632,40 +656,18 @@ pub fn scores_dataset(attempt: &Path) -> PathBuf {
 /// Installs nothing.
 pub fn scores_task(ctx: &StageCtx, out: &Path) -> Result<ScoresReport> {
     let dir = &ctx.open_existing()?;
-    let cfg = ctx.config();
-    let pc = &cfg.pagerank;
-    let db_meta = dir.crawldb_meta()?;
-    let partitions = if db_meta.partitions > 0 {
-        db_meta.partitions
-    } else {
-        cfg.crawl.partitions
-    };
-    if pc.update_crawldb || pc.teleport == Teleport::Seeds {
-        crate::crawldb::verify_for_rewrite(dir)?;
-    }
-    check_space(dir, pc.update_crawldb)?;
-    let started = Instant::now();
-    let Built { graph, inl, outdeg } = build(dir, pc, partitions)?;
-    let build_time = started.elapsed();
-    let params = PageRankParams {
-        damping: pc.damping,
-        tolerance: pc.tolerance,
-        max_iterations: pc.max_iterations,
-    };
-    let teleport = match pc.teleport {
-        Teleport::Seeds => seed_teleport(dir, &graph, &db_meta.seed_hosts)?,
-        Teleport::Uniform => None,
-    };
-    let t = Instant::now();
-    let rank = pagerank(&inl, &outdeg, teleport.as_deref(), &params);
-    let rank_time = t.elapsed();
-    interrupted()?;
-    if rank.delta >= pc.tolerance && graph.nodes() > 0 {
-        warn_not_converged(pc, &rank);
-    }
+    let pc = &ctx.config().pagerank;
+    let Ranked {
+        built: Built { graph, inl, .. },
+        rank,
+        params,
+        teleport,
+        build_time,
+        rank_time,
+    } = rank_graph(ctx, dir)?;
     let ds = scores_dataset(out);
     std::fs::create_dir_all(&ds).map_err(|e| Error::io(&ds, e))?;
-    write_pagerank(&ds, pc, &graph, &inl, &rank, &params, teleport.is_some())?;
+    write_pagerank(&ds, pc, &graph, &inl, &rank, &params, teleport)?;
     Ok(ScoresReport {
         nodes: graph.nodes() as u64,
         edges: graph.out.edges() as u64,
