@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::lock::{Holder, HolderState, boot_id, hostname, process_start_time};
+use super::lock::{Holder, HolderState, boot_id, hostname, process_start_time, sibling, take_over};
 use crate::error::{Error, IoContext, Result};
 
 /// What a lease file says.
@@ -238,32 +238,6 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
         path: path.to_path_buf(),
         message: format!("{what}: could not take the lease (other attempts keep taking it)"),
     })
-}
-
-/// Removes the lease at `path` whose text was `judged`: renamed away first (of two
-/// takers only one rename succeeds), then checked; a lease that is not the one
-/// judged (a fresh one taken meanwhile) is put back.
-fn take_over(path: &Path, judged: &str) -> Result<()> {
-    let stale = sibling(path, &format!("stale-{}", std::process::id()));
-    match fs::rename(path, &stale) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(path, e)),
-    }
-    let moved = fs::read_to_string(&stale).unwrap_or_default();
-    if moved != judged {
-        let _ = fs::hard_link(&stale, path);
-    }
-    fs::remove_file(&stale).at(&stale)?;
-    Ok(())
-}
-
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!("{name}.{suffix}"))
 }
 
 #[cfg(test)]

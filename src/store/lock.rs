@@ -370,7 +370,7 @@ fn held_elsewhere(path: &Path, holder: &Holder) -> Error {
 }
 
 /// `<path>.<suffix>` (the lock's temporary and stale names).
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -425,7 +425,7 @@ fn read_settled(path: &Path) -> Result<Option<String>> {
 /// Removes the stale lock at `path` whose text was `judged`: renamed away first (of
 /// two processes taking it over, only one rename succeeds), then checked; a lock
 /// that is not the one judged stale (a fresh one, taken meanwhile) is put back.
-fn take_over(path: &Path, judged: &str) -> Result<()> {
+pub(super) fn take_over(path: &Path, judged: &str) -> Result<()> {
     let stale = sibling(path, &format!("stale-{}", std::process::id()));
     match fs::rename(path, &stale) {
         Ok(()) => {}
