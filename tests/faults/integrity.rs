@@ -235,7 +235,8 @@ fn a_flipped_byte_in_the_crawldb_is_refused_by_every_stage_that_rewrites_it() {
 }
 
 #[test]
-fn a_flipped_byte_in_the_linkdb_or_in_parse_data_is_refused_by_linkdb_pagerank_and_dedup() {
+fn a_flipped_byte_in_the_linkdb_parse_inlinks_or_parse_data_is_refused_by_linkdb_pagerank_and_dedup()
+ {
     let mut c = Crawl::two_rounds();
     let seg = c.fetched_and_parsed_segment();
 
@@ -253,16 +254,22 @@ fn a_flipped_byte_in_the_linkdb_or_in_parse_data_is_refused_by_linkdb_pagerank_a
     assert_unchanged(&c.crawl, &before, "linkdb");
     std::fs::write(lcur.join(&lpart), orig).unwrap();
 
+    // parse_inlinks of the new segment (the outlinks linkdb inverts): linkdb refuses.
+    let pinl = Path::new(&seg).join("parse_inlinks");
+    let ipart = fullest_part(&pinl);
+    let orig = flip_byte(&pinl.join(&ipart));
+    let before = snapshot(&c.crawl);
+    let out = c.run("linkdb", &[]);
+    assert_refused(&out, "linkdb", &[&format!("{ipart} has blake3")]);
+    assert_unchanged(&c.crawl, &before, "linkdb");
+    std::fs::write(pinl.join(&ipart), orig).unwrap();
+
     // parse_data of the new segment: everything that turns it into stored data refuses.
     let pdata = Path::new(&seg).join("parse_data");
     let ppart = fullest_part(&pdata);
     let orig = flip_byte(&pdata.join(&ppart));
     let before = snapshot(&c.crawl);
-    for (stage, args) in [
-        ("linkdb", vec![]),
-        ("pagerank", vec![]),
-        ("dedup", vec!["--near"]),
-    ] {
+    for (stage, args) in [("pagerank", vec![]), ("dedup", vec!["--near"])] {
         let out = c.run(stage, &args);
         assert_refused(
             &out,
