@@ -245,8 +245,17 @@ fn robots_cache_between_runs() {
     let mut r1 = robots_requests(since);
     r1.sort();
     assert_eq!(r1, ["site0.web.test", "site1.web.test"], "{s1}");
-    let cache = trawl::store::layout::CrawlDir::new(&crawl).robots_cache();
-    assert!(cache.is_file());
+    // The cache is kept per partition (fetch_state/<n>/p<i>/robots_cache.json).
+    let state = trawl::store::layout::CrawlDir::new(&crawl).fetch_state_root();
+    let caches: Vec<std::path::PathBuf> = walk_files(&state)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "robots_cache.json"))
+        .collect();
+    assert!(
+        !caches.is_empty(),
+        "no per-partition robots cache under {}",
+        state.display()
+    );
 
     // Round 2: no robots.txt request, the cached rules still apply (site0 and site1
     // forbid /private/).
@@ -277,12 +286,17 @@ fn robots_cache_between_runs() {
     assert_eq!(robots_requests(since).len(), 2, "{s3}");
 
     // Round 4: a corrupt cache file is reported and ignored.
-    std::fs::write(&cache, "{\"version\": 1, \"entr").unwrap();
+    for cache in &caches {
+        std::fs::write(cache, "{\"version\": 1, \"entr").unwrap();
+    }
     let cfg = config(dir, &web.addr, &fetch_keys(3600.0), "");
     let (_, s4, since) = round(both(9..12), &cfg);
     assert_eq!(robots_requests(since).len(), 2, "{s4}");
     assert!(s4.contains("corrupt"), "{s4}");
-    let text = std::fs::read_to_string(&cache).unwrap();
+    let text: String = caches
+        .iter()
+        .map(|c| std::fs::read_to_string(c).unwrap())
+        .collect();
     assert!(text.contains("site1.web.test"), "cache rewritten: {text}");
     drop(web);
 }
@@ -529,4 +543,21 @@ fn unresolvable_host_fails_fast_with_one_lookup() {
     let robots = robots_rows(&segment);
     let dead = robots.iter().find(|r| r.host == "dead.web.test").unwrap();
     assert_eq!(dead.reason, "dns_failure");
+}
+
+/// Every file under `dir`, recursively.
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -189,7 +189,7 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
                 .len()
         })
         .collect();
-    assert!(files.iter().any(|&n| n == 2), "{files:?}");
+    assert!(files.contains(&2), "{files:?}");
     assert!(files.iter().all(|&n| n <= 2), "{files:?}");
 
     ok(task("linkdb", &b, &config, &seg_b, "l1", "0-2", "l-02-0"));

@@ -219,17 +219,17 @@ enum Unit {
 /// others hold).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum DbUnit {
-    SitemapDb,
-    LinkDb,
-    CrawlDb,
+    Sitemap,
+    Link,
+    Crawl,
 }
 
 impl DbUnit {
     fn db(self) -> VersionedDb {
         match self {
-            DbUnit::SitemapDb => VersionedDb::SitemapDb,
-            DbUnit::LinkDb => VersionedDb::LinkDb,
-            DbUnit::CrawlDb => VersionedDb::CrawlDb,
+            DbUnit::Sitemap => VersionedDb::SitemapDb,
+            DbUnit::Link => VersionedDb::LinkDb,
+            DbUnit::Crawl => VersionedDb::CrawlDb,
         }
     }
 }
@@ -239,9 +239,9 @@ const FIXED: [Unit; 6] = [
     Unit::Catalog,
     Unit::State,
     Unit::PageRank,
-    Unit::Db(DbUnit::SitemapDb),
-    Unit::Db(DbUnit::LinkDb),
-    Unit::Db(DbUnit::CrawlDb),
+    Unit::Db(DbUnit::Sitemap),
+    Unit::Db(DbUnit::Link),
+    Unit::Db(DbUnit::Crawl),
 ];
 
 impl Unit {
