@@ -87,7 +87,7 @@ fn rows_of<R: Record + Serialize>(
 fn part_rows(kind: &str, part: &Path) -> Vec<(String, String)> {
     match kind {
         "crawldb" | "crawl_generate" => rows_of::<CrawlDatum>(part, |d| d.host.clone()),
-        "linkdb" => rows_of::<InlinkRecord>(part, |r| host_of(&r.url)),
+        "linkdb" | "parse_inlinks" => rows_of::<InlinkRecord>(part, |r| host_of(&r.url)),
         "pagerank" => rows_of::<PageRankRecord>(part, |r| host_of(&r.url)),
         "hits" => rows_of::<HitsRecord>(part, |r| host_of(&r.url)),
         "hosts" => rows_of::<HostRankRecord>(part, |r| r.host.clone()),
@@ -221,7 +221,7 @@ fn a_non_multiple_shuffles_and_the_crawl_goes_on_like_its_twin() {
     let a = crawl(2);
     let summary = repartition_and_check(&a, 7);
     assert!(summary.contains("4 -> 7 partitions (shuffle)"), "{summary}");
-    assert!(summary.contains("2 segments (14 datasets"), "{summary}");
+    assert!(summary.contains("2 segments (16 datasets"), "{summary}");
     // Rerunning has nothing to do: refused, nothing changed.
     let snap = snapshot(&a.crawl);
     let out = repartition(&a.crawl, &a.config, &["--partitions", "7"]);
