@@ -36,7 +36,7 @@ use crate::net::robots_cache::{self, CacheEntry};
 use crate::net::{client, runtime};
 use crate::stage::{Report, StageCtx, Step, TaskMode};
 use crate::store::integrity;
-use crate::store::jobs::{self, Job, PartitionSet};
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::lease::Lease;
 use crate::store::names::SegmentDataset;
@@ -570,10 +570,7 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
             (SegmentDataset::Content, &content),
             (SegmentDataset::CrawlFetch, &fetch),
         ] {
-            for p in a.parts(ds.as_str())? {
-                let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-                jobs::link_part(&p, &to.path().join(name))?;
-            }
+            a.link_parts(ds.as_str(), to.path())?;
         }
         report.add(a.report()?);
     }

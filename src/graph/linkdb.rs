@@ -30,7 +30,7 @@ use crate::stage::{Report, StageCtx, Step, TaskMode};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::integrity::Check;
-use crate::store::jobs::{self, Job, PartitionSet};
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::layout::Segment;
 use crate::store::names::{SegmentDataset, VersionedDb};
@@ -332,10 +332,7 @@ fn commit(
     }
     let staged = db.stage()?;
     for a in &chosen {
-        for p in a.parts(crate::store::names::LINKDB)? {
-            let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-            jobs::link_part(&p, &staged.path().join(name))?;
-        }
+        a.link_parts(crate::store::names::LINKDB, staged.path())?;
     }
     for r in &reports {
         summary.links_read += r.links_read;

@@ -348,10 +348,7 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
             (SegmentDataset::ParseText, &text),
             (SegmentDataset::ParseData, &data),
         ] {
-            for p in a.parts(ds.as_str())? {
-                let name = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-                jobs::link_part(&p, &to.path().join(name))?;
-            }
+            a.link_parts(ds.as_str(), to.path())?;
         }
         for (ds, to) in [
             (SegmentDataset::CrawlParse, &cp),

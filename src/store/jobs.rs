@@ -517,6 +517,16 @@ impl FinishedAttempt {
         parquet::part_files(&d)
     }
 
+    /// Links the parts of dataset `name` it wrote into the directory `to` (a staged
+    /// dataset) under their own names ([`link_part`]).
+    pub fn link_parts(&self, name: &str, to: &Path) -> Result<()> {
+        for p in self.parts(name)? {
+            let file = p.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+            link_part(&p, &to.join(file))?;
+        }
+        Ok(())
+    }
+
     /// Its report.
     pub fn report<T: DeserializeOwned>(&self) -> Result<T> {
         parquet::read_json(&self.path.join(REPORT))
