@@ -156,6 +156,21 @@ pub struct TaskArgs {
     pub commit: bool,
 }
 
+/// `--pass P`: the pass a task of a multi-pass job runs (generate, pagerank, dedup);
+/// `P` is the stage's pass enum, whose variants' docs are the values' help. Flattened
+/// beside [`TaskArgs`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct PassArgs<P: clap::ValueEnum + Clone + Send + Sync + 'static> {
+    /// The pass a task of a job runs (the stage's passes in order; see docs/cluster.md).
+    #[arg(
+        long,
+        value_enum,
+        requires = "attempt",
+        help_heading = "Partition tasks"
+    )]
+    pub pass: Option<P>,
+}
+
 impl CommonArgs {
     /// Initializes logging and loads the configuration; returns it with the crawl dir.
     pub fn setup(&self) -> Result<(Config, PathBuf)> {

@@ -17,15 +17,8 @@ struct Args {
     common: trawl::cli::CommonArgs,
     #[command(flatten)]
     task: trawl::cli::TaskArgs,
-    /// The pass a task of a job runs: `signatures` (one task, --partitions all: the
-    /// duplicate decision), then `rewrite` (crawldb parts marked).
-    #[arg(
-        long,
-        value_enum,
-        requires = "attempt",
-        help_heading = "Partition tasks"
-    )]
-    pass: Option<Pass>,
+    #[command(flatten)]
+    pass: trawl::cli::PassArgs<Pass>,
     /// Also group near duplicates: pages whose SimHashes differ in at most --distance bits.
     #[arg(long)]
     near: bool,
@@ -55,7 +48,7 @@ fn run() -> anyhow::Result<()> {
     let opts = DedupOpts {
         near: args.near,
         max_distance: args.distance.min(63),
-        pass: args.pass.map(|p| match p {
+        pass: args.pass.pass.map(|p| match p {
             Pass::Signatures => DedupPass::Signatures,
             Pass::Rewrite => DedupPass::Rewrite,
         }),

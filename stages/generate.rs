@@ -18,15 +18,8 @@ struct Args {
     common: trawl::cli::CommonArgs,
     #[command(flatten)]
     task: trawl::cli::TaskArgs,
-    /// The pass a task of a job runs: `histogram` (the partitions' candidates), then,
-    /// after --cutoff, `select` (their rows of the fetch lists).
-    #[arg(
-        long,
-        value_enum,
-        requires = "attempt",
-        help_heading = "Partition tasks"
-    )]
-    pass: Option<Pass>,
+    #[command(flatten)]
+    pass: trawl::cli::PassArgs<Pass>,
     /// With --job: read the job's histograms, choose the fetch lists (the global
     /// top-N) and write the job's cut-off, between the two passes.
     #[arg(
@@ -89,7 +82,7 @@ fn run() -> anyhow::Result<()> {
     let mut opts = GenerateOpts::from_config(ctx.config());
     opts.segments = args.max_segments.max(1);
     opts.lookahead = (args.add_days * 86_400_000.0).round() as i64;
-    opts.pass = args.pass.map(|p| match p {
+    opts.pass = args.pass.pass.map(|p| match p {
         Pass::Histogram => GeneratePass::Histogram,
         Pass::Select => GeneratePass::Select,
     });

@@ -45,15 +45,8 @@ struct Args {
     common: trawl::cli::CommonArgs,
     #[command(flatten)]
     task: trawl::cli::TaskArgs,
-    /// The pass a task of a job runs: `scores` (one task, --partitions all: the graph
-    /// and the iteration), then `rewrite` (crawldb parts with the new scores).
-    #[arg(
-        long,
-        value_enum,
-        requires = "attempt",
-        help_heading = "Partition tasks"
-    )]
-    pass: Option<Pass>,
+    #[command(flatten)]
+    pass: trawl::cli::PassArgs<Pass>,
     /// Damping factor (overrides pagerank.damping, default 0.85).
     #[arg(long, value_name = "D")]
     damping: Option<f64>,
@@ -124,7 +117,7 @@ fn run() -> anyhow::Result<()> {
     }
     ctx.validate_flags()?;
     let opts = PageRankOpts {
-        pass: args.pass.map(|p| match p {
+        pass: args.pass.pass.map(|p| match p {
             Pass::Scores => PageRankPass::Scores,
             Pass::Rewrite => PageRankPass::Rewrite,
         }),

@@ -7,8 +7,8 @@
 //! stages commit them, under the segment's lock: `crawl_fetch` (one
 //! `fetch_success` row per fetch-list URL, fetch's partitioning), then `parse_text`,
 //! `crawl_parse` (a signature row per page, a link row per outlink, in its target
-//! host's partition, the page's score shared among its links, depth + 1) and
-//! `parse_data` (outlinks, signature, SimHash), as parse commits them. So the
+//! host's partition, the page's score shared among its links, depth + 1),
+//! `parse_inlinks` (a row per outlink, linkdb's input) and `parse_data` (outlinks, signature, SimHash), as parse commits them. So the
 //! segment is fetched and parsed for updatedb, linkdb and pagerank. Not written:
 //! `content` (page bodies; its size is the pages' own) and `robots`.
 //!
@@ -25,7 +25,9 @@ use rayon::prelude::*;
 
 use trawl::datum::{CrawlDatum, now_millis};
 use trawl::error::{Error, Result};
-use trawl::records::{CrawlParseRecord, FetchRecord, Outlink, ParseDataRecord, ParseTextRecord};
+use trawl::records::{
+    CrawlParseRecord, FetchRecord, InlinkRecord, Outlink, ParseDataRecord, ParseTextRecord,
+};
 use trawl::store::layout::CrawlDir;
 use trawl::store::names::SegmentDataset;
 use trawl::store::parquet::{self, PartWriter, StagedDataset};
@@ -61,11 +63,14 @@ pub fn fake_fetch(root: &Path, segment: &Path, outlinks: usize) -> Result<FakeFe
     let text_ds = StagedDataset::new(&seg.dataset(SegmentDataset::ParseText))?;
     let cp_ds = StagedDataset::new(&seg.dataset(SegmentDataset::CrawlParse))?;
     let data_ds = StagedDataset::new(&seg.dataset(SegmentDataset::ParseData))?;
+    let inl_ds = StagedDataset::new(&seg.dataset(SegmentDataset::ParseInlinks))?;
     let out = Out {
         fetch: &fetch_ds,
         text: &text_ds,
         parse: &cp_ds,
         data: &data_ds,
+        inlinks: &inl_ds,
+        segment: seg.name(),
     };
     let counts = (0..n)
         .into_par_iter()
@@ -78,10 +83,12 @@ pub fn fake_fetch(root: &Path, segment: &Path, outlinks: usize) -> Result<FakeFe
             write_part(&out, i, &rows, outlinks, now)
         })
         .collect::<Result<Vec<FakeFetchReport>>>()?;
-    // fetch commits crawl_fetch; parse then parse_text, crawl_parse, parse_data.
+    // fetch commits crawl_fetch; parse then parse_text, crawl_parse, parse_inlinks,
+    // parse_data.
     fetch_ds.commit()?;
     text_ds.commit()?;
     cp_ds.commit()?;
+    inl_ds.commit()?;
     data_ds.commit()?;
     Ok(counts
         .iter()
@@ -97,6 +104,10 @@ struct Out<'a> {
     text: &'a StagedDataset,
     parse: &'a StagedDataset,
     data: &'a StagedDataset,
+    /// linkdb's shuffle: the links by target partition (targets stay in the part).
+    inlinks: &'a StagedDataset,
+    /// The segment's name (`InlinkRecord::segment`).
+    segment: &'a str,
 }
 
 /// Writes part `i` of every dataset from the fetch-list rows of part `i`.
@@ -111,6 +122,7 @@ fn write_part(
     let mut text = PartWriter::<ParseTextRecord>::create(&out.text.part_path(i))?;
     let mut parse = PartWriter::<CrawlParseRecord>::create(&out.parse.part_path(i))?;
     let mut data = PartWriter::<ParseDataRecord>::create(&out.data.part_path(i))?;
+    let mut inlinks = PartWriter::<InlinkRecord>::create(&out.inlinks.part_path(i))?;
     // The part's hosts, in name order: link targets cycle through them.
     let hosts: Vec<&str> = rows
         .iter()
@@ -169,6 +181,12 @@ fn write_part(
                 depth: d.depth.saturating_add(1),
                 signature: None,
             })?;
+            inlinks.push(InlinkRecord {
+                url: l.url.clone(),
+                from_url: d.url.clone(),
+                anchor: l.anchor.clone(),
+                segment: out.segment.to_string(),
+            })?;
         }
         text.push(ParseTextRecord {
             url: d.url.clone(),
@@ -182,6 +200,7 @@ fn write_part(
     fetch.finish()?;
     text.finish()?;
     parse.finish()?;
+    inlinks.finish()?;
     data.finish()?;
     Ok(report)
 }
