@@ -82,5 +82,29 @@ class Partitions(unittest.TestCase):
         self.assertEqual(ts.read_partitions("s3://bucket/crawl", None, 16), 16)
 
 
+class CommandLines(unittest.TestCase):
+    def test_round_sitemaps_and_warc(self):
+        args = ts.parse_args(
+            ["round", "--crawl-dir", "/c", "--sitemaps", "--warc", "--fetch-time-limit", "60",
+             "--warc-flags", "--prefix cc", "--top-n", "5"]
+        )
+        self.assertTrue(args.sitemaps and args.warc)
+        flags = ts.round_flags(args)
+        # The sitemap tasks hold the fetch leases: they get the fetch tasks' limit.
+        self.assertEqual(flags["sitemap"], ["--time-limit", "60"])
+        self.assertEqual(flags["fetch"], ["--time-limit", "60"])
+        self.assertEqual(flags["warc"], ["--prefix", "cc"])
+        self.assertEqual(flags["generate"], ["--top-n", "5"])
+        plain = ts.round_flags(ts.parse_args(["round", "--crawl-dir", "/c"]))
+        self.assertFalse(ts.parse_args(["round", "--crawl-dir", "/c"]).sitemaps)
+        self.assertEqual(plain["sitemap"], ["--time-limit", f"{ts.DEFAULT_FETCH_TIME_LIMIT:g}"])
+
+    def test_warc_subcommand(self):
+        args = ts.parse_args(["warc", "20260101000000", "/x/segments/2", "--crawl-dir", "/c"])
+        self.assertEqual(args.command, "warc")
+        self.assertEqual(args.segments, ["20260101000000", "/x/segments/2"])
+        self.assertEqual(args.warc_flags, "")
+
+
 if __name__ == "__main__":
     unittest.main()

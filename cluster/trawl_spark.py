@@ -2,7 +2,8 @@
 """trawl on Apache Spark: Spark schedules the tasks, trawl's own binaries do the work.
 
     spark-submit cluster/trawl_spark.py inject SEEDS... --crawl-dir URI --config FILE [options]
-    spark-submit cluster/trawl_spark.py round --crawl-dir URI --config FILE [--rounds N] [--top-n N] [options]
+    spark-submit cluster/trawl_spark.py round --crawl-dir URI --config FILE [--rounds N] [--top-n N] [--sitemaps] [--warc] [options]
+    spark-submit cluster/trawl_spark.py warc SEGMENT... --crawl-dir URI --config FILE [--warc-flags FLAGS]
 
 Every stage is a Spark job of independent partition tasks followed by its commit (the
 task contract, docs/cluster.md): the driver picks a job id, splits the crawl's
@@ -19,7 +20,11 @@ themselves, and the tasks return only their summary lines.
 
 A round is generate (histogram pass, cut-off, select pass, commit) -> fetch -> parse
 -> updatedb -> linkdb -> pagerank (one scores task over all partitions, then rewrite
-tasks), as scripts/round.sh runs them in one process. Generate finding nothing due
+tasks), as scripts/round.sh runs them in one process; with --sitemaps, each round
+starts with sitemap tasks (the sitemaps of each partition's hosts, under the
+partitions' fetch leases, then the commit merging their URLs into the crawldb), and
+with --warc it ends with the round's segment exported as WARC files by warc tasks
+(`warc SEGMENT...` exports given segments the same way). Generate finding nothing due
 (its commit's exit code 3) ends the rounds early with exit code 3; fetch reaching no
 server (5) applies the segment (parse, updatedb, linkdb), skips pagerank and stops with
 5; any other failure stops with the failed step's exit code (1 when a Spark job failed
@@ -51,6 +56,8 @@ EXIT_UNREACHABLE = 5
 
 # The round's stages that take the segment and their extra-flags option.
 SEGMENT_STAGES = ["fetch", "parse", "updatedb", "linkdb"]
+# Every stage of a round with an extra-flags option.
+ROUND_STAGES = ["sitemap", "generate"] + SEGMENT_STAGES + ["pagerank", "warc"]
 # A fetch task needs a time limit: its partitions' leases expire after it (seconds).
 DEFAULT_FETCH_TIME_LIMIT = 1800.0
 
@@ -394,9 +401,12 @@ class Driver:
         code, _ = self.driver_step("pagerank", stage_args, ["--job", job, "--commit"])
         return code
 
-    def round(self, number, flags):
-        """One round; returns its exit code (0, 3 nothing due, 5 unreachable)."""
+    def round(self, number, flags, sitemaps=False, warc=False):
+        """One round; returns its exit code (0, 3 nothing due, 5 unreachable). With
+        `sitemaps`, sitemap tasks first; with `warc`, the segment's WARC export last."""
         label = f"r{number}"
+        if sitemaps:
+            self.stage("sitemap", flags["sitemap"], label)
         segment = self.generate(label, flags["generate"])
         if segment is None:
             self.say("round: no URLs are due")
@@ -412,7 +422,22 @@ class Driver:
             )
             return EXIT_UNREACHABLE
         self.pagerank(label, flags["pagerank"])
+        if warc:
+            self.stage("warc", [segment] + flags["warc"], label)
         return EXIT_OK
+
+
+def round_flags(args):
+    """Each round stage's extra flags: --X-flags, generate's --top-n, and the time
+    limit of the fetch and sitemap tasks (their leases' length)."""
+    flags = {stage: shlex.split(getattr(args, f"{stage}_flags")) for stage in ROUND_STAGES}
+    if args.top_n is not None:
+        flags["generate"] = ["--top-n", str(args.top_n)] + flags["generate"]
+    limit = args.fetch_time_limit or config_time_limit(args.config) or DEFAULT_FETCH_TIME_LIMIT
+    for stage in ["fetch", "sitemap"]:
+        if "--time-limit" not in flags[stage]:
+            flags[stage] += ["--time-limit", f"{limit:g}"]
+    return flags
 
 
 def config_time_limit(config):
@@ -492,10 +517,19 @@ def parse_args(argv):
         "leases last (a retry takes over a lost attempt's lease after it); default: "
         f"fetch.time_limit of --config when set, else {DEFAULT_FETCH_TIME_LIMIT:.0f}",
     )
-    for stage in ["generate"] + SEGMENT_STAGES + ["pagerank"]:
+    rnd.add_argument(
+        "--sitemaps",
+        action="store_true",
+        help="start every round with sitemap tasks (their time limit is the fetch tasks')",
+    )
+    rnd.add_argument("--warc", action="store_true", help="end every round with its segment's WARC export")
+    for stage in ROUND_STAGES:
         rnd.add_argument(
             f"--{stage}-flags", default="", help=f"extra {stage} flags (one shell-quoted string)"
         )
+    wrc = sub.add_parser("warc", parents=[common], help="export segments as WARC files with Spark tasks")
+    wrc.add_argument("segments", nargs="+", help="segment names or paths, exported one after the other")
+    wrc.add_argument("--warc-flags", default="", help="extra warc flags (one shell-quoted string)")
     return parser.parse_args(argv)
 
 
@@ -533,20 +567,19 @@ def main(argv):
         if args.command == "inject":
             driver.inject(args.seeds, shlex.split(args.inject_flags))
             code = EXIT_OK
+        elif args.command == "warc":
+            extra = shlex.split(args.warc_flags)
+            for segment in args.segments:
+                # A bare name is one under the crawl's segments/; a path is made absolute.
+                where = resolve_location(segment) if os.sep in segment else segment
+                driver.stage("warc", [where] + extra, "warc")
+            code = EXIT_OK
         else:
-            flags = {
-                stage: shlex.split(getattr(args, f"{stage}_flags"))
-                for stage in ["generate"] + SEGMENT_STAGES + ["pagerank"]
-            }
-            if args.top_n is not None:
-                flags["generate"] = ["--top-n", str(args.top_n)] + flags["generate"]
-            if "--time-limit" not in flags["fetch"]:
-                limit = args.fetch_time_limit or config_time_limit(args.config)
-                flags["fetch"] += ["--time-limit", f"{limit or DEFAULT_FETCH_TIME_LIMIT:g}"]
+            flags = round_flags(args)
             code = EXIT_OK
             for number in range(1, args.rounds + 1):
                 driver.say(f"== round {number} of {args.rounds} (Spark master {sc.master})")
-                code = driver.round(number, flags)
+                code = driver.round(number, flags, args.sitemaps, args.warc)
                 if code == EXIT_NOTHING_DUE:
                     driver.say(f"trawl_spark: nothing left to crawl after {number - 1} rounds")
                     break

@@ -49,6 +49,19 @@ pub struct FetchRecord {
     pub depth: i32,
 }
 
+impl FetchRecord {
+    /// The `Location` of a redirect outcome (`fetch_redir_temp`/`fetch_redir_perm`
+    /// with a target), as fetch resolved it; `None` for every other row.
+    pub fn redirect(&self) -> Option<&str> {
+        match self.status {
+            FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm => {
+                self.redirect_target.as_deref()
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Record for FetchRecord {
     fn schema() -> SchemaRef {
         static S: OnceLock<SchemaRef> = OnceLock::new();
@@ -321,16 +334,19 @@ impl Record for ParseDataRecord {
 /// One row of `crawl_parse`: what parse tells updatedb. Partitioned by the host of
 /// `url` (like the crawldb), so updatedb merges it part by part.
 ///
-/// `kind` is `signature` (one per parsed page: `url` is the page, `signature` set)
-/// or `link` (one per outlink: `url` is the target, `from_url` the page, `score`
-/// the share of the page's score it passes on, `depth` the target's depth).
+/// `kind` is `signature` (one per parsed page: `url` is the page, `signature` set),
+/// `link` (one per outlink: `url` is the target, `from_url` the page, `score`
+/// the share of the page's score it passes on, `depth` the target's depth) or
+/// `redirect` (one per redirect of the segment's `crawl_fetch`: `url` is the target,
+/// normalized, `from_url` the redirecting URL, `score` and `depth` its fetch-list
+/// values; the redirect shuffle, see docs/tasks-segments.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrawlParseRecord {
     /// The URL the row is about.
     pub url: String,
     /// Its host.
     pub host: String,
-    /// `signature` or `link`.
+    /// `signature`, `link` or `redirect`.
     pub kind: String,
     /// For `link`: the page the link is on.
     pub from_url: Option<String>,
@@ -613,6 +629,7 @@ mod schema_doc_tests {
             ("pagerank", PageRankRecord::schema()),
             ("robots", crate::net::robots::RobotsRecord::schema()),
             ("sitemapdb", crate::sitemaps::SitemapRecord::schema()),
+            ("sitemap_urls", crate::sitemaps::SitemapUrlRow::schema()),
             ("pagerank_hits", crate::graph::rows::HitsRecord::schema()),
             (
                 "pagerank_hosts",

@@ -143,6 +143,16 @@ impl StageCtx {
         &self.task
     }
 
+    /// The lock a one-process run and a commit hold while they install (`take`
+    /// takes it); `None` for a task, which only reads and writes its own attempt
+    /// (many run at once, on several machines).
+    pub fn lock_unless_task<L>(&self, take: impl FnOnce() -> Result<L>) -> Result<Option<L>> {
+        match self.task {
+            TaskMode::Task { .. } => Ok(None),
+            _ => take().map(Some),
+        }
+    }
+
     /// The steps of this run of `stage` over a dataset of `partitions` parts, in
     /// order: a one-process run is a task over every partition (a private job,
     /// attempt `0`; jobs a killed one-process run left are removed first) followed

@@ -16,12 +16,17 @@ ones that are new or due (sitemapdb/ remembers each; sitemaps.refetch_interval) 
 sitemaps.max_depth, and merges the URLs into the crawldb: new URLs enter db_unfetched with \
 score = <priority>, fetch interval from <changefreq>, modified time = <lastmod>; known URLs \
 keep their record (a <lastmod> newer than the last fetch makes them due). Problems in the \
-files are reported with the sitemap URL, position and reason; the rest is kept. See \
+files are reported with the sitemap URL, position and reason; the rest is kept. Runs as \
+partition tasks with --job/--partitions/--attempt (each fetches the sitemaps on its \
+partitions' hosts under their fetch leases and writes the URLs found per target partition) \
+and --job --commit (merges them into the crawldb and installs the sitemapdb). See \
 docs/sitemaps.md."
 )]
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// Fetch every known sitemap now, due or not.
     #[arg(long)]
     force: bool,
@@ -31,6 +36,10 @@ struct Args {
     /// Seconds between two requests to one host (overrides `fetch.delay`, as `fetch --delay`).
     #[arg(long, value_name = "SECS")]
     delay: Option<f64>,
+    /// A task's time limit in seconds (overrides `fetch.time_limit`, as `fetch
+    /// --time-limit`): a sitemap task needs one, its partitions' leases expire after it.
+    #[arg(long, value_name = "SECS")]
+    time_limit: Option<f64>,
 }
 
 trawl::global_allocator!();
@@ -42,13 +51,16 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_args(&args.common)?;
+    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let cfg = ctx.config_mut();
     if args.probe {
         cfg.sitemaps.probe_sitemap_xml = true;
     }
     if let Some(d) = args.delay {
         cfg.fetch.delay = d;
+    }
+    if let Some(t) = args.time_limit {
+        cfg.fetch.time_limit = t;
     }
     ctx.validate_flags()?;
     let opts = SitemapOpts {

@@ -15,11 +15,16 @@ warcinfo record, then for every fetched page a request record (the GET trawl sen
 record (status line, stored headers, payload), with SHA-1 block and payload digests, one gzip \
 member per record. Files rotate at --max-file-bytes; they are written under temporary names and \
 renamed when the export is complete, replacing the files of an earlier export of the same \
-segment. Prints the paths of the files written on stdout."
+segment. Prints the paths of the files written on stdout. Runs as partition tasks with \
+--job/--partitions/--attempt (each task writes the files of its content parts, named \
+<prefix>-<segment>-<partition set>-<NNNNN>.warc.gz, into its attempt) and --job --commit \
+(installs the chosen attempts' files); see docs/warc.md."
 )]
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
     /// The segment (a name under <crawl-dir>/segments or a path) [default: the newest].
     #[arg(value_name = "SEGMENT")]
     segment: Option<PathBuf>,
@@ -51,7 +56,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = StageCtx::from_args(&args.common)?;
+    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let opts = WarcOpts {
         segment: args.segment,
         out_dir: args.out,

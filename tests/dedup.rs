@@ -85,6 +85,7 @@ fn build(root: &Path) {
             generated_time: 0,
             partitions: 1,
             urls: 2,
+            redirects_in_crawl_parse: false,
         },
     )
     .unwrap();

@@ -210,6 +210,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         generated_time: 0,
         partitions,
         urls: urls.len() as u64,
+        redirects_in_crawl_parse: false,
     };
     parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();
     seg

@@ -66,6 +66,7 @@ fn segment(root: &Path, name: &str, pages: Vec<ParseDataRecord>) {
         generated_time: 0,
         partitions: 2,
         urls: pages.len() as u64,
+        redirects_in_crawl_parse: false,
     };
     parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();
     write_dataset(&seg.join("parse_data"), 2, pages, |r| host_of(&r.url));
@@ -244,6 +245,7 @@ fn linkdb_keep_internal_and_clear_errors() {
             generated_time: 0,
             partitions: 2,
             urls: 0,
+            redirects_in_crawl_parse: false,
         },
     )
     .unwrap();

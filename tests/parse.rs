@@ -44,6 +44,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
             generated_time: 0,
             partitions: PARTS,
             urls: rows.len() as u64,
+            redirects_in_crawl_parse: false,
         },
     )
     .unwrap();

@@ -134,6 +134,7 @@ fn write_segment(dir: &CrawlDir, plan: &Plan) -> Result<std::path::PathBuf> {
             generated_time: plan.now,
             partitions: plan.n,
             urls: fetched,
+            redirects_in_crawl_parse: false,
         },
     )?;
     seg.commit()

@@ -292,6 +292,7 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
         generated_time: trawl::datum::now_millis(),
         partitions,
         urls: (spec.hosts * spec.pages) as u64,
+        redirects_in_crawl_parse: false,
     };
     parquet::write_json(&seg.join(trawl::store::layout::SEGMENT_META), &meta)?;
     Ok(seg)

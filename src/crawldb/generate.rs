@@ -324,6 +324,7 @@ fn write_segments(
                 generated_time: opts.now,
                 partitions: n,
                 urls,
+                redirects_in_crawl_parse: false,
             },
         )?;
         report.urls.push(urls);
@@ -792,6 +793,7 @@ fn commit(
                 generated_time: cut.generated_time,
                 partitions: n,
                 urls,
+                redirects_in_crawl_parse: false,
             },
         )?;
         parquet::write_atomic(

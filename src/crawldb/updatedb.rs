@@ -174,6 +174,11 @@ pub struct UpdateTaskReport {
     pub fetched: u64,
     /// Rows dropped (`purge_gone`).
     pub purged: u64,
+    /// crawl_fetch parts read to route redirect targets: 0 when every segment's
+    /// crawl_parse carries its redirects (the redirect shuffle), every part of the
+    /// older segments otherwise.
+    #[serde(default)]
+    pub redirect_fetch_parts_read: u64,
 }
 
 impl UpdateTaskReport {
@@ -279,7 +284,8 @@ fn run_task_at(
     let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     state.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
-    let redirects = route_redirects(&segments, &policy, n)?;
+    let (redirects, parts_read) = route_redirects(&segments, &policy, n)?;
+    task.redirect_fetch_parts_read = parts_read;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "updatedb");
     let stats = parts
@@ -404,11 +410,12 @@ fn choose_segments(
         }
         match what_to_merge(&s, meta, opts.no_parse, chosen_newest)? {
             Some(part) => {
-                let parts = s.meta()?.partitions;
+                let m = s.meta()?;
                 segments.push(Seg {
                     seg: s,
-                    parts,
+                    parts: m.partitions,
                     part,
+                    routed: m.redirects_in_crawl_parse,
                 });
             }
             None => report.skipped.push(name),
@@ -482,12 +489,24 @@ fn what_to_merge(
 /// A redirect target routed to its crawldb partition: (url, host, inlink).
 type Redirect = (String, String, Inlink);
 
-/// The redirect targets of the segments' fetches, per crawldb partition (they may live
-/// in any partition: small, one per redirect). A segment being completed had its
-/// fetches (and redirects) merged already.
-fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec<Vec<Redirect>>> {
+/// The redirect targets of the segments' fetches that are not in their crawl_parse,
+/// per crawldb partition (they may live in any partition: small, one per redirect),
+/// and how many crawl_fetch parts were read for them. Segments parsed with the
+/// redirect shuffle bring theirs in crawl_parse (`redirect` rows, read by each
+/// partition's merge): nothing is read here. Older segments, and those applied
+/// `--no-parse`, are read whole. A segment being completed had its fetches (and
+/// redirects) merged already.
+fn route_redirects(
+    segments: &[Seg],
+    policy: &UrlPolicy,
+    n: usize,
+) -> Result<(Vec<Vec<Redirect>>, u64)> {
     let mut redirects: Vec<Vec<Redirect>> = (0..n).map(|_| Vec::new()).collect();
-    for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
+    let mut parts_read = 0;
+    for sg in segments
+        .iter()
+        .filter(|sg| sg.part != Part::Rest && !sg.redirects_from_parse())
+    {
         for p in 0..sg.parts {
             let rows: Vec<FetchRecord> = read_partition(
                 &sg.seg.dataset(SegmentDataset::CrawlFetch),
@@ -496,17 +515,9 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
                 sg.parts,
                 |r: &FetchRecord| &r.host,
             )?;
+            parts_read += 1;
             for f in rows {
-                if !matches!(
-                    f.status,
-                    FetchStatus::FetchRedirTemp | FetchStatus::FetchRedirPerm
-                ) {
-                    continue;
-                }
-                let Some(target) = &f.redirect_target else {
-                    continue;
-                };
-                let Ok(url) = policy.check(target) else {
+                let Some(Ok(url)) = f.redirect().map(|t| policy.check(t)) else {
                     continue;
                 };
                 let url = url.to_string();
@@ -520,7 +531,7 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
             }
         }
     }
-    Ok(redirects)
+    Ok((redirects, parts_read))
 }
 
 /// Refuses to start when the disk cannot hold the new crawldb version (the current
@@ -573,6 +584,17 @@ struct Seg {
     /// Its partition count.
     parts: usize,
     part: Part,
+    /// Its crawl_parse carries its redirects (the redirect shuffle,
+    /// [`crate::store::layout::SegmentMeta::redirects_in_crawl_parse`]).
+    routed: bool,
+}
+
+impl Seg {
+    /// Whether this run takes the segment's redirects from its crawl_parse (each
+    /// partition's own files) rather than from the whole of its crawl_fetch.
+    fn redirects_from_parse(&self) -> bool {
+        self.part == Part::Whole && self.routed
+    }
 }
 
 /// The segment rows of one partition being sorted by URL: fetch outcomes and the rest
@@ -728,6 +750,14 @@ fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
                         depth: r.depth,
                         redirect: false,
                     }),
+                    // Taken from here only when the run reads no crawl_fetch for
+                    // them (see `route_redirects`).
+                    "redirect" if sg.redirects_from_parse() => SegRow::Link(Inlink {
+                        score: r.score,
+                        depth: r.depth,
+                        redirect: true,
+                    }),
+                    "redirect" => continue,
                     other => {
                         return Err(Error::crawl_dir(
                             s.dataset(SegmentDataset::CrawlParse),

@@ -371,10 +371,7 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     // commit): what a killed run left is removed only once no other fetch can be
     // writing it. Checked again under the lock: another fetch may have finished the
     // segment meanwhile. Tasks write only their attempts, under partition leases.
-    let _lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(seg.lock("fetch")?),
-    };
+    let _lock = ctx.lock_unless_task(|| seg.lock("fetch"))?;
     let seg = select_segment(&dir, Some(seg.path()))?;
     let partitions = seg.meta()?.partitions.max(1);
     if !matches!(ctx.task(), TaskMode::Task { .. }) {

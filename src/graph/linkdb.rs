@@ -143,10 +143,7 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     let db = dir.versioned(VersionedDb::LinkDb);
     // A task only reads the linkdb; the commit checks that the version the tasks
     // read is still current.
-    let _lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(db.lock("linkdb")?),
-    };
+    let _lock = ctx.lock_unless_task(|| db.lock("linkdb"))?;
     let old_meta = read_meta(dir)?;
     let done: BTreeSet<String> = old_meta
         .as_ref()

@@ -30,7 +30,7 @@ use crate::cli;
 use crate::config::Config;
 use crate::error::{Error, IoContext, Result};
 use crate::records::{
-    ContentRecord, CrawlParseRecord, InlinkRecord, ParseDataRecord, ParseTextRecord,
+    ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, ParseDataRecord, ParseTextRecord,
 };
 use crate::stage::{Report, StageCtx, Step, TaskMode};
 use crate::store::integrity;
@@ -72,6 +72,13 @@ pub struct ParseReport {
     pub bytes: u64,
     /// Seconds spent parsing (for the rate; a job's: its tasks' seconds summed).
     pub secs: f64,
+    /// Redirects of crawl_fetch routed into crawl_parse (the redirect shuffle).
+    #[serde(default)]
+    pub redirects: u64,
+    /// Whether the task routed its partitions' redirects (the segment had a
+    /// complete crawl_fetch); the commit marks the segment when every task did.
+    #[serde(default)]
+    pub redirects_routed: bool,
 }
 
 impl ParseReport {
@@ -84,6 +91,7 @@ impl ParseReport {
         self.link_rows += o.link_rows;
         self.bytes += o.bytes;
         self.secs += o.secs;
+        self.redirects += o.redirects;
     }
 }
 
@@ -206,10 +214,7 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let seg = pick_segment(&dir, ctx, opts)?;
     // Held by a one-process run and by a commit (which install into the segment);
     // tasks only read the segment and write their own attempt, many at once.
-    let _lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(seg.lock("parse")?),
-    };
+    let _lock = ctx.lock_unless_task(|| seg.lock("parse"))?;
     seg.require(SegmentDataset::Content, "fetch")?;
     if seg.has(SegmentDataset::ParseData) && !opts.reparse {
         return Err(Error::crawl_dir(
@@ -315,6 +320,7 @@ fn run_task(
         text_w.finish()?;
         data_w.finish()?;
     }
+    route_redirects(seg, set, &sh.policy, &mut shuffle, &mut report)?;
     shuffle.finish()?;
     sh.pb.finish_and_clear();
     interrupted(seg)?;
@@ -326,6 +332,55 @@ fn run_task(
         started.elapsed()
     );
     Ok(report)
+}
+
+/// The redirect shuffle (map side): every redirect of crawl_fetch parts `set` whose
+/// target the URL policy admits becomes a `redirect` row of crawl_parse, pushed to
+/// the writer of the target host's partition, so that updatedb's task on a
+/// partition reads only its own files. Nothing when the segment has no complete
+/// crawl_fetch (then updatedb reads crawl_fetch, as for segments parsed before).
+fn route_redirects(
+    seg: &Segment,
+    set: &PartitionSet,
+    policy: &UrlPolicy,
+    shuffle: &mut Shuffle,
+    report: &mut ParseReport,
+) -> Result<()> {
+    if !seg.has(SegmentDataset::CrawlFetch) {
+        return Ok(());
+    }
+    let partitions = shuffle.cp.len();
+    let fetch = seg.dataset(SegmentDataset::CrawlFetch);
+    let mut files = Vec::new();
+    for i in set.iter() {
+        files.extend(parquet::partition_files(&fetch, i)?);
+    }
+    integrity::verify_files(&fetch, &files)?;
+    for p in &files {
+        for rows in parquet::read_part::<FetchRecord>(p)? {
+            for f in rows? {
+                let Some(Ok(url)) = f.redirect().map(|t| policy.check(t)) else {
+                    continue;
+                };
+                let url = url.to_string();
+                let host = host_of(&url);
+                let j = partition_for_host(&host, partitions);
+                shuffle.cp_writer(j)?.push(CrawlParseRecord {
+                    url,
+                    host,
+                    kind: "redirect".into(),
+                    from_url: Some(f.url),
+                    anchor: None,
+                    score: f.score,
+                    depth: f.depth,
+                    signature: None,
+                })?;
+                report.redirects += 1;
+            }
+        }
+    }
+    report.redirects_routed = true;
+    Ok(())
 }
 
 /// The commit: links the chosen attempts' parse_text and parse_data parts and their
@@ -343,6 +398,7 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
         segment: seg.name().to_string(),
         ..Default::default()
     };
+    let mut routed = !chosen.is_empty();
     for a in &chosen {
         for (ds, to) in [
             (SegmentDataset::ParseText, &text),
@@ -355,7 +411,7 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
             (SegmentDataset::ParseInlinks, &inl),
         ] {
             for p in a.parts(ds.as_str())? {
-                let j = part_index(&p).ok_or_else(|| {
+                let j = parquet::part_index(&p).ok_or_else(|| {
                     Error::crawl_dir(
                         &p,
                         "not a shuffle output of a parse task (part-NNNNN.parquet)",
@@ -368,11 +424,25 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
                 )?;
             }
         }
-        report.add(&a.report::<ParseReport>()?);
+        let r = a.report::<ParseReport>()?;
+        routed &= r.redirects_routed;
+        report.add(&r);
     }
     interrupted(seg)?;
+    // The segment's mark says whether crawl_parse carries its redirects: cleared
+    // before a crawl_parse without them is installed, set after one with them, so
+    // a commit killed in between never marks a crawl_parse that lacks them.
+    let mut meta = seg.meta()?;
+    if !routed && meta.redirects_in_crawl_parse {
+        meta.redirects_in_crawl_parse = false;
+        seg.write_meta(&meta)?;
+    }
     text.commit_replacing()?;
     cp.commit_replacing()?;
+    if routed && !meta.redirects_in_crawl_parse {
+        meta.redirects_in_crawl_parse = true;
+        seg.write_meta(&meta)?;
+    }
     inl.commit_replacing()?;
     data.commit_replacing()?;
     job.remove()?;
@@ -465,14 +535,6 @@ fn count_rows(path: &Path) -> Result<u64> {
     let file = File::open(path).at(path)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     Ok(b.metadata().file_metadata().num_rows().max(0) as u64)
-}
-
-fn part_index(path: &Path) -> Option<usize> {
-    let name = path.file_name()?.to_str()?;
-    name.strip_prefix("part-")?
-        .strip_suffix(".parquet")?
-        .parse()
-        .ok()
 }
 
 /// Parses one content row, turning a panic (a bug in a parser dependency) into

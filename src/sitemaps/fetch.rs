@@ -23,7 +23,6 @@ use crate::net::outcome::classify_error;
 use crate::net::politeness::Politeness;
 use crate::net::robots::{Robots, fetch_robots, origin_of};
 use crate::net::runtime;
-use crate::store::layout::CrawlDir;
 use crate::urls::UrlPolicy;
 
 /// At most this many redirects are followed for one sitemap (same origin only).
@@ -55,17 +54,22 @@ struct Shared {
     budget: std::sync::atomic::AtomicI64,
 }
 
-/// Fetches every job (grouped by origin, origins in parallel) and the children of
-/// the indexes among them. Returns one result per sitemap processed, and the number
-/// of index children skipped because they were not due.
+/// Fetches every job (grouped by origin, origins in parallel, in origin order) and
+/// the children of the indexes among them, keeping `politeness` (the distance to
+/// the last run of the partitions fetched, whose `fetch.last_end` it records).
+/// With `time_limit` (a partition task: its leases expire after it), the run stops
+/// there and fails. Returns one result per sitemap processed, and the number of
+/// index children skipped because they were not due.
+#[allow(clippy::too_many_arguments)]
 pub fn fetch_all(
     cfg: &Config,
-    crawl_dir: &std::path::Path,
+    politeness: Politeness,
     jobs: Vec<Job>,
     known: &BTreeMap<String, SitemapRecord>,
     policy: &UrlPolicy,
     now: Millis,
     force: bool,
+    time_limit: Option<Duration>,
 ) -> Result<(Vec<FetchResult>, u64)> {
     if jobs.is_empty() {
         return Ok((Vec::new(), 0));
@@ -76,15 +80,7 @@ pub fn fetch_all(
         policy: Arc::new(policy.clone()),
         known: known.clone(),
         now,
-        politeness: {
-            // Its hosts may be in any partition: the latest end of every fetch.
-            let dir = CrawlDir::new(crawl_dir);
-            Politeness::load_many(
-                &[dir.fetch_last_end()],
-                &dir.every_fetch_last_end()?,
-                &cfg.fetch,
-            )
-        },
+        politeness,
         not_due: AtomicU64::new(0),
         force,
         budget: std::sync::atomic::AtomicI64::new(
@@ -97,9 +93,22 @@ pub fn fetch_all(
     }
     let rt = runtime::build(2)?;
     let max_parallel = cfg.fetch.max_connections.max(1);
+    let limit = async {
+        match time_limit {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
     let results = rt.block_on(async {
         tokio::select! {
             out = fetch_jobs(&shared, by_origin, max_parallel) => Ok(out),
+            () = limit => Err(Error::input(
+                "fetch.time_limit",
+                format!(
+                    "the sitemap task reached its time limit ({:.0} s; its partitions' leases expire after it): requests cut, nothing recorded; rerun the task, with a higher fetch.time_limit if it keeps happening",
+                    cfg.fetch.time_limit
+                ),
+            )),
             signal = crate::signal::wait() => Err(Error::Interrupted {
                 signal: signal.to_string(),
                 message: "sitemap stopped: requests cut, nothing installed; the crawldb and the sitemapdb are unchanged; rerun sitemap".into(),

@@ -16,20 +16,27 @@ mod record;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::config::Config;
 use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::stage::{Report, StageCtx};
+use crate::net::politeness::Politeness;
+use crate::net::robots::origin_of;
+use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::parquet;
+use crate::store::lease::Lease;
+use crate::store::names;
+use crate::store::parquet::{self, PartWriter, part_name, partition_for_host};
 use crate::urls::UrlPolicy;
 
 pub use parse::{ChangeFreq, Parsed, Problem, Scope, SitemapUrl};
-pub use record::SitemapRecord;
+pub use record::{SitemapRecord, SitemapUrlRow};
 
 /// How a sitemap became known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +99,7 @@ pub struct SitemapOpts {
 }
 
 /// What a run did (the summary line's counts).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SitemapReport {
     /// Sitemaps fetched and parsed (index files included).
     pub fetched: u64,
@@ -156,11 +163,54 @@ impl Report for SitemapReport {
     const STAGE: &'static str = "sitemap";
 }
 
-/// Reads the sitemap database (empty when there is none).
+impl SitemapReport {
+    /// Adds what another task fetched (the crawldb counts are the commit's).
+    fn add(&mut self, o: SitemapReport) {
+        self.fetched += o.fetched;
+        self.not_modified += o.not_modified;
+        self.failed += o.failed;
+        self.not_due += o.not_due;
+        self.deferred += o.deferred;
+        self.malformed += o.malformed;
+        self.urls_found += o.urls_found;
+        self.urls_rejected += o.urls_rejected;
+        self.urls_cut += o.urls_cut;
+        self.reports.extend(o.reports);
+        self.problems.extend(o.problems);
+    }
+}
+
+/// The partitions a task works on: a sitemap is fetched by the task owning its
+/// host's partition (the partition whose fetch lease it holds).
+struct Owner<'a> {
+    set: &'a PartitionSet,
+    n: usize,
+}
+
+impl Owner<'_> {
+    fn owns_host(&self, host: &str) -> bool {
+        self.set.contains(partition_for_host(host, self.n))
+    }
+
+    fn owns(&self, url: &Url) -> bool {
+        self.owns_host(&url.host_str().unwrap_or_default().to_ascii_lowercase())
+    }
+}
+
+/// Reads the sitemap database (empty when there is none), first finishing (or
+/// undoing) an install a killed run left; the caller holds the crawldb lock.
 pub fn read_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>> {
-    let db = dir.versioned(crate::store::names::VersionedDb::SitemapDb);
-    db.recover()?;
-    let current = db.current();
+    dir.versioned(crate::store::names::VersionedDb::SitemapDb)
+        .recover()?;
+    read_current_sitemapdb(dir)
+}
+
+/// Reads the installed sitemap database as it is (a task, which holds no lock and
+/// changes nothing).
+fn read_current_sitemapdb(dir: &CrawlDir) -> Result<BTreeMap<String, SitemapRecord>> {
+    let current = dir
+        .versioned(crate::store::names::VersionedDb::SitemapDb)
+        .current();
     crate::store::integrity::refuse_unmarked(&current)?;
     if !parquet::dataset_complete(&current) {
         return Ok(BTreeMap::new());
@@ -195,13 +245,18 @@ pub fn robots_sitemaps(dir: &CrawlDir) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// `http(s)://host/` of every host of the crawldb (the scheme of its first URL).
-fn crawldb_origins(dir: &CrawlDir) -> Result<Vec<String>> {
+/// `http(s)://host/` of every host of the crawldb partitions `owner` works on (the
+/// scheme of its first URL).
+fn crawldb_origins(dir: &CrawlDir, owner: &Owner<'_>) -> Result<Vec<String>> {
     let mut origins = BTreeMap::new();
     if !parquet::dataset_complete(&dir.crawldb_current()) {
         return Ok(Vec::new());
     }
-    for part in parquet::part_files(&dir.crawldb_current())? {
+    let mut parts = Vec::new();
+    for i in owner.set.iter() {
+        parts.extend(parquet::partition_files(&dir.crawldb_current(), i)?);
+    }
+    for part in parts {
         for rows in parquet::read_part::<crate::CrawlDatum>(&part)? {
             for d in rows? {
                 if !origins.contains_key(&d.host)
@@ -220,14 +275,16 @@ fn due(rec: Option<&SitemapRecord>, now: Millis) -> bool {
     rec.is_none_or(|r| r.next_fetch_time <= now)
 }
 
-/// Builds this run's jobs: discovered sitemaps that are new or due, then known ones
-/// that are due, deduplicated by URL, at most `sitemaps.max_sitemaps`.
+/// Builds this task's jobs: discovered sitemaps that are new or due, then known ones
+/// that are due, deduplicated by URL, at most `sitemaps.max_sitemaps`; only those
+/// on the hosts of `owner`'s partitions.
 fn plan(
     dir: &CrawlDir,
     cfg: &Config,
     opts: &SitemapOpts,
     known: &BTreeMap<String, SitemapRecord>,
     now: Millis,
+    owner: &Owner<'_>,
     summary: &mut SitemapReport,
 ) -> Result<Vec<Job>> {
     let mut candidates: Vec<Job> = Vec::new();
@@ -250,6 +307,8 @@ fn plan(
                     source: Source::Robots,
                     referrer: Some(format!("{origin}/robots.txt")),
                 }),
+                // Counted by the task owning the robots.txt's host.
+                _ if !Url::parse(&origin).is_ok_and(|o| owner.owns(&o)) => {}
                 _ => {
                     summary.failed += 1;
                     summary.problems.push((
@@ -263,7 +322,7 @@ fn plan(
             }
         }
         if cfg.sitemaps.probe_sitemap_xml {
-            for origin in crawldb_origins(dir)? {
+            for origin in crawldb_origins(dir, owner)? {
                 if let Ok(u) = Url::parse(&format!("{origin}/sitemap.xml")) {
                     candidates.push(Job {
                         scope: Scope::of_location(&u),
@@ -292,7 +351,7 @@ fn plan(
     let mut jobs = Vec::new();
     for job in candidates {
         let key = job.url.to_string();
-        if !seen.insert(key.clone()) {
+        if !owner.owns(&job.url) || !seen.insert(key.clone()) {
             continue;
         }
         let forced = opts.force || job.source == Source::Inject && opts.extra.contains(&job.url);
@@ -317,7 +376,9 @@ fn plan(
 /// Runs the sitemap step on the crawl directory of `ctx` (which must have a crawldb,
 /// except for `inject --sitemaps`, `only_extra`, which may create it): discover,
 /// fetch what is new or due, merge the URLs into the crawldb, remember what was
-/// processed.
+/// processed. In this process, or as one task of a job (the sitemaps of the hosts of
+/// some partitions, under their fetch leases) or the job's commit (see
+/// [`StageCtx::steps`] and docs/sitemaps.md, "As partition tasks").
 pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
     let cfg = ctx.config();
     let dir = if opts.only_extra {
@@ -326,47 +387,243 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
         ctx.open_existing()?
     };
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
-    // Held for the whole run: the crawldb and the sitemapdb change together.
-    let _lock = crate::crawldb::lock(&dir, "sitemap")?;
-    crate::crawldb::verify_for_rewrite(&dir)?;
+    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
+    // Held by a one-process run and by a commit: the crawldb and the sitemapdb
+    // change together. Tasks (many at once) only read them; the commit checks that
+    // they did not change since.
+    let _lock = ctx.lock_unless_task(|| crate::crawldb::lock(&dir, "sitemap"))?;
+    if !is_task {
+        crate::crawldb::verify_for_rewrite(&dir)?;
+    }
+    let n = crate::crawldb::meta_or_new(&dir, cfg)?.1.partitions.max(1);
+    let mut report = SitemapReport::default();
+    for step in ctx.steps("sitemap", n)? {
+        match step {
+            Step::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => report = run_task(ctx, &dir, opts, &job, &set, &attempt, n)?,
+            Step::Commit { job } => report = commit(&dir, cfg, opts, &job, n)?,
+        }
+    }
+    Ok(report)
+}
+
+/// A sitemap task's report (its attempt's `_report.json`): what it fetched, the
+/// versions it read (the commit installs only over them) and its clock.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct SitemapTaskReport {
+    crawldb_version: String,
+    sitemapdb_version: String,
+    now: Millis,
+    summary: SitemapReport,
+}
+
+/// The identity of the sitemapdb version installed now (empty when there is none).
+fn sitemapdb_version(dir: &CrawlDir) -> Result<String> {
+    let marker = dir
+        .versioned(names::VersionedDb::SitemapDb)
+        .current()
+        .join(names::SUCCESS);
+    if !marker.is_file() {
+        return Ok(String::new());
+    }
+    Ok(crate::store::integrity::hash_file(&marker)?.1)
+}
+
+/// How long a task's leases last: its time limit (`fetch.time_limit`, which a task
+/// must have, as a fetch task) plus `fetch.total_timeout` and a second; `None`
+/// (until released) for a one-process run.
+fn lease_expiry(cfg: &Config, is_task: bool) -> Result<Option<i64>> {
+    if !is_task {
+        return Ok(None);
+    }
+    if cfg.fetch.time_limit <= 0.0 {
+        return Err(Error::input(
+            "sitemap --job",
+            "a sitemap task needs a time limit (fetch.time_limit, in seconds): it holds its partitions' fetch leases, which expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
+        ));
+    }
+    let secs = cfg.fetch.time_limit + cfg.fetch.total_timeout.max(0.0) + 1.0;
+    Ok(Some(now_millis() + (secs * 1000.0) as i64))
+}
+
+/// The task on partitions `set` (attempt `attempt` of `job`): takes the fetch
+/// lease of every partition, fetches the sitemaps on their hosts politely (their
+/// `fetch.last_end`), and writes into its attempt the URLs found, one
+/// `sitemap_urls` file per target partition (a sitemap may list URLs of other
+/// hosts), with the sitemaps' records in its report. Installs nothing.
+fn run_task(
+    ctx: &StageCtx,
+    dir: &CrawlDir,
+    opts: &SitemapOpts,
+    job: &TaskJob,
+    set: &PartitionSet,
+    attempt: &str,
+    n: usize,
+) -> Result<SitemapReport> {
+    let cfg = ctx.config();
+    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
+    let expires = lease_expiry(cfg, is_task)?;
+    // A partition's hosts are fetched by one task at a time, sitemap or fetch.
+    let leases = set
+        .iter()
+        .map(|i| {
+            Lease::acquire(
+                &dir.fetch_lease(n, i),
+                &format!("partition {i} (sitemap)"),
+                job.id(),
+                attempt,
+                expires,
+            )
+        })
+        .collect::<Result<Vec<Lease>>>()?;
     let now = now_millis();
-    let known = read_sitemapdb(&dir)?;
+    let crawldb_version = crate::crawldb::version_id(dir)?;
+    let sitemapdb_version = sitemapdb_version(dir)?;
+    let known = if is_task {
+        read_current_sitemapdb(dir)?
+    } else {
+        read_sitemapdb(dir)?
+    };
+    let owner = Owner { set, n };
     let mut summary = SitemapReport::default();
-    let jobs = plan(&dir, cfg, opts, &known, now, &mut summary)?;
+    let jobs = plan(dir, cfg, opts, &known, now, &owner, &mut summary)?;
     let mut seed_hosts = if parquet::dataset_complete(&dir.crawldb_current()) {
         dir.crawldb_meta()?.seed_hosts
     } else {
         Vec::new()
     };
-    let extra_hosts: Vec<String> = opts
-        .extra
+    seed_hosts.extend(extra_hosts(opts));
+    let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
+    tracing::info!(
+        "sitemap: {} sitemaps to fetch (partitions {set})",
+        jobs.len()
+    );
+    let last_ends: Vec<PathBuf> = set.iter().map(|i| dir.fetch_last_end_of(n, i)).collect();
+    if leases.iter().any(Lease::taken_over) {
+        // A lost attempt may have sent requests to these hosts until a moment ago.
+        Politeness::load_many(&last_ends, &[], &cfg.fetch).record_end()?;
+    }
+    let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
+    let time_limit = if is_task {
+        Some(Duration::from_secs_f64(cfg.fetch.time_limit))
+    } else {
+        None
+    };
+    let (results, children_not_due) = fetch::fetch_all(
+        cfg, politeness, jobs, &known, &policy, now, opts.force, time_limit,
+    )?;
+    summary.not_due += children_not_due;
+    let (entries, records) = tally(results, &mut summary);
+    summary.reports = records;
+
+    let w = job.attempt_writer(set, attempt)?;
+    let out = w.dataset(names::SITEMAP_URLS)?;
+    let mut writers: Vec<Option<PartWriter<SitemapUrlRow>>> = (0..n).map(|_| None).collect();
+    for (seq, (e, sitemap)) in entries.iter().enumerate() {
+        let origin = Url::parse(sitemap)
+            .map(|u| origin_of(&u))
+            .unwrap_or_default();
+        let row = SitemapUrlRow::new(e, sitemap, &origin, seq as i64);
+        let j = partition_for_host(&row.host, n);
+        let slot = &mut writers[j];
+        if slot.is_none() {
+            *slot = Some(PartWriter::create(&out.join(part_name(j)))?);
+        }
+        if let Some(wr) = slot.as_mut() {
+            wr.push(row)?;
+        }
+    }
+    for wr in writers.into_iter().flatten() {
+        wr.finish()?;
+    }
+    let report = SitemapTaskReport {
+        crawldb_version,
+        sitemapdb_version,
+        now,
+        summary,
+    };
+    w.finish(&report)?;
+    drop(leases);
+    Ok(report.summary)
+}
+
+/// The hosts of the sitemaps given directly (`inject --sitemaps`): seed hosts.
+fn extra_hosts(opts: &SitemapOpts) -> Vec<String> {
+    opts.extra
         .iter()
         .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
-        .collect();
-    seed_hosts.extend(extra_hosts.iter().cloned());
-    let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
-    tracing::info!("sitemap: {} sitemaps to fetch", jobs.len());
-    let (results, children_not_due) =
-        fetch::fetch_all(cfg, ctx.root(), jobs, &known, &policy, now, opts.force)?;
-    summary.not_due += children_not_due;
+        .collect()
+}
 
-    let (entries, mut records) = tally(results, &mut summary);
-    let merged = merge::merge_into_crawldb(&dir, cfg, &entries, &extra_hosts, now)?;
+/// The commit of a sitemap job (under the crawldb lock): checks that every chosen
+/// attempt read the crawldb and sitemapdb versions current now, reads their URLs
+/// (every target partition's files; a URL listed by several sitemaps keeps the
+/// first in the one-process order), merges them into a new crawldb version, then
+/// installs the sitemapdb with the attempts' records, and removes the job.
+fn commit(
+    dir: &CrawlDir,
+    cfg: &Config,
+    opts: &SitemapOpts,
+    job: &TaskJob,
+    n: usize,
+) -> Result<SitemapReport> {
+    let chosen = job.choose(n)?;
+    let crawldb_version = crate::crawldb::version_id(dir)?;
+    let sm_version = sitemapdb_version(dir)?;
+    let mut summary = SitemapReport::default();
+    let mut now: Option<Millis> = None;
+    let mut rows: Vec<Vec<SitemapUrlRow>> = (0..n).map(|_| Vec::new()).collect();
+    for a in &chosen {
+        let t: SitemapTaskReport = a.report()?;
+        crate::crawldb::check_version(dir, a.path(), &t.crawldb_version, &crawldb_version)?;
+        if t.sitemapdb_version != sm_version {
+            return Err(Error::crawl_dir(
+                dir.versioned(names::VersionedDb::SitemapDb).current(),
+                format!(
+                    "the sitemapdb changed since the tasks of this job ran (the task in {} read another version): nothing was installed; rerun the job (its tasks, then the commit)",
+                    a.path().display()
+                ),
+            ));
+        }
+        now = Some(now.map_or(t.now, |m| m.min(t.now)));
+        summary.add(t.summary);
+        for p in a.parts(names::SITEMAP_URLS)? {
+            let j = parquet::part_index(&p).filter(|&j| j < n).ok_or_else(|| {
+                Error::crawl_dir(
+                    &p,
+                    "not a sitemap_urls output of a sitemap task of this crawl",
+                )
+            })?;
+            rows[j].extend(parquet::read_part_all::<SitemapUrlRow>(&p)?);
+        }
+    }
+    let now = now.unwrap_or_else(now_millis);
+    let mut entries = Vec::new();
+    for mut part in rows {
+        part.sort_by(|a, b| (&a.url, &a.origin, a.seq).cmp(&(&b.url, &b.origin, b.seq)));
+        part.dedup_by(|later, first| later.url == first.url);
+        entries.extend(part.into_iter().map(SitemapUrlRow::into_entry));
+    }
+    let merged = merge::merge_into_crawldb(dir, cfg, &entries, &extra_hosts(opts), now)?;
     summary.urls_added = merged.added;
     summary.urls_known = merged.known;
     summary.urls_due_again = merged.due_again;
     summary.crawldb_rows = merged.rows;
-    for r in records.iter_mut() {
+    for r in summary.reports.iter_mut() {
         r.urls_added = merged.added_per_sitemap.get(&r.url).copied().unwrap_or(0) as i64;
     }
-    // The crawldb is installed; now remember what was processed. A run killed in
-    // between fetches the sitemaps again next time and adds nothing twice.
-    let mut db = known;
-    for r in &records {
+    // The crawldb is installed; now remember what was processed. A commit killed in
+    // between leaves a sitemapdb its rerun refuses (the crawldb changed): the job is
+    // run again, fetches the sitemaps again and adds nothing twice.
+    let mut db = read_sitemapdb(dir)?;
+    for r in &summary.reports {
         db.insert(r.url.clone(), r.clone());
     }
-    record::write_sitemapdb(&dir, db.into_values().collect())?;
-    summary.reports = records;
+    record::write_sitemapdb(dir, db.into_values().collect())?;
+    job.remove()?;
     Ok(summary)
 }
 

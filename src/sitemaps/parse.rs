@@ -262,7 +262,7 @@ impl Format {
 }
 
 /// Something wrong in a sitemap, with where it is.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Problem {
     /// `line N` (text sitemaps) or `byte N` of the uncompressed file, with the entry
     /// number when inside one (`byte 812, <url> #3`).

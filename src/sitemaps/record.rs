@@ -6,12 +6,13 @@ use std::sync::{Arc, OnceLock};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
-use super::parse::Scope;
+use super::parse::{ChangeFreq, Scope, SitemapUrl};
 use crate::datum::{Millis, timestamp_type};
 use crate::error::Result;
 use crate::store::layout::CrawlDir;
 use crate::store::names::VersionedDb;
 use crate::store::parquet::{PartWriter, Record};
+use crate::urls::host_of;
 
 /// One row of `sitemapdb/`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,4 +132,77 @@ pub fn write_sitemapdb(dir: &CrawlDir, mut rows: Vec<SitemapRecord>) -> Result<(
     }
     w.finish()?;
     db.install(staged, "sitemap")
+}
+
+/// One row of a sitemap task's `sitemap_urls/` (the stage's shuffle): a URL a
+/// sitemap listed, in the file of the partition of the URL's host, with where it
+/// stands in the one-process order (`origin` of the sitemap, then `seq`), so that
+/// the commit keeps, as a one-process run does, the first sitemap that named it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SitemapUrlRow {
+    /// The URL (normalized).
+    pub url: String,
+    /// Its host.
+    pub host: String,
+    /// `<lastmod>` (ms UTC).
+    pub lastmod: Option<Millis>,
+    /// `<changefreq>`.
+    pub changefreq: Option<String>,
+    /// `<priority>`.
+    pub priority: Option<f64>,
+    /// The sitemap that listed it.
+    pub sitemap: String,
+    /// The origin the sitemap was fetched from (the task's fetch order is by origin).
+    pub origin: String,
+    /// Its rank in the task's fetch results.
+    pub seq: i64,
+}
+
+impl SitemapUrlRow {
+    /// The row of `e`, listed by `sitemap` fetched from `origin`, `seq`-th in the
+    /// task's results.
+    pub fn new(e: &SitemapUrl, sitemap: &str, origin: &str, seq: i64) -> Self {
+        SitemapUrlRow {
+            url: e.url.clone(),
+            host: host_of(&e.url),
+            lastmod: e.lastmod,
+            changefreq: e.changefreq.map(|c| c.as_str().to_string()),
+            priority: e.priority,
+            sitemap: sitemap.to_string(),
+            origin: origin.to_string(),
+            seq,
+        }
+    }
+
+    /// The entry and its sitemap, as the merge takes them.
+    pub fn into_entry(self) -> (SitemapUrl, String) {
+        (
+            SitemapUrl {
+                changefreq: self.changefreq.as_deref().and_then(ChangeFreq::parse),
+                url: self.url,
+                lastmod: self.lastmod,
+                priority: self.priority,
+            },
+            self.sitemap,
+        )
+    }
+}
+
+impl Record for SitemapUrlRow {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        S.get_or_init(|| {
+            Arc::new(Schema::new(vec![
+                Field::new("url", DataType::Utf8, false),
+                Field::new("host", DataType::Utf8, false),
+                Field::new("lastmod", timestamp_type(), true),
+                Field::new("changefreq", DataType::Utf8, true),
+                Field::new("priority", DataType::Float64, true),
+                Field::new("sitemap", DataType::Utf8, false),
+                Field::new("origin", DataType::Utf8, false),
+                Field::new("seq", DataType::Int64, false),
+            ]))
+        })
+        .clone()
+    }
 }

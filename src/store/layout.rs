@@ -214,34 +214,10 @@ impl CrawlDir {
     }
 
     /// `fetch_state/<n>/p<i>/fetch.last_end`: when the last fetch of partition `i`
-    /// ended (the crawl's `fetch.last_end`, written by sitemap and by fetch before
+    /// ended (the crawl's `fetch.last_end`, written by sitemap and fetch before
     /// partitions had their own, is read too).
     pub fn fetch_last_end_of(&self, partitions: usize, i: usize) -> PathBuf {
         self.fetch_state(partitions, i).join(names::FETCH_LAST_END)
-    }
-
-    /// Every partition's `fetch.last_end` that exists (whatever the partition count
-    /// it was written for), for a run that fetches hosts of any partition (sitemap).
-    pub fn every_fetch_last_end(&self) -> Result<Vec<PathBuf>> {
-        let root = self.fetch_state_root();
-        let mut out = Vec::new();
-        if !root.is_dir() {
-            return Ok(out);
-        }
-        for count in fs::read_dir(&root).at(&root)? {
-            let count = count.at(&root)?.path();
-            if !count.is_dir() {
-                continue;
-            }
-            for part in fs::read_dir(&count).at(&count)? {
-                let f = part.at(&count)?.path().join(names::FETCH_LAST_END);
-                if f.is_file() {
-                    out.push(f);
-                }
-            }
-        }
-        out.sort();
-        Ok(out)
     }
 
     /// `fetch_state/<n>/p<i>/robots_cache.json`: partition `i`'s robots cache.
@@ -368,6 +344,12 @@ pub struct SegmentMeta {
     pub partitions: usize,
     /// URLs in the fetch list.
     pub urls: u64,
+    /// Whether its `crawl_parse/` carries the redirect targets of its `crawl_fetch/`
+    /// (rows of kind `redirect`, routed to the target's partition by parse: the
+    /// redirect shuffle). Set by parse's commit; `false` for segments parsed before,
+    /// whose redirects updatedb reads from `crawl_fetch/` as it always did.
+    #[serde(default)]
+    pub redirects_in_crawl_parse: bool,
 }
 
 /// One segment directory.
@@ -437,6 +419,11 @@ impl Segment {
     /// Reads `_meta.json`.
     pub fn meta(&self) -> Result<SegmentMeta> {
         parquet::read_json(&self.path.join(SEGMENT_META))
+    }
+
+    /// Rewrites `_meta.json` (atomically; the caller holds the segment's lock).
+    pub fn write_meta(&self, meta: &SegmentMeta) -> Result<()> {
+        parquet::write_json(&self.path.join(SEGMENT_META), meta)
     }
 
     /// Whether `dataset` (`content` or `parse_text`) was deleted by `prunesegs`: it is

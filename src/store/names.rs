@@ -102,6 +102,9 @@ pub const CRAWLDB: &str = "crawldb";
 pub const LINKDB: &str = "linkdb";
 /// `sitemapdb/`.
 pub const SITEMAPDB: &str = "sitemapdb";
+/// `sitemap_urls/`: in a sitemap task's attempt, the URLs its sitemaps listed, one
+/// file per target partition (the sitemap stage's shuffle, read by its commit).
+pub const SITEMAP_URLS: &str = "sitemap_urls";
 /// `pagerank/`.
 pub const PAGERANK: &str = "pagerank";
 /// `pagerank/hits/`: hub and authority scores (with `--hits`).

@@ -355,6 +355,16 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(parts)
 }
 
+/// The partition `j` of a shuffle output file named `part-0000j.parquet` (as a map
+/// task writes it into its attempt); `None` for any other name.
+pub fn part_index(path: &Path) -> Option<usize> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("part-")?
+        .strip_suffix(".parquet")?
+        .parse()
+        .ok()
+}
+
 /// Every part file of partition `j` in a dataset directory: `part-0000j.parquet` and
 /// the shuffle outputs committed as `part-0000j-<pset>.parquet` (one per map task,
 /// see [`super::jobs::shuffle_part_name`]), in name order.

@@ -667,6 +667,7 @@ fn write_output_metas(
                 generated_time,
                 partitions: out.partitions,
                 urls,
+                redirects_in_crawl_parse: false,
             },
         )?;
         parquet::write_json(

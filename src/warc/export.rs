@@ -10,13 +10,17 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::records::ContentRecord;
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::store::integrity;
+use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::Segment;
-use crate::store::names::SegmentDataset;
-use crate::store::parquet::{part_files, read_dataset, read_part};
+use crate::store::names::{self, SegmentDataset};
+use crate::store::parquet::{partition_files, read_dataset, read_part};
 use crate::warc::http::{RequestInfo, request_block, response_block};
 use crate::warc::writer::{WarcRecord, record_id, sha1_digest, warc_date};
 
@@ -61,12 +65,20 @@ impl Report for WarcReport {
     const STAGE: &'static str = "warc";
 }
 
-/// Runs the `warc` stage: exports the chosen segment of the crawl directory of `ctx`
-/// (which must exist) with the User-Agent of `fetch.user_agent`.
+/// Runs the `warc` stage on the crawl directory of `ctx` (which must exist) with the
+/// User-Agent of `fetch.user_agent`: the whole export in this process, or one task
+/// of a job on some of the segment's content parts, or the job's commit (see
+/// [`StageCtx::steps`] and docs/warc.md, "As partition tasks").
 pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
     let dir = ctx.open_for_segments()?;
     let segment = match &opts.segment {
         Some(s) => dir.segment(s)?,
+        None if *ctx.task() != TaskMode::Whole => {
+            return Err(Error::input(
+                "warc --job",
+                "name the segment: every task of a job and its commit export the same SEGMENT",
+            ));
+        }
         None => dir.latest_segment()?.ok_or_else(|| {
             Error::crawl_dir(
                 ctx.root(),
@@ -74,6 +86,22 @@ pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
             )
         })?,
     };
+    // Held by a one-process run and by a commit: the content read is not deleted
+    // (prunesegs, mergesegs) or written (fetch) meanwhile, and the files a commit
+    // replaces are not a concurrent export's. Tasks (many at once) only read the
+    // segment and write their own attempt.
+    let _lock = ctx.lock_unless_task(|| segment.lock("warc"))?;
+    if segment.pruned(SegmentDataset::Content) {
+        return Err(Error::crawl_dir(
+            segment.path(),
+            format!(
+                "segment {}: content was pruned by prunesegs; it cannot be exported (crawl the URLs again in a new round and export that segment)",
+                segment.name()
+            ),
+        ));
+    }
+    let content = segment.require(SegmentDataset::Content, "fetch")?;
+    let partitions = segment.meta()?.partitions.max(1);
     let export = ExportOpts {
         out_dir: opts
             .out_dir
@@ -83,11 +111,175 @@ pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
         max_file_bytes: opts.max_file_bytes.max(1),
         user_agent: ctx.config().fetch.user_agent.clone(),
     };
-    let stats = export_segment(&segment, &export)?;
-    Ok(WarcReport {
+    let mut report = WarcReport {
         segment: segment.name().to_string(),
-        stats,
+        stats: ExportStats::default(),
+    };
+    for step in ctx.steps("warc", partitions)? {
+        match step {
+            Step::Task {
+                job,
+                partitions: set,
+                attempt,
+            } => {
+                report.stats = run_task(
+                    &segment, &content, &job, &set, &attempt, partitions, &export,
+                )?;
+            }
+            Step::Commit { job } => report.stats = commit(&segment, &job, partitions, &export)?,
+        }
+    }
+    Ok(report)
+}
+
+/// What a warc task reports (its attempt's `_report.json`): its counts and the
+/// files it wrote with their sizes, which the commit checks and installs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct WarcTaskReport {
+    pages: u64,
+    records: u64,
+    skipped: u64,
+    bytes: u64,
+    /// (file name, bytes), in the order written.
+    files: Vec<(String, u64)>,
+}
+
+/// The file name stem of an export of `segment`: `<prefix>-<segment>-`; a task
+/// over some of the partitions adds its partition set (`<prefix>-<segment>-
+/// p00003-00005-`), so that the names of every task's files stay unique, whatever
+/// ran, and say where the records come from.
+fn stem(opts: &ExportOpts, segment: &Segment, set: &PartitionSet, partitions: usize) -> String {
+    if set.is_all(partitions) {
+        format!("{}-{}-", opts.prefix, segment.name())
+    } else {
+        format!("{}-{}-{}-", opts.prefix, segment.name(), set.dir_name())
+    }
+}
+
+/// A warc task on content parts `set` (attempt `attempt` of `job`): their WARC
+/// files, written into the attempt's `warc/`. Returns its counts (the files by name).
+fn run_task(
+    segment: &Segment,
+    content: &Path,
+    job: &Job,
+    set: &PartitionSet,
+    attempt: &str,
+    partitions: usize,
+    opts: &ExportOpts,
+) -> Result<ExportStats> {
+    let mut parts = Vec::new();
+    for i in set.iter() {
+        parts.extend(partition_files(content, i)?);
+    }
+    integrity::verify(content, integrity::Check::Sizes)?;
+    integrity::verify_files(content, &parts)?;
+    let w = job.attempt_writer(set, attempt)?;
+    let task_opts = ExportOpts {
+        out_dir: w.dataset(names::WARC)?,
+        ..opts.clone()
+    };
+    let stats = export_parts(
+        segment,
+        &parts,
+        &task_opts,
+        stem(opts, segment, set, partitions),
+    )?;
+    let mut report = WarcTaskReport {
+        pages: stats.pages,
+        records: stats.records,
+        skipped: stats.skipped,
+        bytes: stats.bytes,
+        files: Vec::new(),
+    };
+    for f in &stats.files {
+        let size = fs::metadata(f).at(f)?.len();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        report.files.push((name, size));
+    }
+    w.finish(&report)?;
+    Ok(ExportStats {
+        files: report.files.iter().map(|(n, _)| PathBuf::from(n)).collect(),
+        ..stats
     })
+}
+
+/// The commit of a warc job (under the segment's lock): checks the chosen attempts'
+/// files against their reports, links them into the output directory under
+/// temporary names, removes the segment's files of an earlier export, renames the
+/// new ones into place and removes the job. Returns the attempts' counts summed.
+fn commit(
+    segment: &Segment,
+    job: &Job,
+    partitions: usize,
+    opts: &ExportOpts,
+) -> Result<ExportStats> {
+    let chosen = job.choose(partitions)?;
+    let out_dir = &opts.out_dir;
+    fs::create_dir_all(out_dir).at(out_dir)?;
+    let stem = stem(opts, segment, &PartitionSet::all(partitions), partitions);
+    // Leftovers of a killed export or commit (we hold the segment's lock).
+    remove_export_files(out_dir, &stem, |n| n.contains(".warc.gz.tmp-"))?;
+    let mut staged = Staged(Vec::new());
+    let mut stats = ExportStats::default();
+    for a in &chosen {
+        let r: WarcTaskReport = a.report()?;
+        for (name, bytes) in &r.files {
+            let from = a.dataset(names::WARC).join(name);
+            let found = fs::metadata(&from).at(&from)?.len();
+            if found != *bytes || !name.starts_with(&stem) {
+                return Err(Error::crawl_dir(
+                    &from,
+                    format!(
+                        "attempt {} of partitions {} reports {name} with {bytes} bytes, found {found}: the attempt is damaged; delete its directory and rerun the task",
+                        a.attempt(),
+                        a.partitions()
+                    ),
+                ));
+            }
+            let tmp = out_dir.join(format!("{name}.tmp-{}", jobs::nonce()));
+            jobs::link_part(&from, &tmp)?;
+            staged.0.push((tmp, out_dir.join(name)));
+        }
+        stats.pages += r.pages;
+        stats.records += r.records;
+        stats.skipped += r.skipped;
+        stats.bytes += r.bytes;
+    }
+    remove_export_files(out_dir, &stem, |n| n.ends_with(".warc.gz"))?;
+    for (tmp, dest) in std::mem::take(&mut staged.0) {
+        fs::rename(&tmp, &dest).at(&dest)?;
+        stats.files.push(dest);
+    }
+    job.remove()?;
+    Ok(stats)
+}
+
+/// Files linked by a commit under temporary names, removed if it fails.
+struct Staged(Vec<(PathBuf, PathBuf)>);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.0 {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Removes the files of `out_dir` whose names start with `stem` and are selected
+/// by `pick`.
+fn remove_export_files(out_dir: &Path, stem: &str, pick: impl Fn(&str) -> bool) -> Result<()> {
+    for entry in fs::read_dir(out_dir).at(out_dir)? {
+        let entry = entry.at(out_dir)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(stem) && pick(&name) {
+            tracing::info!("removing {}", entry.path().display());
+            fs::remove_file(entry.path()).at(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// What to export and where.
@@ -119,29 +311,20 @@ pub struct ExportStats {
     pub files: Vec<PathBuf>,
 }
 
-/// Exports `segment`'s `content` dataset as WARC files (see the module doc).
-pub fn export_segment(segment: &Segment, opts: &ExportOpts) -> Result<ExportStats> {
-    // Held for the whole export: the content it reads is not deleted (prunesegs,
-    // mergesegs) or written (fetch) meanwhile, and the temporary files it removes as
-    // leftovers are not a concurrent export's of the same segment.
-    let _lock = segment.lock("warc")?;
-    if segment.pruned(SegmentDataset::Content) {
-        return Err(Error::crawl_dir(
-            segment.path(),
-            format!(
-                "segment {}: content was pruned by prunesegs; it cannot be exported (crawl the URLs again in a new round and export that segment)",
-                segment.name()
-            ),
-        ));
-    }
-    let content = segment.require(SegmentDataset::Content, "fetch")?;
+/// Exports the content part files `parts` of `segment` as WARC files named
+/// `<stem><NNNNN>.warc.gz` in `opts.out_dir` (see the module doc).
+fn export_parts(
+    segment: &Segment,
+    parts: &[PathBuf],
+    opts: &ExportOpts,
+    stem: String,
+) -> Result<ExportStats> {
     let conditionals = conditional_headers(segment)?;
     fs::create_dir_all(&opts.out_dir).at(&opts.out_dir)?;
-    let mut files = FileSet::new(opts, segment)?;
-    let parts = part_files(&content)?;
+    let mut files = FileSet::new(opts, segment, stem)?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "warc");
     let mut stats = ExportStats::default();
-    for part in &parts {
+    for part in parts {
         for rows in read_part::<ContentRecord>(part)? {
             for rec in rows? {
                 let mut info = conditionals.get(&rec.url).cloned().unwrap_or_default();
@@ -248,6 +431,7 @@ struct OpenFile {
 /// The rotating set of output files of one export.
 struct FileSet<'a> {
     opts: &'a ExportOpts,
+    stem: String,
     segment: String,
     segment_path: PathBuf,
     hostname: String,
@@ -258,9 +442,10 @@ struct FileSet<'a> {
 }
 
 impl<'a> FileSet<'a> {
-    fn new(opts: &'a ExportOpts, segment: &Segment) -> Result<Self> {
+    fn new(opts: &'a ExportOpts, segment: &Segment, stem: String) -> Result<Self> {
         let set = FileSet {
             opts,
+            stem,
             segment: segment.name().to_string(),
             segment_path: segment.path().to_path_buf(),
             hostname: hostname(),
@@ -273,28 +458,14 @@ impl<'a> FileSet<'a> {
         Ok(set)
     }
 
-    fn stem(&self) -> String {
-        format!("{}-{}-", self.opts.prefix, self.segment)
-    }
-
     /// Removes files of this export's name pattern selected by `pick`.
     fn remove_matching(&self, pick: impl Fn(&str) -> bool) -> Result<()> {
-        let dir = &self.opts.out_dir;
-        let stem = self.stem();
-        for entry in fs::read_dir(dir).at(dir)? {
-            let entry = entry.at(dir)?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&stem) && pick(&name) {
-                tracing::info!("removing {}", entry.path().display());
-                fs::remove_file(entry.path()).at(entry.path())?;
-            }
-        }
-        Ok(())
+        remove_export_files(&self.opts.out_dir, &self.stem, pick)
     }
 
     fn open_next(&mut self) -> Result<()> {
         let index = self.done.len();
-        let name = format!("{}{index:05}.warc.gz", self.stem());
+        let name = format!("{}{index:05}.warc.gz", self.stem);
         let tmp = self
             .opts
             .out_dir

@@ -6,4 +6,4 @@ pub mod export;
 mod http;
 pub mod writer;
 
-pub use export::{ExportOpts, ExportStats, WarcOpts, WarcReport, export_segment, run};
+pub use export::{ExportOpts, ExportStats, WarcOpts, WarcReport, run};

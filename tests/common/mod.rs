@@ -380,3 +380,69 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         })
         .collect()
 }
+
+/// The command of one partition task: `stage args --job J --partitions S --attempt A`.
+pub fn task_command(
+    stage: &str,
+    crawl: &Path,
+    config: &Path,
+    args: &[&str],
+    job: &str,
+    pset: &str,
+    attempt: &str,
+) -> Command {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--job", job, "--partitions", pset, "--attempt", attempt]);
+    stage_command(bin(stage), crawl, config, &all)
+}
+
+/// Runs `cmd`, asserting success; returns its stdout then its stderr.
+pub fn output_ok(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({:?}):\n{err}",
+        out.status
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned() + &err
+}
+
+/// Runs a job's commit (`stage args --job J --commit`), asserting success; returns
+/// its stdout then its stderr.
+pub fn commit_ok(stage: &str, crawl: &Path, config: &Path, args: &[&str], job: &str) -> String {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--job", job, "--commit"]);
+    output_ok(stage_command(bin(stage), crawl, config, &all))
+}
+
+/// Copies the directory tree `from` to `to` (created).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// The number after `key ` in the summary line of `stage` (`<stage>: ...`) in `out`.
+pub fn summary_count(out: &str, stage: &str, key: &str) -> u64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("{stage}: ")))
+        .unwrap_or_else(|| panic!("no {stage} summary line in {out}"));
+    let at = line
+        .find(&format!("{key} "))
+        .unwrap_or_else(|| panic!("no {key:?} in {line}"));
+    line[at + key.len() + 1..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
