@@ -17,48 +17,6 @@ use trawl::store::parquet::read_dataset;
 const WEB: &[&str] = &["--seed", "11", "--hosts", "8", "--pages", "10"];
 const DELAY: f64 = 0.3;
 
-fn task(
-    stage: &str,
-    crawl: &Path,
-    config: &Path,
-    seg: &str,
-    job: &str,
-    parts: &str,
-    attempt: &str,
-) -> Command {
-    stage_command(
-        bin(stage),
-        crawl,
-        config,
-        &[
-            seg,
-            "--job",
-            job,
-            "--partitions",
-            parts,
-            "--attempt",
-            attempt,
-        ],
-    )
-}
-
-fn ok(mut cmd: Command) -> String {
-    let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({:?}):\n{err}",
-        out.status
-    );
-    err
-}
-
-fn commit(stage: &str, crawl: &Path, config: &Path, args: &[&str], job: &str) -> String {
-    let mut a: Vec<&str> = args.to_vec();
-    a.extend(["--job", job, "--commit"]);
-    ok(stage_command(bin(stage), crawl, config, &a))
-}
-
 fn fetch_set(seg: &str) -> BTreeSet<(String, String, Option<i32>)> {
     let rows: Vec<FetchRecord> = read_dataset(&Path::new(seg).join("crawl_fetch")).unwrap();
     let n = rows.len();
@@ -147,16 +105,32 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
     inject_seeds(dir, &b, &config, &map.seeds);
     let seg_b = generate_segment(&b, &config);
     let since = trawl::datum::now_millis();
-    let t1 = task("fetch", &b, &config, &seg_b, "f1", "0-1", "f-01-0")
+    let t1 = task_command("fetch", &b, &config, &[&seg_b], "f1", "0-1", "f-01-0")
         .spawn()
         .unwrap();
-    let t2 = task("fetch", &b, &config, &seg_b, "f1", "2", "f-2-0")
+    let t2 = task_command("fetch", &b, &config, &[&seg_b], "f1", "2", "f-2-0")
         .spawn()
         .unwrap();
-    ok(task("fetch", &b, &config, &seg_b, "f1", "3", "f-3-1"));
+    output_ok(task_command(
+        "fetch",
+        &b,
+        &config,
+        &[&seg_b],
+        "f1",
+        "3",
+        "f-3-1",
+    ));
     // The same task again under another attempt id (a retry): both finish, the
     // commit takes one of them.
-    ok(task("fetch", &b, &config, &seg_b, "f1", "3", "f-3-0"));
+    output_ok(task_command(
+        "fetch",
+        &b,
+        &config,
+        &[&seg_b],
+        "f1",
+        "3",
+        "f-3-0",
+    ));
     for mut t in [t1, t2] {
         assert!(t.wait().unwrap().success());
     }
@@ -164,7 +138,7 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
         !Path::new(&seg_b).join("crawl_fetch").exists(),
         "tasks install nothing"
     );
-    let summary = commit("fetch", &b, &config, &[&seg_b], "f1");
+    let summary = commit_ok("fetch", &b, &config, &[&seg_b], "f1");
     assert!(summary.contains("fetch: segment"), "{summary}");
     assert!(!b.join("_jobs").exists(), "the commit removes the job");
     assert_eq!(fetch_set(&seg_a), fetch_set(&seg_b));
@@ -174,9 +148,25 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
         assert!(!st.join("fetch.lease").exists(), "lease released");
     }
 
-    ok(task("parse", &b, &config, &seg_b, "p1", "0", "p-0-0"));
-    ok(task("parse", &b, &config, &seg_b, "p1", "1-3", "p-13-0"));
-    let summary = commit("parse", &b, &config, &[&seg_b], "p1");
+    output_ok(task_command(
+        "parse",
+        &b,
+        &config,
+        &[&seg_b],
+        "p1",
+        "0",
+        "p-0-0",
+    ));
+    output_ok(task_command(
+        "parse",
+        &b,
+        &config,
+        &[&seg_b],
+        "p1",
+        "1-3",
+        "p-13-0",
+    ));
+    let summary = commit_ok("parse", &b, &config, &[&seg_b], "p1");
     assert!(summary.contains("parse: segment"), "{summary}");
     assert_eq!(parse_sets(&seg_a), parse_sets(&seg_b));
     // A partition's crawl_parse is made of the map outputs of both tasks (when
@@ -192,9 +182,25 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
     assert!(files.contains(&2), "{files:?}");
     assert!(files.iter().all(|&n| n <= 2), "{files:?}");
 
-    ok(task("linkdb", &b, &config, &seg_b, "l1", "0-2", "l-02-0"));
-    ok(task("linkdb", &b, &config, &seg_b, "l1", "3", "l-3-0"));
-    commit("linkdb", &b, &config, &[&seg_b], "l1");
+    output_ok(task_command(
+        "linkdb",
+        &b,
+        &config,
+        &[&seg_b],
+        "l1",
+        "0-2",
+        "l-02-0",
+    ));
+    output_ok(task_command(
+        "linkdb",
+        &b,
+        &config,
+        &[&seg_b],
+        "l1",
+        "3",
+        "l-3-0",
+    ));
+    commit_ok("linkdb", &b, &config, &[&seg_b], "l1");
     let want = linkdb(&a);
     assert!(!want.is_empty());
     assert_eq!(want, linkdb(&b));
@@ -222,7 +228,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
 
     // The first attempt takes the leases, fetches for a while, then stops answering
     // (SIGSTOP: a zombie whose lease is live).
-    let mut zombie = task("fetch", &crawl, &config, &seg, "j", "0-3", "a-0")
+    let mut zombie = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0")
         .spawn()
         .unwrap();
     let started = Instant::now();
@@ -243,7 +249,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .success()
     );
 
-    let out = task("fetch", &crawl, &config, &seg, "j", "0-3", "a-1")
+    let out = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-1")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -254,7 +260,15 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     let held = trawl::store::lease::Lease::read(&lease).unwrap();
     let wait = held.expires.unwrap() - trawl::datum::now_millis();
     std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
-    ok(task("fetch", &crawl, &config, &seg, "j", "0-3", "a-2"));
+    output_ok(task_command(
+        "fetch",
+        &crawl,
+        &config,
+        &[&seg],
+        "j",
+        "0-3",
+        "a-2",
+    ));
     // The zombie is killed without a chance to finish: its attempt never counts.
     assert!(
         Command::new("kill")
@@ -273,7 +287,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .replace("time_limit = 2.0\n", ""),
     )
     .unwrap();
-    let out = task("fetch", &crawl, &cfg2, &seg, "k", "0", "b-0")
+    let out = task_command("fetch", &crawl, &cfg2, &[&seg], "k", "0", "b-0")
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -287,7 +301,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .replace("[fetch]\n", "[fetch]\nqueue_mode = \"ip\"\n"),
     )
     .unwrap();
-    let out = task("fetch", &crawl, &cfg3, &seg, "k", "0", "b-1")
+    let out = task_command("fetch", &crawl, &cfg3, &[&seg], "k", "0", "b-1")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -295,7 +309,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
         !out.status.success() && err.contains("queue_mode = \"ip\""),
         "{err}"
     );
-    commit("fetch", &crawl, &config, &[&seg], "j");
+    commit_ok("fetch", &crawl, &config, &[&seg], "j");
     let generated: Vec<trawl::CrawlDatum> =
         read_dataset(&Path::new(&seg).join("crawl_generate")).unwrap();
     let fetched = fetch_set(&seg);
