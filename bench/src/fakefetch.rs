@@ -88,6 +88,11 @@ pub fn fake_fetch(root: &Path, segment: &Path, outlinks: usize) -> Result<FakeFe
     fetch_ds.commit()?;
     text_ds.commit()?;
     cp_ds.commit()?;
+    // No fetch redirected, so crawl_parse holds every redirect (none), as parse marks
+    // it: updatedb tasks then read only their partition's files.
+    let mut meta = seg.meta()?;
+    meta.redirects_in_crawl_parse = true;
+    seg.write_meta(&meta)?;
     inl_ds.commit()?;
     data_ds.commit()?;
     Ok(counts
