@@ -16,7 +16,7 @@
 # Equal cores: one process with crawl.threads = 1 against Spark with 1 worker, one
 # process with 2 threads against Spark with 2 workers (each task's binary runs with 1
 # thread on its one-core worker). Spark runs CLUSTER_BENCH_TASKS tasks a stage (default:
-# one per partition, crawl.partitions = 8) plus the commit in the driver; its wall time
+# one per partition, crawl.partitions = 4: large partitions, about 3.7M crawldb URLs each after the update) plus the commit in the driver; its wall time
 # counts from the first task's start to the commit's end (the application's start, a
 # one-time cost of a spark-submit, is listed apart). The per-task overhead is a job of
 # no-op tasks (`true` instead of a stage binary) divided by the tasks each worker ran.
@@ -26,7 +26,7 @@ PYTHON=${PYTHON:-.venv/bin/python}
 OUT=${CLUSTER_BENCH_OUT:-bench-out/cluster}
 URLS=${CLUSTER_BENCH_URLS:-10000000}
 HOSTS=${CLUSTER_BENCH_HOSTS:-300}
-PARTITIONS=${CLUSTER_BENCH_PARTITIONS:-8}
+PARTITIONS=${CLUSTER_BENCH_PARTITIONS:-4}
 TASKS=${CLUSTER_BENCH_TASKS:-$PARTITIONS}
 REPEAT=${CLUSTER_BENCH_REPEAT:-1}
 STAGES=${CLUSTER_BENCH_STAGES:-updatedb parse linkdb}
