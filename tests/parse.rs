@@ -5,7 +5,8 @@ use std::process::Command;
 
 use trawl::records::{ContentRecord, CrawlParseRecord, Header, ParseDataRecord, ParseTextRecord};
 use trawl::store::layout::{CrawlDir, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 const PARTS: usize = 4;
 const SEG: &str = "20260101000000";
@@ -53,7 +54,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
             .map(|i| PartWriter::<ContentRecord>::create(&staged.part_path(i)).unwrap())
             .collect();
         for r in rows {
-            let p = partition_for_host(&r.host, PARTS);
+            let p = Partitioner::by_host(PARTS).of_host(&r.host);
             writers[p].push(r).unwrap();
         }
         for w in writers {
@@ -169,7 +170,10 @@ fn parses_a_segment() {
         .enumerate()
     {
         for r in parquet::read_part_all::<ParseDataRecord>(part).unwrap() {
-            assert_eq!(partition_for_host(&trawl::urls::host_of(&r.url), PARTS), i);
+            assert_eq!(
+                Partitioner::by_host(PARTS).of_host(&trawl::urls::host_of(&r.url)),
+                i
+            );
         }
     }
     let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
@@ -224,7 +228,7 @@ fn parses_a_segment() {
     {
         for r in parquet::read_part_all::<CrawlParseRecord>(part).unwrap() {
             assert_eq!(
-                partition_for_host(&trawl::urls::host_of(&r.url), PARTS),
+                Partitioner::by_host(PARTS).of_host(&trawl::urls::host_of(&r.url)),
                 i,
                 "{r:?}"
             );

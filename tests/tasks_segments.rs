@@ -308,3 +308,157 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .collect::<BTreeSet<_>>()
     );
 }
+
+/// With `crawl.partition_key = "domain"`, fetch tasks may keep one politeness queue
+/// per domain (`queue_mode = "domain"`): all hosts of a domain are in one partition,
+/// so two concurrent tasks never fetch one domain at once. The test web's hosts are
+/// all under `web.test`; `www.a.test` and `b.a.test` (404 everywhere) are another
+/// domain. Over a crawl partitioned by host, `queue_mode = "domain"` is refused in
+/// partial tasks (naming the remedy), and `queue_mode = "ip"` is refused in partial
+/// tasks whatever the key.
+#[test]
+fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
+    use trawl::store::partition::{PartitionKey, Partitioner};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web_flags = ["--seed", "11", "--hosts", "6", "--pages", "4"];
+    let web = TestWeb::start(dir, &web_flags);
+    let config = write_config(
+        dir,
+        &web.addr,
+        DELAY,
+        &format!("\"*.a.test\" = \"{}\"\n", web.addr),
+    );
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[crawl]\n", "[crawl]\npartition_key = \"domain\"\n")
+        .replace(
+            "[fetch]\n",
+            "[fetch]\ntime_limit = 120.0\nqueue_mode = \"domain\"\n",
+        );
+    std::fs::write(&config, text).unwrap();
+    let mut seeds = Vec::new();
+    for i in 0..6 {
+        for p in ["/", "/p1.html", "/p2.html"] {
+            seeds.push(format!("http://site{i}.web.test{p}"));
+        }
+    }
+    for h in ["www.a.test", "b.a.test"] {
+        seeds.push(format!("http://{h}/"));
+        seeds.push(format!("http://{h}/x.html"));
+    }
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &seeds);
+    let seg = generate_segment(&crawl, &config);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(&seg).join("_meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["partition_key"], "domain");
+    // By host, the six hosts would fall into both tasks' partitions.
+    let (first, second) = ("0-1", "2-3");
+    let half = |p: usize| usize::from(p >= 2);
+    let by_host: BTreeSet<usize> = (0..6)
+        .map(|i| half(Partitioner::by_host(4).of_host(&format!("site{i}.web.test"))))
+        .collect();
+    assert_eq!(
+        by_host.len(),
+        2,
+        "a test web whose hosts span both tasks by host"
+    );
+
+    let since = trawl::datum::now_millis();
+    let t1 = task("fetch", &crawl, &config, &seg, "f", first, "a-0")
+        .spawn()
+        .unwrap();
+    ok(task("fetch", &crawl, &config, &seg, "f", second, "b-0"));
+    assert!(t1.wait_with_output().unwrap().status.success());
+    let summary = commit("fetch", &crawl, &config, &[&seg], "f");
+    assert!(summary.contains("fetch: segment"), "{summary}");
+    let fetched = fetch_set(&seg);
+    assert_eq!(fetched.len(), seeds.len());
+    let log = web.stop();
+
+    // Every domain's requests (pages and robots.txt of all its hosts) at least the
+    // delay apart, across both tasks.
+    let min = (DELAY * 1000.0) as i64 - 2;
+    let mut by_domain: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
+    for l in log.iter().filter(|l| l.time_ms >= since) {
+        by_domain
+            .entry(trawl::urls::registrable_domain(&l.host))
+            .or_default()
+            .push((l.time_ms, format!("{}{}", l.host, l.path)));
+    }
+    assert_eq!(
+        by_domain.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["a.test", "web.test"]
+    );
+    let hosts: BTreeSet<&str> = log.iter().map(|l| l.host.as_str()).collect();
+    assert_eq!(hosts.len(), 8, "{hosts:?}");
+    for (domain, mut reqs) in by_domain {
+        reqs.sort();
+        // 18 pages and 6 robots.txt of web.test; 4 pages and 2 robots.txt of a.test.
+        assert!(reqs.len() >= 6, "{domain}: {reqs:?}");
+        for w in reqs.windows(2) {
+            assert!(
+                w[1].0 - w[0].0 >= min,
+                "{domain}: {} and {} {} ms apart (delay {} ms)",
+                w[0].1,
+                w[1].1,
+                w[1].0 - w[0].0,
+                min + 2
+            );
+        }
+    }
+    // Each domain's URLs were fetched by one task: its fetch-list partition.
+    let pt = Partitioner::new(4, PartitionKey::Domain);
+    assert_eq!(
+        pt.of_host("site0.web.test"),
+        pt.of_host("site5.web.test"),
+        "one partition for a domain"
+    );
+
+    // queue_mode = "ip" stays refused in a partial task, with the reason.
+    let cfg_ip = dir.join("ip.toml");
+    std::fs::write(
+        &cfg_ip,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("queue_mode = \"domain\"", "queue_mode = \"ip\""),
+    )
+    .unwrap();
+    let seg2 = generate_segment(&crawl, &config);
+    let out = task("fetch", &crawl, &cfg_ip, &seg2, "g", "0", "c-0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("queue_mode = \"ip\"")
+            && err.contains("known only once a host is resolved")
+            && err.contains("run fetch as one task"),
+        "{err}"
+    );
+
+    // Over a crawl partitioned by host, domain queues are refused in partial tasks.
+    let host_crawl = dir.join("by-host");
+    let cfg_host = dir.join("host.toml");
+    std::fs::write(
+        &cfg_host,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("partition_key = \"domain\"", "partition_key = \"host\""),
+    )
+    .unwrap();
+    inject_seeds(dir, &host_crawl, &cfg_host, &seeds);
+    let seg3 = generate_segment(&host_crawl, &cfg_host);
+    let out = task("fetch", &host_crawl, &cfg_host, &seg3, "h", "0-1", "d-0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("queue_mode = \"domain\"")
+            && err.contains("repartition --partition-key domain"),
+        "{err}"
+    );
+}

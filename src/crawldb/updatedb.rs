@@ -38,7 +38,8 @@ use crate::store::disk;
 use crate::store::integrity::{self, Check};
 use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter};
+use crate::store::partition::Partitioner;
 use crate::urls::{UrlPolicy, host_of};
 
 /// Options of one updatedb run (`updatedb.additions_allowed`, `--no-additions`, is a
@@ -279,7 +280,7 @@ fn run_task_at(
     let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     state.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
-    let redirects = route_redirects(&segments, &policy, n)?;
+    let redirects = route_redirects(&segments, &policy, meta.partitioner())?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "updatedb");
     let stats = parts
@@ -290,7 +291,7 @@ fn run_task_at(
             let st = run_partition(
                 &dir,
                 i,
-                n,
+                meta.partitioner(),
                 &segments,
                 &redirects[i],
                 &state,
@@ -404,7 +405,7 @@ fn choose_segments(
         }
         match what_to_merge(&s, meta, opts.no_parse, chosen_newest)? {
             Some(part) => {
-                let parts = s.meta()?.partitions;
+                let parts = s.meta()?.partitioner();
                 segments.push(Seg {
                     seg: s,
                     parts,
@@ -485,10 +486,14 @@ type Redirect = (String, String, Inlink);
 /// The redirect targets of the segments' fetches, per crawldb partition (they may live
 /// in any partition: small, one per redirect). A segment being completed had its
 /// fetches (and redirects) merged already.
-fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec<Vec<Redirect>>> {
-    let mut redirects: Vec<Vec<Redirect>> = (0..n).map(|_| Vec::new()).collect();
+fn route_redirects(
+    segments: &[Seg],
+    policy: &UrlPolicy,
+    pt: Partitioner,
+) -> Result<Vec<Vec<Redirect>>> {
+    let mut redirects: Vec<Vec<Redirect>> = (0..pt.n()).map(|_| Vec::new()).collect();
     for sg in segments.iter().filter(|sg| sg.part != Part::Rest) {
-        for p in 0..sg.parts {
+        for p in 0..sg.parts.n() {
             let rows: Vec<FetchRecord> = read_partition(
                 &sg.seg.dataset(SegmentDataset::CrawlFetch),
                 p,
@@ -516,7 +521,7 @@ fn route_redirects(segments: &[Seg], policy: &UrlPolicy, n: usize) -> Result<Vec
                     depth: f.depth,
                     redirect: true,
                 };
-                redirects[partition_for_host(&host, n)].push((url, host, inl));
+                redirects[pt.of_host(&host)].push((url, host, inl));
             }
         }
     }
@@ -570,8 +575,8 @@ fn record_segment(meta: &mut CrawlDbMeta, name: &str, part: Part) {
 #[derive(Debug)]
 struct Seg {
     seg: Segment,
-    /// Its partition count.
-    parts: usize,
+    /// Its partitioning.
+    parts: Partitioner,
     part: Part,
 }
 
@@ -604,13 +609,13 @@ impl SegRows {
     }
 }
 
-/// Merges crawldb partition `i` (of `n`) with the segments' rows of that partition and
+/// Merges crawldb partition `i` (of `pt`) with the segments' rows of that partition and
 /// the redirect targets routed to it, writing the new part to `w`.
 #[allow(clippy::too_many_arguments)]
 fn run_partition(
     dir: &CrawlDir,
     i: usize,
-    n: usize,
+    pt: Partitioner,
     segments: &[Seg],
     redirects: &[Redirect],
     state: &Ctx,
@@ -631,9 +636,9 @@ fn run_partition(
         budget,
     };
     for sg in segments {
-        scan_fetches(sg, i, n, &mut rows)?;
+        scan_fetches(sg, i, pt, &mut rows)?;
         if sg.part != Part::FetchOnly && sg.seg.has(SegmentDataset::CrawlParse) {
-            scan_parse(sg, i, n, &mut rows)?;
+            scan_parse(sg, i, pt, &mut rows)?;
         }
     }
     for (url, host, inl) in redirects {
@@ -666,7 +671,7 @@ fn run_partition(
 
 /// Adds partition `i` of a segment's `crawl_fetch` to `rows`: the fetch outcomes (unless
 /// the segment is being completed) and the markers of what its parse will bring.
-fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+fn scan_fetches(sg: &Seg, i: usize, n: Partitioner, rows: &mut SegRows) -> Result<()> {
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(
@@ -703,7 +708,7 @@ fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> 
 }
 
 /// Adds partition `i` of a segment's `crawl_parse` (signatures, links) to `rows`.
-fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+fn scan_parse(sg: &Seg, i: usize, n: Partitioner, rows: &mut SegRows) -> Result<()> {
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(
