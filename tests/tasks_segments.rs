@@ -366,6 +366,27 @@ fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
         "a test web whose hosts span both tasks by host"
     );
 
+    // queue_mode = "ip" stays refused in a partial task, with the reason.
+    let cfg_ip = dir.join("ip.toml");
+    std::fs::write(
+        &cfg_ip,
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("queue_mode = \"domain\"", "queue_mode = \"ip\""),
+    )
+    .unwrap();
+    let out = task("fetch", &crawl, &cfg_ip, &seg, "g", "0", "c-0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("queue_mode = \"ip\"")
+            && err.contains("known only once a host is resolved")
+            && err.contains("run fetch as one task"),
+        "{err}"
+    );
+
     let since = trawl::datum::now_millis();
     let t1 = task("fetch", &crawl, &config, &seg, "f", first, "a-0")
         .spawn()
@@ -415,28 +436,6 @@ fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
         pt.of_host("site0.web.test"),
         pt.of_host("site5.web.test"),
         "one partition for a domain"
-    );
-
-    // queue_mode = "ip" stays refused in a partial task, with the reason.
-    let cfg_ip = dir.join("ip.toml");
-    std::fs::write(
-        &cfg_ip,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("queue_mode = \"domain\"", "queue_mode = \"ip\""),
-    )
-    .unwrap();
-    let seg2 = generate_segment(&crawl, &config);
-    let out = task("fetch", &crawl, &cfg_ip, &seg2, "g", "0", "c-0")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("queue_mode = \"ip\"")
-            && err.contains("known only once a host is resolved")
-            && err.contains("run fetch as one task"),
-        "{err}"
     );
 
     // Over a crawl partitioned by host, domain queues are refused in partial tasks.
