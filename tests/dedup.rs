@@ -85,6 +85,7 @@ fn build(root: &Path) {
             name: "20260101000000".into(),
             generated_time: 0,
             partitions: 1,
+            partition_key: Default::default(),
             urls: 2,
         },
     )

@@ -210,6 +210,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         name: name.to_string(),
         generated_time: 0,
         partitions,
+        partition_key: Default::default(),
         urls: urls.len() as u64,
     };
     parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();

@@ -66,6 +66,7 @@ fn segment(root: &Path, name: &str, pages: Vec<ParseDataRecord>) {
         name: name.into(),
         generated_time: 0,
         partitions: 2,
+        partition_key: Default::default(),
         urls: pages.len() as u64,
     };
     parquet::write_json(&seg.join("_meta.json"), &meta).unwrap();
@@ -244,6 +245,7 @@ fn linkdb_keep_internal_and_clear_errors() {
             name: "20260103000000".into(),
             generated_time: 0,
             partitions: 2,
+            partition_key: Default::default(),
             urls: 0,
         },
     )

@@ -44,6 +44,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
             name: SEG.into(),
             generated_time: 0,
             partitions: PARTS,
+            partition_key: Default::default(),
             urls: rows.len() as u64,
         },
     )
