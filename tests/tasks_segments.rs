@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,22 @@ fn task(
             attempt,
         ],
     )
+}
+
+/// A copy of the config file `config`, `from` replaced by `to`, as `name` beside it.
+fn config_variant(config: &Path, name: &str, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(config).unwrap();
+    assert!(text.contains(from), "{from:?} not in the config");
+    let path = config.with_file_name(name);
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path
+}
+
+/// Runs `cmd`, which must fail; returns its stderr.
+fn refused(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "{cmd:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn ok(mut cmd: Command) -> String {
@@ -265,36 +281,18 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     );
     let _ = zombie.wait();
     // A fetch task without a time limit is refused (its lease could never expire).
-    let cfg2 = dir.join("nolimit.toml");
-    std::fs::write(
-        &cfg2,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("time_limit = 2.0\n", ""),
-    )
-    .unwrap();
-    let out = task("fetch", &crawl, &cfg2, &seg, "k", "0", "b-0")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a time limit"));
+    let cfg2 = config_variant(&config, "nolimit.toml", "time_limit = 2.0\n", "");
+    let err = refused(task("fetch", &crawl, &cfg2, &seg, "k", "0", "b-0"));
+    assert!(err.contains("needs a time limit"), "{err}");
     // queue_mode = ip cannot be partitioned.
-    let cfg3 = dir.join("ip.toml");
-    std::fs::write(
-        &cfg3,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("[fetch]\n", "[fetch]\nqueue_mode = \"ip\"\n"),
-    )
-    .unwrap();
-    let out = task("fetch", &crawl, &cfg3, &seg, "k", "0", "b-1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("queue_mode = \"ip\""),
-        "{err}"
+    let cfg3 = config_variant(
+        &config,
+        "ip.toml",
+        "[fetch]\n",
+        "[fetch]\nqueue_mode = \"ip\"\n",
     );
+    let err = refused(task("fetch", &crawl, &cfg3, &seg, "k", "0", "b-1"));
+    assert!(err.contains("queue_mode = \"ip\""), "{err}");
     commit("fetch", &crawl, &config, &[&seg], "j");
     let generated: Vec<trawl::CrawlDatum> =
         read_dataset(&Path::new(&seg).join("crawl_generate")).unwrap();
@@ -367,21 +365,15 @@ fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
     );
 
     // queue_mode = "ip" stays refused in a partial task, with the reason.
-    let cfg_ip = dir.join("ip.toml");
-    std::fs::write(
-        &cfg_ip,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("queue_mode = \"domain\"", "queue_mode = \"ip\""),
-    )
-    .unwrap();
-    let out = task("fetch", &crawl, &cfg_ip, &seg, "g", "0", "c-0")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let cfg_ip = config_variant(
+        &config,
+        "ip.toml",
+        "queue_mode = \"domain\"",
+        "queue_mode = \"ip\"",
+    );
+    let err = refused(task("fetch", &crawl, &cfg_ip, &seg, "g", "0", "c-0"));
     assert!(
-        !out.status.success()
-            && err.contains("queue_mode = \"ip\"")
+        err.contains("queue_mode = \"ip\"")
             && err.contains("known only once a host is resolved")
             && err.contains("run fetch as one task"),
         "{err}"
@@ -440,23 +432,25 @@ fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
 
     // Over a crawl partitioned by host, domain queues are refused in partial tasks.
     let host_crawl = dir.join("by-host");
-    let cfg_host = dir.join("host.toml");
-    std::fs::write(
-        &cfg_host,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("partition_key = \"domain\"", "partition_key = \"host\""),
-    )
-    .unwrap();
+    let cfg_host = config_variant(
+        &config,
+        "host.toml",
+        "partition_key = \"domain\"",
+        "partition_key = \"host\"",
+    );
     inject_seeds(dir, &host_crawl, &cfg_host, &seeds);
     let seg3 = generate_segment(&host_crawl, &cfg_host);
-    let out = task("fetch", &host_crawl, &cfg_host, &seg3, "h", "0-1", "d-0")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(task(
+        "fetch",
+        &host_crawl,
+        &cfg_host,
+        &seg3,
+        "h",
+        "0-1",
+        "d-0",
+    ));
     assert!(
-        !out.status.success()
-            && err.contains("queue_mode = \"domain\"")
+        err.contains("queue_mode = \"domain\"")
             && err.contains("repartition --partition-key domain"),
         "{err}"
     );

@@ -163,13 +163,10 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
         Some(m) if m.partitions > 0 => Partitioner::new(m.partitions, m.partition_key),
         _ => dir
             .crawldb_meta()
-            .map(|m| m.partitioner())
             .ok()
-            .filter(|p| p.n() > 0)
-            .unwrap_or(Partitioner::new(
-                cfg.crawl.partitions,
-                cfg.crawl.partition_key,
-            )),
+            .filter(|m| m.partitions > 0)
+            .map(|m| m.partitioner())
+            .unwrap_or_else(|| Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)),
     };
     let partitions = pt.n();
     let mut summary = LinkDbReport {

@@ -53,11 +53,6 @@ impl Partitioner {
     pub fn of_url(&self, url: &str) -> usize {
         self.of_host(&crate::urls::host_of(url))
     }
-
-    /// The same key with `n` partitions.
-    pub fn with_n(&self, n: usize) -> Self {
-        Self::new(n, self.key)
-    }
 }
 
 impl std::fmt::Display for Partitioner {
