@@ -16,7 +16,7 @@ mod rules;
 mod values;
 
 pub use rules::allowed_values;
-pub use values::{CountMode, GraphSource, QueueMode, Schedule, Teleport, UrlScope};
+pub use values::{CountMode, GraphSource, PartitionKey, QueueMode, Schedule, Teleport, UrlScope};
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -52,6 +52,10 @@ pub struct CrawlConfig {
     pub dir: PathBuf,
     /// Number of host partitions of the crawldb and of segment datasets.
     pub partitions: usize,
+    /// What partitions group URLs by: `"host"` (default) or `"domain"` (registrable
+    /// domain; what `fetch.queue_mode = "domain"` needs in partition tasks). Fixed
+    /// when the crawldb is created; `repartition --partition-key` changes it.
+    pub partition_key: PartitionKey,
     /// Worker threads for rayon kernels (0 = one per core).
     pub threads: usize,
 }
@@ -61,6 +65,7 @@ impl Default for CrawlConfig {
         CrawlConfig {
             dir: PathBuf::from("crawl"),
             partitions: 8,
+            partition_key: PartitionKey::Host,
             threads: 0,
         }
     }

@@ -229,13 +229,31 @@ impl StageCtx {
     /// The crawl directory, which must exist with a complete crawldb
     /// ([`CrawlDir::open_existing`]).
     pub fn open_existing(&self) -> Result<CrawlDir> {
-        CrawlDir::open_existing(&self.root)
+        let dir = CrawlDir::open_existing(&self.root)?;
+        self.check_partition_key(&dir)?;
+        Ok(dir)
     }
 
     /// The crawl directory, which must exist; a crawldb is not required (stages that
     /// only read or write segments: [`CrawlDir::open_for_segments`]).
     pub fn open_for_segments(&self) -> Result<CrawlDir> {
-        CrawlDir::open_for_segments(&self.root)
+        let dir = CrawlDir::open_for_segments(&self.root)?;
+        self.check_partition_key(&dir)?;
+        Ok(dir)
+    }
+
+    /// Refuses a configuration whose `crawl.partition_key` differs from the key the
+    /// crawl records in its crawldb's `_meta.json` (the crawl's is what every stage
+    /// partitions by; `repartition --partition-key` changes it).
+    fn check_partition_key(&self, dir: &CrawlDir) -> Result<()> {
+        if !crate::store::parquet::dataset_complete(&dir.crawldb_current()) {
+            return Ok(());
+        }
+        crate::store::partition::check_key(
+            &dir.crawldb_current(),
+            dir.crawldb_meta()?.partition_key,
+            self.cfg.crawl.partition_key,
+        )
     }
 
     /// The configuration.

@@ -237,8 +237,15 @@ impl UrlPolicy {
     }
 }
 
-/// The registrable domain of a host (public suffix + 1 label), or the host itself.
+/// The registrable domain of a host (public suffix + 1 label), or the host itself:
+/// for an IP literal (`127.0.0.1`, `[::1]`, never a domain, though the public suffix
+/// list's default rule would make `0.1` of the first) and for a host without a
+/// registrable domain (a bare suffix, one label). Domain scope, generate's domain
+/// counts, fetch's domain queues and domain partitioning all use this one function.
 pub fn registrable_domain(host: &str) -> String {
+    if host.starts_with('[') || host.parse::<std::net::IpAddr>().is_ok() {
+        return host.to_string();
+    }
     psl::domain_str(host)
         .map(|d| d.to_string())
         .unwrap_or_else(|| host.to_string())

@@ -1,26 +1,40 @@
-//! `repartition`: change the partition count of an existing crawl.
+//! `repartition`: change the partition count or key of an existing crawl.
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use trawl::stage::StageCtx;
+use trawl::store::partition::PartitionKey;
 use trawl::tools::repartition::{self, RepartitionOpts};
+
+/// `--partition-key`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Key {
+    /// By host name.
+    Host,
+    /// By registrable domain (public suffix list).
+    Domain,
+}
 
 #[derive(Debug, Parser)]
 #[command(
-    about = "Change the partition count of a crawl (crawldb, linkdb, pagerank, every segment)",
-    long_about = "Rewrites every host-partitioned dataset of the crawl directory to --partitions \
-parts: the crawldb (a new version; crawldb/old keeps the previous one), the linkdb, pagerank/ and \
-every dataset of every segment, so that part i of each holds the hosts of partition i. When N is \
-a multiple of the current count, each new part is split from one old part (no shuffle); other \
-counts shuffle, still streaming with bounded memory. Holds the crawldb, linkdb and segment locks. \
+    about = "Change the partition count or key of a crawl (crawldb, linkdb, pagerank, every segment)",
+    long_about = "Rewrites every partitioned dataset of the crawl directory to --partitions \
+parts by --partition-key (host or registrable domain; each the crawl's when not given): the crawldb (a new version; crawldb/old keeps the previous one), the linkdb, pagerank/ and \
+every dataset of every segment, so that part i of each holds the hosts of partition i; the new \
+count and key are recorded in their _meta.json. When the key stays and N is a multiple of the \
+current count, each new part is split from one old part (no shuffle); otherwise rows shuffle, still streaming with bounded memory. Holds the crawldb, linkdb and segment locks. \
 Safe to interrupt: rerun the same command to finish (what is already at N is skipped). See \
 docs/repartition.md."
 )]
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
-    /// The new partition count (the range of crawl.partitions).
+    /// The new partition count (the range of crawl.partitions); the crawl's when not given.
     #[arg(long, value_name = "N")]
-    partitions: usize,
+    partitions: Option<usize>,
+    /// The new partition key (crawl.partition_key): host or domain; the crawl's when
+    /// not given. Set crawl.partition_key to it afterwards.
+    #[arg(long, value_enum, value_name = "KEY")]
+    partition_key: Option<Key>,
 }
 
 trawl::global_allocator!();
@@ -37,6 +51,10 @@ fn run() -> anyhow::Result<()> {
         &ctx,
         &RepartitionOpts {
             partitions: args.partitions,
+            partition_key: args.partition_key.map(|k| match k {
+                Key::Host => PartitionKey::Host,
+                Key::Domain => PartitionKey::Domain,
+            }),
         },
     )?;
     ctx.finish(&report)?;

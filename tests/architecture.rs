@@ -273,3 +273,42 @@ fn crawl_directory_names_are_spelled_only_in_store() {
         found.join("\n")
     );
 }
+
+/// A row's partition is computed by `store::partition::Partitioner` only (by host or
+/// by registrable domain, from the crawl's `_meta.json`): no other code hashes a
+/// host into a partition, and the old free function is gone.
+#[test]
+fn partitions_are_computed_only_by_the_partitioner() {
+    let owner = Path::new("store/partition.rs");
+    let mut found = Vec::new();
+    for top in ["src", "stages", "tests", "bench/src"] {
+        let base = root().join(top);
+        for file in rs_files(&base) {
+            let rel = file.strip_prefix(&base).unwrap();
+            if (top == "src" && rel == owner)
+                || (top == "tests" && rel == Path::new("architecture.rs"))
+            {
+                continue;
+            }
+            let text = fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let hashes_into_parts = code.contains("from_le_bytes") && code.contains('%');
+                let hashes_a_host = code.contains("blake3::hash(") && code.contains("host");
+                if code.contains("partition_for_host") || hashes_into_parts || hashes_a_host {
+                    found.push(format!(
+                        "{top}/{}:{}: {}",
+                        rel.display(),
+                        n + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "partitions computed outside store::partition::Partitioner (use the crawl's Partitioner: CrawlDbMeta::partitioner, SegmentMeta::partitioner):\n{}",
+        found.join("\n")
+    );
+}

@@ -214,8 +214,7 @@ fn killer(
                     .iter()
                     .filter(|l| {
                         l.path != "/robots.txt"
-                            && trawl::store::parquet::partition_for_host(&l.host, PARTITIONS)
-                                == target
+                            && Partitioner::by_host(PARTITIONS).of_host(&l.host) == target
                     })
                     .count();
                 if pages >= KILL_AFTER_PAGES {
@@ -284,7 +283,7 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     for s in &map.seeds {
         let host = url::Url::parse(s).unwrap().host_str().unwrap().to_string();
         *hosts_per_partition
-            .entry(trawl::store::parquet::partition_for_host(&host, PARTITIONS))
+            .entry(Partitioner::by_host(PARTITIONS).of_host(&host))
             .or_insert(0) += 1;
     }
     let target = *hosts_per_partition
@@ -377,3 +376,4 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         started.elapsed().as_secs_f64()
     );
 }
+use trawl::store::partition::Partitioner;

@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 use trawl::datum::{CrawlDatum, DbStatus, FetchStatus};
 use trawl::records::{CrawlParseRecord, FetchRecord};
 use trawl::store::layout::{CrawlDir, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, Record, StagedDataset, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, Record, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 fn bin(name: &str) -> Command {
     let exe = match name {
@@ -69,7 +70,7 @@ fn crawldb_rows(crawl: &Path) -> Vec<CrawlDatum> {
         }
         for r in &rows {
             assert_eq!(
-                partition_for_host(&r.host, meta.partitions),
+                Partitioner::by_host(meta.partitions).of_host(&r.host),
                 i,
                 "{} in its host's part",
                 r.url
@@ -94,7 +95,7 @@ fn write_seg_dataset<R: Record>(seg: &Path, name: &str, rows: Vec<R>, host: impl
     let staged = StagedDataset::new(&seg.join(name)).unwrap();
     let mut parts: Vec<Vec<R>> = (0..meta.partitions).map(|_| Vec::new()).collect();
     for r in rows {
-        let p = partition_for_host(&host(&r), meta.partitions);
+        let p = Partitioner::by_host(meta.partitions).of_host(&host(&r));
         parts[p].push(r);
     }
     for (i, rows) in parts.into_iter().enumerate() {

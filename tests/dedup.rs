@@ -7,7 +7,8 @@ use std::process::Command;
 use trawl::datum::{CrawlDatum, DbStatus};
 use trawl::records::ParseDataRecord;
 use trawl::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 const PARTS: usize = 2;
 
@@ -58,7 +59,7 @@ fn build(root: &Path) {
     ];
     let mut by_part: Vec<Vec<CrawlDatum>> = vec![Vec::new(); PARTS];
     for r in rows {
-        by_part[partition_for_host(&r.host, PARTS)].push(r);
+        by_part[Partitioner::by_host(PARTS).of_host(&r.host)].push(r);
     }
     let staged = StagedDataset::new(&dir.crawldb_current()).unwrap();
     for (i, mut rows) in by_part.into_iter().enumerate() {
@@ -84,6 +85,7 @@ fn build(root: &Path) {
             name: "20260101000000".into(),
             generated_time: 0,
             partitions: 1,
+            partition_key: Default::default(),
             urls: 2,
             redirects_in_crawl_parse: false,
         },
@@ -116,7 +118,7 @@ fn statuses(root: &Path) -> BTreeMap<String, DbStatus> {
         sorted.sort();
         assert_eq!(urls, sorted, "part {i} stays sorted");
         for r in rows {
-            assert_eq!(partition_for_host(&r.host, PARTS), i);
+            assert_eq!(Partitioner::by_host(PARTS).of_host(&r.host), i);
             out.insert(r.url, r.status);
         }
     }

@@ -19,6 +19,7 @@ use trawl::datum::{CrawlDatum, FetchStatus};
 use trawl::records::{ContentRecord, FetchRecord};
 use trawl::store::layout::SegmentMeta;
 use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -197,7 +198,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         if let Some(e) = etag {
             d.metadata.insert("etag".into(), e.to_string());
         }
-        parts[parquet::partition_for_host(&host, partitions)]
+        parts[Partitioner::by_host(partitions).of_host(&host)]
             .push(d)
             .unwrap();
     }
@@ -209,6 +210,7 @@ fn make_segment(root: &Path, name: &str, urls: &[(&str, Option<&str>)]) -> PathB
         name: name.to_string(),
         generated_time: 0,
         partitions,
+        partition_key: Default::default(),
         urls: urls.len() as u64,
         redirects_in_crawl_parse: false,
     };

@@ -7,7 +7,8 @@ use std::process::Command;
 use trawl::graph::rows::{HitsRecord, HostRankRecord};
 use trawl::records::{InlinkRecord, Outlink, PageRankRecord, ParseDataRecord};
 use trawl::store::layout::{CrawlDbMeta, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, Record, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, Record};
+use trawl::store::partition::Partitioner;
 use trawl::urls::host_of;
 use trawl::{CrawlDatum, DbStatus};
 
@@ -17,7 +18,7 @@ fn write_dataset<R: Record>(dir: &Path, parts: usize, rows: Vec<R>, host: impl F
     std::fs::create_dir_all(dir).unwrap();
     let mut buckets: Vec<Vec<R>> = (0..parts).map(|_| Vec::new()).collect();
     for r in rows {
-        let p = partition_for_host(&host(&r), parts);
+        let p = Partitioner::by_host(parts).of_host(&host(&r));
         buckets[p].push(r);
     }
     for (i, rows) in buckets.into_iter().enumerate() {
@@ -65,6 +66,7 @@ fn segment(root: &Path, name: &str, pages: Vec<ParseDataRecord>) {
         name: name.into(),
         generated_time: 0,
         partitions: 2,
+        partition_key: Default::default(),
         urls: pages.len() as u64,
         redirects_in_crawl_parse: false,
     };
@@ -189,7 +191,7 @@ fn linkdb_inverts_once_and_drops_internal_links() {
     assert_eq!(parts.len(), PARTS);
     for (p, rows) in parts.iter().enumerate() {
         for r in rows {
-            assert_eq!(partition_for_host(&host_of(&r.url), PARTS), p);
+            assert_eq!(Partitioner::by_host(PARTS).of_host(&host_of(&r.url)), p);
         }
         assert!(
             rows.windows(2)
@@ -244,6 +246,7 @@ fn linkdb_keep_internal_and_clear_errors() {
             name: "20260103000000".into(),
             generated_time: 0,
             partitions: 2,
+            partition_key: Default::default(),
             urls: 0,
             redirects_in_crawl_parse: false,
         },
@@ -303,7 +306,7 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
         let rows: Vec<PageRankRecord> = parquet::read_part_all(part).unwrap();
         assert!(
             rows.iter()
-                .all(|r| partition_for_host(&host_of(&r.url), PARTS) == p)
+                .all(|r| Partitioner::by_host(PARTS).of_host(&host_of(&r.url)) == p)
         );
         assert!(rows.windows(2).all(|w| w[0].url < w[1].url));
     }

@@ -5,7 +5,8 @@ use std::process::Command;
 
 use trawl::records::{ContentRecord, CrawlParseRecord, Header, ParseDataRecord, ParseTextRecord};
 use trawl::store::layout::{CrawlDir, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 const PARTS: usize = 4;
 const SEG: &str = "20260101000000";
@@ -43,6 +44,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
             name: SEG.into(),
             generated_time: 0,
             partitions: PARTS,
+            partition_key: Default::default(),
             urls: rows.len() as u64,
             redirects_in_crawl_parse: false,
         },
@@ -54,7 +56,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
             .map(|i| PartWriter::<ContentRecord>::create(&staged.part_path(i)).unwrap())
             .collect();
         for r in rows {
-            let p = partition_for_host(&r.host, PARTS);
+            let p = Partitioner::by_host(PARTS).of_host(&r.host);
             writers[p].push(r).unwrap();
         }
         for w in writers {
@@ -170,7 +172,10 @@ fn parses_a_segment() {
         .enumerate()
     {
         for r in parquet::read_part_all::<ParseDataRecord>(part).unwrap() {
-            assert_eq!(partition_for_host(&trawl::urls::host_of(&r.url), PARTS), i);
+            assert_eq!(
+                Partitioner::by_host(PARTS).of_host(&trawl::urls::host_of(&r.url)),
+                i
+            );
         }
     }
     let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
@@ -225,7 +230,7 @@ fn parses_a_segment() {
     {
         for r in parquet::read_part_all::<CrawlParseRecord>(part).unwrap() {
             assert_eq!(
-                partition_for_host(&trawl::urls::host_of(&r.url), PARTS),
+                Partitioner::by_host(PARTS).of_host(&trawl::urls::host_of(&r.url)),
                 i,
                 "{r:?}"
             );

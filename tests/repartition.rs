@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -22,8 +22,10 @@ use trawl::records::{
     ParseTextRecord,
 };
 use trawl::store::names::SegmentDataset;
-use trawl::store::parquet::{Record, part_files, part_name, partition_for_host, read_part_all};
-use trawl::urls::host_of;
+use trawl::store::parquet::{Record, part_files, part_name, read_part_all};
+use trawl::store::partition::PartitionKey;
+use trawl::store::partition::Partitioner;
+use trawl::urls::{host_of, registrable_domain};
 
 const WEB: &[&str] = &["--seed", "5", "--hosts", "10", "--pages", "10"];
 const EXTRA: &str = "[pagerank]\nhits = true\nhostrank = true\n";
@@ -37,15 +39,39 @@ struct Crawl {
     seeds: Vec<String>,
 }
 
+/// Hosts of registrable domains other than the test web's `web.test`, resolved to
+/// the test web (which answers 404 for them): `a.test` with two hosts,
+/// `shop.co.uk` (under the two-label public suffix `co.uk`) with two, `b.test`.
+const OTHER_HOSTS: &[&str] = &[
+    "www.a.test",
+    "news.a.test",
+    "www.shop.co.uk",
+    "img.shop.co.uk",
+    "b.test",
+];
+
 /// A crawl of the test web (4 partitions) after `rounds` full rounds.
 fn crawl(rounds: usize) -> Crawl {
+    crawl_with(rounds, "host", &[])
+}
+
+/// A crawl of the test web and the home pages of `other` hosts (4 partitions by
+/// `key`) after `rounds` full rounds.
+fn crawl_with(rounds: usize, key: &str, other: &[&str]) -> Crawl {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let map = site_map(&dir, WEB);
     let web = TestWeb::start(&dir, WEB);
-    let config = write_config(&dir, &web.addr, 0.0, EXTRA);
+    let resolve: String = ["*.a.test", "*.shop.co.uk", "b.test"]
+        .iter()
+        .map(|p| format!("\"{p}\" = \"{}\"\n", web.addr))
+        .collect();
+    let config = write_config(&dir, &web.addr, 0.0, &format!("{resolve}\n{EXTRA}"));
+    set_key(&config, key);
     let crawl = dir.join("crawl");
-    inject_seeds(&dir, &crawl, &config, &map.seeds);
+    let mut seeds = map.seeds.clone();
+    seeds.extend(other.iter().map(|h| format!("http://{h}/")));
+    inject_seeds(&dir, &crawl, &config, &seeds);
     for _ in 0..rounds {
         round(&crawl, &config).expect("a round");
     }
@@ -55,8 +81,40 @@ fn crawl(rounds: usize) -> Crawl {
         crawl,
         config,
         web,
-        seeds: map.seeds,
+        seeds,
     }
+}
+
+/// Sets `crawl.partition_key` in the config file at `config`.
+fn set_key(config: &Path, key: &str) {
+    let text = std::fs::read_to_string(config).unwrap();
+    let text = match text.find("partition_key = ") {
+        Some(i) => {
+            let end = i + text[i..].find('\n').unwrap();
+            format!("{}partition_key = \"{key}\"{}", &text[..i], &text[end..])
+        }
+        None => text.replacen(
+            "[crawl]\n",
+            &format!("[crawl]\npartition_key = \"{key}\"\n"),
+            1,
+        ),
+    };
+    std::fs::write(config, text).unwrap();
+}
+
+/// Per dataset and registrable domain, the parts holding its rows.
+fn parts_of_domains(crawl: &Path) -> BTreeMap<(String, String), BTreeSet<usize>> {
+    let mut out: BTreeMap<(String, String), BTreeSet<usize>> = BTreeMap::new();
+    for (rel, kind) in datasets(crawl) {
+        for (i, part) in part_files(&crawl.join(&rel)).unwrap().iter().enumerate() {
+            for (host, _) in part_rows(&kind, part) {
+                out.entry((rel.clone(), registrable_domain(&host)))
+                    .or_default()
+                    .insert(i);
+            }
+        }
+    }
+    out
 }
 
 fn repartition(crawl: &Path, config: &Path, args: &[&str]) -> Output {
@@ -146,9 +204,22 @@ fn meta_partitions(path: &Path) -> u64 {
     v["partitions"].as_u64().unwrap()
 }
 
+/// The `partition_key` a `_meta.json` records (`host` when it has none).
+fn meta_key(path: &Path) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v["partition_key"].as_str().unwrap_or("host").to_string()
+}
+
 /// Every dataset has `n` parts `part-00000..`, part `i` holding only hosts of
 /// partition `i`; the crawldb and linkdb parts are sorted; every `_meta.json` says `n`.
 fn assert_partitioned(crawl: &Path, n: usize) {
+    assert_partitioned_by(crawl, Partitioner::by_host(n));
+}
+
+/// [`assert_partitioned`] for the partitioning `pt` (count and key): every
+/// `_meta.json` also records its key.
+fn assert_partitioned_by(crawl: &Path, pt: Partitioner) {
+    let n = pt.n();
     let all = datasets(crawl);
     assert!(all.len() > 8, "{all:?}");
     for (rel, kind) in all {
@@ -162,11 +233,7 @@ fn assert_partitioned(crawl: &Path, n: usize) {
         for (i, p) in parts.iter().enumerate() {
             let rows = part_rows(&kind, p);
             for (host, _) in &rows {
-                assert_eq!(
-                    partition_for_host(host, n),
-                    i,
-                    "{rel} part {i}: host {host}"
-                );
+                assert_eq!(pt.of_host(host), i, "{rel} part {i}: host {host}");
             }
             if kind == "crawldb" {
                 let urls: Vec<CrawlDatum> = read_part_all(p).unwrap();
@@ -182,18 +249,20 @@ fn assert_partitioned(crawl: &Path, n: usize) {
             }
         }
     }
-    let n = n as u64;
-    assert_eq!(
-        meta_partitions(&crawl.join("crawldb/current/_meta.json")),
-        n
-    );
-    assert_eq!(meta_partitions(&crawl.join("linkdb/current/_meta.json")), n);
-    assert_eq!(meta_partitions(&crawl.join("pagerank/_meta.json")), n);
+    let mut metas = vec![
+        crawl.join("crawldb/current/_meta.json"),
+        crawl.join("linkdb/current/_meta.json"),
+        crawl.join("pagerank/_meta.json"),
+    ];
     for e in std::fs::read_dir(crawl.join("segments")).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
-            assert_eq!(meta_partitions(&p.join("_meta.json")), n, "{}", p.display());
+            metas.push(p.join("_meta.json"));
         }
+    }
+    for m in metas {
+        assert_eq!(meta_partitions(&m), n as u64, "{}", m.display());
+        assert_eq!(meta_key(&m), pt.key().as_str(), "{}", m.display());
     }
 }
 
@@ -380,4 +449,123 @@ fn bad_requests_are_refused_without_changing_anything() {
     assert!(stderr.contains("no crawldb"), "{stderr}");
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
     drop(c.web);
+}
+
+#[test]
+fn a_crawl_partitioned_by_domain_keeps_each_domain_in_one_part() {
+    let c = crawl_with(2, "domain", OTHER_HOSTS);
+    let pt = Partitioner::new(4, PartitionKey::Domain);
+    assert_partitioned_by(&c.crawl, pt);
+    // Whatever the partitioner computes: every domain's rows of a dataset are in one
+    // part (the ten hosts of web.test, a.test's and shop.co.uk's two each).
+    let parts = parts_of_domains(&c.crawl);
+    for ((rel, domain), p) in &parts {
+        assert_eq!(p.len(), 1, "{rel}: {domain} in parts {p:?}");
+    }
+    let domains: BTreeSet<&str> = parts.keys().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(
+        domains,
+        BTreeSet::from(["a.test", "b.test", "shop.co.uk", "web.test"])
+    );
+    // ... and the domains spread over the parts (by host, web.test's ten hosts would).
+    let used: BTreeSet<usize> = parts
+        .iter()
+        .filter(|((rel, _), _)| rel == "crawldb/current")
+        .flat_map(|(_, p)| p.iter().copied())
+        .collect();
+    assert!(used.len() >= 2, "{used:?}");
+    let by_host: BTreeSet<usize> = (0..10)
+        .map(|i| Partitioner::by_host(4).of_host(&format!("site{i}.web.test")))
+        .collect();
+    assert!(by_host.len() >= 2, "{by_host:?}");
+    let urls = crawldb_statuses(&c.crawl);
+    assert!(urls.len() > 50, "{}", urls.len());
+    for h in OTHER_HOSTS {
+        assert!(urls.contains_key(&format!("http://{h}/")), "{h}");
+    }
+}
+
+#[test]
+fn repartition_host_to_domain_keeps_every_row_and_the_key_is_enforced() {
+    let c = crawl_with(1, "host", OTHER_HOSTS);
+    let before = by_host(&c.crawl);
+    let urls = crawldb_statuses(&c.crawl);
+
+    // The config may not ask for another key than the crawl's.
+    let domain_cfg = c.dir.join("domain.toml");
+    std::fs::copy(&c.config, &domain_cfg).unwrap();
+    set_key(&domain_cfg, "domain");
+    let snap = snapshot(&c.crawl);
+    for stage in ["generate", "updatedb", "readdb"] {
+        let args: &[&str] = if stage == "readdb" { &["--stats"] } else { &[] };
+        let out = run(stage, &c.crawl, &domain_cfg, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stage}: {err}");
+        assert!(
+            err.contains("partitioned by host")
+                && err.contains("crawl.partition_key = \"domain\"")
+                && err.contains("repartition --partition-key domain"),
+            "{stage}: {err}"
+        );
+    }
+    let seeds = c.dir.join("more.txt");
+    std::fs::write(&seeds, "http://site0.web.test/new.html\n").unwrap();
+    let out = run("inject", &c.crawl, &domain_cfg, &[seeds.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "inject: {err}");
+    assert!(err.contains("partitioned by host"), "{err}");
+    assert_eq!(snapshot(&c.crawl), snap, "a refused stage changes nothing");
+
+    // Neither a count nor a key: refused.
+    let out = repartition(&c.crawl, &c.config, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--partition-key"));
+
+    // host -> domain, same count: a shuffle; every host's rows kept, in order.
+    let out = repartition(&c.crawl, &c.config, &["--partition-key", "domain"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let summary = err.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains("4 -> 4 partitions, key host -> domain (shuffle)")
+            && summary.contains(&format!("crawldb {} urls", urls.len())),
+        "{summary}"
+    );
+    let pt = Partitioner::new(4, PartitionKey::Domain);
+    assert_partitioned_by(&c.crawl, pt);
+    assert_eq!(by_host(&c.crawl), before, "every host's rows, in order");
+    assert_eq!(crawldb_statuses(&c.crawl), urls);
+    for ((rel, domain), p) in parts_of_domains(&c.crawl) {
+        assert_eq!(p.len(), 1, "{rel}: {domain} in parts {p:?}");
+    }
+
+    // Now the host config is refused and the domain config crawls on.
+    let out = run("generate", &c.crawl, &c.config, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1) && err.contains("partitioned by domain"),
+        "{err}"
+    );
+    let seg = round(&c.crawl, &domain_cfg).expect("a round after repartition");
+    assert_eq!(meta_key(&Path::new(&seg).join("_meta.json")), "domain");
+    assert_partitioned_by(&c.crawl, pt);
+
+    // A count change keeps the key: 4 -> 8 by domain is still a split.
+    let out = repartition(&c.crawl, &domain_cfg, &["--partitions", "8"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("4 -> 8 partitions (split)"), "{err}");
+    assert_partitioned_by(&c.crawl, Partitioner::new(8, PartitionKey::Domain));
+
+    // An old crawl (no partition_key in its _meta.json) reads as partitioned by host.
+    let old = crawl(1);
+    let meta = old.crawl.join("crawldb/current/_meta.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    assert_eq!(v["partition_key"], "host");
+    let mut v = v;
+    v.as_object_mut().unwrap().remove("partition_key");
+    // (The manifest lists the parts only: the file is rewritten as an old trawl wrote it.)
+    std::fs::write(&meta, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    run_ok("readdb", &old.crawl, &old.config, &["--stats"]);
+    round(&old.crawl, &old.config).expect("a round on an old crawl");
 }

@@ -19,7 +19,8 @@ use trawl::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord,
     ParseTextRecord,
 };
-use trawl::store::parquet::{Record, part_files, partition_for_host, read_dataset, read_part_all};
+use trawl::store::parquet::{Record, part_files, read_dataset, read_part_all};
+use trawl::store::partition::Partitioner;
 use trawl::urls::host_of;
 
 const WEB: &[&str] = &["--seed", "11", "--hosts", "4", "--pages", "12"];
@@ -188,7 +189,7 @@ fn assert_partitioned<R: Record>(seg: &Path, ds: &str, url: impl Fn(&R) -> &str,
         let rows: Vec<R> = read_part_all(p).unwrap();
         for r in &rows {
             assert_eq!(
-                partition_for_host(&host_of(url(r)), PARTS),
+                Partitioner::by_host(PARTS).of_host(&host_of(url(r))),
                 i,
                 "{ds} part {i}"
             );

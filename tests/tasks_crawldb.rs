@@ -546,3 +546,80 @@ fn refused_commits_change_nothing() {
     );
     drop(web);
 }
+
+/// generate's per-domain cap (`count_mode = "domain"`) as tasks equals one-process
+/// generate, whether partitions group URLs by host (a domain's hosts spread over
+/// several tasks: the histogram pass keeps each part's best per domain and the
+/// cut-off counts across parts) or by domain (a domain in one task). Nothing is
+/// fetched: the seeds are the candidates.
+#[test]
+fn generate_caps_per_domain_as_tasks_with_either_partition_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut seeds = Vec::new();
+    for (hosts, pages) in [
+        (
+            &[
+                "site0.web.test",
+                "site1.web.test",
+                "site2.web.test",
+                "site3.web.test",
+            ][..],
+            6,
+        ),
+        (&["www.a.test", "news.a.test", "shop.a.test"][..], 5),
+        (&["www.shop.co.uk", "img.shop.co.uk"][..], 4),
+        (&["b.test"][..], 2),
+    ] {
+        for h in hosts {
+            for p in 0..pages {
+                seeds.push(format!("http://{h}/p{p}.html"));
+            }
+        }
+    }
+    let mut lists = Vec::new();
+    for key in ["host", "domain"] {
+        let cfg = dir.join(format!("{key}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[crawl]\npartitions = 8\npartition_key = \"{key}\"\n\n\
+                 [generate]\nmax_per_host = 7\ncount_mode = \"domain\"\n"
+            ),
+        )
+        .unwrap();
+        let (a, b) = (dir.join(format!("{key}-a")), dir.join(format!("{key}-b")));
+        let seed_dir = dir.join(format!("{key}-seeds"));
+        std::fs::create_dir_all(&seed_dir).unwrap();
+        inject_seeds(&seed_dir, &a, &cfg, &seeds);
+        inject_seeds(&seed_dir, &b, &cfg, &seeds);
+        let seg_a = generate_segment(&a, &cfg);
+        let job = "g";
+        tasks_over_sets("generate", &b, &cfg, &[], job, &["--pass", "histogram"]);
+        run_ok("generate", &b, &cfg, &["--job", job, "--cutoff"]);
+        tasks_over_sets("generate", &b, &cfg, &[], job, &["--pass", "select"]);
+        let seg_b = commit_ok("generate", &b, &cfg, &[], job).trim().to_string();
+        let (la, lb) = (fetch_list(Path::new(&seg_a)), fetch_list(Path::new(&seg_b)));
+        assert_eq!(la, lb, "{key}: tasks selected other URLs than one process");
+        let mut per_domain: BTreeMap<String, usize> = BTreeMap::new();
+        for url in la.iter().flatten() {
+            *per_domain
+                .entry(trawl::urls::registrable_domain(&trawl::urls::host_of(url)))
+                .or_default() += 1;
+        }
+        assert_eq!(
+            per_domain,
+            BTreeMap::from([
+                ("a.test".to_string(), 7),
+                ("b.test".to_string(), 2),
+                ("shop.co.uk".to_string(), 7),
+                ("web.test".to_string(), 7),
+            ]),
+            "{key}"
+        );
+        let mut urls: Vec<String> = la.into_iter().flatten().collect();
+        urls.sort();
+        lists.push(urls);
+    }
+    assert_eq!(lists[0], lists[1], "the same selection under either key");
+}

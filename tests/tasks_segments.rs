@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,22 @@ use trawl::store::parquet::read_dataset;
 
 const WEB: &[&str] = &["--seed", "11", "--hosts", "8", "--pages", "10"];
 const DELAY: f64 = 0.3;
+
+/// A copy of the config file `config`, `from` replaced by `to`, as `name` beside it.
+fn config_variant(config: &Path, name: &str, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(config).unwrap();
+    assert!(text.contains(from), "{from:?} not in the config");
+    let path = config.with_file_name(name);
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path
+}
+
+/// Runs `cmd`, which must fail; returns its stderr.
+fn refused(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "{cmd:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
 
 fn fetch_set(seg: &str) -> BTreeSet<(String, String, Option<i32>)> {
     let rows: Vec<FetchRecord> = read_dataset(&Path::new(seg).join("crawl_fetch")).unwrap();
@@ -279,36 +295,34 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     );
     let _ = zombie.wait();
     // A fetch task without a time limit is refused (its lease could never expire).
-    let cfg2 = dir.join("nolimit.toml");
-    std::fs::write(
+    let cfg2 = config_variant(&config, "nolimit.toml", "time_limit = 2.0\n", "");
+    let err = refused(task_command(
+        "fetch",
+        &crawl,
         &cfg2,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("time_limit = 2.0\n", ""),
-    )
-    .unwrap();
-    let out = task_command("fetch", &crawl, &cfg2, &[&seg], "k", "0", "b-0")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a time limit"));
+        &[&seg],
+        "k",
+        "0",
+        "b-0",
+    ));
+    assert!(err.contains("needs a time limit"), "{err}");
     // queue_mode = ip cannot be partitioned.
-    let cfg3 = dir.join("ip.toml");
-    std::fs::write(
-        &cfg3,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("[fetch]\n", "[fetch]\nqueue_mode = \"ip\"\n"),
-    )
-    .unwrap();
-    let out = task_command("fetch", &crawl, &cfg3, &[&seg], "k", "0", "b-1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("queue_mode = \"ip\""),
-        "{err}"
+    let cfg3 = config_variant(
+        &config,
+        "ip.toml",
+        "[fetch]\n",
+        "[fetch]\nqueue_mode = \"ip\"\n",
     );
+    let err = refused(task_command(
+        "fetch",
+        &crawl,
+        &cfg3,
+        &[&seg],
+        "k",
+        "0",
+        "b-1",
+    ));
+    assert!(err.contains("queue_mode = \"ip\""), "{err}");
     commit_ok("fetch", &crawl, &config, &[&seg], "j");
     let generated: Vec<trawl::CrawlDatum> =
         read_dataset(&Path::new(&seg).join("crawl_generate")).unwrap();
@@ -320,5 +334,170 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .into_iter()
             .map(|d| d.url)
             .collect::<BTreeSet<_>>()
+    );
+}
+
+/// With `crawl.partition_key = "domain"`, fetch tasks may keep one politeness queue
+/// per domain (`queue_mode = "domain"`): all hosts of a domain are in one partition,
+/// so two concurrent tasks never fetch one domain at once. The test web's hosts are
+/// all under `web.test`; `www.a.test` and `b.a.test` (404 everywhere) are another
+/// domain. Over a crawl partitioned by host, `queue_mode = "domain"` is refused in
+/// partial tasks (naming the remedy), and `queue_mode = "ip"` is refused in partial
+/// tasks whatever the key.
+#[test]
+fn domain_queues_hold_across_fetch_tasks_of_a_crawl_partitioned_by_domain() {
+    use trawl::store::partition::{PartitionKey, Partitioner};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web_flags = ["--seed", "11", "--hosts", "6", "--pages", "4"];
+    let web = TestWeb::start(dir, &web_flags);
+    let config = write_config(
+        dir,
+        &web.addr,
+        DELAY,
+        &format!("\"*.a.test\" = \"{}\"\n", web.addr),
+    );
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[crawl]\n", "[crawl]\npartition_key = \"domain\"\n")
+        .replace(
+            "[fetch]\n",
+            "[fetch]\ntime_limit = 120.0\nqueue_mode = \"domain\"\n",
+        );
+    std::fs::write(&config, text).unwrap();
+    let mut seeds = Vec::new();
+    for i in 0..6 {
+        for p in ["/", "/p1.html", "/p2.html"] {
+            seeds.push(format!("http://site{i}.web.test{p}"));
+        }
+    }
+    for h in ["www.a.test", "b.a.test"] {
+        seeds.push(format!("http://{h}/"));
+        seeds.push(format!("http://{h}/x.html"));
+    }
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &seeds);
+    let seg = generate_segment(&crawl, &config);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(&seg).join("_meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["partition_key"], "domain");
+    // By host, the six hosts would fall into both tasks' partitions.
+    let (first, second) = ("0-1", "2-3");
+    let half = |p: usize| usize::from(p >= 2);
+    let by_host: BTreeSet<usize> = (0..6)
+        .map(|i| half(Partitioner::by_host(4).of_host(&format!("site{i}.web.test"))))
+        .collect();
+    assert_eq!(
+        by_host.len(),
+        2,
+        "a test web whose hosts span both tasks by host"
+    );
+
+    // queue_mode = "ip" stays refused in a partial task, with the reason.
+    let cfg_ip = config_variant(
+        &config,
+        "ip.toml",
+        "queue_mode = \"domain\"",
+        "queue_mode = \"ip\"",
+    );
+    let err = refused(task_command(
+        "fetch",
+        &crawl,
+        &cfg_ip,
+        &[&seg],
+        "g",
+        "0",
+        "c-0",
+    ));
+    assert!(
+        err.contains("queue_mode = \"ip\"")
+            && err.contains("known only once a host is resolved")
+            && err.contains("run fetch as one task"),
+        "{err}"
+    );
+
+    let since = trawl::datum::now_millis();
+    let t1 = task_command("fetch", &crawl, &config, &[&seg], "f", first, "a-0")
+        .spawn()
+        .unwrap();
+    output_ok(task_command(
+        "fetch",
+        &crawl,
+        &config,
+        &[&seg],
+        "f",
+        second,
+        "b-0",
+    ));
+    assert!(t1.wait_with_output().unwrap().status.success());
+    let summary = commit_ok("fetch", &crawl, &config, &[&seg], "f");
+    assert!(summary.contains("fetch: segment"), "{summary}");
+    let fetched = fetch_set(&seg);
+    assert_eq!(fetched.len(), seeds.len());
+    let log = web.stop();
+
+    // Every domain's requests (pages and robots.txt of all its hosts) at least the
+    // delay apart, across both tasks.
+    let min = (DELAY * 1000.0) as i64 - 2;
+    let mut by_domain: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
+    for l in log.iter().filter(|l| l.time_ms >= since) {
+        by_domain
+            .entry(trawl::urls::registrable_domain(&l.host))
+            .or_default()
+            .push((l.time_ms, format!("{}{}", l.host, l.path)));
+    }
+    assert_eq!(
+        by_domain.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["a.test", "web.test"]
+    );
+    let hosts: BTreeSet<&str> = log.iter().map(|l| l.host.as_str()).collect();
+    assert_eq!(hosts.len(), 8, "{hosts:?}");
+    for (domain, mut reqs) in by_domain {
+        reqs.sort();
+        // 18 pages and 6 robots.txt of web.test; 4 pages and 2 robots.txt of a.test.
+        assert!(reqs.len() >= 6, "{domain}: {reqs:?}");
+        for w in reqs.windows(2) {
+            assert!(
+                w[1].0 - w[0].0 >= min,
+                "{domain}: {} and {} {} ms apart (delay {} ms)",
+                w[0].1,
+                w[1].1,
+                w[1].0 - w[0].0,
+                min + 2
+            );
+        }
+    }
+    // Each domain's URLs were fetched by one task: its fetch-list partition.
+    let pt = Partitioner::new(4, PartitionKey::Domain);
+    assert_eq!(
+        pt.of_host("site0.web.test"),
+        pt.of_host("site5.web.test"),
+        "one partition for a domain"
+    );
+
+    // Over a crawl partitioned by host, domain queues are refused in partial tasks.
+    let host_crawl = dir.join("by-host");
+    let cfg_host = config_variant(
+        &config,
+        "host.toml",
+        "partition_key = \"domain\"",
+        "partition_key = \"host\"",
+    );
+    inject_seeds(dir, &host_crawl, &cfg_host, &seeds);
+    let seg3 = generate_segment(&host_crawl, &cfg_host);
+    let err = refused(task_command(
+        "fetch",
+        &host_crawl,
+        &cfg_host,
+        &[&seg3],
+        "h",
+        "0-1",
+        "d-0",
+    ));
+    assert!(
+        err.contains("queue_mode = \"domain\"")
+            && err.contains("repartition --partition-key domain"),
+        "{err}"
     );
 }

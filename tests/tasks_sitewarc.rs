@@ -13,7 +13,13 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use trawl::sitemaps::SitemapRecord;
-use trawl::store::parquet::{partition_for_host, read_dataset};
+use trawl::store::parquet::read_dataset;
+use trawl::store::partition::Partitioner;
+
+/// The partition of `host` among `n` (the default key, by host).
+fn part_of_host(host: &str, n: usize) -> usize {
+    Partitioner::by_host(n).of_host(host)
+}
 
 /// The sitemap hosts and two plain ones.
 const SM_WEB: &[&str] = &["--hosts", "2", "--pages", "6", "--sitemaps"];
@@ -151,7 +157,7 @@ fn sitemap_as_tasks_equals_one_process() {
             for p in trawl::store::parquet::part_files(&urls).unwrap() {
                 let j = trawl::store::parquet::part_index(&p).unwrap();
                 for r in read_dataset_file(&p) {
-                    assert_eq!(partition_for_host(&r.host, 4), j, "{}", r.url);
+                    assert_eq!(part_of_host(&r.host, 4), j, "{}", r.url);
                     targets.push(j);
                 }
             }
@@ -213,7 +219,7 @@ fn a_killed_sitemap_task_leaves_the_crawl_usable_and_its_retry_works() {
     let before = crawldb_view(&a);
     let sm_before = sitemapdb_view(&a);
 
-    let smap = partition_for_host(testweb::xmlsitemaps::SMAP_HOST, 4);
+    let smap = part_of_host(testweb::xmlsitemaps::SMAP_HOST, 4);
     let lease = a.join(format!("fetch_state/00004/p{smap:05}/fetch.lease"));
     let mut victim = task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0")
         .spawn()
@@ -436,11 +442,11 @@ fn redirect_targets_are_shuffled_to_their_partition() {
     let web_args: &[&str] = &["--seed", "5", "--hosts", "1", "--pages", "3", "--hostile"];
     let web = TestWeb::start(dir, web_args);
     let n = (2..16)
-        .find(|&n| partition_for_host(ROBOTS_MOVED_HOST, n) != partition_for_host(HOSTILE_HOST, n))
+        .find(|&n| part_of_host(ROBOTS_MOVED_HOST, n) != part_of_host(HOSTILE_HOST, n))
         .unwrap();
     let (from, to) = (
-        partition_for_host(ROBOTS_MOVED_HOST, n),
-        partition_for_host(HOSTILE_HOST, n),
+        part_of_host(ROBOTS_MOVED_HOST, n),
+        part_of_host(HOSTILE_HOST, n),
     );
     let config = config_with(dir, &web.addr, 0.0, n);
     let a = dir.join("a");

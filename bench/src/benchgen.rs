@@ -15,7 +15,8 @@ use trawl::datum::{CrawlDatum, DbStatus, FetchStatus, now_millis};
 use trawl::error::Result;
 use trawl::records::{CrawlParseRecord, FetchRecord};
 use trawl::store::layout::{CrawlDbMeta, CrawlDir, SEGMENT_META, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, StagedDataset, partition_for_host};
+use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::partition::Partitioner;
 
 /// Fills the fetch or parse rows of one partition.
 type FillPart<'a> = dyn Fn(usize, &mut Vec<FetchRecord>, &mut Vec<CrawlParseRecord>) + Sync + 'a;
@@ -59,7 +60,7 @@ impl Plan {
         let hosts = spec.hosts.max(1);
         let mut by_part: Vec<Vec<u64>> = (0..n).map(|_| Vec::new()).collect();
         for j in 0..hosts {
-            by_part[partition_for_host(&host(j), n)].push(j);
+            by_part[Partitioner::by_host(n).of_host(&host(j))].push(j);
         }
         Plan {
             n,
@@ -133,6 +134,7 @@ fn write_segment(dir: &CrawlDir, plan: &Plan) -> Result<std::path::PathBuf> {
             name,
             generated_time: plan.now,
             partitions: plan.n,
+            partition_key: Default::default(),
             urls: fetched,
             redirects_in_crawl_parse: false,
         },

@@ -280,7 +280,8 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
             let scheme = if spec.https { "https" } else { "http" };
             let url = format!("{scheme}://{host}/p{p}.html");
             let d = CrawlDatum::unfetched(url, host.clone(), 0, 86400);
-            parts[parquet::partition_for_host(&host, partitions)].push(d)?;
+            parts[trawl::store::partition::Partitioner::by_host(partitions).of_host(&host)]
+                .push(d)?;
         }
     }
     for p in parts {
@@ -291,6 +292,7 @@ fn write_segment(root: &Path, spec: &BenchSpec, partitions: usize) -> Result<Pat
         name: name.to_string(),
         generated_time: trawl::datum::now_millis(),
         partitions,
+        partition_key: Default::default(),
         urls: (spec.hosts * spec.pages) as u64,
         redirects_in_crawl_parse: false,
     };

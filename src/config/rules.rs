@@ -11,7 +11,9 @@ use std::fmt;
 use serde::Serialize;
 
 use super::MAX_INTERVAL_SECS;
-use super::{Config, CountMode, GraphSource, QueueMode, Schedule, Teleport, UrlScope};
+use super::{
+    Config, CountMode, GraphSource, PartitionKey, QueueMode, Schedule, Teleport, UrlScope,
+};
 
 /// One day in seconds: the longest delay, timeout or wait a key may set.
 const DAY: f64 = 86_400.0;
@@ -73,6 +75,7 @@ const UNBOUNDED: i64 = i64::MAX;
 const RULES: &[(&str, Rule, &str)] = &[
     ("crawl.dir", Rule::Text, ""),
     ("crawl.partitions", Rule::Int(1, 4096), ""),
+    ("crawl.partition_key", Rule::OneOf(PartitionKey::NAMES), ""),
     ("crawl.threads", Rule::Int(0, 1024), ""),
     ("urls.schemes", Rule::ListOf(&["http", "https"]), ""),
     ("urls.max_length", Rule::Int(1, 65_536), "bytes"),

@@ -82,6 +82,19 @@ config_enum! {
 }
 
 config_enum! {
+    /// `crawl.partition_key`: what a crawl's partitions group URLs by (Nutch's
+    /// `partition.url.mode`); fixed when the crawldb is created.
+    PartitionKey {
+        /// By host name.
+        #[default]
+        Host = "host",
+        /// By registrable domain (public suffix list); an IP-literal host, or a host
+        /// without a registrable domain, is its own key.
+        Domain = "domain",
+    }
+}
+
+config_enum! {
     /// `updatedb.schedule`: which fetch schedule updatedb applies.
     Schedule {
         /// Fixed interval.
@@ -146,6 +159,8 @@ mod tests {
         assert_eq!(CountMode::NAMES, ["host", "domain"]);
         spelled_alike(&[QueueMode::Host, QueueMode::Domain, QueueMode::Ip]);
         assert_eq!(QueueMode::NAMES, ["host", "domain", "ip"]);
+        spelled_alike(&[PartitionKey::Host, PartitionKey::Domain]);
+        assert_eq!(PartitionKey::NAMES, ["host", "domain"]);
         spelled_alike(&[Schedule::Default, Schedule::Adaptive]);
         assert_eq!(Schedule::NAMES, ["default", "adaptive"]);
         spelled_alike(&[G::Crawl, G::Linkdb]);

@@ -162,8 +162,8 @@ fn pending_urls(
             let rows: Vec<CrawlDatum> = read_partition(
                 &s.dataset(SegmentDataset::CrawlGenerate),
                 i,
-                n,
-                smeta.partitions,
+                meta.partitioner(),
+                smeta.partitioner(),
                 |d: &CrawlDatum| &d.host,
             )?;
             out[i].extend(rows.into_iter().map(|d| d.url));
@@ -250,7 +250,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
         return Ok(report);
     }
     // Pass 2: per part, read the rows of its lists and write them.
-    write_segments(&dir, opts, &paths, &lists, &mut report)?;
+    write_segments(&dir, opts, meta.partition_key, &paths, &lists, &mut report)?;
     tracing::debug!("generate: written {:.2}s", started.elapsed().as_secs_f64());
     Ok(report)
 }
@@ -297,6 +297,7 @@ pub fn run_partition(
 fn write_segments(
     dir: &CrawlDir,
     opts: &GenerateOpts,
+    key: crate::store::partition::PartitionKey,
     paths: &[PathBuf],
     lists: &select::Lists,
     report: &mut GenerateReport,
@@ -323,6 +324,7 @@ fn write_segments(
                 name: name.clone(),
                 generated_time: opts.now,
                 partitions: n,
+                partition_key: key,
                 urls,
                 redirects_in_crawl_parse: false,
             },
@@ -792,6 +794,7 @@ fn commit(
                 name: name.clone(),
                 generated_time: cut.generated_time,
                 partitions: n,
+                partition_key: meta.partition_key,
                 urls,
                 redirects_in_crawl_parse: false,
             },

@@ -26,7 +26,8 @@ use crate::stage::{Report, StageCtx, TaskMode};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::layout::CrawlDir;
-use crate::store::parquet::{self, PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter};
+use crate::store::partition::Partitioner;
 use crate::urls::UrlPolicy;
 
 /// The longest piece of a rejected line echoed in messages, in characters; longer input
@@ -253,10 +254,10 @@ pub fn parse_block(
     bytes: &[u8],
     policy: &UrlPolicy,
     cfg: &Config,
-    parts: usize,
+    parts: Partitioner,
 ) -> ParsedBlock {
     let mut out = ParsedBlock {
-        parts: (0..parts).map(|_| Vec::new()).collect(),
+        parts: (0..parts.n()).map(|_| Vec::new()).collect(),
         ..ParsedBlock::default()
     };
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
@@ -310,7 +311,7 @@ pub fn parse_block(
         match apply_keys(&mut seed, tokens) {
             Ok(()) => {
                 out.accepted += 1;
-                let p = partition_for_host(&seed.host, parts);
+                let p = parts.of_host(&seed.host);
                 out.parts[p].push(seed);
             }
             Err(why) => out.rejected.push(reject(why)),
@@ -339,7 +340,7 @@ pub fn parse_seeds(
 ) -> Result<(Vec<CrawlDatum>, Vec<Rejected>)> {
     let policy = seed_policy(cfg)?;
     let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
-    let block = parse_block(name, 1, bytes, &policy, cfg, 1);
+    let block = parse_block(name, 1, bytes, &policy, cfg, Partitioner::by_host(1));
     let rows = block
         .parts
         .into_iter()
@@ -518,6 +519,8 @@ fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 /// into `spill_dir`). Rejects go to `on_reject` in input order.
 struct SeedSort {
     sorters: Vec<Sorter<Seed>>,
+    /// The crawl's partitioning.
+    pt: Partitioner,
     /// The partitions kept (a task's); the others' seeds are dropped.
     keep: Vec<bool>,
     /// Whether rejected lines are counted and reported (by one task of a job only).
@@ -527,7 +530,8 @@ struct SeedSort {
 }
 
 impl SeedSort {
-    fn new(spill_dir: &std::path::Path, parts: usize, keep: &[usize], budget: usize) -> Self {
+    fn new(spill_dir: &std::path::Path, pt: Partitioner, keep: &[usize], budget: usize) -> Self {
+        let parts = pt.n();
         let mut mask = vec![false; parts];
         for &i in keep {
             if let Some(m) = mask.get_mut(i) {
@@ -538,6 +542,7 @@ impl SeedSort {
             sorters: (0..parts)
                 .map(|i| Sorter::new(spill_dir, &format!("inject-{i:05}")))
                 .collect(),
+            pt,
             rejects: mask.first().copied().unwrap_or(true),
             keep: mask,
             budget: budget.max(1),
@@ -570,7 +575,7 @@ impl SeedSort {
         on_reject: &mut dyn FnMut(&Rejected),
     ) -> Result<(Vec<InputReport>, u64)> {
         let policy = seed_policy(cfg)?;
-        let parts = self.sorters.len();
+        let parts = self.pt;
         // Blocks parsed at once: enough to keep every thread busy.
         let group = 2 * rayon::current_num_threads().max(1);
         let mut reports = Vec::new();
@@ -754,7 +759,7 @@ fn run_task(
     }
     let version = super::version_id(&dir)?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let mut sort = SeedSort::new(out, n, parts, cfg.inject.sort_buffer_rows);
+    let mut sort = SeedSort::new(out, meta.partitioner(), parts, cfg.inject.sort_buffer_rows);
     let (inputs, rejected) = sort.read_all(&opts.inputs, cfg, on_reject)?;
     let runs = sort.sorters.iter().map(|s| s.runs() as u64).sum();
     let spilled_bytes = sort.sorters.iter().map(|s| s.spilled_bytes()).sum();

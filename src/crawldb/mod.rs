@@ -1,7 +1,7 @@
 //! The crawldb lifecycle: `inject`, `generate`, `updatedb`, `readdb`.
 //!
 //! The crawldb (`crawldb/current/`) holds one row per URL, partitioned by host with
-//! [`partition_for_host`](crate::store::parquet::partition_for_host) and sorted by URL within
+//! [`Partitioner`](crate::store::partition::Partitioner) and sorted by URL within
 //! each part. Every writer takes the crawldb lock, repairs an interrupted install,
 //! writes a complete new version beside the current one (partitions in parallel) and
 //! installs it as a [`VersionedDataset`](crate::store::versioned::VersionedDataset);
@@ -42,8 +42,10 @@ pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
     dir.versioned(VersionedDb::CrawlDb).lock(stage)
 }
 
-/// The current crawldb's metadata, or fresh metadata with `crawl.partitions` parts
-/// when there is no crawldb yet; the flag says whether a crawldb exists. A
+/// The current crawldb's metadata (refused when `crawl.partition_key` differs from
+/// the crawl's), or fresh metadata with `crawl.partitions` parts keyed by
+/// `crawl.partition_key` when there is no crawldb yet; the flag says whether a
+/// crawldb exists. A
 /// `crawldb/current/` with parts but no manifest, or whose parts do not match its
 /// manifest's list and sizes, is an [`crate::error::Error::Integrity`], never "no
 /// crawldb". Writers verify checksums with [`verify_for_rewrite`].
@@ -51,12 +53,19 @@ pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool,
     dir.refuse_unmarked_crawldb()?;
     if parquet::dataset_complete(&dir.crawldb_current()) {
         dir.verify_crawldb(Check::Sizes)?;
-        Ok((true, dir.crawldb_meta()?))
+        let meta = dir.crawldb_meta()?;
+        crate::store::partition::check_key(
+            &dir.crawldb_current(),
+            meta.partition_key,
+            cfg.crawl.partition_key,
+        )?;
+        Ok((true, meta))
     } else {
         Ok((
             false,
             CrawlDbMeta {
                 partitions: cfg.crawl.partitions,
+                partition_key: cfg.crawl.partition_key,
                 ..CrawlDbMeta::default()
             },
         ))

@@ -14,8 +14,7 @@ use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::stage::{Report, StageCtx};
 use crate::store::layout::CrawlDir;
-use crate::store::parquet::{PartWriter, partition_for_host};
-use crate::urls::host_of;
+use crate::store::parquet::PartWriter;
 
 /// What readdb prints.
 #[derive(Debug, Clone)]
@@ -297,9 +296,8 @@ pub fn print_stats(st: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The record of one URL, reading only its host's part.
 pub fn lookup(dir: &CrawlDir, url: &str) -> Result<Option<CrawlDatum>> {
-    let n = dir.crawldb_meta()?.partitions;
-    let host = host_of(url);
-    let mut s = DatumStream::open(&current_part(dir, partition_for_host(&host, n)))?;
+    let pt = dir.crawldb_meta()?.partitioner();
+    let mut s = DatumStream::open(&current_part(dir, pt.of_url(url)))?;
     while let Some(u) = s.peek_url() {
         if u > url {
             break;

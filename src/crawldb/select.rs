@@ -1372,6 +1372,6 @@ mod tests {
     }
 
     fn partition_for(host: &str, n: usize) -> usize {
-        parquet::partition_for_host(host, n)
+        crate::store::partition::Partitioner::by_host(n).of_host(host)
     }
 }

@@ -7,7 +7,8 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::datum::CrawlDatum;
 use crate::error::{Error, Result};
-use crate::store::parquet::{self, Record, partition_for_host};
+use crate::store::parquet::{self, Record};
+use crate::store::partition::Partitioner;
 
 type Batches = Box<dyn Iterator<Item = Result<Vec<CrawlDatum>>> + Send>;
 
@@ -125,8 +126,8 @@ fn same_partition_files(dataset: &Path, part: usize) -> Result<Vec<PathBuf>> {
 pub fn scan_partition<R: Record>(
     dataset: &Path,
     part: usize,
-    parts: usize,
-    dataset_parts: usize,
+    parts: Partitioner,
+    dataset_parts: Partitioner,
     host_of: impl Fn(&R) -> &str,
     mut f: impl FnMut(Vec<R>) -> Result<()>,
 ) -> Result<()> {
@@ -142,21 +143,21 @@ pub fn scan_partition<R: Record>(
     for p in parquet::part_files(dataset)? {
         for rows in parquet::read_part::<R>(&p)? {
             let mut rows = rows?;
-            rows.retain(|r| partition_for_host(host_of(r), parts) == part);
+            rows.retain(|r| parts.of_host(host_of(r)) == part);
             f(rows)?;
         }
     }
     Ok(())
 }
 
-/// Reads the rows of host partition `part` (of `parts`) of a segment dataset whose
-/// own partition count is `dataset_parts`: the matching part file when the counts
-/// agree, else every part filtered by host. A missing part file is empty.
+/// Reads the rows of partition `part` (of `parts`) of a segment dataset partitioned
+/// as `dataset_parts`: the matching part file when the partitionings (count and key)
+/// agree, else every part filtered by `parts`. A missing part file is empty.
 pub fn read_partition<R: Record>(
     dataset: &Path,
     part: usize,
-    parts: usize,
-    dataset_parts: usize,
+    parts: Partitioner,
+    dataset_parts: Partitioner,
     host_of: impl Fn(&R) -> &str,
 ) -> Result<Vec<R>> {
     if dataset_parts == parts {
@@ -172,7 +173,7 @@ pub fn read_partition<R: Record>(
             out.extend(
                 rows?
                     .into_iter()
-                    .filter(|r| partition_for_host(host_of(r), parts) == part),
+                    .filter(|r| parts.of_host(host_of(r)) == part),
             );
         }
     }

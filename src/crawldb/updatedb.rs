@@ -38,7 +38,8 @@ use crate::store::disk;
 use crate::store::integrity::{self, Check};
 use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter};
+use crate::store::partition::Partitioner;
 use crate::urls::{UrlPolicy, host_of};
 
 /// Options of one updatedb run (`updatedb.additions_allowed`, `--no-additions`, is a
@@ -284,7 +285,7 @@ fn run_task_at(
     let mut state = Ctx::new(&cfg.updatedb, cfg.urls.max_depth, now);
     state.additions = cfg.updatedb.additions_allowed;
     let policy = UrlPolicy::new(&cfg.urls, &meta.seed_hosts)?;
-    let (redirects, parts_read) = route_redirects(&segments, &policy, n)?;
+    let (redirects, parts_read) = route_redirects(&segments, &policy, meta.partitioner())?;
     task.redirect_fetch_parts_read = parts_read;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let pb = crate::cli::progress_bar(parts.len() as u64, "updatedb");
@@ -296,7 +297,7 @@ fn run_task_at(
             let st = run_partition(
                 &dir,
                 i,
-                n,
+                meta.partitioner(),
                 &segments,
                 &redirects[i],
                 &state,
@@ -413,7 +414,7 @@ fn choose_segments(
                 let m = s.meta()?;
                 segments.push(Seg {
                     seg: s,
-                    parts: m.partitions,
+                    parts: m.partitioner(),
                     part,
                     routed: m.redirects_in_crawl_parse,
                 });
@@ -499,15 +500,15 @@ type Redirect = (String, String, Inlink);
 fn route_redirects(
     segments: &[Seg],
     policy: &UrlPolicy,
-    n: usize,
+    pt: Partitioner,
 ) -> Result<(Vec<Vec<Redirect>>, u64)> {
-    let mut redirects: Vec<Vec<Redirect>> = (0..n).map(|_| Vec::new()).collect();
+    let mut redirects: Vec<Vec<Redirect>> = (0..pt.n()).map(|_| Vec::new()).collect();
     let mut parts_read = 0;
     for sg in segments
         .iter()
         .filter(|sg| sg.part != Part::Rest && !sg.redirects_from_parse())
     {
-        for p in 0..sg.parts {
+        for p in 0..sg.parts.n() {
             let rows: Vec<FetchRecord> = read_partition(
                 &sg.seg.dataset(SegmentDataset::CrawlFetch),
                 p,
@@ -527,7 +528,7 @@ fn route_redirects(
                     depth: f.depth,
                     redirect: true,
                 };
-                redirects[partition_for_host(&host, n)].push((url, host, inl));
+                redirects[pt.of_host(&host)].push((url, host, inl));
             }
         }
     }
@@ -581,8 +582,8 @@ fn record_segment(meta: &mut CrawlDbMeta, name: &str, part: Part) {
 #[derive(Debug)]
 struct Seg {
     seg: Segment,
-    /// Its partition count.
-    parts: usize,
+    /// Its partitioning.
+    parts: Partitioner,
     part: Part,
     /// Its crawl_parse carries its redirects (the redirect shuffle,
     /// [`crate::store::layout::SegmentMeta::redirects_in_crawl_parse`]).
@@ -626,13 +627,13 @@ impl SegRows {
     }
 }
 
-/// Merges crawldb partition `i` (of `n`) with the segments' rows of that partition and
+/// Merges crawldb partition `i` (of `pt`) with the segments' rows of that partition and
 /// the redirect targets routed to it, writing the new part to `w`.
 #[allow(clippy::too_many_arguments)]
 fn run_partition(
     dir: &CrawlDir,
     i: usize,
-    n: usize,
+    pt: Partitioner,
     segments: &[Seg],
     redirects: &[Redirect],
     state: &Ctx,
@@ -653,9 +654,9 @@ fn run_partition(
         budget,
     };
     for sg in segments {
-        scan_fetches(sg, i, n, &mut rows)?;
+        scan_fetches(sg, i, pt, &mut rows)?;
         if sg.part != Part::FetchOnly && sg.seg.has(SegmentDataset::CrawlParse) {
-            scan_parse(sg, i, n, &mut rows)?;
+            scan_parse(sg, i, pt, &mut rows)?;
         }
     }
     for (url, host, inl) in redirects {
@@ -688,7 +689,7 @@ fn run_partition(
 
 /// Adds partition `i` of a segment's `crawl_fetch` to `rows`: the fetch outcomes (unless
 /// the segment is being completed) and the markers of what its parse will bring.
-fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+fn scan_fetches(sg: &Seg, i: usize, n: Partitioner, rows: &mut SegRows) -> Result<()> {
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(
@@ -725,7 +726,7 @@ fn scan_fetches(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> 
 }
 
 /// Adds partition `i` of a segment's `crawl_parse` (signatures, links) to `rows`.
-fn scan_parse(sg: &Seg, i: usize, n: usize, rows: &mut SegRows) -> Result<()> {
+fn scan_parse(sg: &Seg, i: usize, n: Partitioner, rows: &mut SegRows) -> Result<()> {
     let (s, part) = (&sg.seg, sg.part);
     let name = s.name();
     scan_partition(

@@ -41,6 +41,7 @@ use crate::store::layout::{CrawlDir, Segment};
 use crate::store::lease::Lease;
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
+use crate::store::partition::{PartitionKey, Partitioner};
 use crate::urls::UrlPolicy;
 
 use page::FetchItem;
@@ -332,20 +333,22 @@ impl TaskReport {
 }
 
 /// Refuses a fetch task on some of the partitions when politeness queues could
-/// span partitions: `fetch.queue_mode = "domain"` (hosts are partitioned by host,
-/// so two tasks may fetch hosts of one domain at once) or `"ip"` (addresses are
-/// known only once resolved, so no partitioning can follow them).
-fn check_queue_mode(cfg: &Config, set: &PartitionSet, partitions: usize) -> Result<()> {
-    if set.is_all(partitions) {
+/// span partitions: `fetch.queue_mode = "domain"` over a crawl partitioned by host
+/// (two tasks may fetch hosts of one domain at once; partitioned by domain, a
+/// domain's hosts are all in one partition, so its queue is in one task), or
+/// `"ip"` (addresses are known only once resolved, during fetch, so no
+/// partitioning can follow them).
+fn check_queue_mode(cfg: &Config, set: &PartitionSet, pt: Partitioner) -> Result<()> {
+    if set.is_all(pt.n()) {
         return Ok(());
     }
-    let why = match cfg.fetch.queue_mode {
-        QueueMode::Host => return Ok(()),
-        QueueMode::Domain => {
-            "fetch.queue_mode = \"domain\" keeps one politeness queue per registrable domain, but the crawl's partitions group URLs by host, so two tasks could fetch hosts of one domain at the same time; fetch with queue_mode = \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
+    let why = match (cfg.fetch.queue_mode, pt.key()) {
+        (QueueMode::Host, _) | (QueueMode::Domain, PartitionKey::Domain) => return Ok(()),
+        (QueueMode::Domain, PartitionKey::Host) => {
+            "fetch.queue_mode = \"domain\" keeps one politeness queue per registrable domain, but the crawl's partitions group URLs by host (its crawldb's partition_key = \"host\"), so two tasks could fetch hosts of one domain at the same time; partition the crawl by domain (`repartition --partition-key domain`, then crawl.partition_key = \"domain\"), fetch with queue_mode = \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
         }
-        QueueMode::Ip => {
-            "fetch.queue_mode = \"ip\" keeps one politeness queue per IP address, which is known only once a host is resolved (during fetch), so no partitioning can keep one address in one task (Nutch's byIP partitioning needs a resolve step first); fetch with queue_mode = \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
+        (QueueMode::Ip, _) => {
+            "fetch.queue_mode = \"ip\" keeps one politeness queue per IP address, which is known only once a host is resolved (during fetch), and hosts of one address can sit in different partitions whatever the partition key, so two tasks could fetch one address at the same time (Nutch's byIP partitioning resolves every host in generate; trawl does not, see docs/cluster.md); fetch with queue_mode = \"domain\" (crawl partitioned by domain) or \"host\" in tasks, or run fetch as one task (--partitions 0-N or without --job)"
         }
     };
     Err(Error::input(
@@ -373,7 +376,8 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     // segment meanwhile. Tasks write only their attempts, under partition leases.
     let _lock = ctx.lock_unless_task(|| seg.lock("fetch"))?;
     let seg = select_segment(&dir, Some(seg.path()))?;
-    let partitions = seg.meta()?.partitions.max(1);
+    let pt = seg.meta()?.partitioner();
+    let partitions = pt.n();
     if !matches!(ctx.task(), TaskMode::Task { .. }) {
         remove_partial_outputs(&seg)?;
     }
@@ -385,7 +389,7 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
                 partitions: set,
                 attempt,
             } => {
-                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, partitions)?;
+                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, pt)?;
                 if !report.reached && *ctx.task() != TaskMode::Whole {
                     // Not a task failure (a retry would fail alike): the commit's
                     // summary judges the whole job.
@@ -437,11 +441,12 @@ fn run_task(
     job: &Job,
     set: &PartitionSet,
     attempt: &str,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<TaskReport> {
     let cfg = ctx.config();
+    let partitions = pt.n();
     let is_task = matches!(ctx.task(), TaskMode::Task { .. });
-    check_queue_mode(cfg, set, partitions)?;
+    check_queue_mode(cfg, set, pt)?;
     let expires = lease_expiry(cfg, is_task)?;
     let own: Vec<usize> = set.iter().collect();
     // Every partition's lease first: a live one held by another attempt fails the
@@ -471,7 +476,7 @@ fn run_task(
     let writer = writer::SegmentWriter::start(
         &w.dataset(SegmentDataset::CrawlFetch.as_str())?,
         &w.dataset(SegmentDataset::Content.as_str())?,
-        partitions,
+        pt,
         &own,
     )?;
     let last_ends: Vec<PathBuf> = own
@@ -485,10 +490,10 @@ fn run_task(
         Politeness::load_many(&last_ends, &[], &cfg.fetch).record_end()?;
     }
     let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
-    let robots_cache = RobotsCache::new(dir, cfg, partitions, &own);
+    let robots_cache = RobotsCache::new(dir, cfg, pt, &own);
     let mut shared = new_shared(cfg, policy, &writer, &hosts, &politeness, &robots_cache)?;
     if !set.is_all(partitions) {
-        shared.own = Some((own.iter().copied().collect(), partitions));
+        shared.own = Some((own.iter().copied().collect(), pt));
     }
     let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
@@ -527,7 +532,7 @@ fn run_task(
     write_robots(
         &w.dataset(SegmentDataset::Robots.as_str())?,
         run.robots_log,
-        partitions,
+        pt,
         &own,
     )?;
     let report = TaskReport {
@@ -588,18 +593,18 @@ struct RobotsCache {
     files: BTreeMap<usize, PathBuf>,
     /// The crawl directory's single file (read only).
     legacy: PathBuf,
-    partitions: usize,
+    partitions: Partitioner,
     ttl: f64,
     enabled: bool,
 }
 
 impl RobotsCache {
-    fn new(dir: &CrawlDir, cfg: &Config, partitions: usize, own: &[usize]) -> Self {
+    fn new(dir: &CrawlDir, cfg: &Config, partitions: Partitioner, own: &[usize]) -> Self {
         let ttl = cfg.fetch.robots_cache_ttl;
         RobotsCache {
             files: own
                 .iter()
-                .map(|&i| (i, dir.robots_cache_of(partitions, i)))
+                .map(|&i| (i, dir.robots_cache_of(partitions.n(), i)))
                 .collect(),
             legacy: dir.robots_cache(),
             partitions,
@@ -609,7 +614,7 @@ impl RobotsCache {
     }
 
     fn partition_of(&self, e: &CacheEntry) -> usize {
-        parquet::partition_for_host(&e.record.host, self.partitions)
+        self.partitions.of_host(&e.record.host)
     }
 
     /// The entries of earlier runs still fresh, by origin (of this run's partitions).
@@ -818,16 +823,17 @@ struct RunResult {
 fn write_robots(
     out: &Path,
     mut rows: Vec<RobotsRecord>,
-    partitions: usize,
+    partitions: Partitioner,
     own: &[usize],
 ) -> Result<()> {
     rows.sort_by(|a, b| a.origin.cmp(&b.origin));
-    let mut parts: Vec<Option<PartWriter<RobotsRecord>>> = (0..partitions).map(|_| None).collect();
+    let mut parts: Vec<Option<PartWriter<RobotsRecord>>> =
+        (0..partitions.n()).map(|_| None).collect();
     for &i in own {
         parts[i] = Some(PartWriter::create(&out.join(parquet::part_name(i)))?);
     }
     for r in rows {
-        let p = parquet::partition_for_host(&r.host, partitions);
+        let p = partitions.of_host(&r.host);
         let Some(w) = &mut parts[p] else {
             return Err(Error::crawl_dir(
                 out,

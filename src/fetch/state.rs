@@ -20,6 +20,7 @@ use crate::net::outcome::{connect_failure, network_reason};
 use crate::net::politeness::Politeness;
 use crate::net::robots::RobotsRecord;
 use crate::net::robots_cache::CacheEntry;
+use crate::store::partition::Partitioner;
 use crate::urls::UrlPolicy;
 
 /// Live counters for the progress display.
@@ -76,7 +77,7 @@ pub struct Shared {
     /// The partitions this task fetches, of how many (`None`: every partition): a
     /// redirect to a host of another partition is recorded, not followed, since
     /// another task may be fetching that host.
-    pub own: Option<(HashSet<usize>, usize)>,
+    pub own: Option<(HashSet<usize>, Partitioner)>,
     /// crawl_fetch rows of followed redirect targets.
     pub followed: AtomicU64,
     /// Set by [`Shared::stop_early`] (throughput below `fetch.min_throughput`).
@@ -201,9 +202,8 @@ impl Shared {
     /// Claims `url` for a row of its own; false when it already has one (it is in the
     /// fetch list or was reached by another redirect).
     pub(super) fn claim(&self, url: &str) -> bool {
-        if let Some((own, n)) = &self.own {
-            let host = crate::urls::host_of(url);
-            if !own.contains(&crate::store::parquet::partition_for_host(&host, *n)) {
+        if let Some((own, pt)) = &self.own {
+            if !own.contains(&pt.of_url(url)) {
                 return false;
             }
         }

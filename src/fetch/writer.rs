@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::records::{ContentRecord, FetchRecord};
-use crate::store::parquet::{PartWriter, part_name, partition_for_host};
+use crate::store::parquet::{PartWriter, part_name};
+use crate::store::partition::Partitioner;
 
 /// Buffered content bytes per part after which a row group is written out, so
 /// memory stays bounded by partitions x this (plus Parquet's page buffers).
@@ -72,9 +73,10 @@ impl SegmentWriter {
     pub fn start(
         fetch_dir: &Path,
         content_dir: &Path,
-        partitions: usize,
+        pt: Partitioner,
         own: &[usize],
     ) -> Result<Self> {
+        let partitions = pt.n();
         let mut fetch_parts: Vec<Option<PartWriter<FetchRecord>>> =
             (0..partitions).map(|_| None).collect();
         let mut content_parts: Vec<Option<PartWriter<ContentRecord>>> =
@@ -93,7 +95,7 @@ impl SegmentWriter {
                 let mut batch = Vec::with_capacity(RECV_BATCH);
                 while rx.blocking_recv_many(&mut batch, RECV_BATCH) > 0 {
                     for out in batch.drain(..) {
-                        let p = partition_for_host(&out.record.host, partitions);
+                        let p = pt.of_host(&out.record.host);
                         let (Some(fw), Some(cw)) = (&mut fetch_parts[p], &mut content_parts[p])
                         else {
                             return Err(Error::Net(format!(

@@ -10,7 +10,6 @@ use rustc_hash::FxHashMap;
 use super::csr::{Csr, sort_dedup_edges};
 use super::ids::{PageGraph, url_host};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
-use crate::store::parquet::partition_for_host;
 
 /// The host graph and its PageRank.
 #[derive(Debug)]
@@ -36,7 +35,8 @@ impl HostRank {
 
 /// Collapses `graph` to hosts and ranks them (uniform teleport).
 pub fn hostrank(graph: &PageGraph, params: &PageRankParams) -> HostRank {
-    let parts = graph.partitions();
+    let pt = graph.partitioner();
+    let parts = pt.n();
     let page_host: Vec<String> = (0..graph.nodes())
         .into_par_iter()
         .map(|v| url_host(graph.url(v)).into_owned())
@@ -46,9 +46,7 @@ pub fn hostrank(graph: &PageGraph, params: &PageRankParams) -> HostRank {
         for h in &page_host {
             seen.insert(h.as_str(), ());
         }
-        seen.into_keys()
-            .map(|h| (partition_for_host(h, parts), h))
-            .collect()
+        seen.into_keys().map(|h| (pt.of_host(h), h)).collect()
     };
     hosts.par_sort_unstable();
     let mut part_offsets = vec![0usize; parts + 1];

@@ -10,7 +10,7 @@
 //!    URLs with the same hash are never confused: the hash only picks the bucket.
 //!    Workers buffer URLs per shard and insert them a batch at a time under the
 //!    shard's lock; each URL's count of (non-distinct) out-links is kept beside it.
-//! 2. **Ids.** Each distinct URL gets its host partition (`partition_for_host`); a
+//! 2. **Ids.** Each distinct URL gets its partition (`Partitioner::of_host`); a
 //!    counting sort by partition and a sort by URL within each partition give the
 //!    final order, so every partition is a contiguous id range in URL order (the
 //!    order of the crawldb's and `pagerank/`'s parts). The out-link counts become
@@ -36,7 +36,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 use super::csr::Csr;
 use super::source::EdgeSource;
 use crate::error::{Error, Result};
-use crate::store::parquet::partition_for_host;
+use crate::store::partition::Partitioner;
 use crate::urls::host_of;
 
 /// Bits of a temporary URL id that name its shard.
@@ -437,6 +437,8 @@ pub struct PageGraph {
     /// Temporary (shard, local) id of each node, by final id.
     order: Vec<u32>,
     part_offsets: Vec<usize>,
+    /// How the nodes are partitioned (the crawl's partitioner).
+    pt: Partitioner,
     /// Out-links (node -> distinct targets, ascending).
     pub out: Csr,
 }
@@ -453,9 +455,14 @@ impl PageGraph {
         self.shards[s].url(l)
     }
 
-    /// Number of host partitions.
+    /// Number of partitions.
     pub fn partitions(&self) -> usize {
         self.part_offsets.len() - 1
+    }
+
+    /// How the nodes are partitioned (count and key).
+    pub fn partitioner(&self) -> Partitioner {
+        self.pt
     }
 
     /// The ids of partition `p`, whose URLs are ascending.
@@ -478,7 +485,7 @@ impl PageGraph {
                 }
                 Ok(())
             },
-            partitions,
+            Partitioner::by_host(partitions),
         )
     }
 
@@ -504,7 +511,7 @@ impl PageGraph {
                 }
                 Ok(())
             },
-            partitions,
+            Partitioner::by_host(partitions),
         )
     }
 
@@ -536,10 +543,10 @@ pub fn url_host(url: &str) -> Cow<'_, str> {
     Cow::Owned(host_of(url))
 }
 
-/// Builds the page graph of `source`, partitioning URLs by host into `partitions`.
+/// Builds the page graph of `source`, its URLs partitioned by `pt`.
 /// Its nodes are the ends of every edge and the URLs of the source's node files
 /// (the crawldb: every known page is a node, linked or not).
-pub fn build_graph(source: &EdgeSource, partitions: usize) -> Result<PageGraph> {
+pub fn build_graph(source: &EdgeSource, pt: Partitioner) -> Result<PageGraph> {
     let files = source.files();
     let node_files = source.node_files();
     build_with_nodes(
@@ -547,7 +554,7 @@ pub fn build_graph(source: &EdgeSource, partitions: usize) -> Result<PageGraph> 
         |i, f| source.scan_file(&files[i], f),
         node_files.len(),
         |i, f| source.scan_nodes(&node_files[i], f),
-        partitions,
+        pt,
     )
 }
 
@@ -563,7 +570,7 @@ fn changed(what: impl std::fmt::Display) -> Error {
 
 /// The two-pass build over `jobs` scan jobs (files); `scan(i, f)` calls `f(source,
 /// target)` for every edge of job `i` and must give the same edges both times.
-fn build<S>(jobs: usize, scan: S, partitions: usize) -> Result<PageGraph>
+fn build<S>(jobs: usize, scan: S, partitions: Partitioner) -> Result<PageGraph>
 where
     S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
 {
@@ -583,18 +590,17 @@ fn build_with_nodes<S, N>(
     scan: S,
     node_jobs: usize,
     scan_nodes: N,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<PageGraph>
 where
     S: Fn(usize, &mut dyn FnMut(&str, &str)) -> Result<()> + Sync,
     N: Fn(usize, &mut dyn FnMut(&str)) -> Result<()> + Sync,
 {
-    let partitions = partitions.max(1);
     let t0 = std::time::Instant::now();
     let mut shards = intern_urls(jobs, &scan, node_jobs, &scan_nodes)?;
     let n: usize = shards.iter().map(Shard::len).sum();
     log_phase(t0, &format!("pass 1 (URL table, {n} URLs)"));
-    let (order, part_offsets) = order_by_partition(&shards, partitions);
+    let (order, part_offsets) = order_by_partition(&shards, pt);
     let offsets = assign_ids(&mut shards, &order);
     log_phase(t0, "ids");
     let targets = fill_edges(jobs, &scan, &shards, &order, &offsets)?;
@@ -605,6 +611,7 @@ where
         shards,
         order,
         part_offsets,
+        pt,
         out: Csr::from_parts(offsets, targets),
     })
 }
@@ -656,7 +663,8 @@ where
 
 /// The temporary ids of every URL in final id order, by (host partition, URL), and
 /// where each partition starts in that order.
-fn order_by_partition(shards: &[Shard], partitions: usize) -> (Vec<u32>, Vec<usize>) {
+fn order_by_partition(shards: &[Shard], pt: Partitioner) -> (Vec<u32>, Vec<usize>) {
+    let partitions = pt.n();
     let n: usize = shards.iter().map(Shard::len).sum();
     let parts_of: Vec<Vec<u32>> = shards
         .par_iter()
@@ -668,7 +676,7 @@ fn order_by_partition(shards: &[Shard], partitions: usize) -> (Vec<u32>, Vec<usi
                     if let Some(&p) = cache.get(host.as_ref()) {
                         return p;
                     }
-                    let p = partition_for_host(&host, partitions) as u32;
+                    let p = pt.of_host(&host) as u32;
                     if let Cow::Borrowed(h) = host {
                         cache.insert(h, p);
                     }
@@ -878,7 +886,7 @@ mod tests {
         assert_eq!(g.out.degree(g.id_of("http://a.test/").unwrap()), 1);
         for p in 0..3 {
             for id in g.partition(p) {
-                assert_eq!(partition_for_host(&url_host(g.url(id)), 3), p);
+                assert_eq!(Partitioner::by_host(3).of_host(&url_host(g.url(id))), p);
             }
         }
     }
@@ -900,7 +908,7 @@ mod tests {
         for p in 0..3 {
             let r = g.partition(p);
             for id in r.clone() {
-                assert_eq!(partition_for_host(&url_host(g.url(id)), 3), p);
+                assert_eq!(Partitioner::by_host(3).of_host(&url_host(g.url(id))), p);
                 if id > r.start {
                     assert!(g.url(id - 1) < g.url(id));
                 }
@@ -957,7 +965,7 @@ mod tests {
                 }
                 Ok(())
             },
-            5,
+            Partitioner::by_host(5),
         )
         .unwrap();
         let mut want: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
@@ -988,7 +996,7 @@ mod tests {
                 assert!(g.url(id - 1) < g.url(id));
             }
             for id in r {
-                assert_eq!(partition_for_host(&url_host(g.url(id)), 5), p);
+                assert_eq!(Partitioner::by_host(5).of_host(&url_host(g.url(id))), p);
             }
         }
     }

@@ -34,13 +34,19 @@ use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::layout::Segment;
 use crate::store::names::{SegmentDataset, VersionedDb};
-use crate::store::parquet::{self, PartWriter, partition_for_host};
+use crate::store::parquet::{self, PartWriter};
+use crate::store::partition::{PartitionKey, Partitioner};
 
 /// The linkdb's `_meta.json`, stored inside each version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LinkDbMeta {
-    /// Number of partitions (part files), by the target's host.
+    /// Number of partitions (part files), by the target's host (or its registrable
+    /// domain: `partition_key`).
     pub partitions: usize,
+    /// What the partitions group targets by, the crawl's `partition_key`; `host` in
+    /// linkdbs older than it.
+    #[serde(default)]
+    pub partition_key: PartitionKey,
     /// Segments whose `parse_data` has been inverted into this version.
     #[serde(default)]
     pub inverted_segments: Vec<String>,
@@ -150,15 +156,16 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
         .map(|m| m.inverted_segments.iter().cloned().collect())
         .unwrap_or_default();
     let segments = select_segments(dir, &opts.segments, &done)?;
-    let partitions = match &old_meta {
-        Some(m) if m.partitions > 0 => m.partitions,
+    let pt = match &old_meta {
+        Some(m) if m.partitions > 0 => Partitioner::new(m.partitions, m.partition_key),
         _ => dir
             .crawldb_meta()
-            .map(|m| m.partitions)
             .ok()
-            .filter(|&p| p > 0)
-            .unwrap_or(cfg.crawl.partitions),
+            .filter(|m| m.partitions > 0)
+            .map(|m| m.partitioner())
+            .unwrap_or_else(|| Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)),
     };
+    let partitions = pt.n();
     let mut summary = LinkDbReport {
         segments: segments.len(),
         ..Default::default()
@@ -175,13 +182,13 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
                 partitions: set,
                 attempt,
             } => {
-                let r = run_task(dir, cfg, &segments, &job, &set, &attempt, partitions)?;
+                let r = run_task(dir, cfg, &segments, &job, &set, &attempt, pt)?;
                 summary.links_read = r.links_read;
                 summary.links = r.links;
                 summary.targets = r.targets;
             }
             Step::Commit { job } => {
-                summary = commit(dir, &db, &segments, &done, &job, partitions)?;
+                summary = commit(dir, &db, &segments, &done, &job, pt)?;
             }
         }
     }
@@ -199,8 +206,9 @@ fn run_task(
     job: &Job,
     set: &PartitionSet,
     attempt: &str,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<TaskReport> {
+    let partitions = pt.n();
     let base = version_id(dir)?;
     let cur = dir.linkdb_current();
     let has_old = parquet::dataset_complete(&cur);
@@ -253,7 +261,7 @@ fn run_task(
         interrupted()?;
         legacy_rows.insert(
             seg.name().to_string(),
-            invert_parse_data(seg, &cfg.linkdb, partitions)?,
+            invert_parse_data(seg, &cfg.linkdb, pt)?,
         );
     }
     let w = job.attempt_writer(set, attempt)?;
@@ -300,8 +308,9 @@ fn commit(
     segments: &[Segment],
     done: &BTreeSet<String>,
     job: &Job,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<LinkDbReport> {
+    let partitions = pt.n();
     let chosen = job.choose(partitions)?;
     let now = version_id(dir)?;
     let names: Vec<String> = segments.iter().map(|s| s.name().to_string()).collect();
@@ -340,6 +349,7 @@ fn commit(
     inverted.extend(names);
     let meta = LinkDbMeta {
         partitions,
+        partition_key: pt.key(),
         inverted_segments: inverted.into_iter().collect(),
         written_time: now_millis(),
     };
@@ -452,13 +462,13 @@ fn count_current(dir: &CrawlDir, summary: &mut LinkDbReport) -> Result<()> {
 fn invert_parse_data(
     seg: &Segment,
     cfg: &LinkDbConfig,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<Vec<Vec<InlinkRecord>>> {
-    let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
+    let mut buckets: Vec<Vec<InlinkRecord>> = vec![Vec::new(); pt.n()];
     let files = parquet::part_files(&seg.dataset(SegmentDataset::ParseData))?;
     let per_file: Vec<Result<Vec<Vec<InlinkRecord>>>> = files
         .par_iter()
-        .map(|f| invert_file(f, seg.name(), cfg, partitions))
+        .map(|f| invert_file(f, seg.name(), cfg, pt))
         .collect();
     for b in per_file {
         for (p, rows) in b?.into_iter().enumerate() {
@@ -532,9 +542,9 @@ fn invert_file(
     path: &Path,
     segment: &str,
     cfg: &LinkDbConfig,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<Vec<Vec<InlinkRecord>>> {
-    let mut out: Vec<Vec<InlinkRecord>> = vec![Vec::new(); partitions];
+    let mut out: Vec<Vec<InlinkRecord>> = vec![Vec::new(); pt.n()];
     for batch in read_columns(path, &["url", "outlinks"])? {
         let batch = batch?;
         let bad = || Error::crawl_dir(path, "not a parse_data file (unexpected column types)");
@@ -568,7 +578,7 @@ fn invert_file(
                 } else {
                     cap_chars(anchors.value(j), cfg.max_anchor_length)
                 };
-                out[partition_for_host(&to_host, partitions)].push(InlinkRecord {
+                out[pt.of_host(&to_host)].push(InlinkRecord {
                     url: to.to_string(),
                     from_url: from.to_string(),
                     anchor,

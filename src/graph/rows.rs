@@ -78,8 +78,13 @@ pub struct PageRankMeta {
     pub iterations: usize,
     /// L1 change of the last iteration.
     pub delta: f64,
-    /// Partitions (part files), by host like the crawldb.
+    /// Partitions (part files), by host (or registrable domain: `partition_key`) like
+    /// the crawldb.
     pub partitions: usize,
+    /// What the partitions group URLs by (the crawl's `partition_key`); `host` in
+    /// `pagerank/` written before the key existed.
+    #[serde(default)]
+    pub partition_key: crate::store::partition::PartitionKey,
     /// Whether `hits/` was written.
     pub hits: bool,
     /// Whether `hosts/` was written.

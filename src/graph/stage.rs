@@ -27,6 +27,7 @@ use crate::store::layout::CRAWLDB_META;
 use crate::store::layout::CrawlDir;
 use crate::store::names::VersionedDb;
 use crate::store::parquet::{self, PartWriter, SUCCESS_MARKER, StagedDataset};
+use crate::store::partition::Partitioner;
 
 /// Name of `pagerank/`'s metadata file.
 pub const PAGERANK_META: &str = crate::store::names::META;
@@ -231,9 +232,9 @@ fn rank_graph(ctx: &StageCtx, dir: &CrawlDir) -> Result<Ranked> {
     let pc = &cfg.pagerank;
     let db_meta = dir.crawldb_meta()?;
     let partitions = if db_meta.partitions > 0 {
-        db_meta.partitions
+        db_meta.partitioner()
     } else {
-        cfg.crawl.partitions
+        Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)
     };
     // The crawldb feeds the seed teleport and is rewritten with the ranks: refuse
     // a damaged one before the work starts (and again under the lock).
@@ -298,7 +299,7 @@ fn check_space(dir: &CrawlDir, update_crawldb: bool) -> Result<()> {
 
 /// Builds the page graph from the configured edge source (with every crawldb URL as a
 /// node), its in-link CSR and the out-degrees.
-fn build(dir: &CrawlDir, pc: &PageRankConfig, partitions: usize) -> Result<Built> {
+fn build(dir: &CrawlDir, pc: &PageRankConfig, partitions: Partitioner) -> Result<Built> {
     let started = Instant::now();
     let source = match pc.source {
         GraphSource::Linkdb => EdgeSource::linkdb(dir)?,
@@ -401,6 +402,7 @@ fn write_pagerank(
         iterations: rank.iterations,
         delta: rank.delta,
         partitions: graph.partitions(),
+        partition_key: graph.partitioner().key(),
         hits: pc.hits,
         hostrank: pc.hostrank,
         ignore_internal: pc.ignore_internal,

@@ -38,7 +38,8 @@ use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::layout::Segment;
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, PartWriter, StagedDataset, part_name, partition_for_host};
+use crate::store::parquet::{self, PartWriter, StagedDataset, part_name};
+use crate::store::partition::Partitioner;
 use crate::urls::{UrlPolicy, host_of};
 
 /// Content rows decoded and parsed at a time (bounds memory by batch, not segment).
@@ -158,13 +159,17 @@ struct Shuffle {
     inl_dir: PathBuf,
     cp: Vec<Option<PartWriter<CrawlParseRecord>>>,
     inl: Vec<Option<PartWriter<InlinkRecord>>>,
+    /// The segment's partitioning: a row goes to its target's partition.
+    pt: Partitioner,
 }
 
 impl Shuffle {
-    fn new(cp_dir: PathBuf, inl_dir: PathBuf, partitions: usize, every: bool) -> Result<Self> {
+    fn new(cp_dir: PathBuf, inl_dir: PathBuf, pt: Partitioner, every: bool) -> Result<Self> {
+        let partitions = pt.n();
         let mut s = Shuffle {
             cp_dir,
             inl_dir,
+            pt,
             cp: (0..partitions).map(|_| None).collect(),
             inl: (0..partitions).map(|_| None).collect(),
         };
@@ -225,7 +230,8 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
             ),
         ));
     }
-    let partitions = seg.meta()?.partitions.max(1);
+    let pt = seg.meta()?.partitioner();
+    let partitions = pt.n();
     let mut report = ParseReport {
         segment: seg.name().to_string(),
         ..Default::default()
@@ -237,7 +243,7 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
                 partitions: set,
                 attempt,
             } => {
-                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, partitions)?;
+                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, pt)?;
             }
             Step::Commit { job } => {
                 let whole = *ctx.task() == TaskMode::Whole;
@@ -264,7 +270,7 @@ fn run_task(
     job: &Job,
     set: &PartitionSet,
     attempt: &str,
-    partitions: usize,
+    pt: Partitioner,
 ) -> Result<ParseReport> {
     let started = Instant::now();
     let cfg = ctx.config();
@@ -288,8 +294,8 @@ fn run_task(
     let mut shuffle = Shuffle::new(
         w.dataset(SegmentDataset::CrawlParse.as_str())?,
         w.dataset(SegmentDataset::ParseInlinks.as_str())?,
-        partitions,
-        set.is_all(partitions),
+        pt,
+        set.is_all(pt.n()),
     )?;
     let sh = Shared {
         cfg,
@@ -349,7 +355,6 @@ fn route_redirects(
     if !seg.has(SegmentDataset::CrawlFetch) {
         return Ok(());
     }
-    let partitions = shuffle.cp.len();
     let fetch = seg.dataset(SegmentDataset::CrawlFetch);
     let mut files = Vec::new();
     for i in set.iter() {
@@ -364,7 +369,7 @@ fn route_redirects(
                 };
                 let url = url.to_string();
                 let host = host_of(&url);
-                let j = partition_for_host(&host, partitions);
+                let j = shuffle.pt.of_host(&host);
                 shuffle.cp_writer(j)?.push(CrawlParseRecord {
                     url,
                     host,
@@ -461,7 +466,7 @@ fn run_partition(
     shuffle: &mut Shuffle,
     report: &mut ParseReport,
 ) -> Result<()> {
-    let partitions = shuffle.cp.len();
+    let pt = shuffle.pt;
     let segment = sh.seg.name().to_string();
     let file = File::open(part).at(part)?;
     let builder =
@@ -496,13 +501,13 @@ fn run_partition(
                 if row.kind == "link" {
                     report.link_rows += 1;
                 }
-                let p = partition_for_host(&row.host, partitions);
+                let p = pt.of_host(&row.host);
                 shuffle.cp_writer(p)?.push(row)?;
             }
             // linkdb's rows: every outlink of parse_data (linkdb applies its own
             // filters), by the target's partition.
             for o in &page.data.outlinks {
-                let p = partition_for_host(&host_of(&o.url), partitions);
+                let p = pt.of_url(&o.url);
                 shuffle.inl_writer(p)?.push(InlinkRecord {
                     url: o.url.clone(),
                     from_url: page.data.url.clone(),

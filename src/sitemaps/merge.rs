@@ -20,7 +20,6 @@ use crate::crawldb::{current_part, write_version};
 use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::Result;
 use crate::store::layout::CrawlDir;
-use crate::store::parquet::partition_for_host;
 
 /// What the merge did.
 #[derive(Debug, Clone, Default)]
@@ -95,15 +94,15 @@ pub fn merge_into_crawldb(
         return Ok(report);
     }
     let (exists, mut meta) = crate::crawldb::meta_or_new(dir, cfg)?;
-    let n = meta.partitions;
+    let pt = meta.partitioner();
+    let n = pt.n();
     let mut hosts: BTreeSet<String> = meta.seed_hosts.iter().cloned().collect();
     hosts.extend(seed_hosts.iter().cloned());
     meta.seed_hosts = hosts.into_iter().collect();
     let mut parts: Vec<BTreeMap<String, (&SitemapUrl, &str)>> =
         (0..n).map(|_| BTreeMap::new()).collect();
     for (e, sitemap) in entries {
-        let host = crate::urls::host_of(&e.url);
-        parts[partition_for_host(&host, n)].insert(e.url.clone(), (e, sitemap.as_str()));
+        parts[pt.of_url(&e.url)].insert(e.url.clone(), (e, sitemap.as_str()));
     }
     let counts = write_version(dir, &mut meta, "sitemap", |i, w| {
         let mut db = if exists {

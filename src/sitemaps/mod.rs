@@ -32,7 +32,8 @@ use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::lease::Lease;
 use crate::store::names;
-use crate::store::parquet::{self, PartWriter, part_name, partition_for_host};
+use crate::store::parquet::{self, PartWriter, part_name};
+use crate::store::partition::Partitioner;
 use crate::urls::UrlPolicy;
 
 pub use parse::{ChangeFreq, Parsed, Problem, Scope, SitemapUrl};
@@ -184,12 +185,12 @@ impl SitemapReport {
 /// host's partition (the partition whose fetch lease it holds).
 struct Owner<'a> {
     set: &'a PartitionSet,
-    n: usize,
+    pt: Partitioner,
 }
 
 impl Owner<'_> {
     fn owns_host(&self, host: &str) -> bool {
-        self.set.contains(partition_for_host(host, self.n))
+        self.set.contains(self.pt.of_host(host))
     }
 
     fn owns(&self, url: &Url) -> bool {
@@ -395,7 +396,8 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
     if !is_task {
         crate::crawldb::verify_for_rewrite(&dir)?;
     }
-    let n = crate::crawldb::meta_or_new(&dir, cfg)?.1.partitions.max(1);
+    let pt = crate::crawldb::meta_or_new(&dir, cfg)?.1.partitioner();
+    let n = pt.n().max(1);
     let mut report = SitemapReport::default();
     for step in ctx.steps("sitemap", n)? {
         match step {
@@ -403,7 +405,7 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
                 job,
                 partitions: set,
                 attempt,
-            } => report = run_task(ctx, &dir, opts, &job, &set, &attempt, n)?,
+            } => report = run_task(ctx, &dir, opts, &job, &set, &attempt, pt)?,
             Step::Commit { job } => report = commit(&dir, cfg, opts, &job, n)?,
         }
     }
@@ -461,8 +463,9 @@ fn run_task(
     job: &TaskJob,
     set: &PartitionSet,
     attempt: &str,
-    n: usize,
+    pt: Partitioner,
 ) -> Result<SitemapReport> {
+    let n = pt.n().max(1);
     let cfg = ctx.config();
     let is_task = matches!(ctx.task(), TaskMode::Task { .. });
     let expires = lease_expiry(cfg, is_task)?;
@@ -487,7 +490,7 @@ fn run_task(
     } else {
         read_sitemapdb(dir)?
     };
-    let owner = Owner { set, n };
+    let owner = Owner { set, pt };
     let mut summary = SitemapReport::default();
     let jobs = plan(dir, cfg, opts, &known, now, &owner, &mut summary)?;
     let mut seed_hosts = if parquet::dataset_complete(&dir.crawldb_current()) {
@@ -527,7 +530,7 @@ fn run_task(
             .map(|u| origin_of(&u))
             .unwrap_or_default();
         let row = SitemapUrlRow::new(e, sitemap, &origin, seq as i64);
-        let j = partition_for_host(&row.host, n);
+        let j = pt.of_host(&row.host);
         let slot = &mut writers[j];
         if slot.is_none() {
             *slot = Some(PartWriter::create(&out.join(part_name(j)))?);

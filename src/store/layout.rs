@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use super::integrity::{self, Check};
 use super::names::{self, SegmentDataset, VersionedDb};
 use super::parquet::{self, SUCCESS_MARKER};
+use super::partition::{PartitionKey, Partitioner};
 use super::versioned::VersionedDataset;
 use crate::error::{Error, IoContext, Result};
 
@@ -295,8 +296,12 @@ pub const SEGMENT_META: &str = names::META;
 /// Facts stored with each crawldb version.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CrawlDbMeta {
-    /// Number of host partitions (part files).
+    /// Number of partitions (part files).
     pub partitions: usize,
+    /// What the partitions group URLs by (`crawl.partition_key` when inject created
+    /// the crawldb, or `repartition --partition-key`); `host` in crawls older than it.
+    #[serde(default)]
+    pub partition_key: PartitionKey,
     /// Segments whose fetch and parse results are merged into this version.
     #[serde(default)]
     pub applied_segments: Vec<String>,
@@ -317,6 +322,11 @@ pub struct CrawlDbMeta {
 }
 
 impl CrawlDbMeta {
+    /// The crawl's partitioning (count and key).
+    pub fn partitioner(&self) -> Partitioner {
+        Partitioner::new(self.partitions, self.partition_key)
+    }
+
     /// Whether every result of segment `name` is merged into this version.
     pub fn is_applied(&self, name: &str) -> bool {
         self.applied_segments.iter().any(|a| a == name)
@@ -340,8 +350,12 @@ pub struct SegmentMeta {
     pub name: String,
     /// When generate created it (ms UTC).
     pub generated_time: i64,
-    /// Number of host partitions of its datasets.
+    /// Number of partitions of its datasets.
     pub partitions: usize,
+    /// What its partitions group URLs by (the crawldb's key when it was generated);
+    /// `host` in segments older than it.
+    #[serde(default)]
+    pub partition_key: PartitionKey,
     /// URLs in the fetch list.
     pub urls: u64,
     /// Whether its `crawl_parse/` carries the redirect targets of its `crawl_fetch/`
@@ -350,6 +364,13 @@ pub struct SegmentMeta {
     /// whose redirects updatedb reads from `crawl_fetch/` as it always did.
     #[serde(default)]
     pub redirects_in_crawl_parse: bool,
+}
+
+impl SegmentMeta {
+    /// The segment's partitioning (count and key).
+    pub fn partitioner(&self) -> Partitioner {
+        Partitioner::new(self.partitions, self.partition_key)
+    }
 }
 
 /// One segment directory.

@@ -8,7 +8,9 @@
 //! - [`lease`]: leases, lock files with an expiry (a partition fetched by at most
 //!   one task at a time, across machines).
 //! - [`parquet`]: typed Parquet I/O, [`PartWriter`](parquet::PartWriter),
-//!   [`StagedDataset`](parquet::StagedDataset), host partitioning.
+//!   [`StagedDataset`](parquet::StagedDataset).
+//! - [`partition`]: [`Partitioner`](partition::Partitioner), the one way a row finds
+//!   its partition (by host or by registrable domain, `crawl.partition_key`).
 //! - [`integrity`]: dataset manifests (`_SUCCESS`) and the checks readers run.
 //! - [`names`]: every dataset and file name of the crawl directory
 //!   ([`SegmentDataset`](names::SegmentDataset), [`VersionedDb`](names::VersionedDb)).
@@ -39,5 +41,6 @@ pub mod lock;
 pub mod names;
 pub mod object;
 pub mod parquet;
+pub mod partition;
 pub mod storage;
 pub mod versioned;

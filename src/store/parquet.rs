@@ -158,15 +158,6 @@ pub fn is_partition_file(name: &str, j: usize) -> bool {
     })
 }
 
-/// The partition of a host among `n` parts: stable across runs and versions
-/// (first 8 bytes of blake3 of the lowercase host, modulo `n`).
-pub fn partition_for_host(host: &str, n: usize) -> usize {
-    let h = blake3::hash(host.as_bytes());
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&h.as_bytes()[..8]);
-    (u64::from_le_bytes(b) % n.max(1) as u64) as usize
-}
-
 /// Streams rows of one type into one Parquet file, a row group at a time.
 ///
 /// Row groups close at [`ROW_GROUP_ROWS`] rows or [`ROW_GROUP_BYTES`] uncompressed

@@ -60,9 +60,9 @@ use crate::store::layout::{
 use crate::store::lock::{Lock, segment_lock_path};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{
-    self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name,
-    partition_for_host, read_part,
+    self, PartWriter, Record, SUCCESS_MARKER, StagedDataset, part_files, part_name, read_part,
 };
+use crate::store::partition::Partitioner;
 use crate::store::versioned::test_pause;
 use crate::urls::{UrlPolicy, host_of};
 
@@ -208,13 +208,14 @@ impl Keyer {
 /// One input segment.
 struct Input {
     seg: Segment,
-    parts: usize,
+    parts: Partitioner,
 }
 
 /// Everything the per-partition merge needs.
 struct Plan<'a> {
     inputs: &'a [Input],
-    n: usize,
+    /// The output's partitioning (the crawldb's).
+    pt: Partitioner,
     keyer: &'a Keyer,
     /// key -> (fetch time, input index) of the winning fetch.
     winners: HashMap<String, (Millis, usize)>,
@@ -290,7 +291,8 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
         filter: opts.filter,
         normalize: opts.normalize,
     };
-    let n = crawldb_meta.partitions.max(1);
+    let pt = crawldb_meta.partitioner();
+    let n = pt.n();
     let winners = find_winners(&inputs, &keyer, &mut report)?;
     let (slice_of, slices) = slice_keys(&winners, opts.slice);
     let newest_input = report.inputs.last().cloned().unwrap_or_default();
@@ -321,7 +323,7 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
     }
     let plan = Plan {
         inputs: &inputs,
-        n,
+        pt,
         keyer: &keyer,
         winners,
         slice_of,
@@ -344,7 +346,7 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
         names: &names,
         staged: &staged,
         datasets: &plan.datasets,
-        partitions: n,
+        partitions: pt,
         slices,
     };
     write_output_metas(&outputs, &inputs, &stats, opts, &mut report)?;
@@ -501,7 +503,7 @@ fn check_inputs(
         report.input_bytes += segstate::disk_bytes(s.path());
         inputs.push(Input {
             seg: s.clone(),
-            parts: meta.partitions.max(1),
+            parts: meta.partitioner(),
         });
     }
     Ok(inputs)
@@ -624,7 +626,7 @@ struct Outputs<'a> {
     names: &'a [String],
     staged: &'a [StagedDataset],
     datasets: &'a [SegmentDataset],
-    partitions: usize,
+    partitions: Partitioner,
     slices: usize,
 }
 
@@ -665,7 +667,8 @@ fn write_output_metas(
             &SegmentMeta {
                 name: out.names[s].clone(),
                 generated_time,
-                partitions: out.partitions,
+                partitions: out.partitions.n(),
+                partition_key: out.partitions.key(),
                 urls,
                 redirects_in_crawl_parse: false,
             },
@@ -746,7 +749,7 @@ fn empty<R>(slices: usize) -> Vec<Vec<R>> {
 impl Plan<'_> {
     /// Whether input rows of `inp` for partition `i` are read from part `i` alone.
     fn direct(&self, inp: &Input) -> bool {
-        !self.keyer.rewrites() && inp.parts == self.n
+        !self.keyer.rewrites() && inp.parts == self.pt
     }
 
     /// The output slice of a row of input `k` keyed (for newest-wins) by `key`
@@ -756,7 +759,7 @@ impl Plan<'_> {
         if self.winners.get(key).map(|w| w.1) != Some(k) {
             return None;
         }
-        if !direct && partition_for_host(&host_of(part_url), self.n) != i {
+        if !direct && self.pt.of_url(part_url) != i {
             return None;
         }
         Some(self.slice_of.get(key).copied().unwrap_or(0))
@@ -1005,9 +1008,9 @@ impl Plan<'_> {
     fn merge_robots(&self, i: usize) -> Result<()> {
         let mut newest: HashMap<String, ((Millis, usize), RobotsRecord)> = HashMap::new();
         for (k, inp) in self.inputs.iter().enumerate() {
-            let direct = inp.parts == self.n;
+            let direct = inp.parts == self.pt;
             self.rows_of::<RobotsRecord>(inp, SegmentDataset::Robots, i, direct, |r| {
-                if !direct && partition_for_host(&r.host, self.n) != i {
+                if !direct && self.pt.of_host(&r.host) != i {
                     return Ok(());
                 }
                 let rank = (r.fetch_time, k);

@@ -8,12 +8,12 @@ use crate::graph::linkdb::read_meta;
 use crate::records::InlinkRecord;
 use crate::stage::{Report, StageCtx};
 use crate::store::layout::CrawlDir;
-use crate::store::parquet::{part_files, part_name, partition_for_host, read_part};
-use crate::urls::host_of;
+use crate::store::parquet::{part_files, part_name, read_part};
+use crate::store::partition::Partitioner;
 
-fn require_linkdb(dir: &CrawlDir) -> Result<usize> {
+fn require_linkdb(dir: &CrawlDir) -> Result<Partitioner> {
     match read_meta(dir)? {
-        Some(m) => Ok(m.partitions),
+        Some(m) => Ok(Partitioner::new(m.partitions, m.partition_key)),
         None => Err(Error::crawl_dir(
             dir.linkdb_current(),
             "no linkdb (no linkdb/current with a _SUCCESS marker); run `linkdb` first",
@@ -23,11 +23,8 @@ fn require_linkdb(dir: &CrawlDir) -> Result<usize> {
 
 /// The inlinks of `url` (sorted by source URL), read from its host's partition only.
 pub fn inlinks(dir: &CrawlDir, url: &str) -> Result<Vec<InlinkRecord>> {
-    let partitions = require_linkdb(dir)?;
-    let path = dir.linkdb_current().join(part_name(partition_for_host(
-        &host_of(url),
-        partitions.max(1),
-    )));
+    let pt = require_linkdb(dir)?;
+    let path = dir.linkdb_current().join(part_name(pt.of_url(url)));
     let mut out = Vec::new();
     if !path.is_file() {
         return Ok(out);

@@ -23,10 +23,7 @@ use crate::store::layout::CrawlDir;
 use crate::store::layout::SEGMENT_DATASETS;
 use crate::store::layout::Segment;
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{
-    Record, part_files, part_name, partition_for_host, read_batches, read_part,
-};
-use crate::urls::host_of;
+use crate::store::parquet::{Record, part_files, part_name, read_batches, read_part};
 
 /// The summary of one segment.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -335,7 +332,7 @@ fn parts_to_read(
     if meta.partitions == 0 {
         return Ok(all);
     }
-    let want = part_name(partition_for_host(&host_of(url), meta.partitions));
+    let want = part_name(meta.partitioner().of_url(url));
     let one: Vec<_> = all
         .iter()
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == want))

@@ -1,13 +1,15 @@
-//! `repartition`: changes the partition count of an existing crawl (`crawl.partitions`
-//! is otherwise fixed when the crawldb is created).
+//! `repartition`: changes the partition count and/or the partition key of an existing
+//! crawl (`crawl.partitions` and `crawl.partition_key` are otherwise fixed when the
+//! crawldb is created).
 //!
-//! **What is rewritten.** Every host-partitioned dataset, to `N` parts, each part `i`
-//! holding exactly the hosts with [`partition_for_host`]`(host, N) == i` (the
-//! function is unchanged, so every crawl stays valid): the crawldb (a new version,
-//! `old/` keeps the previous one, `_meta.json` says `N`), the linkdb (a new
-//! version), `pagerank/` with `hits/` and `hosts/`, and every dataset of every
-//! segment (`crawl_generate`, `crawl_fetch`, `content`, `robots`, `parse_text`,
-//! `parse_data`, `crawl_parse`; the segment's `_meta.json` says `N`). The
+//! **What is rewritten.** Every partitioned dataset, to `N` parts by key `K` (host or
+//! registrable domain), each part `i` holding exactly the hosts with
+//! [`Partitioner::of_host`]`(host) == i` (the function is unchanged, so every crawl
+//! stays valid): the crawldb (a new version, `old/` keeps the previous one,
+//! `_meta.json` says `N` and `K`), the linkdb (a new version), `pagerank/` with
+//! `hits/` and `hosts/`, and every dataset of every segment (`crawl_generate`,
+//! `crawl_fetch`, `content`, `robots`, `parse_text`, `parse_data`, `crawl_parse`,
+//! `parse_inlinks`; the segment's `_meta.json` says `N` and `K`). The
 //! `sitemapdb` is one part keyed by sitemap URL, not by host: it is left as it is.
 //! Rows are moved as Arrow batches, never decoded: whatever a dataset's schema, its
 //! rows come out unchanged. A row's host is its `host` column, or the host of its
@@ -19,8 +21,9 @@
 //! other segment datasets keep the order of their rows within a host (a fetch list's
 //! order, content and parse rows in fetch order).
 //!
-//! **Split or shuffle.** With `% n` partitioning, when `N` is a multiple of the old
-//! count `M`, a host in new part `j` was in old part `j % M`: each new part is made
+//! **Split or shuffle.** With `% n` partitioning, when the key stays and `N` is a
+//! multiple of the old count `M`, a host in new part `j` was in old part `j % M`:
+//! each new part is made
 //! from exactly one old part, a local split without a shuffle. Growing 8 -> 64 ->
 //! 512 is then one task per old part ([`DatasetRewrite::run_partition`]: old part
 //! `i` streamed into new parts `i, i + M, i + 2M, ...`), which a cluster runs where
@@ -67,9 +70,8 @@ use crate::store::integrity::{self, Check};
 use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SEGMENT_META, Segment};
 use crate::store::lock::{Lock, segment_lock_path};
 use crate::store::names::{self, SegmentDataset, VersionedDb};
-use crate::store::parquet::{
-    self, ROW_GROUP_ROWS, SUCCESS_MARKER, StagedDataset, part_name, partition_for_host,
-};
+use crate::store::parquet::{self, ROW_GROUP_ROWS, SUCCESS_MARKER, StagedDataset, part_name};
+use crate::store::partition::{PartitionKey, Partitioner};
 use crate::store::versioned::test_pause;
 
 /// The stage name (locks, summary line).
@@ -88,8 +90,11 @@ const MERGE_OUT_ROWS: usize = 8192;
 /// What one repartition run does.
 #[derive(Debug, Clone)]
 pub struct RepartitionOpts {
-    /// The new partition count (the range of `crawl.partitions`).
-    pub partitions: usize,
+    /// The new partition count (the range of `crawl.partitions`); `None` keeps the
+    /// crawl's.
+    pub partitions: Option<usize>,
+    /// The new partition key; `None` keeps the crawl's.
+    pub partition_key: Option<PartitionKey>,
 }
 
 /// What a repartition run did.
@@ -99,6 +104,10 @@ pub struct RepartitionReport {
     pub from: usize,
     /// The new partition count.
     pub to: usize,
+    /// The crawldb's partition key before the run.
+    pub from_key: PartitionKey,
+    /// The new partition key.
+    pub to_key: PartitionKey,
     /// Whether every dataset was split locally (`to` a multiple of `from`).
     pub split: bool,
     /// Crawldb rows rewritten (`None`: it already had `to` parts).
@@ -126,11 +135,13 @@ impl fmt::Display for RepartitionReport {
             Some(n) => format!("{n} {what}"),
             None => format!("already at {} or absent", self.to),
         };
+        write!(f, "{} -> {} partitions", self.from, self.to)?;
+        if self.from_key != self.to_key {
+            write!(f, ", key {} -> {}", self.from_key, self.to_key)?;
+        }
         write!(
             f,
-            "{} -> {} partitions ({}), crawldb {}, linkdb {}, pagerank {}, {} segments ({} datasets, {} rows), {} segments already at {}",
-            self.from,
-            self.to,
+            " ({}), crawldb {}, linkdb {}, pagerank {}, {} segments ({} datasets, {} rows), {} segments already at {}",
             if self.split { "split" } else { "shuffle" },
             rows(self.crawldb_urls, "urls"),
             rows(self.linkdb_rows, "inlinks"),
@@ -157,22 +168,36 @@ impl Report for RepartitionReport {
 }
 
 /// Repartitions the crawl directory of `ctx` (which must hold a crawldb) to
-/// `opts.partitions` parts; see the module doc for the order and crash safety.
+/// `opts.partitions` parts by `opts.partition_key` (each the crawl's when not
+/// given); see the module doc for the order and crash safety. The configuration's
+/// `crawl.partition_key` is not compared with the crawl's here: this is the tool
+/// that changes it.
 pub fn run(ctx: &StageCtx, opts: &RepartitionOpts) -> Result<RepartitionReport> {
-    let n = opts.partitions;
+    if opts.partitions.is_none() && opts.partition_key.is_none() {
+        return Err(Error::input(
+            "repartition",
+            "give the new partition count (--partitions N), the new partition key (--partition-key host|domain), or both",
+        ));
+    }
+    let dir = CrawlDir::open_existing(ctx.root())?;
+    // The crawldb and linkdb locks, held to the end: no stage rewrites them (or
+    // generates a segment) meanwhile.
+    let _applied = Applied::lock(&dir, STAGE)?;
+    let before = dir.crawldb_meta()?;
+    let n = opts.partitions.unwrap_or(before.partitions);
+    let key = opts.partition_key.unwrap_or(before.partition_key);
     let mut cfg = ctx.config().clone();
     cfg.crawl.partitions = n;
     cfg.validate_flags()
         .map_err(|e| Error::input("--partitions", e.to_string()))?;
-    let dir = ctx.open_existing()?;
-    // The crawldb and linkdb locks, held to the end: no stage rewrites them (or
-    // generates a segment) meanwhile.
-    let _applied = Applied::lock(&dir, STAGE)?;
-    let from = dir.crawldb_meta()?.partitions;
+    let to = Partitioner::new(n, key);
+    let from = before.partitions;
     let mut report = RepartitionReport {
         from,
         to: n,
-        split: from > 0 && n.is_multiple_of(from),
+        from_key: before.partition_key,
+        to_key: key,
+        split: from > 0 && n.is_multiple_of(from) && key == before.partition_key,
         ..RepartitionReport::default()
     };
     // Every segment's lock (those a killed run was swapping included), held to the
@@ -183,14 +208,14 @@ pub fn run(ctx: &StageCtx, opts: &RepartitionOpts) -> Result<RepartitionReport> 
         .collect::<Result<Vec<_>>>()?;
     report.recovered = recover_segments(&dir)?;
 
-    let plan = Plan::make(&dir, n)?;
+    let plan = Plan::make(&dir, to)?;
     report.segments_skipped = plan.segments_skipped;
     if plan.is_empty() {
         if report.recovered.is_empty() {
             return Err(Error::input(
                 "--partitions",
                 format!(
-                    "{}: the crawl already has {n} partitions (crawldb, linkdb, pagerank and every segment): nothing to do",
+                    "{}: the crawl already has {n} partitions by {key} (crawldb, linkdb, pagerank and every segment): nothing to do",
                     dir.root().display()
                 ),
             ));
@@ -200,19 +225,19 @@ pub fn run(ctx: &StageCtx, opts: &RepartitionOpts) -> Result<RepartitionReport> 
     plan.verify(&dir)?;
 
     for seg in &plan.segments {
-        let (datasets, rows) = rewrite_segment(seg, n)?;
+        let (datasets, rows) = rewrite_segment(seg, to)?;
         report.segments.push(seg.name().to_string());
         report.segment_datasets += datasets;
         report.segment_rows += rows;
     }
     if plan.pagerank {
-        report.pagerank_rows = Some(rewrite_pagerank(&dir, n)?);
+        report.pagerank_rows = Some(rewrite_pagerank(&dir, to)?);
     }
     if plan.linkdb {
-        report.linkdb_rows = Some(rewrite_linkdb(&dir, n)?);
+        report.linkdb_rows = Some(rewrite_linkdb(&dir, to)?);
     }
     if plan.crawldb {
-        report.crawldb_urls = Some(rewrite_crawldb(&dir, n)?);
+        report.crawldb_urls = Some(rewrite_crawldb(&dir, to)?);
     }
     Ok(report)
 }
@@ -234,11 +259,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn make(dir: &CrawlDir, n: usize) -> Result<Plan> {
-        let crawldb = dir.crawldb_meta()?.partitions != n;
+    fn make(dir: &CrawlDir, to: Partitioner) -> Result<Plan> {
+        let crawldb = dir.crawldb_meta()?.partitioner() != to;
         let linkdb_cur = dir.linkdb_current();
-        let linkdb = parquet::dataset_complete(&linkdb_cur) && needs_rewrite(&linkdb_cur, n)?;
-        let pagerank = pagerank_needs_rewrite(&dir.pagerank(), n)?;
+        let linkdb = parquet::dataset_complete(&linkdb_cur)
+            && needs_rewrite(&linkdb_cur, meta_key(&linkdb_cur.join(LINKDB_META))?, to)?;
+        let pagerank = pagerank_needs_rewrite(&dir.pagerank(), to)?;
         let mut segments = Vec::new();
         let mut segments_skipped = 0;
         for seg in dir.segments()? {
@@ -249,7 +275,7 @@ impl Plan {
                 );
                 continue;
             }
-            if segment_needs_rewrite(&seg, n)? {
+            if segment_needs_rewrite(&seg, to)? {
                 segments.push(seg);
             } else {
                 segments_skipped += 1;
@@ -293,33 +319,52 @@ impl Plan {
     }
 }
 
-/// Whether the complete dataset `dir` has another part count than `n` (a dataset
-/// without parts has nothing to move).
-fn needs_rewrite(dir: &Path, n: usize) -> Result<bool> {
+/// Whether the complete dataset `dir`, partitioned by `key`, is not partitioned as
+/// `to`: another part count, or another key (a dataset without parts has nothing to
+/// move).
+fn needs_rewrite(dir: &Path, key: PartitionKey, to: Partitioner) -> Result<bool> {
     let parts = parquet::part_files(dir)?.len();
-    Ok(parts != 0 && parts != n)
+    Ok(parts != 0 && (parts != to.n() || key != to.key()))
 }
 
-/// Whether a segment's `_meta.json` or one of its complete datasets is not at `n`.
-fn segment_needs_rewrite(seg: &Segment, n: usize) -> Result<bool> {
-    if seg.meta()?.partitions != n {
+/// The `partition_key` of the `_meta.json` at `path` (`host` when it has none, as
+/// in crawls older than the key).
+fn meta_key(path: &Path) -> Result<PartitionKey> {
+    #[derive(serde::Deserialize)]
+    struct Keyed {
+        #[serde(default)]
+        partition_key: PartitionKey,
+    }
+    if !path.is_file() {
+        return Ok(PartitionKey::Host);
+    }
+    Ok(parquet::read_json::<Keyed>(path)?.partition_key)
+}
+
+/// Whether a segment's `_meta.json` or one of its complete datasets is not
+/// partitioned as `to`.
+fn segment_needs_rewrite(seg: &Segment, to: Partitioner) -> Result<bool> {
+    let meta = seg.meta()?;
+    if meta.partitioner() != to {
         return Ok(true);
     }
     for ds in SegmentDataset::ALL {
-        if seg.has(ds) && needs_rewrite(&seg.dataset(ds), n)? {
+        if seg.has(ds) && needs_rewrite(&seg.dataset(ds), meta.partition_key, to)? {
             return Ok(true);
         }
     }
     Ok(false)
 }
 
-/// Whether `pagerank/` (or one of its `hits/`, `hosts/`) is complete and not at `n`.
-fn pagerank_needs_rewrite(dir: &Path, n: usize) -> Result<bool> {
+/// Whether `pagerank/` (or one of its `hits/`, `hosts/`) is complete and not
+/// partitioned as `to`.
+fn pagerank_needs_rewrite(dir: &Path, to: Partitioner) -> Result<bool> {
     if !parquet::dataset_complete(dir) {
         return Ok(false);
     }
+    let key = meta_key(&dir.join(crate::graph::stage::PAGERANK_META))?;
     for d in datasets_in_tree(dir)? {
-        if needs_rewrite(&d, n)? {
+        if needs_rewrite(&d, key, to)? {
             return Ok(true);
         }
     }
@@ -456,10 +501,11 @@ fn segment_order(ds: SegmentDataset) -> Order {
     }
 }
 
-/// Rewrites one segment to `n` parts (see the module doc). Returns the datasets
-/// rewritten and their rows.
-fn rewrite_segment(seg: &Segment, n: usize) -> Result<(usize, u64)> {
+/// Rewrites one segment to the partitioning `to` (see the module doc). Returns the
+/// datasets rewritten and their rows.
+fn rewrite_segment(seg: &Segment, to: Partitioner) -> Result<(usize, u64)> {
     interrupted()?;
+    let key = seg.meta()?.partition_key;
     let new = sibling(seg.path(), names::REPARTITION_NEW);
     let staged = StagedDataset::new(&new)?;
     let (mut datasets, mut rows) = (0, 0);
@@ -471,14 +517,14 @@ fn rewrite_segment(seg: &Segment, n: usize) -> Result<(usize, u64)> {
             continue;
         }
         if name == SEGMENT_META {
-            write_meta_partitions(&src, &dst, n)?;
+            write_meta_partitions(&src, &dst, to)?;
             continue;
         }
         match SegmentDataset::parse(&name) {
-            Some(ds) if parquet::dataset_complete(&src) && needs_rewrite(&src, n)? => {
+            Some(ds) if parquet::dataset_complete(&src) && needs_rewrite(&src, key, to)? => {
                 interrupted()?;
                 fs::create_dir_all(&dst).at(&dst)?;
-                rows += DatasetRewrite::plan(&src, &dst, n, segment_order(ds))?.run()?;
+                rows += DatasetRewrite::plan(&src, &dst, key, to, segment_order(ds))?.run()?;
                 integrity::seal(&dst)?;
                 datasets += 1;
             }
@@ -508,9 +554,9 @@ fn link_tree(src: &Path, dst: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the JSON object of `src` to `dst` with its `partitions` set to `n` (every
-/// other field kept as it is).
-fn write_meta_partitions(src: &Path, dst: &Path, n: usize) -> Result<()> {
+/// Writes the JSON object of `src` to `dst` with its `partitions` and
+/// `partition_key` set to `to`'s (every other field kept as it is).
+fn write_meta_partitions(src: &Path, dst: &Path, to: Partitioner) -> Result<()> {
     let mut v: serde_json::Value = parquet::read_json(src)?;
     let Some(obj) = v.as_object_mut() else {
         return Err(Error::crawl_dir(
@@ -518,20 +564,25 @@ fn write_meta_partitions(src: &Path, dst: &Path, n: usize) -> Result<()> {
             "not a JSON object: the file is damaged; restore it",
         ));
     };
-    obj.insert("partitions".into(), serde_json::Value::from(n));
+    obj.insert("partitions".into(), serde_json::Value::from(to.n()));
+    obj.insert(
+        "partition_key".into(),
+        serde_json::Value::from(to.key().as_str()),
+    );
     parquet::write_json(dst, &v)
 }
 
 // ---------------------------------------------------------------------------
 // pagerank/, the linkdb and the crawldb.
 
-/// Rewrites `pagerank/` (its parts, `hits/`, `hosts/`, `_meta.json`) to `n` parts
-/// and replaces it as one. Returns the rows rewritten.
-fn rewrite_pagerank(dir: &CrawlDir, n: usize) -> Result<u64> {
+/// Rewrites `pagerank/` (its parts, `hits/`, `hosts/`, `_meta.json`) to the
+/// partitioning `to` and replaces it as one. Returns the rows rewritten.
+fn rewrite_pagerank(dir: &CrawlDir, to: Partitioner) -> Result<u64> {
     interrupted()?;
     let src = dir.pagerank();
+    let key = meta_key(&src.join(crate::graph::stage::PAGERANK_META))?;
     let staged = StagedDataset::new(&src)?;
-    let mut rows = DatasetRewrite::plan(&src, staged.path(), n, Order::Key)?.run()?;
+    let mut rows = DatasetRewrite::plan(&src, staged.path(), key, to, Order::Key)?.run()?;
     for p in sorted_entries(&src)? {
         let name = file_name(&p);
         let dst = staged.path().join(&name);
@@ -539,10 +590,10 @@ fn rewrite_pagerank(dir: &CrawlDir, n: usize) -> Result<u64> {
             continue;
         }
         if name == crate::graph::stage::PAGERANK_META {
-            write_meta_partitions(&p, &dst, n)?;
+            write_meta_partitions(&p, &dst, to)?;
         } else if p.is_dir() && parquet::dataset_complete(&p) {
             fs::create_dir_all(&dst).at(&dst)?;
-            rows += DatasetRewrite::plan(&p, &dst, n, Order::Key)?.run()?;
+            rows += DatasetRewrite::plan(&p, &dst, key, to, Order::Key)?.run()?;
             integrity::seal(&dst)?;
         } else {
             link_tree(&p, &dst)?;
@@ -566,41 +617,51 @@ fn link_extras(src: &Path, dst: &Path, meta: &str) -> Result<()> {
     Ok(())
 }
 
-/// Writes a new linkdb version of `n` parts (sorted by URL, then source) and
+/// Writes a new linkdb version partitioned as `to` (sorted by URL, then source) and
 /// installs it. Returns its rows.
-fn rewrite_linkdb(dir: &CrawlDir, n: usize) -> Result<u64> {
+fn rewrite_linkdb(dir: &CrawlDir, to: Partitioner) -> Result<u64> {
     interrupted()?;
     let db = dir.versioned(VersionedDb::LinkDb);
     let current = db.current();
+    let mut meta: LinkDbMeta = parquet::read_json(&current.join(LINKDB_META))?;
     let staged = db.stage()?;
     let rows = DatasetRewrite::plan(
         &current,
         staged.path(),
-        n,
+        meta.partition_key,
+        to,
         Order::Columns(&["url", "from_url"]),
     )?
     .run()?;
     link_extras(&current, staged.path(), LINKDB_META)?;
-    let mut meta: LinkDbMeta = parquet::read_json(&current.join(LINKDB_META))?;
-    meta.partitions = n;
+    meta.partitions = to.n();
+    meta.partition_key = to.key();
     meta.written_time = now_millis();
     parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
     db.install(staged, STAGE)?;
     Ok(rows)
 }
 
-/// Writes a new crawldb version of `n` parts (sorted by URL) with `partitions = n`
-/// in its `_meta.json`, and installs it (the previous version becomes `old/`).
-/// Returns its rows.
-fn rewrite_crawldb(dir: &CrawlDir, n: usize) -> Result<u64> {
+/// Writes a new crawldb version partitioned as `to` (sorted by URL) with its count
+/// and key in its `_meta.json`, and installs it (the previous version becomes
+/// `old/`). Returns its rows.
+fn rewrite_crawldb(dir: &CrawlDir, to: Partitioner) -> Result<u64> {
     interrupted()?;
     let db = dir.versioned(VersionedDb::CrawlDb);
     let current = db.current();
-    let staged = db.stage()?;
-    let rows = DatasetRewrite::plan(&current, staged.path(), n, Order::Columns(&["url"]))?.run()?;
-    link_extras(&current, staged.path(), CRAWLDB_META)?;
     let mut meta: CrawlDbMeta = dir.crawldb_meta()?;
-    meta.partitions = n;
+    let staged = db.stage()?;
+    let rows = DatasetRewrite::plan(
+        &current,
+        staged.path(),
+        meta.partition_key,
+        to,
+        Order::Columns(&["url"]),
+    )?
+    .run()?;
+    link_extras(&current, staged.path(), CRAWLDB_META)?;
+    meta.partitions = to.n();
+    meta.partition_key = to.key();
     meta.written_time = now_millis();
     meta.written_by = STAGE.to_string();
     parquet::write_json(&staged.path().join(CRAWLDB_META), &meta)?;
@@ -630,7 +691,7 @@ enum KeyCol {
     Url(usize),
 }
 
-/// The rewrite of one dataset to `n` parts (see the module doc): its old parts,
+/// The rewrite of one dataset to `n` parts by a key (see the module doc): its old parts,
 /// the directory the new parts go to, and how. Run it whole with
 /// [`DatasetRewrite::run`], or unit by unit: [`DatasetRewrite::run_partition`] for
 /// every old part, then (for a shuffle) [`DatasetRewrite::merge_partition`] for
@@ -639,6 +700,8 @@ pub struct DatasetRewrite {
     parts: Vec<PathBuf>,
     dest: PathBuf,
     n: usize,
+    /// The new partitioning (`n` parts).
+    to: Partitioner,
     schema: SchemaRef,
     key: KeyCol,
     sort: Vec<usize>,
@@ -647,8 +710,16 @@ pub struct DatasetRewrite {
 
 impl DatasetRewrite {
     /// Plans the rewrite of the dataset `src` (checked against its manifest's part
-    /// list and sizes) into `n` parts in `dest` (an existing, empty directory).
-    pub fn plan(src: &Path, dest: &Path, n: usize, order: Order) -> Result<DatasetRewrite> {
+    /// list and sizes), partitioned by `from` now, into the partitioning `to` in
+    /// `dest` (an existing, empty directory).
+    pub fn plan(
+        src: &Path,
+        dest: &Path,
+        from: PartitionKey,
+        to: Partitioner,
+        order: Order,
+    ) -> Result<DatasetRewrite> {
+        let n = to.n();
         let parts = parquet::part_files(src)?;
         let Some(first) = parts.first() else {
             return Err(Error::crawl_dir(
@@ -702,18 +773,19 @@ impl DatasetRewrite {
             .enumerate()
             .all(|(i, p)| file_name(p) == part_name(i));
         Ok(DatasetRewrite {
-            split: indexed && n.is_multiple_of(parts.len()),
+            split: indexed && from == to.key() && n.is_multiple_of(parts.len()),
             parts,
             dest: dest.to_path_buf(),
             n,
+            to,
             schema,
             key,
             sort,
         })
     }
 
-    /// Whether each new part is made from one old part (`n` a multiple of the old
-    /// count): no shuffle, no [`DatasetRewrite::merge_partition`].
+    /// Whether each new part is made from one old part (the same key, `n` a multiple
+    /// of the old count): no shuffle, no [`DatasetRewrite::merge_partition`].
     pub fn is_split(&self) -> bool {
         self.split
     }
@@ -780,8 +852,9 @@ impl DatasetRewrite {
                     return Err(Error::Integrity {
                         path: src.clone(),
                         message: format!(
-                            "holds a row of partition {t} of {}, which is not in part {i} of {m} (a host is in part partition_for_host(host, {m})): the dataset is not partitioned by host as trawl writes it, so it is not repartitioned",
-                            self.n
+                            "holds a row of partition {t} of {}, which is not in part {i} of {m} (a row is in part Partitioner::of_host(host) of {m} by {}): the dataset is not partitioned as trawl writes it, so it is not repartitioned",
+                            self.n,
+                            self.to.key()
                         ),
                     });
                 }
@@ -842,7 +915,7 @@ impl DatasetRewrite {
             let t = match &last {
                 Some((h, t)) if h.as_str() == host.as_ref() => *t,
                 _ => {
-                    let t = partition_for_host(&host, self.n) as u32;
+                    let t = self.to.of_host(&host) as u32;
                     last = Some((host.into_owned(), t));
                     t
                 }
@@ -1134,7 +1207,7 @@ mod tests {
             for k in 0..7 {
                 let url = format!("http://{host}/p{k}");
                 urls.push(url.clone());
-                parts[partition_for_host(&host, m)].push(CrawlDatum::unfetched(
+                parts[Partitioner::by_host(m).of_host(&host)].push(CrawlDatum::unfetched(
                     url,
                     host.clone(),
                     0,
@@ -1164,7 +1237,7 @@ mod tests {
                 "part {j} sorted"
             );
             for r in &rows {
-                assert_eq!(partition_for_host(&r.host, n), j);
+                assert_eq!(Partitioner::by_host(n).of_host(&r.host), j);
             }
             all.extend(rows.into_iter().map(|r| r.url));
         }
@@ -1181,7 +1254,14 @@ mod tests {
         for (n, split) in [(6, true), (40, false), (2, false), (1, false)] {
             let dest = t.path().join(format!("to{n}"));
             fs::create_dir_all(&dest).unwrap();
-            let r = DatasetRewrite::plan(&src, &dest, n, Order::Columns(&["url"])).unwrap();
+            let r = DatasetRewrite::plan(
+                &src,
+                &dest,
+                PartitionKey::Host,
+                Partitioner::by_host(n),
+                Order::Columns(&["url"]),
+            )
+            .unwrap();
             assert_eq!(r.is_split(), split);
             assert_eq!(r.run().unwrap(), want.len() as u64);
             check(&dest, n, &want);
@@ -1202,7 +1282,14 @@ mod tests {
         integrity::seal(&swapped).unwrap();
         let dest = t.path().join("dest");
         fs::create_dir_all(&dest).unwrap();
-        let r = DatasetRewrite::plan(&swapped, &dest, 4, Order::Stream).unwrap();
+        let r = DatasetRewrite::plan(
+            &swapped,
+            &dest,
+            PartitionKey::Host,
+            Partitioner::by_host(4),
+            Order::Stream,
+        )
+        .unwrap();
         assert!(r.is_split());
         assert!(matches!(r.run(), Err(Error::Integrity { .. })));
     }

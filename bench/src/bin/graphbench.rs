@@ -81,7 +81,10 @@ fn run() -> anyhow::Result<()> {
     let rss0 = peak_rss_bytes().unwrap_or(0);
     let t = Instant::now();
     let source = EdgeSource::new(EdgeKind::LinkDb, files);
-    let graph = build_graph(&source, args.files)?;
+    let graph = build_graph(
+        &source,
+        trawl::store::partition::Partitioner::by_host(args.files),
+    )?;
     let t_ids = t.elapsed();
     let inl = graph.out.transpose();
     let outdeg = out_degrees(&graph.out);
