@@ -99,8 +99,26 @@ impl Cluster {
 
     /// `spark-submit cluster/trawl_spark.py <args> --crawl-dir .. --config ..`.
     fn submit(&self, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+        self.submit_env(crawl, config, args, None)
+    }
+
+    /// [`Cluster::submit`] with the crawl directory on moto's S3: the driver gets the
+    /// endpoint and credentials (and passes them on to the executors).
+    fn submit_env(
+        &self,
+        crawl: &Path,
+        config: &Path,
+        args: &[&str],
+        moto: Option<&common::moto::Moto>,
+    ) -> Output {
         let submit = self.python.with_file_name("spark-submit");
-        let out = Command::new(submit)
+        let mut cmd = Command::new(submit);
+        if let Some(moto) = moto {
+            let work = crawl_work(config);
+            common::moto::s3_env(&mut cmd, moto, &work);
+            cmd.env_remove("TRAWL_WORK_DIR");
+        }
+        let out = cmd
             .arg("--master")
             .arg(&self.master)
             .arg(repo().join("cluster/trawl_spark.py"))
@@ -236,6 +254,12 @@ fn killer(
 }
 
 /// The same crawl in one process: inject, then `rounds` rounds of the six stages.
+/// A scratch directory beside the config (never used by the driver: each step and
+/// task gets its own work dir).
+fn crawl_work(config: &Path) -> PathBuf {
+    config.with_file_name("work")
+}
+
 fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize) -> PathBuf {
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
@@ -375,5 +399,72 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     eprintln!(
         "cluster test done in {:.1}s",
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// One round through Spark with the crawl directory on S3 (moto on loopback): no
+/// shared file system between the driver and the executors; every task and step runs
+/// on a scratch mirror of its own; the crawldb equals the one-process crawl's.
+#[test]
+fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
+    if !java_present() {
+        eprintln!(
+            "SKIPPED one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3: \
+             no `java` on PATH (Spark needs Java 17 or newer)"
+        );
+        return;
+    }
+    let Some(moto) = common::moto::start_moto() else {
+        return;
+    };
+    let python = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let reference_dir = dir.join("one-process");
+    std::fs::create_dir_all(&reference_dir).unwrap();
+    let reference = one_process_crawl(&reference_dir, &seeds, 1);
+
+    let spark_dir = dir.join("spark");
+    std::fs::create_dir_all(&spark_dir).unwrap();
+    let web = TestWeb::start(&spark_dir, WEB);
+    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    let uri = format!("s3://{}/spark", common::moto::BUCKET);
+    let crawl = Path::new(&uri);
+    let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
+    let out = cluster.submit_env(
+        crawl,
+        &config,
+        &["inject", seeds.to_str().unwrap()],
+        Some(&moto),
+    );
+    assert!(out.status.success(), "inject through Spark on S3 failed");
+    let out = cluster.submit_env(crawl, &config, &["round", "--rounds", "1"], Some(&moto));
+    assert!(out.status.success(), "the round through Spark on S3 failed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
+        "the driver read the partition count from the store:\n{stdout}"
+    );
+    drop(cluster);
+    web.stop();
+
+    let key =
+        |db: BTreeMap<String, trawl::CrawlDatum>| -> BTreeMap<String, (String, Option<String>)> {
+            db.into_iter()
+                .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
+                .collect()
+        };
+    let got = key(common::moto::s3_crawldb(&moto, dir, &uri, &config));
+    let want = key(crawldb(&reference));
+    assert!(
+        got.values().any(|(s, _)| s == "db_fetched"),
+        "a real crawl: {got:?}"
+    );
+    assert_eq!(
+        got, want,
+        "the Spark crawl on S3 differs from the one-process crawl"
     );
 }
