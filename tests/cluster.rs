@@ -260,6 +260,48 @@ fn crawl_work(config: &Path) -> PathBuf {
     config.with_file_name("work")
 }
 
+/// What both cluster tests start from.
+struct Setup {
+    map: testweb::SiteMap,
+    seeds: PathBuf,
+    /// The one-process crawl's directory.
+    reference: PathBuf,
+    /// The Spark crawl's directory (its web's log, its config).
+    spark_dir: PathBuf,
+    web: TestWeb,
+    config: PathBuf,
+}
+
+/// The seeds, the one-process reference crawl of `rounds` rounds (on a web of its
+/// own: its own request log), and the web and config of the Spark crawl.
+fn setup(dir: &Path, rounds: usize) -> Setup {
+    let map = site_map(dir, WEB);
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let reference_dir = dir.join("one-process");
+    std::fs::create_dir_all(&reference_dir).unwrap();
+    let reference = one_process_crawl(&reference_dir, &seeds, rounds);
+    let spark_dir = dir.join("spark");
+    std::fs::create_dir_all(&spark_dir).unwrap();
+    let web = TestWeb::start(&spark_dir, WEB);
+    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    }
+}
+
+/// (URL, status, signature) of every crawldb row.
+fn triples(db: BTreeMap<String, trawl::CrawlDatum>) -> BTreeMap<String, (String, Option<String>)> {
+    db.into_iter()
+        .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
+        .collect()
+}
+
 fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize) -> PathBuf {
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
@@ -289,20 +331,16 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-
-    // The one-process reference, on a web of its own (its own request log).
-    let reference_dir = dir.join("one-process");
-    std::fs::create_dir_all(&reference_dir).unwrap();
-    let reference = one_process_crawl(&reference_dir, &seeds, 2);
+    let Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    } = setup(dir, 2);
 
     // The cluster crawl. The doomed partition: the one holding the most seed hosts.
-    let spark_dir = dir.join("spark");
-    std::fs::create_dir_all(&spark_dir).unwrap();
-    let web = TestWeb::start(&spark_dir, WEB);
-    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
     let crawl = spark_dir.join("crawl");
     let mut hosts_per_partition = BTreeMap::new();
     for s in &map.seeds {
@@ -367,14 +405,8 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     );
 
     // The crawldb equals the one-process crawl's by URL, status and signature.
-    let key =
-        |db: BTreeMap<String, trawl::CrawlDatum>| -> BTreeMap<String, (String, Option<String>)> {
-            db.into_iter()
-                .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
-                .collect()
-        };
-    let got = key(crawldb(&crawl));
-    let want = key(crawldb(&reference));
+    let got = triples(crawldb(&crawl));
+    let want = triples(crawldb(&reference));
     assert!(
         got.values().filter(|(s, _)| s == "db_fetched").count() > 10,
         "a real crawl: {got:?}"
@@ -420,17 +452,13 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     let python = venv_python();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    let reference_dir = dir.join("one-process");
-    std::fs::create_dir_all(&reference_dir).unwrap();
-    let reference = one_process_crawl(&reference_dir, &seeds, 1);
-
-    let spark_dir = dir.join("spark");
-    std::fs::create_dir_all(&spark_dir).unwrap();
-    let web = TestWeb::start(&spark_dir, WEB);
-    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    let Setup {
+        seeds,
+        reference,
+        web,
+        config,
+        ..
+    } = setup(dir, 1);
     let uri = format!("s3://{}/spark", common::moto::BUCKET);
     let crawl = Path::new(&uri);
     let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
@@ -451,14 +479,8 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     drop(cluster);
     web.stop();
 
-    let key =
-        |db: BTreeMap<String, trawl::CrawlDatum>| -> BTreeMap<String, (String, Option<String>)> {
-            db.into_iter()
-                .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
-                .collect()
-        };
-    let got = key(common::moto::s3_crawldb(&moto, dir, &uri, &config));
-    let want = key(crawldb(&reference));
+    let got = triples(common::moto::s3_crawldb(&moto, dir, &uri, &config));
+    let want = triples(crawldb(&reference));
     assert!(
         got.values().any(|(s, _)| s == "db_fetched"),
         "a real crawl: {got:?}"

@@ -89,6 +89,27 @@ fn paused_inject(
     cmd
 }
 
+/// Waits until `child` (started with `object:uploaded-one:SECS` and its stderr
+/// piped) pauses after its first upload, then kills it with SIGKILL.
+fn kill_when_uploaded(child: &mut std::process::Child, what: &str) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "{what} ended before its first upload:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("pausing") && line.contains("object:uploaded-one") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
 /// A client of the test bucket (for listing what is stored).
 struct Bucket {
     store: object_store::aws::AmazonS3,
@@ -276,20 +297,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "inject ended before its first upload"
-        );
-        if line.contains("pausing") && line.contains("object:uploaded-one") {
-            break;
-        }
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_when_uploaded(&mut child, "inject");
 
     let after_kill = bucket.keys("killed");
     let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
@@ -449,7 +457,7 @@ struct Requests {
     head: u64,
     put: u64,
     list: u64,
-    /// The data files it downloaded (`crawl_fetch/part-00003.parquet of segments/..`).
+    /// The files it downloaded (`crawl_fetch/part-00003.parquet of segments/..`).
     downloaded: Vec<String>,
 }
 
@@ -684,24 +692,46 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let mut stderr = BufReader::new(killed.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the updatedb task ended before its upload"
-        );
-        if line.contains("pausing") && line.contains("object:uploaded-one") {
-            break;
-        }
-    }
-    killed.kill().unwrap();
-    killed.wait().unwrap();
+    kill_when_uploaded(&mut killed, "the updatedb task");
     s3_tasks(m, sc, &uri, c, "updatedb", &[&seg], "u1", &mut log);
     s3_step(m, sc, &uri, c, "updatedb", &[&seg], "u1", "", "", &mut log);
     s3_tasks(m, sc, &uri, c, "linkdb", &[&seg], "l1", &mut log);
-    s3_step(m, sc, &uri, c, "linkdb", &[&seg], "l1", "", "", &mut log);
+    // Two commits of the job at once (both read the job, then both create the
+    // linkdb's next version): exactly one wins, the other exits 6 saying so.
+    let racer = |name: &str| {
+        s3_command(
+            m,
+            &sc.join(name),
+            "linkdb",
+            &uri,
+            c,
+            &[&seg, "--job", "l1", "--commit"],
+        )
+        .env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:before-commit:3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (ra, rb) = (racer("race-a"), racer("race-b"));
+    let outs = [
+        ra.wait_with_output().unwrap(),
+        rb.wait_with_output().unwrap(),
+    ];
+    let winners = outs.iter().filter(|o| o.status.success()).count();
+    let errs: Vec<String> = outs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(winners, 1, "exactly one commit wins: {errs:?}");
+    let loser = outs.iter().position(|o| !o.status.success()).unwrap();
+    assert_eq!(outs[loser].status.code(), Some(6), "{}", errs[loser]);
+    assert!(
+        errs[loser].contains("committed version 1 of linkdb first")
+            && errs[loser].contains("was not installed"),
+        "{}",
+        errs[loser]
+    );
     s3_step(
         m,
         sc,
@@ -735,9 +765,10 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
     assert!(left.is_empty(), "jobs left on the store: {left:?}");
     for (what, r) in &log {
         eprintln!(
-            "requests {what}: {} GET ({} data files), {} HEAD, {} PUT, {} LIST",
+            "requests {what}: {} GET ({} files, {} of them parts), {} HEAD, {} PUT, {} LIST",
             r.get,
             r.downloaded.len(),
+            r.downloaded.iter().filter(|d| part_of(d).is_some()).count(),
             r.head,
             r.put,
             r.list

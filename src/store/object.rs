@@ -612,6 +612,20 @@ impl Remote {
         Ok(())
     }
 
+    /// Uploads the local file `path` as the object `rel` (a plain key, overwritten:
+    /// job-level files, fetch state).
+    async fn put_file(&self, path: &Path, rel: &str, req: &mut Requests) -> Result<()> {
+        let data = fs::read(path).at(path)?;
+        let key = self.key(rel);
+        req.put += 1;
+        req.bytes_up += data.len() as u64;
+        self.store
+            .put(&key, PutPayload::from(data))
+            .await
+            .map_err(|e| self.err("PUT", &key, e))?;
+        Ok(())
+    }
+
     /// Uploads the local file `path` as the object of `blake3`.
     async fn upload(&self, path: &Path, blake3: &str, req: &mut Requests) -> Result<()> {
         let key = self.key(&object_key(blake3));
@@ -1163,70 +1177,81 @@ impl Mirror {
         let remote = &self.remote;
         let base = format!("{}/{job}", names::JOBS);
         let local = self.job_dir(job);
-        let mut state = self.state().clone();
-        let result: Result<()> = remote.rt.block_on(async {
-            req.other += 1;
-            let listed: Vec<object_store::ObjectMeta> = remote
-                .store
-                .list(Some(&remote.key(&base)))
-                .try_collect()
-                .await
-                .map_err(|e| remote.err("LIST", &remote.key(&base), e))?;
-            let job_key = remote.key(&base);
-            let strip = job_key.as_ref().len();
-            for meta in &listed {
-                let rel = meta
-                    .location
-                    .as_ref()
-                    .get(strip..)
-                    .unwrap_or_default()
-                    .trim_start_matches('/')
-                    .to_string();
-                state.job_keys.push(rel.clone());
-                if let Some(file) = rel.strip_prefix(&format!("{JOB_FILES}/")) {
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                req.other += 1;
+                let listed: Vec<object_store::ObjectMeta> = remote
+                    .store
+                    .list(Some(&remote.key(&base)))
+                    .try_collect()
+                    .await
+                    .map_err(|e| remote.err("LIST", &remote.key(&base), e))?;
+                let job_key = remote.key(&base);
+                let strip = job_key.as_ref().len();
+                for meta in &listed {
+                    let rel = meta
+                        .location
+                        .as_ref()
+                        .get(strip..)
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string();
+                    state.job_keys.push(rel.clone());
+                    if let Some(file) = rel.strip_prefix(&format!("{JOB_FILES}/")) {
+                        let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
+                            continue;
+                        };
+                        let dest = local.join(file);
+                        write_file(&dest, &bytes)?;
+                        state.job_files.insert(file.to_string(), stat(&dest)?);
+                        continue;
+                    }
+                    let Some(dir) = rel
+                        .strip_prefix(&format!("{ATTEMPTS}/"))
+                        .and_then(|r| r.strip_suffix(".json"))
+                    else {
+                        continue;
+                    };
                     let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
                         continue;
                     };
-                    let dest = local.join(file);
-                    write_file(&dest, &bytes)?;
-                    state.job_files.insert(file.to_string(), stat(&dest)?);
-                    continue;
-                }
-                let Some(dir) = rel
-                    .strip_prefix(&format!("{ATTEMPTS}/"))
-                    .and_then(|r| r.strip_suffix(".json"))
-                else {
-                    continue;
-                };
-                let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
-                    continue;
-                };
-                let m: AttemptManifest =
-                    serde_json::from_slice(&bytes).map_err(|e| Error::Integrity {
-                        path: PathBuf::from(format!("{}/{}", remote.uri.as_str(), meta.location)),
-                        message: format!(
-                            "not an attempt manifest ({e}); delete it and rerun the task"
-                        ),
-                    })?;
-                let at = local.join(dir);
-                for f in &m.files {
-                    let dest = at.join(&f.name);
-                    if f.name.rsplit('/').next().and_then(part_index).is_some() {
-                        integrity::create_placeholder(&dest, remote_of(f))?;
-                    } else {
-                        tracing::debug!("GET {} of attempt {dir}", f.name);
-                        remote.download(f, &dest, req).await?;
+                    let m: AttemptManifest =
+                        serde_json::from_slice(&bytes).map_err(|e| Error::Integrity {
+                            path: PathBuf::from(format!(
+                                "{}/{}",
+                                remote.uri.as_str(),
+                                meta.location
+                            )),
+                            message: format!(
+                                "not an attempt manifest ({e}); delete it and rerun the task"
+                            ),
+                        })?;
+                    let at = local.join(dir);
+                    for f in &m.files {
+                        let dest = at.join(&f.name);
+                        // A task reads its own partitions' parts of an earlier pass
+                        // (pagerank's scores); a job step reads none.
+                        let leave =
+                            match (f.name.rsplit('/').next().and_then(part_index), &self.scope) {
+                                (None, _) => false,
+                                (Some(i), Scope::Task { partitions, .. }) => {
+                                    !partitions.contains(i)
+                                }
+                                (Some(_), _) => true,
+                            };
+                        if leave {
+                            integrity::create_placeholder(&dest, remote_of(f))?;
+                        } else {
+                            tracing::debug!("GET {} of attempt {dir}", f.name);
+                            remote.download(f, &dest, req).await?;
+                        }
                     }
+                    fs::create_dir_all(&at).at(&at)?;
+                    state.remote_attempts.insert(dir.to_string());
                 }
-                fs::create_dir_all(&at).at(&at)?;
-                state.remote_attempts.insert(dir.to_string());
-            }
-            Ok(())
-        });
-        result?;
-        self.save_state(&state)?;
-        *self.state() = state;
-        Ok(())
+                Ok(())
+            })
+        })
     }
 
     /// Publishes what a task or a job step left in the job's local directory: each
@@ -1236,10 +1261,9 @@ impl Mirror {
     /// removed the job (its commit), removes the job's keys from the store.
     fn push_job(&self, job: &str, report: &mut PushReport) -> Result<()> {
         let local = self.job_dir(job);
-        let mut state = self.state().clone();
         let remote = &self.remote;
         let base = format!("{}/{job}", names::JOBS);
-        let result: Result<()> = remote.rt.block_on(async {
+        self.update_state(|state| remote.rt.block_on(async {
             if !local.exists() {
                 if matches!(self.scope, Scope::Job { .. }) {
                     for rel in &state.job_keys {
@@ -1311,23 +1335,14 @@ impl Mirror {
                 if state.job_files.get(&rel) == Some(&st) {
                     continue;
                 }
-                let data = fs::read(&path).at(&path)?;
-                let key = remote.key(&format!("{base}/{JOB_FILES}/{rel}"));
-                report.requests.put += 1;
-                report.requests.bytes_up += data.len() as u64;
                 remote
-                    .store
-                    .put(&key, PutPayload::from(data))
-                    .await
-                    .map_err(|e| remote.err("PUT", &key, e))?;
+                    .put_file(&path, &format!("{base}/{JOB_FILES}/{rel}"), &mut report.requests)
+                    .await?;
                 report.committed.push(format!("{base}/{JOB_FILES}/{rel}"));
                 state.job_files.insert(rel, st);
             }
             Ok(())
-        });
-        self.save_state(&state)?;
-        *self.state() = state;
-        result
+        }))
     }
 
     /// Uploads what the stage changed and commits a new version of every changed
@@ -1382,27 +1397,34 @@ impl Mirror {
         if files.is_empty() {
             return Ok(());
         }
-        let mut state = self.state().clone();
         let remote = &self.remote;
-        let result: Result<()> = remote.rt.block_on(async {
-            for rel in files {
-                let dest = self.root.join(&rel);
-                match remote.get_opt(&remote.key(&rel), req).await? {
-                    Some(bytes) => {
-                        write_file(&dest, &bytes)?;
-                        state.fetch_state.insert(rel, stat(&dest)?);
-                    }
-                    None => {
-                        state.fetch_state.remove(&rel);
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                for rel in files {
+                    let dest = self.root.join(&rel);
+                    match remote.get_opt(&remote.key(&rel), req).await? {
+                        Some(bytes) => {
+                            write_file(&dest, &bytes)?;
+                            state.fetch_state.insert(rel, stat(&dest)?);
+                        }
+                        None => {
+                            state.fetch_state.remove(&rel);
+                        }
                     }
                 }
-            }
-            Ok(())
-        });
-        result?;
+                Ok(())
+            })
+        })
+    }
+
+    /// Runs `f` on a copy of the mirror's record, then saves and installs the copy
+    /// (also when `f` failed: what it recorded before failing happened).
+    fn update_state(&self, f: impl FnOnce(&mut MirrorState) -> Result<()>) -> Result<()> {
+        let mut state = self.state().clone();
+        let result = f(&mut state);
         self.save_state(&state)?;
         *self.state() = state;
-        Ok(())
+        result
     }
 
     /// Uploads the fetch state files of [`Mirror::fetch_state_files`] the run
@@ -1412,32 +1434,22 @@ impl Mirror {
         if files.is_empty() {
             return Ok(());
         }
-        let mut state = self.state().clone();
         let remote = &self.remote;
-        let result: Result<()> = remote.rt.block_on(async {
-            for rel in files {
-                let path = self.root.join(&rel);
-                let Ok(st) = stat(&path) else { continue };
-                if state.fetch_state.get(&rel) == Some(&st) {
-                    continue;
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                for rel in files {
+                    let path = self.root.join(&rel);
+                    let Ok(st) = stat(&path) else { continue };
+                    if state.fetch_state.get(&rel) == Some(&st) {
+                        continue;
+                    }
+                    remote.put_file(&path, &rel, &mut report.requests).await?;
+                    report.committed.push(rel.clone());
+                    state.fetch_state.insert(rel, st);
                 }
-                let data = fs::read(&path).at(&path)?;
-                let key = remote.key(&rel);
-                report.requests.put += 1;
-                report.requests.bytes_up += data.len() as u64;
-                remote
-                    .store
-                    .put(&key, PutPayload::from(data))
-                    .await
-                    .map_err(|e| remote.err("PUT", &key, e))?;
-                report.committed.push(rel.clone());
-                state.fetch_state.insert(rel, st);
-            }
-            Ok(())
-        });
-        self.save_state(&state)?;
-        *self.state() = state;
-        result
+                Ok(())
+            })
+        })
     }
 
     /// The units' part of [`Mirror::push`].
