@@ -1212,6 +1212,15 @@ impl Mirror {
                     else {
                         continue;
                     };
+                    // A task needs only the attempts that share a partition with it
+                    // (an earlier pass's, a finished twin's), not its sibling tasks':
+                    // what a task reads does not grow with the number of tasks.
+                    if let Scope::Task { partitions, .. } = &self.scope
+                        && let Some(theirs) = dir.split('/').find_map(PartitionSet::from_dir_name)
+                        && !theirs.iter().any(|i| partitions.contains(i))
+                    {
+                        continue;
+                    }
                     let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
                         continue;
                     };
