@@ -146,6 +146,18 @@ impl Bucket {
         })
     }
 
+    fn put(&self, key: &str, body: &str) {
+        self.rt.block_on(async {
+            self.store
+                .put(
+                    &object_store::path::Path::from(key),
+                    object_store::PutPayload::from(body.as_bytes().to_vec()),
+                )
+                .await
+                .unwrap();
+        });
+    }
+
     fn get(&self, key: &str) -> Option<Vec<u8>> {
         self.rt.block_on(async {
             match self.store.get(&object_store::path::Path::from(key)).await {
@@ -299,7 +311,17 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         .unwrap();
     kill_when_uploaded(&mut child, "inject");
 
-    let after_kill = bucket.keys("killed");
+    // PUTs the killed process had in flight may still land: list until the
+    // bucket stops changing.
+    let mut after_kill = bucket.keys("killed");
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let again = bucket.keys("killed");
+        if again == after_kill {
+            break;
+        }
+        after_kill = again;
+    }
     let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
     assert!(
         !uploaded.is_empty() && uploaded.iter().all(|k| k.starts_with("killed/objects/")),
@@ -665,6 +687,44 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         .to_string();
     // A fetch task needs a time limit (its leases expire after it).
     let fetch_args = [seg.as_str(), "--time-limit", "60"];
+    // Leases are objects of the store: a live one (another machine's attempt)
+    // refuses the task with exit 6; an expired one is taken over (If-Match).
+    let lease_key = "tasks/fetch_state/00004/p00003/fetch.lease";
+    let lease = |expires: i64| {
+        serde_json::json!({
+            "job": "f0", "attempt": "elsewhere", "pid": 1, "host": "another-machine",
+            "since": "2026-11-24T00:00:00+00:00", "expires": expires
+        })
+        .to_string()
+    };
+    let now = trawl::datum::now_millis();
+    let bucket = Bucket::new(m);
+    bucket.put(lease_key, &lease(now + 600_000));
+    let mut refused = fetch_args.to_vec();
+    refused.extend(["--job", "f1", "--partitions", "3", "--attempt", "refused"]);
+    let o = s3_run(m, &sc.join("refused"), "fetch", &uri, c, &refused);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("is leased by attempt elsewhere of job f0"),
+        "{err}"
+    );
+    bucket.put(lease_key, &lease(now - 1000));
+    let o = s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "fetch",
+        &fetch_args,
+        "f1",
+        "3",
+        "f-3-0",
+        &mut log,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is taken over: it expired"), "{err}");
+    assert!(bucket.get(lease_key).is_none(), "the lease is released");
     s3_tasks(m, sc, &uri, c, "fetch", &fetch_args, "f1", &mut log);
     s3_step(m, sc, &uri, c, "fetch", &[&seg], "f1", "", "", &mut log);
     s3_tasks(m, sc, &uri, c, "parse", &[&seg], "p1", &mut log);

@@ -607,6 +607,30 @@ mod tests {
     }
 
     #[test]
+    fn a_placeholder_answers_from_its_object_without_being_read() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("part-00000.parquet");
+        let b3 = "ab".repeat(32);
+        let remote = Remote {
+            bytes: 1234,
+            blake3: b3.clone(),
+            rows: Some(7),
+        };
+        create_placeholder(&p, remote.clone()).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 1234);
+        assert_eq!(hash_file(&p).unwrap(), (1234, b3));
+        assert_eq!(parquet_rows(&p).unwrap(), 7);
+        // A hard link (a commit's link_part) is the same placeholder.
+        let q = t.path().join("part-00001.parquet");
+        fs::hard_link(&p, &q).unwrap();
+        assert_eq!(placeholder(&q), Some(remote));
+        // A real file of the same size is not one.
+        let r = t.path().join("part-00002.parquet");
+        fs::write(&r, vec![0u8; 1234]).unwrap();
+        assert_eq!(placeholder(&r), None);
+    }
+
+    #[test]
     fn a_legacy_marker_is_read_unchecked() {
         let t = tempfile::tempdir().unwrap();
         let d = t.path().join("ds");
