@@ -40,10 +40,12 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import threading
 import tomllib
@@ -60,6 +62,9 @@ SEGMENT_STAGES = ["fetch", "parse", "updatedb", "linkdb"]
 ROUND_STAGES = ["sitemap", "generate"] + SEGMENT_STAGES + ["pagerank", "warc"]
 # A fetch task needs a time limit: its partitions' leases expire after it (seconds).
 DEFAULT_FETCH_TIME_LIMIT = 1800.0
+# The driver's environment variables passed to the executors when the crawl
+# directory is on an object store (endpoint, region, credentials).
+OBJECT_STORE_ENV = ("AWS_", "GOOGLE_", "AZURE_")
 
 # How often the driver prints a running Spark job's task counts (when they changed).
 PROGRESS_SECONDS = float(os.environ.get("TRAWL_SPARK_PROGRESS_SECONDS", "10"))
@@ -136,20 +141,43 @@ def resolve_location(location):
     return os.path.abspath(location)
 
 
-def read_partitions(crawl_dir, config, override):
+def is_object_store(crawl_dir):
+    """Whether the crawl directory is an object-store URI (s3://, gs://, az://, ...):
+    then every task and driver step runs on a scratch mirror of its own."""
+    return "://" in crawl_dir
+
+
+def read_partitions(crawl_dir, config, override, bin_dir=None):
     """The crawl's partition count: --partitions when given, else `partitions` of
-    `<crawl>/crawldb/current/_meta.json`, else (no crawldb yet: inject) the config's
+    `<crawl>/crawldb/current/_meta.json` (on an object store as `readdb --partitions`
+    reads it: no part data is downloaded), else (no crawldb yet: inject) the config's
     `crawl.partitions` (default 8)."""
     if override is not None:
         return override
-    if "://" in crawl_dir:
-        raise StepFailed(
-            2,
-            f"the driver cannot read the partition count of {crawl_dir} (not a local "
-            "path): pass --partitions N (the `partitions` of crawldb/current/_meta.json)",
-        )
-    meta = os.path.join(crawl_dir, "crawldb", "current", "_meta.json")
-    if os.path.exists(meta):
+    if is_object_store(crawl_dir):
+        argv = [os.path.join(bin_dir or ".", "readdb"), "--crawl-dir", crawl_dir, "--partitions"]
+        if config:
+            argv += ["--config", config]
+        with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
+            proc = subprocess.run(
+                argv + ["--work-dir", work],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        if proc.returncode == 0 and proc.stdout.strip().isdigit():
+            return int(proc.stdout.strip())
+        if "no crawldb" not in proc.stderr and "no such crawl directory" not in proc.stderr:
+            raise StepFailed(
+                proc.returncode or EXIT_ERROR,
+                f"cannot read the partition count of {crawl_dir}: {shlex.join(argv)}\n"
+                f"{tail(proc.stderr)}",
+            )
+        meta = None
+    else:
+        meta = os.path.join(crawl_dir, "crawldb", "current", "_meta.json")
+    if meta and os.path.exists(meta):
         try:
             with open(meta, encoding="utf-8") as f:
                 return int(json.load(f)["partitions"])
@@ -198,15 +226,26 @@ def make_task(stage, command, job, ok_codes, extra_flags=()):
         attempt = attempt_id(ctx.stageId(), ctx.partitionId(), ctx.attemptNumber())
         argv = command + task_flags(job, spec, attempt) + list(extra_flags)
         started = time.monotonic()
-        proc = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            preexec_fn=_die_with_parent,
-        )
+        # On an object store the task runs on a scratch mirror of its own under the
+        # worker's local dir, removed when the task ends.
+        work = None
+        if is_object_store(command[2]):
+            local = (os.environ.get("SPARK_LOCAL_DIRS") or "").split(",")[0] or None
+            work = tempfile.mkdtemp(prefix=f"trawl-task-{attempt}-", dir=local)
+            argv += ["--work-dir", work]
+        try:
+            proc = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            if work:
+                shutil.rmtree(work, ignore_errors=True)
         seconds = time.monotonic() - started
         if proc.returncode not in ok_codes:
             how = (
@@ -260,7 +299,9 @@ class Driver:
         print(text, flush=True)
 
     def partitions(self):
-        return read_partitions(self.crawl_dir, self.config, self.partitions_override)
+        return read_partitions(
+            self.crawl_dir, self.config, self.partitions_override, self.bin_dir
+        )
 
     def run_job(self, stage, what, command, job, specs, ok_codes=(EXIT_OK,), extra=()):
         """One Spark job: a task per partition set running `command` + task flags +
@@ -345,7 +386,12 @@ class Driver:
         argv = self.command(stage, stage_args) + list(flags)
         if self.verbose:
             self.say(f"  $ {shlex.join(argv)}")
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
+            if is_object_store(self.crawl_dir):
+                argv += ["--work-dir", work]
+            proc = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+            )
         sys.stderr.flush()
         if proc.returncode not in ok_codes:
             raise StepFailed(
@@ -411,6 +457,9 @@ class Driver:
         if segment is None:
             self.say("round: no URLs are due")
             return EXIT_NOTHING_DUE
+        if is_object_store(self.crawl_dir):
+            # The commit printed its scratch mirror's path: stages name it by name.
+            segment = os.path.basename(segment.rstrip("/"))
         self.say(f"round {number}: segment {segment}")
         code = self.stage("fetch", [segment] + flags["fetch"], label, (EXIT_OK, EXIT_UNREACHABLE))
         for stage in ["parse", "updatedb", "linkdb"]:
@@ -544,6 +593,12 @@ def spark_context(args):
     conf.setIfMissing("spark.task.maxFailures", "4")
     conf.setIfMissing("spark.locality.wait", "0s")
     conf.setIfMissing("spark.ui.showConsoleProgress", "false")
+    if is_object_store(args.crawl_dir):
+        # The executors' binaries reach the store with the driver's credentials
+        # and endpoint (AWS_*, GOOGLE_*, AZURE_* of the driver's environment).
+        for key, value in os.environ.items():
+            if key.startswith(OBJECT_STORE_ENV):
+                conf.setIfMissing(f"spark.executorEnv.{key}", value)
     local_ip = os.environ.get("SPARK_LOCAL_IP")
     if local_ip:
         conf.setIfMissing("spark.driver.host", local_ip)

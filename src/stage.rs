@@ -35,7 +35,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::object::{CrawlUri, GcReport, Mirror};
+use crate::store::object::{CrawlUri, GcReport, Mirror, Scope};
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
 ///
@@ -110,31 +110,7 @@ impl StageCtx {
     /// The context for a partitioned stage's task flags (`--job`, `--partitions`,
     /// `--attempt`, `--commit`); the ids and the partition list are checked here.
     pub fn with_task(mut self, args: &TaskArgs) -> Result<Self> {
-        self.task = match (&args.job, &args.partitions, &args.attempt, args.commit) {
-            (None, None, None, false) => TaskMode::Whole,
-            (Some(job), None, None, true) => {
-                jobs::check_job_id(job)?;
-                TaskMode::Commit { job: job.clone() }
-            }
-            (Some(job), Some(spec), Some(attempt), false) => {
-                jobs::check_job_id(job)?;
-                jobs::check_attempt_id(attempt)?;
-                let partitions = PartitionSet::parse(spec)
-                    .map_err(|m| Error::input(format!("--partitions {spec}"), m))?;
-                TaskMode::Task {
-                    job: job.clone(),
-                    partitions,
-                    attempt: attempt.clone(),
-                }
-            }
-            _ => {
-                return Err(Error::input(
-                    "--job",
-                    "give --job ID with either --partitions SPEC --attempt ID (run one task) \
-                     or --commit (install the job's finished attempts)",
-                ));
-            }
-        };
+        self.task = TaskMode::from_args(args)?;
         Ok(self)
     }
 
@@ -198,11 +174,36 @@ impl StageCtx {
     /// An object-store URI is pulled into its working mirror (`--work-dir`), held
     /// locked until the stage ends, and the ctx's root is the mirror.
     pub fn from_args(common: &CommonArgs) -> Result<Self> {
+        Self::open(common, Scope::Whole)
+    }
+
+    /// [`StageCtx::from_args`] for a step of job `job` that runs in the driver
+    /// beside its commit (generate's `--cutoff`): on an object store the mirror
+    /// holds the job's attempts and no part data ([`Scope::Job`]).
+    pub fn from_job_args(common: &CommonArgs, job: &str) -> Result<Self> {
+        jobs::check_job_id(job)?;
+        Self::open(
+            common,
+            Scope::Job {
+                job: job.to_string(),
+            },
+        )
+    }
+
+    /// [`StageCtx::from_args`] for a step that reads only the crawl directory's
+    /// small files (`readdb --partitions`): on an object store no part is
+    /// downloaded ([`Scope::Meta`]).
+    pub fn from_meta_args(common: &CommonArgs) -> Result<Self> {
+        Self::open(common, Scope::Meta)
+    }
+
+    fn open(common: &CommonArgs, scope: Scope) -> Result<Self> {
         let (cfg, root) = common.setup()?;
         match CrawlUri::parse(&root)? {
             CrawlUri::Local(root) => Ok(StageCtx::new(root, cfg)),
             CrawlUri::Object(uri) => {
-                let mirror = Mirror::open(&uri, common.work_dir.as_deref(), &stage_name())?;
+                let mirror =
+                    Mirror::open_scoped(&uri, common.work_dir.as_deref(), &stage_name(), scope)?;
                 let mut ctx = StageCtx::new(mirror.root(), cfg);
                 ctx.mirror = Some(Arc::new(mirror));
                 Ok(ctx)
@@ -213,7 +214,18 @@ impl StageCtx {
     /// [`StageCtx::from_args`] for a partitioned stage, with its task flags
     /// ([`StageCtx::with_task`]).
     pub fn from_task_args(common: &CommonArgs, task: &TaskArgs) -> Result<Self> {
-        Self::from_args(common)?.with_task(task)
+        let mode = TaskMode::from_args(task)?;
+        let mut ctx = Self::open(common, mode.scope())?;
+        ctx.task = mode;
+        Ok(ctx)
+    }
+
+    /// Where leases are kept when the crawl directory is on an object store (the
+    /// mirror's store); `None` for a local directory (lease files).
+    pub fn lease_store(&self) -> Option<Arc<dyn crate::store::lease::LeaseStore>> {
+        self.mirror
+            .clone()
+            .map(|m| m as Arc<dyn crate::store::lease::LeaseStore>)
     }
 
     /// The crawl directory's root as given (it may not exist yet: inject creates it).
@@ -284,6 +296,16 @@ impl StageCtx {
     /// changed; a failed push (another writer committed first, a network error) ends
     /// the stage with the error's exit code and no summary.
     pub fn finish<R: Report>(&self, report: &R) -> std::result::Result<(), Exit> {
+        self.finish_line(R::STAGE, &report.to_string())?;
+        match report.exit() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// [`StageCtx::finish`] for a step with a summary but no [`Report`] type
+    /// (generate's `--cutoff`): pushes, then prints `<stage>: <line> in <secs>s`.
+    pub fn finish_line(&self, stage: &str, line: &str) -> std::result::Result<(), Exit> {
         if let Some(mirror) = &self.mirror {
             match mirror.push() {
                 Ok(pushed) => tracing::info!(
@@ -297,18 +319,60 @@ impl StageCtx {
                 Err(e) => {
                     return Err(Exit::new(
                         crate::cli::exit_code(&e),
-                        format!(
-                            "Error: {} did its work, but it was not committed: {e}",
-                            R::STAGE
-                        ),
+                        format!("Error: {stage} did its work, but it was not committed: {e}"),
                     ));
                 }
             }
         }
-        crate::cli::summary(R::STAGE, self.started, &report.to_string());
-        match report.exit() {
-            Some(e) => Err(e),
-            None => Ok(()),
+        crate::cli::summary(stage, self.started, line);
+        Ok(())
+    }
+}
+
+impl TaskMode {
+    /// The mode given by a stage's task flags; the ids and the partition list are
+    /// checked here.
+    pub fn from_args(args: &TaskArgs) -> Result<Self> {
+        Ok(
+            match (&args.job, &args.partitions, &args.attempt, args.commit) {
+                (None, None, None, false) => TaskMode::Whole,
+                (Some(job), None, None, true) => {
+                    jobs::check_job_id(job)?;
+                    TaskMode::Commit { job: job.clone() }
+                }
+                (Some(job), Some(spec), Some(attempt), false) => {
+                    jobs::check_job_id(job)?;
+                    jobs::check_attempt_id(attempt)?;
+                    let partitions = PartitionSet::parse(spec)
+                        .map_err(|m| Error::input(format!("--partitions {spec}"), m))?;
+                    TaskMode::Task {
+                        job: job.clone(),
+                        partitions,
+                        attempt: attempt.clone(),
+                    }
+                }
+                _ => {
+                    return Err(Error::input(
+                        "--job",
+                        "give --job ID with either --partitions SPEC --attempt ID (run one task) \
+                     or --commit (install the job's finished attempts)",
+                    ));
+                }
+            },
+        )
+    }
+
+    /// What an object-store mirror pulls and pushes for this mode.
+    fn scope(&self) -> Scope {
+        match self {
+            TaskMode::Whole => Scope::Whole,
+            TaskMode::Task {
+                job, partitions, ..
+            } => Scope::Task {
+                job: job.clone(),
+                partitions: partitions.clone(),
+            },
+            TaskMode::Commit { job } => Scope::Job { job: job.clone() },
         }
     }
 }

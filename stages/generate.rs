@@ -67,7 +67,9 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut ctx = if args.cutoff {
+    let mut ctx = if let (true, Some(job)) = (args.cutoff, &args.task.job) {
+        StageCtx::from_job_args(&args.common, job)?
+    } else if args.cutoff {
         StageCtx::from_args(&args.common)?
     } else {
         StageCtx::from_task_args(&args.common, &args.task)?
@@ -88,11 +90,10 @@ fn run() -> anyhow::Result<()> {
     });
     if let (true, Some(job)) = (args.cutoff, &args.task.job) {
         let (lists, urls) = generate::run_cutoff(&ctx, &opts, job)?;
-        trawl::cli::summary(
+        ctx.finish_line(
             "generate --cutoff",
-            ctx.started(),
             &format!("{lists} fetch list(s) with {urls} urls chosen"),
-        );
+        )?;
         return Ok(());
     }
     let report = generate::run(&ctx, &opts)?;

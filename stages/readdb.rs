@@ -15,7 +15,7 @@ min/avg/max and quantiles, fetch_time range, interval/retry/depth distributions,
 --per-host adds per-host status counts), --url URL (the record as JSON), --dump (all or filtered \
 rows as jsonl, csv or parquet), --top N (best scores as jsonl)."
 )]
-#[command(group(clap::ArgGroup::new("mode").required(true).args(["stats", "url", "dump", "top"])))]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["stats", "url", "dump", "top", "partitions"])))]
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
@@ -49,6 +49,10 @@ struct Args {
     /// With --stats: print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Print the crawldb's partition count (from its `_meta.json`; on an object
+    /// store no part is downloaded): what a cluster driver splits tasks by.
+    #[arg(long)]
+    partitions: bool,
 }
 
 /// `--status`: a crawldb status (else a usage error, exit code 2).
@@ -66,6 +70,13 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.partitions {
+        let ctx = StageCtx::from_meta_args(&args.common)?;
+        let meta = ctx.open_existing()?.crawldb_meta()?;
+        println!("{}", meta.partitions);
+        ctx.finish_line("readdb", &format!("{} partitions", meta.partitions))?;
+        return Ok(());
+    }
     let ctx = StageCtx::from_args(&args.common)?;
     let query = if args.stats {
         Query::Stats {

@@ -17,6 +17,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use trawl::store::partition::Partitioner;
 
 use common::*;
 
@@ -99,8 +100,26 @@ impl Cluster {
 
     /// `spark-submit cluster/trawl_spark.py <args> --crawl-dir .. --config ..`.
     fn submit(&self, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+        self.submit_env(crawl, config, args, None)
+    }
+
+    /// [`Cluster::submit`] with the crawl directory on moto's S3: the driver gets the
+    /// endpoint and credentials (and passes them on to the executors).
+    fn submit_env(
+        &self,
+        crawl: &Path,
+        config: &Path,
+        args: &[&str],
+        moto: Option<&common::moto::Moto>,
+    ) -> Output {
         let submit = self.python.with_file_name("spark-submit");
-        let out = Command::new(submit)
+        let mut cmd = Command::new(submit);
+        if let Some(moto) = moto {
+            let work = crawl_work(config);
+            common::moto::s3_env(&mut cmd, moto, &work);
+            cmd.env_remove("TRAWL_WORK_DIR");
+        }
+        let out = cmd
             .arg("--master")
             .arg(&self.master)
             .arg(repo().join("cluster/trawl_spark.py"))
@@ -235,6 +254,54 @@ fn killer(
 }
 
 /// The same crawl in one process: inject, then `rounds` rounds of the six stages.
+/// A scratch directory beside the config (never used by the driver: each step and
+/// task gets its own work dir).
+fn crawl_work(config: &Path) -> PathBuf {
+    config.with_file_name("work")
+}
+
+/// What both cluster tests start from.
+struct Setup {
+    map: testweb::SiteMap,
+    seeds: PathBuf,
+    /// The one-process crawl's directory.
+    reference: PathBuf,
+    /// The Spark crawl's directory (its web's log, its config).
+    spark_dir: PathBuf,
+    web: TestWeb,
+    config: PathBuf,
+}
+
+/// The seeds, the one-process reference crawl of `rounds` rounds (on a web of its
+/// own: its own request log), and the web and config of the Spark crawl.
+fn setup(dir: &Path, rounds: usize) -> Setup {
+    let map = site_map(dir, WEB);
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let reference_dir = dir.join("one-process");
+    std::fs::create_dir_all(&reference_dir).unwrap();
+    let reference = one_process_crawl(&reference_dir, &seeds, rounds);
+    let spark_dir = dir.join("spark");
+    std::fs::create_dir_all(&spark_dir).unwrap();
+    let web = TestWeb::start(&spark_dir, WEB);
+    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    }
+}
+
+/// (URL, status, signature) of every crawldb row.
+fn triples(db: BTreeMap<String, trawl::CrawlDatum>) -> BTreeMap<String, (String, Option<String>)> {
+    db.into_iter()
+        .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
+        .collect()
+}
+
 fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize) -> PathBuf {
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
@@ -264,20 +331,16 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     let started = Instant::now();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-
-    // The one-process reference, on a web of its own (its own request log).
-    let reference_dir = dir.join("one-process");
-    std::fs::create_dir_all(&reference_dir).unwrap();
-    let reference = one_process_crawl(&reference_dir, &seeds, 2);
+    let Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    } = setup(dir, 2);
 
     // The cluster crawl. The doomed partition: the one holding the most seed hosts.
-    let spark_dir = dir.join("spark");
-    std::fs::create_dir_all(&spark_dir).unwrap();
-    let web = TestWeb::start(&spark_dir, WEB);
-    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
     let crawl = spark_dir.join("crawl");
     let mut hosts_per_partition = BTreeMap::new();
     for s in &map.seeds {
@@ -342,14 +405,8 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     );
 
     // The crawldb equals the one-process crawl's by URL, status and signature.
-    let key =
-        |db: BTreeMap<String, trawl::CrawlDatum>| -> BTreeMap<String, (String, Option<String>)> {
-            db.into_iter()
-                .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
-                .collect()
-        };
-    let got = key(crawldb(&crawl));
-    let want = key(crawldb(&reference));
+    let got = triples(crawldb(&crawl));
+    let want = triples(crawldb(&reference));
     assert!(
         got.values().filter(|(s, _)| s == "db_fetched").count() > 10,
         "a real crawl: {got:?}"
@@ -376,4 +433,60 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         started.elapsed().as_secs_f64()
     );
 }
-use trawl::store::partition::Partitioner;
+
+/// One round through Spark with the crawl directory on S3 (moto on loopback): no
+/// shared file system between the driver and the executors; every task and step runs
+/// on a scratch mirror of its own; the crawldb equals the one-process crawl's.
+#[test]
+fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
+    if !java_present() {
+        eprintln!(
+            "SKIPPED one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3: \
+             no `java` on PATH (Spark needs Java 17 or newer)"
+        );
+        return;
+    }
+    let Some(moto) = common::moto::start_moto() else {
+        return;
+    };
+    let python = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Setup {
+        seeds,
+        reference,
+        web,
+        config,
+        ..
+    } = setup(dir, 1);
+    let uri = format!("s3://{}/spark", common::moto::BUCKET);
+    let crawl = Path::new(&uri);
+    let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
+    let out = cluster.submit_env(
+        crawl,
+        &config,
+        &["inject", seeds.to_str().unwrap()],
+        Some(&moto),
+    );
+    assert!(out.status.success(), "inject through Spark on S3 failed");
+    let out = cluster.submit_env(crawl, &config, &["round", "--rounds", "1"], Some(&moto));
+    assert!(out.status.success(), "the round through Spark on S3 failed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
+        "the driver read the partition count from the store:\n{stdout}"
+    );
+    drop(cluster);
+    web.stop();
+
+    let got = triples(common::moto::s3_crawldb(&moto, dir, &uri, &config));
+    let want = triples(crawldb(&reference));
+    assert!(
+        got.values().any(|(s, _)| s == "db_fetched"),
+        "a real crawl: {got:?}"
+    );
+    assert_eq!(
+        got, want,
+        "the Spark crawl on S3 differs from the one-process crawl"
+    );
+}

@@ -13,114 +13,15 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
+use common::moto::*;
 use common::*;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
-use trawl::store::object::{CrawlUri, Mirror, ObjectUri, VersionManifest};
-
-const BUCKET: &str = "trawl-test";
-
-/// A running moto S3 server on loopback, killed on drop.
-struct Moto {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The `moto_server` executable: `TRAWL_MOTO_SERVER`, else the project venv's.
-fn moto_bin() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("TRAWL_MOTO_SERVER").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.is_file())
-}
-
-/// One HTTP/1.1 request to moto (no signature: moto does not check it), returning
-/// the status code.
-fn http(endpoint: &str, method: &str, path: &str) -> std::io::Result<u16> {
-    let addr = endpoint.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut resp = String::new();
-    s.read_to_string(&mut resp)?;
-    Ok(resp
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0))
-}
-
-/// Starts moto on a free loopback port with a fresh bucket; `None` (and a message)
-/// when it cannot.
-fn start_moto() -> Option<Moto> {
-    let Some(bin) = moto_bin() else {
-        eprintln!(
-            "SKIPPED: moto_server not found (run `make venv` to install moto[server] into .venv, or set TRAWL_MOTO_SERVER)"
-        );
-        return None;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .ok()?;
-    let child = Command::new(&bin)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED: cannot start {}: {e}", bin.display());
-            return None;
-        }
-    };
-    let moto = Moto {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let started = Instant::now();
-    loop {
-        if let Ok(code) = http(&moto.endpoint, "PUT", &format!("/{BUCKET}")) {
-            assert!(code == 200, "moto: creating the bucket answered {code}");
-            return Some(moto);
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            eprintln!("SKIPPED: moto_server did not answer on {}", moto.endpoint);
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The environment every stage of these tests gets: moto's endpoint and dummy
-/// credentials, a work dir of its own.
-fn s3_env(cmd: &mut Command, moto: &Moto, work: &Path) {
-    cmd.env("AWS_ENDPOINT_URL", &moto.endpoint)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env("TRAWL_WORK_DIR", work)
-        .env_remove("TRAWL_TEST_PAUSE_SEGTOOLS");
-}
+use trawl::store::object::VersionManifest;
 
 fn s3_command(
     moto: &Moto,
@@ -188,28 +89,25 @@ fn paused_inject(
     cmd
 }
 
-fn object_uri(uri: &str) -> ObjectUri {
-    match CrawlUri::parse(Path::new(uri)).unwrap() {
-        CrawlUri::Object(o) => o,
-        CrawlUri::Local(_) => panic!("{uri} is not an object-store uri"),
+/// Waits until `child` (started with `object:uploaded-one:SECS` and its stderr
+/// piped) pauses after its first upload, then kills it with SIGKILL.
+fn kill_when_uploaded(child: &mut std::process::Child, what: &str) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "{what} ended before its first upload:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("pausing") && line.contains("object:uploaded-one") {
+            break;
+        }
     }
-}
-
-/// The crawldb as a fresh reader sees it: `readdb --stats` through a new work dir
-/// (pulling everything), then the rows of its mirror.
-fn s3_crawldb(
-    moto: &Moto,
-    scratch: &Path,
-    uri: &str,
-    config: &Path,
-) -> BTreeMap<String, trawl::CrawlDatum> {
-    let work = scratch.join(format!("reader-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    s3_ok(moto, &work, "readdb", uri, config, &["--stats"]);
-    let mirror = Mirror::dir_for(&object_uri(uri), Some(&work)).join("crawl");
-    let rows = crawldb(&mirror);
-    std::fs::remove_dir_all(&work).unwrap();
-    rows
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
 }
 
 /// A client of the test bucket (for listing what is stored).
@@ -246,6 +144,18 @@ impl Bucket {
                 .await
                 .unwrap()
         })
+    }
+
+    fn put(&self, key: &str, body: &str) {
+        self.rt.block_on(async {
+            self.store
+                .put(
+                    &object_store::path::Path::from(key),
+                    object_store::PutPayload::from(body.as_bytes().to_vec()),
+                )
+                .await
+                .unwrap();
+        });
     }
 
     fn get(&self, key: &str) -> Option<Vec<u8>> {
@@ -399,22 +309,19 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "inject ended before its first upload"
-        );
-        if line.contains("pausing") && line.contains("object:uploaded-one") {
+    kill_when_uploaded(&mut child, "inject");
+
+    // PUTs the killed process had in flight may still land: list until the
+    // bucket stops changing.
+    let mut after_kill = bucket.keys("killed");
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let again = bucket.keys("killed");
+        if again == after_kill {
             break;
         }
+        after_kill = again;
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-
-    let after_kill = bucket.keys("killed");
     let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
     assert!(
         !uploaded.is_empty() && uploaded.iter().all(|k| k.starts_with("killed/objects/")),
@@ -559,4 +466,372 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     let reader = t.path().join("reader2");
     let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
     assert!(seg.contains(&name), "{seg}");
+}
+
+/// Partition sets of the task test: uneven, covering 0..4.
+const SETS: &[&str] = &["0-1", "2", "3"];
+
+/// What one task or commit process on S3 did, from its log
+/// (`RUST_LOG=info,trawl::store::object=debug`).
+#[derive(Debug, Default, Clone)]
+struct Requests {
+    get: u64,
+    head: u64,
+    put: u64,
+    list: u64,
+    /// The files it downloaded (`crawl_fetch/part-00003.parquet of segments/..`).
+    downloaded: Vec<String>,
+}
+
+fn requests(stderr: &str) -> Requests {
+    let num = |line: &str, what: &str| -> u64 {
+        line.split(&[',', '(', ')'][..])
+            .map(str::trim)
+            .find_map(|w| w.strip_suffix(what).and_then(|n| n.trim().parse().ok()))
+            .unwrap_or(0)
+    };
+    let mut r = Requests::default();
+    for line in stderr.lines() {
+        if line.contains("pulled into") {
+            r.get += num(line, " GET");
+            r.head += num(line, " HEAD");
+            r.list += num(line, " LIST");
+        }
+        if line.contains(": committed [") {
+            r.put += num(line, " PUT");
+        }
+        if let Some(rest) = line.split("GET ").nth(1)
+            && (line.contains(" of segments/")
+                || line.contains(" of attempt ")
+                || line.contains(" of crawldb")
+                || line.contains(" of linkdb")
+                || line.contains(" of pagerank"))
+        {
+            r.downloaded.push(rest.trim().to_string());
+        }
+    }
+    r
+}
+
+/// The partition index of a downloaded part (`part-00003...parquet of ...`).
+fn part_of(downloaded: &str) -> Option<usize> {
+    let file = downloaded.split(' ').next()?.rsplit('/').next()?;
+    file.strip_prefix("part-")?.get(..5)?.parse().ok()
+}
+
+/// A partition task (`--job --partitions --attempt`) or a commit (`pset` empty) on
+/// S3 in a fresh work dir of its own; checks that it downloaded no part of another
+/// partition (a commit: no part at all) and returns what it requested.
+#[allow(clippy::too_many_arguments)]
+fn s3_step(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+    stage: &str,
+    args: &[&str],
+    job: &str,
+    pset: &str,
+    attempt: &str,
+    log: &mut Vec<(String, Requests)>,
+) -> Output {
+    let work = scratch.join(format!("w-{job}-{pset}-{attempt}").replace('/', "_"));
+    let mut all: Vec<&str> = args.to_vec();
+    if pset.is_empty() {
+        all.extend(["--job", job, "--commit"]);
+    } else {
+        all.extend(["--job", job, "--partitions", pset, "--attempt", attempt]);
+    }
+    let out = s3_command(moto, &work, stage, uri, config, &all)
+        .env("RUST_LOG", "info,trawl::store::object=debug")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{stage} {all:?} failed ({:?}):\nstdout: {}\nstderr: {err}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let r = requests(&err);
+    let set = trawl::store::jobs::PartitionSet::parse(if pset.is_empty() { "0-3" } else { pset })
+        .unwrap();
+    for d in &r.downloaded {
+        let Some(i) = part_of(d) else { continue };
+        // updatedb tasks too: parse routed the segment's redirects into
+        // crawl_parse (the redirect shuffle), so no task reads all of crawl_fetch.
+        assert!(
+            !pset.is_empty() && (set.contains(i) || pset == "all"),
+            "{stage} {all:?} downloaded {d}: a task reads only its partitions' parts, a commit none\n{err}"
+        );
+    }
+    log.push((
+        format!(
+            "{stage} {}",
+            if pset.is_empty() {
+                "commit".to_string()
+            } else {
+                format!("task {pset}")
+            }
+        ),
+        r,
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    out
+}
+
+/// The tasks of one pass over [`SETS`] plus a zombie: a second attempt of set `2`
+/// finishing after the first.
+#[allow(clippy::too_many_arguments)]
+fn s3_tasks(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+    stage: &str,
+    args: &[&str],
+    job: &str,
+    log: &mut Vec<(String, Requests)>,
+) {
+    for set in SETS {
+        s3_step(
+            moto,
+            scratch,
+            uri,
+            config,
+            stage,
+            args,
+            job,
+            set,
+            &format!("{stage}-{set}-1"),
+            log,
+        );
+    }
+    s3_step(
+        moto, scratch, uri, config, stage, args, job, "2", "0-zombie", log,
+    );
+}
+
+#[test]
+fn partition_tasks_on_s3_equal_the_one_process_crawl() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.0, "");
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let seeds = seeds.to_str().unwrap();
+
+    // One process, locally.
+    let local = t.path().join("crawl");
+    run_ok("inject", &local, &config, &[seeds]);
+    round(&local, &config).expect("seeds are due");
+
+    // Partition tasks on S3; every task and commit in a process (and work dir) of
+    // its own.
+    let uri = format!("s3://{BUCKET}/tasks");
+    let scratch = t.path().join("s");
+    let mut log = Vec::new();
+    s3_ok(
+        &moto,
+        &scratch.join("inject"),
+        "inject",
+        &uri,
+        &config,
+        &[seeds],
+    );
+    let c = &config;
+    let m = &moto;
+    let sc = &scratch;
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "generate",
+        &["--pass", "histogram"],
+        "g1",
+        &mut log,
+    );
+    s3_ok(
+        m,
+        &sc.join("cutoff"),
+        "generate",
+        &uri,
+        c,
+        &["--job", "g1", "--cutoff"],
+    );
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "generate",
+        &["--pass", "select"],
+        "g1",
+        &mut log,
+    );
+    let out = s3_step(m, sc, &uri, c, "generate", &[], "g1", "", "", &mut log);
+    let path = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let seg = Path::new(&path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // A fetch task needs a time limit (its leases expire after it).
+    let fetch_args = [seg.as_str(), "--time-limit", "60"];
+    // Leases are objects of the store: a live one (another machine's attempt)
+    // refuses the task with exit 6; an expired one is taken over (If-Match).
+    let lease_key = "tasks/fetch_state/00004/p00003/fetch.lease";
+    let lease = |expires: i64| {
+        serde_json::json!({
+            "job": "f0", "attempt": "elsewhere", "pid": 1, "host": "another-machine",
+            "since": "2026-11-24T00:00:00+00:00", "expires": expires
+        })
+        .to_string()
+    };
+    let now = trawl::datum::now_millis();
+    let bucket = Bucket::new(m);
+    bucket.put(lease_key, &lease(now + 600_000));
+    let mut refused = fetch_args.to_vec();
+    refused.extend(["--job", "f1", "--partitions", "3", "--attempt", "refused"]);
+    let o = s3_run(m, &sc.join("refused"), "fetch", &uri, c, &refused);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("is leased by attempt elsewhere of job f0"),
+        "{err}"
+    );
+    bucket.put(lease_key, &lease(now - 1000));
+    let o = s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "fetch",
+        &fetch_args,
+        "f1",
+        "3",
+        "f-3-0",
+        &mut log,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is taken over: it expired"), "{err}");
+    assert!(bucket.get(lease_key).is_none(), "the lease is released");
+    s3_tasks(m, sc, &uri, c, "fetch", &fetch_args, "f1", &mut log);
+    s3_step(m, sc, &uri, c, "fetch", &[&seg], "f1", "", "", &mut log);
+    s3_tasks(m, sc, &uri, c, "parse", &[&seg], "p1", &mut log);
+    s3_step(m, sc, &uri, c, "parse", &[&seg], "p1", "", "", &mut log);
+    // updatedb: an attempt killed between its uploads and its manifest is not
+    // seen by the commit.
+    let mut killed = s3_command(
+        m,
+        &sc.join("killed"),
+        "updatedb",
+        &uri,
+        c,
+        &[
+            &seg,
+            "--job",
+            "u1",
+            "--partitions",
+            "0-1",
+            "--attempt",
+            "0-killed",
+        ],
+    )
+    .env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:uploaded-one:60")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    kill_when_uploaded(&mut killed, "the updatedb task");
+    s3_tasks(m, sc, &uri, c, "updatedb", &[&seg], "u1", &mut log);
+    s3_step(m, sc, &uri, c, "updatedb", &[&seg], "u1", "", "", &mut log);
+    s3_tasks(m, sc, &uri, c, "linkdb", &[&seg], "l1", &mut log);
+    // Two commits of the job at once (both read the job, then both create the
+    // linkdb's next version): exactly one wins, the other exits 6 saying so.
+    let racer = |name: &str| {
+        s3_command(
+            m,
+            &sc.join(name),
+            "linkdb",
+            &uri,
+            c,
+            &[&seg, "--job", "l1", "--commit"],
+        )
+        .env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:before-commit:3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (ra, rb) = (racer("race-a"), racer("race-b"));
+    let outs = [
+        ra.wait_with_output().unwrap(),
+        rb.wait_with_output().unwrap(),
+    ];
+    let winners = outs.iter().filter(|o| o.status.success()).count();
+    let errs: Vec<String> = outs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(winners, 1, "exactly one commit wins: {errs:?}");
+    let loser = outs.iter().position(|o| !o.status.success()).unwrap();
+    assert_eq!(outs[loser].status.code(), Some(6), "{}", errs[loser]);
+    assert!(
+        errs[loser].contains("committed version 1 of linkdb first")
+            && errs[loser].contains("was not installed"),
+        "{}",
+        errs[loser]
+    );
+    s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "pagerank",
+        &["--pass", "scores"],
+        "r1",
+        "all",
+        "s-1",
+        &mut log,
+    );
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "pagerank",
+        &["--pass", "rewrite"],
+        "r1",
+        &mut log,
+    );
+    s3_step(m, sc, &uri, c, "pagerank", &[], "r1", "", "", &mut log);
+
+    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let here = crawldb(&local);
+    assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
+    assert_eq!(triples(&remote), triples(&here));
+    // The jobs are gone from the store once committed.
+    let left: Vec<String> = Bucket::new(&moto).keys("tasks/_jobs").into_iter().collect();
+    assert!(left.is_empty(), "jobs left on the store: {left:?}");
+    for (what, r) in &log {
+        eprintln!(
+            "requests {what}: {} GET ({} files, {} of them parts), {} HEAD, {} PUT, {} LIST",
+            r.get,
+            r.downloaded.len(),
+            r.downloaded.iter().filter(|d| part_of(d).is_some()).count(),
+            r.head,
+            r.put,
+            r.list
+        );
+    }
 }

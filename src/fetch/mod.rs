@@ -454,13 +454,20 @@ fn run_task(
     let leases = own
         .iter()
         .map(|&i| {
-            Lease::acquire(
-                &dir.fetch_lease(partitions, i),
-                &format!("partition {i} of segment {}", seg.name()),
-                job.id(),
-                attempt,
-                expires,
-            )
+            let path = dir.fetch_lease(partitions, i);
+            let what = format!("partition {i} of segment {}", seg.name());
+            match ctx.lease_store() {
+                // On an object store the lease is an object of the store.
+                Some(store) => {
+                    let rel = path
+                        .strip_prefix(ctx.root())
+                        .unwrap_or(&path)
+                        .to_string_lossy()
+                        .into_owned();
+                    Lease::acquire_remote(store, &rel, &what, job.id(), attempt, expires)
+                }
+                None => Lease::acquire(&path, &what, job.id(), attempt, expires),
+            }
         })
         .collect::<Result<Vec<Lease>>>()?;
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();

@@ -174,6 +174,13 @@ pub fn uncompressed_bytes(dir: &Path) -> Result<u64> {
         if !integrity::is_part_name(&name) {
             continue;
         }
+        if let Some(remote) = integrity::placeholder(&path) {
+            // Another partition's part left on the object store: its stored size
+            // stands for it (its footer was not downloaded; a task spills only
+            // its own partitions' rows).
+            total += remote.bytes;
+            continue;
+        }
         let file = File::open(&path).at(&path)?;
         let reader = SerializedFileReader::new(file).map_err(|e| Error::parquet(&path, e))?;
         total += reader

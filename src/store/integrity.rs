@@ -99,8 +99,65 @@ fn listed_parts(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Size and blake3 (hex) of a file, read once in 1 MiB blocks.
+/// What is known of a placeholder file: a local stand-in (a sparse file of the
+/// right size) for an object of an object-store crawl directory that this process
+/// did not download (another partition's part, an attempt's part at commit; see
+/// docs/object-store.md, "Partition tasks"). Hard links share it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// The object's size.
+    pub bytes: u64,
+    /// The object's blake3 (hex).
+    pub blake3: String,
+    /// Its rows, for a Parquet part.
+    pub rows: Option<u64>,
+}
+
+/// Placeholders registered in this process, by (device, inode, size, mtime): a new
+/// file that reuses a deleted placeholder's inode has another mtime.
+static REMOTE: Mutex<BTreeMap<(u64, u64, u64, i64, i64), Remote>> = Mutex::new(BTreeMap::new());
+
+fn identity(md: &fs::Metadata) -> (u64, u64, u64, i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
+}
+
+fn remote_table() -> std::sync::MutexGuard<'static, BTreeMap<(u64, u64, u64, i64, i64), Remote>> {
+    match REMOTE.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// Creates the placeholder `path` for `remote` (a sparse file of its size: size
+/// checks pass, and no byte is stored) and registers it: [`hash_file`] and the
+/// row counts of [`seal`] answer from `remote` for it and its hard links.
+pub fn create_placeholder(path: &Path, remote: Remote) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).at(dir)?;
+    }
+    let f = File::create(path).at(path)?;
+    f.set_len(remote.bytes).at(path)?;
+    let md = f.metadata().at(path)?;
+    remote_table().insert(identity(&md), remote);
+    Ok(())
+}
+
+/// What is known of `path` when it is a placeholder ([`create_placeholder`]).
+pub fn placeholder(path: &Path) -> Option<Remote> {
+    if remote_table().is_empty() {
+        return None;
+    }
+    let md = fs::metadata(path).ok()?;
+    remote_table().get(&identity(&md)).cloned()
+}
+
+/// Size and blake3 (hex) of a file, read once in 1 MiB blocks (a placeholder's
+/// are those of its object, not read).
 pub fn hash_file(path: &Path) -> Result<(u64, String)> {
+    if let Some(r) = placeholder(path) {
+        return Ok((r.bytes, r.blake3));
+    }
     let mut f = File::open(path).at(path)?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -120,6 +177,12 @@ pub fn hash_file(path: &Path) -> Result<(u64, String)> {
 
 /// Rows recorded in a Parquet file's footer.
 fn parquet_rows(path: &Path) -> Result<u64> {
+    if let Some(r) = placeholder(path) {
+        return r.rows.ok_or_else(|| Error::Integrity {
+            path: path.to_path_buf(),
+            message: "is a placeholder of an object whose row count its manifest does not record; rerun the tasks that wrote it".into(),
+        });
+    }
     let file = File::open(path).at(path)?;
     let meta = parquet::file::metadata::ParquetMetaDataReader::new()
         .parse_and_finish(&file)
@@ -541,6 +604,30 @@ mod tests {
         fs::copy(&p1, d.join(part_name(7))).unwrap();
         let e = verify(&d, Check::Sizes).unwrap_err().to_string();
         assert!(e.contains("part-00007.parquet is not listed"), "{e}");
+    }
+
+    #[test]
+    fn a_placeholder_answers_from_its_object_without_being_read() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("part-00000.parquet");
+        let b3 = "ab".repeat(32);
+        let remote = Remote {
+            bytes: 1234,
+            blake3: b3.clone(),
+            rows: Some(7),
+        };
+        create_placeholder(&p, remote.clone()).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 1234);
+        assert_eq!(hash_file(&p).unwrap(), (1234, b3));
+        assert_eq!(parquet_rows(&p).unwrap(), 7);
+        // A hard link (a commit's link_part) is the same placeholder.
+        let q = t.path().join("part-00001.parquet");
+        fs::hard_link(&p, &q).unwrap();
+        assert_eq!(placeholder(&q), Some(remote));
+        // A real file of the same size is not one.
+        let r = t.path().join("part-00002.parquet");
+        fs::write(&r, vec![0u8; 1234]).unwrap();
+        assert_eq!(placeholder(&r), None);
     }
 
     #[test]

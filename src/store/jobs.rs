@@ -222,8 +222,8 @@ pub fn check_attempt_id(id: &str) -> Result<()> {
     check_id("attempt", id, MAX_ATTEMPT_LEN)
 }
 
-/// The name of an attempt's report file.
-const REPORT: &str = "_report.json";
+/// The name of an attempt's report file (its done marker).
+pub(super) const REPORT: &str = "_report.json";
 
 /// One run of a stage, as partition tasks plus a commit (see the module doc).
 #[derive(Debug, Clone)]

@@ -32,6 +32,12 @@
 //!   it later.
 //!
 //! So a zombie attempt and its retry never fetch the same partition's hosts at once.
+//!
+//! On an object-store crawl directory the lease is an object of the store
+//! ([`LeaseStore`], implemented by [`super::object::Mirror`]): it is created with a
+//! conditional create (`If-None-Match: *`), and a lease judged expired is taken over
+//! with a conditional update naming the version (e-tag) that was read (`If-Match`),
+//! so of two retries that judged the same expired lease only one takes it.
 
 use std::fs;
 use std::io::Write;
@@ -120,12 +126,25 @@ impl LeaseHolder {
     }
 }
 
-/// A lease held by this process; released (its file removed) on drop.
+/// Leases kept as objects of an object store (see the module doc).
+pub trait LeaseStore: std::fmt::Debug + Send + Sync {
+    /// Creates the lease `rel` (a `/`-separated path in the crawl directory) with
+    /// `body` unless it exists; when it exists, returns its body and version tag.
+    fn create(&self, rel: &str, body: &str) -> Result<Option<(String, String)>>;
+    /// Replaces the lease `rel` with `body` only if its version tag is still `tag`;
+    /// `false` when another writer changed it first.
+    fn replace(&self, rel: &str, body: &str, tag: &str) -> Result<bool>;
+    /// Removes the lease `rel` if it still holds `body` (best effort).
+    fn release(&self, rel: &str, body: &str);
+}
+
+/// A lease held by this process; released (its file or object removed) on drop.
 #[derive(Debug)]
 pub struct Lease {
     path: PathBuf,
     body: String,
     taken_over: bool,
+    remote: Option<(std::sync::Arc<dyn LeaseStore>, String)>,
 }
 
 impl Lease {
@@ -157,6 +176,58 @@ impl Lease {
         taken
     }
 
+    /// [`Lease::acquire`] on an object store: the lease is the object `rel` of
+    /// `store`, created once and taken over only through a conditional update of
+    /// the version judged expired (or gone).
+    pub fn acquire_remote(
+        store: std::sync::Arc<dyn LeaseStore>,
+        rel: &str,
+        what: &str,
+        job: &str,
+        attempt: &str,
+        expires: Option<i64>,
+    ) -> Result<Lease> {
+        let me = LeaseHolder::me(job, attempt, expires);
+        let path = PathBuf::from(rel);
+        let body = serde_json::to_string_pretty(&me)
+            .map_err(|e| Error::io(&path, std::io::Error::other(e)))?
+            + "\n";
+        let mut taken_over = false;
+        for _ in 0..5 {
+            let Some((text, tag)) = store.create(rel, &body)? else {
+                return Ok(Lease {
+                    path,
+                    body,
+                    taken_over,
+                    remote: Some((store, rel.to_string())),
+                });
+            };
+            if text.is_empty() {
+                // Released between the create and the read: create again.
+                continue;
+            }
+            let why = judge(&path, &text, what)?;
+            if store.replace(rel, &body, &tag)? {
+                tracing::warn!(
+                    "{what}: lease {rel} held by {} is taken over: {why}",
+                    describe(&text)
+                );
+                taken_over = true;
+                return Ok(Lease {
+                    path,
+                    body,
+                    taken_over,
+                    remote: Some((store, rel.to_string())),
+                });
+            }
+            // Another attempt changed it first: judge its lease anew.
+        }
+        Err(Error::Locked {
+            path,
+            message: format!("{what}: could not take the lease (other attempts keep taking it)"),
+        })
+    }
+
     /// The lease file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -178,11 +249,45 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some((store, rel)) = &self.remote {
+            store.release(rel, &self.body);
+            return;
+        }
         // Only our own lease: one taken over meanwhile belongs to another attempt.
         if fs::read_to_string(&self.path).is_ok_and(|t| t == self.body) {
             let _ = fs::remove_file(&self.path);
         }
     }
+}
+
+/// [`LeaseHolder::describe`] of a lease's text.
+fn describe(text: &str) -> String {
+    serde_json::from_str::<LeaseHolder>(text)
+        .map(|h| h.describe())
+        .unwrap_or_default()
+}
+
+/// Judges the lease text found at `path`: why it may be taken over, or the error
+/// refusing it (live, or unreadable).
+fn judge(path: &Path, text: &str, what: &str) -> Result<String> {
+    let Ok(holder) = serde_json::from_str::<LeaseHolder>(text) else {
+        return Err(Error::Locked {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what}: the lease is not readable as a lease; if no fetch task of this crawl is running, delete {} and retry",
+                path.display()
+            ),
+        });
+    };
+    holder
+        .takeover_reason(crate::datum::now_millis())
+        .ok_or_else(|| Error::Locked {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what} is leased by {}: another attempt may still be fetching its hosts; retry after the lease expires (or once that process is gone)",
+                holder.describe()
+            ),
+        })
 }
 
 fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
@@ -194,6 +299,7 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
                     path: path.to_path_buf(),
                     body: body.to_string(),
                     taken_over,
+                    remote: None,
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -204,35 +310,14 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
-        let Ok(holder) = serde_json::from_str::<LeaseHolder>(&text) else {
-            return Err(Error::Locked {
-                path: path.to_path_buf(),
-                message: format!(
-                    "{what}: the lease file is not readable as a lease; if no fetch task of this crawl is running, delete {} and retry",
-                    path.display()
-                ),
-            });
-        };
-        match holder.takeover_reason(crate::datum::now_millis()) {
-            Some(why) => {
-                tracing::warn!(
-                    "{what}: lease {} held by {} is taken over: {why}",
-                    path.display(),
-                    holder.describe()
-                );
-                take_over(path, &text)?;
-                taken_over = true;
-            }
-            None => {
-                return Err(Error::Locked {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "{what} is leased by {}: another attempt may still be fetching its hosts; retry after the lease expires (or once that process is gone)",
-                        holder.describe()
-                    ),
-                });
-            }
-        }
+        let why = judge(path, &text, what)?;
+        tracing::warn!(
+            "{what}: lease {} held by {} is taken over: {why}",
+            path.display(),
+            describe(&text)
+        );
+        take_over(path, &text)?;
+        taken_over = true;
     }
     Err(Error::Locked {
         path: path.to_path_buf(),

@@ -36,6 +36,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 
 use super::integrity;
+use super::jobs::{PartitionSet, REPORT};
+use super::layout::CrawlDir;
 use super::lock::Lock;
 use super::names::{self, VersionedDb};
 use super::parquet::SUCCESS_MARKER;
@@ -51,10 +53,98 @@ const OBJECTS: &str = "objects";
 const VERSIONS: &str = "_versions";
 /// `<unit>/_versions/_latest`: the newest version number (a hint).
 const LATEST: &str = "_latest";
+/// What a mirror pulls and pushes (docs/object-store.md, "Partition tasks").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// A one-process stage: every file of every unit is pulled; changed units are
+    /// committed.
+    #[default]
+    Whole,
+    /// One partition task of `job`: the parts of other partitions are placeholders
+    /// (not downloaded) unless their dataset is one the stage reads whole; the job's
+    /// attempts and job-level files are materialised; the push publishes the task's
+    /// finished attempt (objects, then its manifest created once) and job-level
+    /// files, and commits no unit.
+    Task {
+        /// The job.
+        job: String,
+        /// The partitions the task works on.
+        partitions: PartitionSet,
+    },
+    /// A driver step of `job` (its commit, generate's cut-off): every part is a
+    /// placeholder, attempts' parts included; the push commits the changed units
+    /// (placeholders are named, not uploaded) and removes the job's objects once
+    /// the stage removed the job.
+    Job {
+        /// The job.
+        job: String,
+    },
+    /// A step that reads only small files (`readdb --partitions`): every part is
+    /// a placeholder; nothing is pushed.
+    Meta,
+}
+
+impl Scope {
+    fn job(&self) -> Option<&str> {
+        match self {
+            Scope::Whole | Scope::Meta => None,
+            Scope::Task { job, .. } | Scope::Job { job } => Some(job),
+        }
+    }
+}
+
+/// Whether a task of `stage` reads the whole of `dataset` of a unit, whatever its
+/// partitions: updatedb routes the redirects of a segment's `crawl_fetch` to their
+/// target partitions itself when the segment predates the redirect shuffle (its
+/// `_meta.json` lacks `redirects_in_crawl_parse`, docs/tasks-segments.md); a marked
+/// segment brings them in `crawl_parse`, so each task reads its own parts only.
+fn reads_whole(stage: &str, dataset: &str, segment_routed: bool) -> bool {
+    stage == "updatedb" && dataset == names::SegmentDataset::CrawlFetch.as_str() && !segment_routed
+}
+
+/// The partition index of a part file's name (`part-00003.parquet`,
+/// `part-00003-p00000-00001.parquet`: 3).
+fn part_index(file: &str) -> Option<usize> {
+    if !integrity::is_part_name(file) {
+        return None;
+    }
+    let digits: String = file
+        .strip_prefix("part-")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// A finished attempt on the object store
+/// (`_jobs/<job>/attempts/<dir>.json`, created once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptManifest {
+    /// `trawl-object-attempt/1`.
+    pub format: String,
+    /// The job.
+    pub job: String,
+    /// The attempt's directory inside the job (`[pass.<p>/]<pset>/<attempt>`).
+    pub dir: String,
+    /// The stage that wrote it.
+    pub written_by: String,
+    /// When (ms UTC).
+    pub written_time: i64,
+    /// Its files, by path inside the attempt directory.
+    pub files: Vec<FileEntry>,
+}
+
 /// The unit of loose crawl-directory files (`robots_cache.json`, `fetch.last_end`).
 const STATE_UNIT: &str = "_state";
 /// The format of version manifests.
 const FORMAT: &str = "trawl-object-version/1";
+/// The format of attempt manifests.
+const ATTEMPT_FORMAT: &str = "trawl-object-attempt/1";
+/// `_jobs/<job>/attempts/<pset>/<attempt>.json`: a finished attempt's manifest.
+const ATTEMPTS: &str = "attempts";
+/// `_jobs/<job>/files/<name>`: a job-level file (generate's cut-off, ...).
+const JOB_FILES: &str = "files";
+
 /// Uploads and downloads in flight at once.
 const CONCURRENCY: usize = 8;
 /// Test pause point: after the first object of a push is uploaded.
@@ -332,6 +422,23 @@ struct UnitState {
 struct MirrorState {
     uri: String,
     units: BTreeMap<String, UnitState>,
+    /// The mirror holds placeholders (a task's or a job step's pull): the next
+    /// open starts from an empty mirror.
+    #[serde(default)]
+    partial: bool,
+    /// The job's keys listed at the pull (removed after the job's commit).
+    #[serde(default)]
+    job_keys: Vec<String>,
+    /// Attempt directories (inside the job) materialised from the store.
+    #[serde(default)]
+    remote_attempts: BTreeSet<String>,
+    /// Job-level files (inside the job) pulled, with their stats then.
+    #[serde(default)]
+    job_files: BTreeMap<String, Stat>,
+    /// Per-partition fetch state files (`fetch_state/<n>/p<i>/...`) pulled or
+    /// pushed, with their stats then.
+    #[serde(default)]
+    fetch_state: BTreeMap<String, Stat>,
 }
 
 /// The connection to an object-store crawl directory (blocking calls over a
@@ -504,6 +611,20 @@ impl Remote {
         Ok(())
     }
 
+    /// Uploads the local file `path` as the object `rel` (a plain key, overwritten:
+    /// job-level files, fetch state).
+    async fn put_file(&self, path: &Path, rel: &str, req: &mut Requests) -> Result<()> {
+        let data = fs::read(path).at(path)?;
+        let key = self.key(rel);
+        req.put += 1;
+        req.bytes_up += data.len() as u64;
+        self.store
+            .put(&key, PutPayload::from(data))
+            .await
+            .map_err(|e| self.err("PUT", &key, e))?;
+        Ok(())
+    }
+
     /// Uploads the local file `path` as the object of `blake3`.
     async fn upload(&self, path: &Path, blake3: &str, req: &mut Requests) -> Result<()> {
         let key = self.key(&object_key(blake3));
@@ -566,6 +687,38 @@ impl Remote {
         }
         fs::rename(&tmp, dest).at(dest)
     }
+}
+
+/// What a placeholder of `f` stands for.
+fn remote_of(f: &FileEntry) -> integrity::Remote {
+    integrity::Remote {
+        bytes: f.size,
+        blake3: f.blake3.clone(),
+        rows: f.rows,
+    }
+}
+
+/// Writes `bytes` to `dest` through a temporary file.
+fn write_file(dest: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = dest.parent() {
+        fs::create_dir_all(dir).at(dir)?;
+    }
+    let tmp = tmp_path(dest);
+    fs::write(&tmp, bytes).at(&tmp)?;
+    fs::rename(&tmp, dest).at(dest)
+}
+
+/// The attempt directory (`[pass.<p>/]<pset>/<attempt>`) a path inside a job
+/// directory belongs to, and the path inside it; `None` for a job-level file.
+fn attempt_of(rel: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let k = parts
+        .iter()
+        .position(|p| PartitionSet::from_dir_name(p).is_some())?;
+    if k + 2 >= parts.len() {
+        return None;
+    }
+    Some((parts[..=k + 1].join("/"), parts[k + 2..].join("/")))
 }
 
 fn tmp_path(dest: &Path) -> PathBuf {
@@ -717,6 +870,7 @@ pub struct Mirror {
     state_path: PathBuf,
     state: std::sync::Mutex<MirrorState>,
     stage: String,
+    scope: Scope,
     _lock: Lock,
 }
 
@@ -757,14 +911,34 @@ impl Mirror {
     /// and pulls every unit's current version into it. [`Mirror::root`] is then the
     /// crawl directory the stage works on.
     pub fn open(uri: &ObjectUri, work: Option<&Path>, stage: &str) -> Result<Mirror> {
+        Self::open_scoped(uri, work, stage, Scope::Whole)
+    }
+
+    /// [`Mirror::open`] for what `scope` needs: a partition task pulls only its
+    /// partitions' parts, a job step (commit, cut-off) no part at all; both
+    /// materialise the job's attempts and job-level files (see [`Scope`]).
+    pub fn open_scoped(
+        uri: &ObjectUri,
+        work: Option<&Path>,
+        stage: &str,
+        scope: Scope,
+    ) -> Result<Mirror> {
         let dir = Mirror::dir_for(uri, work);
         fs::create_dir_all(&dir).at(&dir)?;
         let lock = Lock::acquire(&dir.join(names::LOCK), stage)?;
         let state_path = dir.join("mirror.json");
-        let state: MirrorState = match fs::read(&state_path) {
+        let mut state: MirrorState = match fs::read(&state_path) {
             Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
             Err(_) => MirrorState::default(),
         };
+        if state.partial || scope != Scope::Whole {
+            // Placeholders are known to their process only: start afresh.
+            remove_all(&dir.join("crawl"))?;
+            state = MirrorState {
+                partial: scope != Scope::Whole,
+                ..MirrorState::default()
+            };
+        }
         let mirror = Mirror {
             remote: Remote::connect(uri)?,
             root: dir.join("crawl"),
@@ -774,15 +948,21 @@ impl Mirror {
                 ..state
             }),
             stage: stage.to_string(),
+            scope,
             _lock: lock,
         };
-        let req = mirror.pull()?;
+        let mut req = mirror.pull()?;
+        if let Some(job) = mirror.scope.job() {
+            mirror.pull_job(job, &mut req)?;
+        }
+        mirror.pull_fetch_state(&mut req)?;
         tracing::info!(
-            "{}: pulled into {} ({} GET, {} HEAD, {} bytes)",
+            "{}: pulled into {} ({} GET, {} HEAD, {} LIST, {} bytes)",
             uri.as_str(),
             mirror.root.display(),
             req.get,
             req.head,
+            req.other,
             req.bytes_down
         );
         Ok(mirror)
@@ -868,7 +1048,9 @@ impl Mirror {
                 if known.version == m.version && unchanged(&dir, deep, &known)? {
                     continue;
                 }
-                let stats = self.sync_unit(&m, &dir, deep, &known, &mut req).await?;
+                let stats = self
+                    .sync_unit(unit, &m, &dir, deep, &known, &mut req)
+                    .await?;
                 state.units.insert(
                     name,
                     UnitState {
@@ -907,6 +1089,7 @@ impl Mirror {
     /// stat and blake3 match, downloads the others, removes what `m` does not list.
     async fn sync_unit(
         &self,
+        unit: &Unit,
         m: &VersionManifest,
         dir: &Path,
         deep: bool,
@@ -920,14 +1103,33 @@ impl Mirror {
             let p = dir.join(name);
             fs::remove_file(&p).at(&p)?;
         }
-        let fetch: Vec<&FileEntry> = m
+        let stale = |f: &&FileEntry| {
+            have.get(f.name.as_str())
+                .is_none_or(|h| h.blake3 != f.blake3 || h.size != f.size)
+        };
+        // A segment's `_meta.json` first: whether a task reads its crawl_fetch whole
+        // depends on it (`reads_whole`).
+        let meta = m
             .files
             .iter()
-            .filter(|f| {
-                have.get(f.name.as_str())
-                    .is_none_or(|h| h.blake3 != f.blake3 || h.size != f.size)
-            })
-            .collect();
+            .find(|f| matches!(unit, Unit::Segment(_)) && f.name == names::META);
+        if let Some(f) = meta.filter(|f| stale(f)) {
+            self.remote.download(f, &dir.join(&f.name), req).await?;
+        }
+        let routed = meta.is_some()
+            && super::parquet::read_json::<super::layout::SegmentMeta>(&dir.join(names::META))
+                .is_ok_and(|sm| sm.redirects_in_crawl_parse);
+        let (stand_ins, fetch): (Vec<&FileEntry>, Vec<&FileEntry>) = m
+            .files
+            .iter()
+            .filter(|f| stale(f) && !meta.is_some_and(|mf| mf.name == f.name))
+            .partition(|f| self.stand_in(unit, f, routed));
+        for f in stand_ins {
+            integrity::create_placeholder(&dir.join(&f.name), remote_of(f))?;
+        }
+        for f in &fetch {
+            tracing::debug!("GET {} of {}", f.name, m.unit);
+        }
         let remote = &self.remote;
         let results: Vec<Result<Requests>> = futures::stream::iter(fetch)
             .map(|f| async move {
@@ -953,11 +1155,326 @@ impl Mirror {
         Ok(stats)
     }
 
+    /// Whether the file `f` of `unit` is left on the store (a placeholder stands
+    /// in for it) in this mirror's scope.
+    fn stand_in(&self, unit: &Unit, f: &FileEntry, segment_routed: bool) -> bool {
+        let mut parts = f.name.rsplit('/');
+        let Some(index) = parts.next().and_then(part_index) else {
+            return false;
+        };
+        match &self.scope {
+            Scope::Whole => false,
+            Scope::Job { .. } | Scope::Meta => true,
+            Scope::Task { partitions, .. } => {
+                let dataset = match (parts.next(), unit) {
+                    (Some(d), _) => d.to_string(),
+                    (None, Unit::Db(d)) => d.db().as_str().to_string(),
+                    (None, _) => String::new(),
+                };
+                !partitions.contains(index) && !reads_whole(&self.stage, &dataset, segment_routed)
+            }
+        }
+    }
+
+    /// The local directory of `job`.
+    fn job_dir(&self, job: &str) -> PathBuf {
+        self.root.join(names::JOBS).join(job)
+    }
+
+    /// Materialises `job` from the store: one LIST of `_jobs/<job>/` (a job's own
+    /// namespace, written by its tasks), then every attempt manifest (its small
+    /// files downloaded, its parts as placeholders unless a task of the same
+    /// partitions reads them) and every job-level file.
+    fn pull_job(&self, job: &str, req: &mut Requests) -> Result<()> {
+        let remote = &self.remote;
+        let base = format!("{}/{job}", names::JOBS);
+        let local = self.job_dir(job);
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                req.other += 1;
+                let listed: Vec<object_store::ObjectMeta> = remote
+                    .store
+                    .list(Some(&remote.key(&base)))
+                    .try_collect()
+                    .await
+                    .map_err(|e| remote.err("LIST", &remote.key(&base), e))?;
+                let job_key = remote.key(&base);
+                let strip = job_key.as_ref().len();
+                for meta in &listed {
+                    let rel = meta
+                        .location
+                        .as_ref()
+                        .get(strip..)
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string();
+                    state.job_keys.push(rel.clone());
+                    if let Some(file) = rel.strip_prefix(&format!("{JOB_FILES}/")) {
+                        let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
+                            continue;
+                        };
+                        let dest = local.join(file);
+                        write_file(&dest, &bytes)?;
+                        state.job_files.insert(file.to_string(), stat(&dest)?);
+                        continue;
+                    }
+                    let Some(dir) = rel
+                        .strip_prefix(&format!("{ATTEMPTS}/"))
+                        .and_then(|r| r.strip_suffix(".json"))
+                    else {
+                        continue;
+                    };
+                    // A task needs only the attempts that share a partition with it
+                    // (an earlier pass's, a finished twin's), not its sibling tasks':
+                    // what a task reads does not grow with the number of tasks.
+                    if let Scope::Task { partitions, .. } = &self.scope
+                        && let Some(theirs) = dir.split('/').find_map(PartitionSet::from_dir_name)
+                        && !theirs.iter().any(|i| partitions.contains(i))
+                    {
+                        continue;
+                    }
+                    let Some(bytes) = remote.get_opt(&meta.location, req).await? else {
+                        continue;
+                    };
+                    let m: AttemptManifest =
+                        serde_json::from_slice(&bytes).map_err(|e| Error::Integrity {
+                            path: PathBuf::from(format!(
+                                "{}/{}",
+                                remote.uri.as_str(),
+                                meta.location
+                            )),
+                            message: format!(
+                                "not an attempt manifest ({e}); delete it and rerun the task"
+                            ),
+                        })?;
+                    let at = local.join(dir);
+                    for f in &m.files {
+                        let dest = at.join(&f.name);
+                        // A task reads its own partitions' parts of an earlier pass
+                        // (pagerank's scores); a job step reads none.
+                        let leave =
+                            match (f.name.rsplit('/').next().and_then(part_index), &self.scope) {
+                                (None, _) => false,
+                                (Some(i), Scope::Task { partitions, .. }) => {
+                                    !partitions.contains(i)
+                                }
+                                (Some(_), _) => true,
+                            };
+                        if leave {
+                            integrity::create_placeholder(&dest, remote_of(f))?;
+                        } else {
+                            tracing::debug!("GET {} of attempt {dir}", f.name);
+                            remote.download(f, &dest, req).await?;
+                        }
+                    }
+                    fs::create_dir_all(&at).at(&at)?;
+                    state.remote_attempts.insert(dir.to_string());
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// Publishes what a task or a job step left in the job's local directory: each
+    /// finished attempt not pulled from the store (its new objects, then its
+    /// manifest, created once: a second finish of the same attempt id is dropped)
+    /// and each job-level file that is new or changed. After a job step whose stage
+    /// removed the job (its commit), removes the job's keys from the store.
+    fn push_job(&self, job: &str, report: &mut PushReport) -> Result<()> {
+        let local = self.job_dir(job);
+        let remote = &self.remote;
+        let base = format!("{}/{job}", names::JOBS);
+        self.update_state(|state| remote.rt.block_on(async {
+            if !local.exists() {
+                if matches!(self.scope, Scope::Job { .. }) {
+                    for rel in &state.job_keys {
+                        let key = remote.key(&format!("{base}/{rel}"));
+                        report.requests.other += 1;
+                        match remote.store.delete(&key).await {
+                            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                            Err(e) => tracing::warn!("cannot remove {key}: {e} (gc does not; remove it by hand)"),
+                        }
+                    }
+                    state.job_keys.clear();
+                }
+                return Ok(());
+            }
+            let mut attempts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut loose = Vec::new();
+            for rel in walk(&local, true)? {
+                match attempt_of(&rel) {
+                    Some((dir, _)) => attempts.entry(dir).or_default().push(rel),
+                    None => loose.push(rel),
+                }
+            }
+            for (dir, files) in attempts {
+                if state.remote_attempts.contains(&dir)
+                    || !files.iter().any(|f| f == &format!("{dir}/{REPORT}"))
+                {
+                    continue;
+                }
+                let at = local.join(&dir);
+                let (entries, _) = scan(&at, true, &UnitState::default())?;
+                let mut uploaded = 0;
+                for f in &entries {
+                    let path = at.join(&f.name);
+                    if integrity::placeholder(&path).is_none() {
+                        remote.upload(&path, &f.blake3, &mut report.requests).await?;
+                        uploaded += 1;
+                    }
+                }
+                report.uploaded += uploaded;
+                test_pause(PAUSE_UPLOADED_ONE);
+                let m = AttemptManifest {
+                    format: ATTEMPT_FORMAT.to_string(),
+                    job: job.to_string(),
+                    dir: dir.clone(),
+                    written_by: self.stage.clone(),
+                    written_time: now_ms(),
+                    files: entries,
+                };
+                let key = remote.key(&format!("{base}/{ATTEMPTS}/{dir}.json"));
+                let body = serde_json::to_vec_pretty(&m)
+                    .map_err(|e| remote.uri.error(format!("cannot encode a manifest: {e}")))?;
+                report.requests.put += 1;
+                match remote
+                    .store
+                    .put_opts(&key, PutPayload::from(body), PutOptions::from(PutMode::Create))
+                    .await
+                {
+                    Ok(_) => report.committed.push(format!("{base}/{dir}")),
+                    Err(object_store::Error::AlreadyExists { .. }) => tracing::warn!(
+                        "attempt {dir} of job {job} had already finished on the store: keeping it, dropping this run's output"
+                    ),
+                    Err(e) => return Err(remote.err("PUT (create)", &key, e)),
+                }
+                state.remote_attempts.insert(dir);
+            }
+            for rel in loose {
+                let path = local.join(&rel);
+                let st = stat(&path)?;
+                if state.job_files.get(&rel) == Some(&st) {
+                    continue;
+                }
+                remote
+                    .put_file(&path, &format!("{base}/{JOB_FILES}/{rel}"), &mut report.requests)
+                    .await?;
+                report.committed.push(format!("{base}/{JOB_FILES}/{rel}"));
+                state.job_files.insert(rel, st);
+            }
+            Ok(())
+        }))
+    }
+
     /// Uploads what the stage changed and commits a new version of every changed
     /// unit (segments first, then the catalog, then the datasets, the crawldb last).
     /// The first unit another writer committed first stops the push with an
     /// [`Error::Locked`]; units committed before it stay committed.
     pub fn push(&self) -> Result<PushReport> {
+        let mut report = match &self.scope {
+            Scope::Task { .. } | Scope::Meta => PushReport::default(),
+            _ => self.push_units()?,
+        };
+        if let Some(job) = self.scope.job() {
+            self.push_job(job, &mut report)?;
+        }
+        self.push_fetch_state(&mut report)?;
+        Ok(report)
+    }
+
+    /// The per-partition fetch state files a fetch run carries between runs
+    /// (`fetch_state/<n>/p<i>/fetch.last_end` and `robots_cache.json` of the
+    /// partitions it fetches; none for other stages), as paths under the root.
+    /// Plain objects at the same keys: each partition has one writer at a time (the
+    /// holder of its lease).
+    fn fetch_state_files(&self) -> Vec<String> {
+        if self.stage != "fetch" {
+            return Vec::new();
+        }
+        let dir = CrawlDir::new(&self.root);
+        let Ok(meta) = dir.crawldb_meta() else {
+            return Vec::new();
+        };
+        let n = meta.partitions;
+        let set = match &self.scope {
+            Scope::Task { partitions, .. } => partitions.resolve(n),
+            Scope::Whole => PartitionSet::all(n),
+            Scope::Job { .. } | Scope::Meta => return Vec::new(),
+        };
+        set.iter()
+            .filter(|&i| i < n)
+            .flat_map(|i| [dir.fetch_last_end_of(n, i), dir.robots_cache_of(n, i)])
+            .filter_map(|p| {
+                p.strip_prefix(&self.root)
+                    .ok()
+                    .map(|r| r.to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+
+    /// Downloads the fetch state files of [`Mirror::fetch_state_files`] that exist.
+    fn pull_fetch_state(&self, req: &mut Requests) -> Result<()> {
+        let files = self.fetch_state_files();
+        if files.is_empty() {
+            return Ok(());
+        }
+        let remote = &self.remote;
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                for rel in files {
+                    let dest = self.root.join(&rel);
+                    match remote.get_opt(&remote.key(&rel), req).await? {
+                        Some(bytes) => {
+                            write_file(&dest, &bytes)?;
+                            state.fetch_state.insert(rel, stat(&dest)?);
+                        }
+                        None => {
+                            state.fetch_state.remove(&rel);
+                        }
+                    }
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// Runs `f` on a copy of the mirror's record, then saves and installs the copy
+    /// (also when `f` failed: what it recorded before failing happened).
+    fn update_state(&self, f: impl FnOnce(&mut MirrorState) -> Result<()>) -> Result<()> {
+        let mut state = self.state().clone();
+        let result = f(&mut state);
+        self.save_state(&state)?;
+        *self.state() = state;
+        result
+    }
+
+    /// Uploads the fetch state files of [`Mirror::fetch_state_files`] the run
+    /// changed.
+    fn push_fetch_state(&self, report: &mut PushReport) -> Result<()> {
+        let files = self.fetch_state_files();
+        if files.is_empty() {
+            return Ok(());
+        }
+        let remote = &self.remote;
+        self.update_state(|state| {
+            remote.rt.block_on(async {
+                for rel in files {
+                    let path = self.root.join(&rel);
+                    let Ok(st) = stat(&path) else { continue };
+                    if state.fetch_state.get(&rel) == Some(&st) {
+                        continue;
+                    }
+                    remote.put_file(&path, &rel, &mut report.requests).await?;
+                    report.committed.push(rel.clone());
+                    state.fetch_state.insert(rel, st);
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// The units' part of [`Mirror::push`].
+    fn push_units(&self) -> Result<PushReport> {
         let mut state = self.state().clone();
         let root = self.root.clone();
         let mut units: BTreeSet<Unit> = FIXED.iter().cloned().collect();
@@ -1036,7 +1553,11 @@ impl Mirror {
                 .map(|f| f.blake3.as_str())
                 .collect();
             for f in files.iter().filter(|f| !old.contains(f.blake3.as_str())) {
-                uploads.insert(f.blake3.clone(), dir.join(&f.name));
+                let path = dir.join(&f.name);
+                // A placeholder's object is on the store already (an attempt's).
+                if integrity::placeholder(&path).is_none() {
+                    uploads.insert(f.blake3.clone(), path);
+                }
             }
             commits.push((unit.clone(), new_manifest(unit, &base, files), stats));
         }
@@ -1085,6 +1606,78 @@ impl Mirror {
         *self.state() = state;
         result?;
         Ok(report)
+    }
+}
+
+/// Leases on the store (src/store/lease.rs): created with `If-None-Match: *`,
+/// taken over with `If-Match: <e-tag read>`.
+impl super::lease::LeaseStore for Mirror {
+    fn create(&self, rel: &str, body: &str) -> Result<Option<(String, String)>> {
+        let remote = &self.remote;
+        let key = remote.key(rel);
+        remote.rt.block_on(async {
+            let opts = PutOptions::from(PutMode::Create);
+            match remote
+                .store
+                .put_opts(&key, PutPayload::from(body.as_bytes().to_vec()), opts)
+                .await
+            {
+                Ok(_) => return Ok(None),
+                Err(object_store::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(remote.err("PUT (create)", &key, e)),
+            }
+            match remote.store.get(&key).await {
+                Ok(r) => {
+                    let tag = r.meta.e_tag.clone().unwrap_or_default();
+                    let b = r.bytes().await.map_err(|e| remote.err("GET", &key, e))?;
+                    Ok(Some((String::from_utf8_lossy(&b).into_owned(), tag)))
+                }
+                // Released meanwhile: an empty, expired-looking answer makes the
+                // caller retry the create through a failing replace.
+                Err(object_store::Error::NotFound { .. }) => {
+                    Ok(Some((String::new(), String::new())))
+                }
+                Err(e) => Err(remote.err("GET", &key, e)),
+            }
+        })
+    }
+
+    fn replace(&self, rel: &str, body: &str, tag: &str) -> Result<bool> {
+        let remote = &self.remote;
+        let key = remote.key(rel);
+        if tag.is_empty() {
+            return Ok(false);
+        }
+        remote.rt.block_on(async {
+            let opts = PutOptions::from(PutMode::Update(object_store::UpdateVersion {
+                e_tag: Some(tag.to_string()),
+                version: None,
+            }));
+            match remote
+                .store
+                .put_opts(&key, PutPayload::from(body.as_bytes().to_vec()), opts)
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::Precondition { .. })
+                | Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(remote.err("PUT (If-Match)", &key, e)),
+            }
+        })
+    }
+
+    fn release(&self, rel: &str, body: &str) {
+        let remote = &self.remote;
+        let key = remote.key(rel);
+        remote.rt.block_on(async {
+            let ours = match remote.store.get(&key).await {
+                Ok(r) => r.bytes().await.is_ok_and(|b| b.as_ref() == body.as_bytes()),
+                Err(_) => false,
+            };
+            if ours && let Err(e) = remote.store.delete(&key).await {
+                tracing::warn!("cannot release the lease {key}: {e} (it expires by itself)");
+            }
+        });
     }
 }
 

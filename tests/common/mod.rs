@@ -2,6 +2,8 @@
 //! config that maps its hosts to it, run stage binaries, read what they wrote.
 #![allow(dead_code)]
 
+pub mod moto;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
