@@ -202,10 +202,10 @@ impl Shared {
     /// Claims `url` for a row of its own; false when it already has one (it is in the
     /// fetch list or was reached by another redirect).
     pub(super) fn claim(&self, url: &str) -> bool {
-        if let Some((own, pt)) = &self.own {
-            if !own.contains(&pt.of_url(url)) {
-                return false;
-            }
+        if let Some((own, pt)) = &self.own
+            && !own.contains(&pt.of_url(url))
+        {
+            return false;
         }
         lock(&self.claimed).insert(url.to_string())
     }

@@ -781,7 +781,11 @@ fn commit(
         None
     };
     let staged = StagedDataset::new(&dir.pagerank())?;
-    crate::store::jobs::link_tree(&scores_dataset(scores), staged.path())?;
+    crate::store::jobs::link_tree(
+        &scores_dataset(scores),
+        staged.path(),
+        crate::store::jobs::Markers::Skip,
+    )?;
     interrupted()?;
     staged.commit_replacing()?;
     if lock.is_some() {

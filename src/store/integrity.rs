@@ -113,16 +113,19 @@ pub struct Remote {
     pub rows: Option<u64>,
 }
 
+/// A file's identity: (device, inode, size, mtime seconds, mtime nanoseconds).
+type FileId = (u64, u64, u64, i64, i64);
+
 /// Placeholders registered in this process, by (device, inode, size, mtime): a new
 /// file that reuses a deleted placeholder's inode has another mtime.
-static REMOTE: Mutex<BTreeMap<(u64, u64, u64, i64, i64), Remote>> = Mutex::new(BTreeMap::new());
+static REMOTE: Mutex<BTreeMap<FileId, Remote>> = Mutex::new(BTreeMap::new());
 
-fn identity(md: &fs::Metadata) -> (u64, u64, u64, i64, i64) {
+fn identity(md: &fs::Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
     (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
 }
 
-fn remote_table() -> std::sync::MutexGuard<'static, BTreeMap<(u64, u64, u64, i64, i64), Remote>> {
+fn remote_table() -> std::sync::MutexGuard<'static, BTreeMap<FileId, Remote>> {
     match REMOTE.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),

@@ -548,19 +548,29 @@ pub fn link_part(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Links every file under `from` into `to` (created), keeping the tree (hard links,
-/// copies where links fail; see [`link_part`]); `_SUCCESS` markers are left out, as
-/// the staged dataset is sealed anew.
-pub fn link_tree(from: &Path, to: &Path) -> Result<()> {
+/// Whether [`link_tree`] links `_SUCCESS` markers too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markers {
+    /// Link them (an exact copy of a sealed dataset: repartition's unchanged parts).
+    Keep,
+    /// Leave them out (the tree goes into a staged dataset that is sealed anew).
+    Skip,
+}
+
+/// Links the file `from`, or every file under the directory `from`, to `to` (parent
+/// directories created), keeping the tree: hard links, copies where links fail (see
+/// [`link_part`]); data is never rewritten.
+pub fn link_tree(from: &Path, to: &Path, markers: Markers) -> Result<()> {
+    if !from.is_dir() {
+        return link_part(from, to);
+    }
     LocalFs.create_dir(to)?;
     for p in LocalFs.list(from)? {
         let Some(name) = p.file_name() else { continue };
-        let dest = to.join(name);
-        if p.is_dir() {
-            link_tree(&p, &dest)?;
-        } else if name != names::SUCCESS {
-            link_part(&p, &dest)?;
+        if markers == Markers::Skip && name == names::SUCCESS && !p.is_dir() {
+            continue;
         }
+        link_tree(&p, &to.join(name), markers)?;
     }
     Ok(())
 }

@@ -1122,7 +1122,7 @@ impl Mirror {
         let (stand_ins, fetch): (Vec<&FileEntry>, Vec<&FileEntry>) = m
             .files
             .iter()
-            .filter(|f| stale(f) && !meta.is_some_and(|mf| mf.name == f.name))
+            .filter(|f| stale(f) && meta.is_none_or(|mf| mf.name != f.name))
             .partition(|f| self.stand_in(unit, f, routed));
         for f in stand_ins {
             integrity::create_placeholder(&dir.join(&f.name), remote_of(f))?;

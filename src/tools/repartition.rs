@@ -67,6 +67,7 @@ use crate::graph::ids::url_host;
 use crate::graph::linkdb::{LINKDB_META, LinkDbMeta};
 use crate::stage::{Report, StageCtx};
 use crate::store::integrity::{self, Check};
+use crate::store::jobs::{Markers, link_tree};
 use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SEGMENT_META, Segment};
 use crate::store::lock::{Lock, segment_lock_path};
 use crate::store::names::{self, SegmentDataset, VersionedDb};
@@ -528,7 +529,7 @@ fn rewrite_segment(seg: &Segment, to: Partitioner) -> Result<(usize, u64)> {
                 integrity::seal(&dst)?;
                 datasets += 1;
             }
-            _ => link_tree(&src, &dst)?,
+            _ => link_tree(&src, &dst, Markers::Keep)?,
         }
     }
     staged.commit()?;
@@ -537,21 +538,6 @@ fn rewrite_segment(seg: &Segment, to: Partitioner) -> Result<(usize, u64)> {
     swap_in(seg.path(), &new)?;
     test_pause("repartition:segment-installed");
     Ok((datasets, rows))
-}
-
-/// Copies `src` (a file or a tree) to `dst` as hard links (copies where linking fails).
-fn link_tree(src: &Path, dst: &Path) -> Result<()> {
-    if src.is_dir() {
-        fs::create_dir_all(dst).at(dst)?;
-        for p in sorted_entries(src)? {
-            link_tree(&p, &dst.join(file_name(&p)))?;
-        }
-        return Ok(());
-    }
-    if fs::hard_link(src, dst).is_err() {
-        fs::copy(src, dst).at(src)?;
-    }
-    Ok(())
 }
 
 /// Writes the JSON object of `src` to `dst` with its `partitions` and
@@ -596,7 +582,7 @@ fn rewrite_pagerank(dir: &CrawlDir, to: Partitioner) -> Result<u64> {
             rows += DatasetRewrite::plan(&p, &dst, key, to, Order::Key)?.run()?;
             integrity::seal(&dst)?;
         } else {
-            link_tree(&p, &dst)?;
+            link_tree(&p, &dst, Markers::Keep)?;
         }
     }
     interrupted()?;
@@ -612,7 +598,7 @@ fn link_extras(src: &Path, dst: &Path, meta: &str) -> Result<()> {
         if integrity::is_part_name(&name) || name == SUCCESS_MARKER || name == meta {
             continue;
         }
-        link_tree(&p, &dst.join(&name))?;
+        link_tree(&p, &dst.join(&name), Markers::Keep)?;
     }
     Ok(())
 }
