@@ -373,9 +373,25 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         "{dry_err}"
     );
     assert_eq!(bucket.keys("killed/objects").len(), objects.len());
+    // A zombie attempt's manifest published after its job's commit (which deleted
+    // the job's keys): left under _jobs/, removed by gc once older than --min-age.
+    let stray = "killed/_jobs/inject-late/attempts/p00000-00003/inject-0-1.json";
+    bucket.put(stray, "{}");
     let young = s3_run(&moto, &work, "gc", &uri, &config, &[]);
-    assert!(String::from_utf8_lossy(&young.stderr).contains("gc: removed 0 unreferenced objects"));
-    s3_ok(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let young_err = String::from_utf8_lossy(&young.stderr);
+    assert!(
+        young_err.contains("gc: removed 0 unreferenced objects")
+            && young_err.contains("and 0 job keys older than --min-age"),
+        "{young_err}"
+    );
+    assert!(bucket.get(stray).is_some());
+    let gc = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let gc_err = String::from_utf8_lossy(&gc.stderr);
+    assert!(
+        gc.status.success() && gc_err.contains("and 1 job keys older than --min-age"),
+        "{gc_err}"
+    );
+    assert!(bucket.get(stray).is_none(), "gc removed the stray job key");
     let left = bucket.keys("killed/objects");
     assert_eq!(
         left,

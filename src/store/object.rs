@@ -1702,6 +1702,9 @@ pub struct GcReport {
     pub removed_bytes: u64,
     /// Version manifests removed: older than `old`, or of units no longer live.
     pub removed_versions: u64,
+    /// Keys under `_jobs/` older than the minimum age removed: what a zombie attempt
+    /// published after its job's commit, or a job never committed.
+    pub removed_job_keys: u64,
     /// Unreferenced objects younger than the minimum age (kept: a running stage may
     /// be about to commit them).
     pub too_young: u64,
@@ -1713,7 +1716,7 @@ impl std::fmt::Display for GcReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {} unreferenced objects ({} bytes) and {} old version manifests; kept {} objects of {} units ({} unreferenced but younger than --min-age)",
+            "{} {} unreferenced objects ({} bytes), {} old version manifests and {} job keys older than --min-age; kept {} objects of {} units ({} unreferenced but younger than --min-age)",
             if self.dry_run {
                 "would remove"
             } else {
@@ -1722,6 +1725,7 @@ impl std::fmt::Display for GcReport {
             self.removed,
             self.removed_bytes,
             self.removed_versions,
+            self.removed_job_keys,
             self.kept,
             self.units,
             self.too_young
@@ -1731,8 +1735,10 @@ impl std::fmt::Display for GcReport {
 
 /// Removes from the object-store crawl directory at `uri` every object that no
 /// `current` or `old` version of a live unit references, every version older than
-/// `old`, and the versions of segments the catalog no longer lists; objects younger
-/// than `min_age` are kept (a running stage may be about to commit them).
+/// `old`, the versions of segments the catalog no longer lists, and every key under
+/// `_jobs/` older than `min_age` (a committed job's keys are deleted by its commit:
+/// what remains is a zombie's late attempt or a job never committed); objects younger
+/// than `min_age` are kept (a running stage or job may be about to commit them).
 pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport> {
     let remote = Remote::connect(uri)?;
     let mut report = GcReport {
@@ -1766,6 +1772,18 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
                 live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
             }
         }
+        let now = chrono::Utc::now();
+        let min_age = chrono::Duration::from_std(min_age).unwrap_or(chrono::Duration::MAX);
+        // A committed job's keys are deleted by its commit; what remains under
+        // `_jobs/` past the minimum age is a zombie's late attempt or an abandoned job.
+        let jobs_prefix = format!("{}/", names::JOBS);
+        let doomed_jobs: Vec<Key> = listed
+            .iter()
+            .filter(|m| rel(&m.location).starts_with(&jobs_prefix))
+            .filter(|m| now - m.last_modified >= min_age)
+            .map(|m| m.location.clone())
+            .collect();
+        report.removed_job_keys = doomed_jobs.len() as u64;
         // Versions by unit, from the listing.
         let mut versions: BTreeMap<String, Vec<(u64, Key)>> = BTreeMap::new();
         let mut objects: Vec<&object_store::ObjectMeta> = Vec::new();
@@ -1804,8 +1822,6 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
                 }
             }
         }
-        let now = chrono::Utc::now();
-        let min_age = chrono::Duration::from_std(min_age).unwrap_or(chrono::Duration::MAX);
         let mut doomed: Vec<Key> = Vec::new();
         for meta in objects {
             if referenced.contains(&rel(&meta.location)) {
@@ -1823,7 +1839,11 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
             return Ok(());
         }
         // Objects first: a version is removed only after what it referenced.
-        for key in doomed.iter().chain(doomed_versions.iter()) {
+        for key in doomed
+            .iter()
+            .chain(doomed_versions.iter())
+            .chain(doomed_jobs.iter())
+        {
             match remote.store.delete(key).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(remote.err("DELETE", key, e)),
