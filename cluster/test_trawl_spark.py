@@ -75,9 +75,13 @@ class Partitions(unittest.TestCase):
             self.assertEqual(ts.read_partitions(crawl, config, None), 12)
             self.assertEqual(ts.read_partitions(crawl, config, 3), 3)
 
-    def test_object_store_needs_the_count(self):
-        with self.assertRaises(ts.StepFailed) as e:
-            ts.read_partitions("s3://bucket/crawl", None, None)
+    def test_object_store_count_needs_the_binaries(self):
+        # On an object store the count comes from `readdb --partitions`; without the
+        # binaries the error says what to give.
+        with tempfile.TemporaryDirectory() as empty:
+            with self.assertRaises(ts.StepFailed) as e:
+                ts.read_partitions("s3://bucket/crawl", None, None, bin_dir=empty)
+        self.assertIn("--bin-dir", str(e.exception))
         self.assertIn("--partitions", str(e.exception))
         self.assertEqual(ts.read_partitions("s3://bucket/crawl", None, 16), 16)
 

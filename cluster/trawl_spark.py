@@ -159,13 +159,20 @@ def read_partitions(crawl_dir, config, override, bin_dir=None):
         if config:
             argv += ["--config", config]
         with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
-            proc = subprocess.run(
-                argv + ["--work-dir", work],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            try:
+                proc = subprocess.run(
+                    argv + ["--work-dir", work],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            except OSError as e:
+                raise StepFailed(
+                    EXIT_ERROR,
+                    f"cannot run {argv[0]} to read the partition count of {crawl_dir}: {e}; "
+                    "give --bin-dir (the directory of trawl's binaries) or --partitions",
+                ) from e
         if proc.returncode == 0 and proc.stdout.strip().isdigit():
             return int(proc.stdout.strip())
         if "no crawldb" not in proc.stderr and "no such crawl directory" not in proc.stderr:
