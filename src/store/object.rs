@@ -735,11 +735,17 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A random-enough commit id (time, pid, and the hash of both).
+/// A commit attempt's id: the blake3 of the host, pid, nanoseconds, a per-process
+/// sequence number and the thread.
 fn commit_id() -> String {
+    // Unique per commit attempt, also for two commits of one thread within one
+    // millisecond (two mirrors in one process): else the loser of a race would take
+    // the winner's manifest for its own retried request.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seed = format!(
-        "{}-{}-{:?}",
-        now_ms(),
+        "{}-{}-{}-{:?}",
+        super::jobs::nonce(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         std::process::id(),
         std::thread::current().id()
     );
