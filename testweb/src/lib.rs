@@ -6,7 +6,9 @@
 //! tests compare against ([`SiteMap`], with [`SiteMap::reachable`]); [`server`]
 //! serves the web over HTTP/1.1 on a loopback address, routing on the `Host` header
 //! (and, with a throw-away CA from [`tls`], HTTPS on the same address), and logs
-//! every request as a JSON line.
+//! every request as a JSON line. [`statichost`] serves directory trees as more
+//! hosts (`testweb serve --static HOST=DIR`: a real site, such as the Rust book the
+//! toolchain ships, on loopback).
 //!
 //! This crate (`trawl-testweb`, a workspace member) depends on trawl, never the
 //! reverse (trawl's tests take it as a dev-dependency): the site map is the truth of
@@ -27,6 +29,7 @@ pub mod robots;
 pub mod server;
 pub mod sitemap;
 pub mod spec;
+pub mod statichost;
 pub mod tls;
 pub mod vocab;
 pub mod xmlsitemaps;
@@ -38,4 +41,5 @@ pub use robots::{CRAWLER_AGENT, Robots, RobotsGroup};
 pub use server::{RunningServer, Site, serve, serve_with_tls};
 pub use sitemap::{HostEntry, SiteMap, UrlEntry};
 pub use spec::{DOMAIN, RESOLVE_PATTERN, WebSpec};
+pub use statichost::StaticHost;
 pub use tls::{TestCa, UNTRUSTED_HOST};

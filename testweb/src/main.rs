@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use testweb::server::serve_until_signal;
-use testweb::{TestCa, WebSpec, generate};
+use testweb::{Site, StaticHost, TestCa, WebSpec, generate};
 use trawl::cli;
 
 /// Generate, describe and serve the local test web.
@@ -106,6 +106,11 @@ struct ServeArgs {
     /// --addr-file (point fetch.ca_file at it).
     #[arg(long, requires = "tls")]
     ca_out: Option<PathBuf>,
+    /// Also serve HOST from the directory DIR (repeatable): files by path, a
+    /// directory's index.html, content types by extension, 404 otherwise, every
+    /// request logged. E.g. --static book.web.test=$(rustc --print sysroot)/share/doc/rust/html/book
+    #[arg(long = "static", value_name = "HOST=DIR")]
+    statics: Vec<StaticHost>,
     #[command(flatten)]
     spec: SpecArgs,
 }
@@ -169,8 +174,10 @@ fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
     } else {
         None
     };
+    let statics = a.statics.len();
+    let site = Site::new(&web)?.with_static(a.statics)?;
     let served = serve_until_signal(
-        &web,
+        site,
         a.addr,
         a.log.as_deref(),
         a.addr_file.as_deref(),
@@ -178,7 +185,7 @@ fn run_serve(a: ServeArgs, started: Instant) -> Result<()> {
         |bound| {
             println!("{bound}");
             tracing::info!(
-                "serving {} hosts ({resources} resources) on {bound}{}",
+                "serving {} hosts ({resources} resources) and {statics} static hosts on {bound}{}",
                 web.hosts.len(),
                 if a.tls { " (http and https)" } else { "" }
             );

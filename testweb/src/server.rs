@@ -42,6 +42,7 @@ use tokio_rustls::rustls::ServerConfig;
 
 use super::log::{FLUSH_INTERVAL, LogLine, RequestLog};
 use super::model::{Behavior, HTML_TYPE, TEXT_TYPE, Web, not_found_body, redirect_body};
+use super::statichost::{self, StaticAnswer, StaticHost};
 use super::tls::{TestCa, is_tls_handshake};
 use trawl::error::{Error, Result};
 
@@ -59,10 +60,12 @@ struct Prepared {
     body: Bytes,
 }
 
-/// Every response of a web, ready to serve.
+/// Every response of a web, ready to serve, and the static hosts
+/// ([`Site::with_static`]) whose files are read when requested.
 #[derive(Debug)]
 pub struct Site {
     hosts: HashMap<String, HashMap<String, Prepared>>,
+    statics: HashMap<String, StaticHost>,
     not_found: Prepared,
 }
 
@@ -136,8 +139,24 @@ impl Site {
         }
         Ok(Site {
             hosts,
+            statics: HashMap::new(),
             not_found: prepared(404, HTML_TYPE, None, not_found_body())?,
         })
+    }
+
+    /// Adds hosts served from directories (see [`super::statichost`]); a name the
+    /// generated web (or another static host) already has is refused.
+    pub fn with_static(mut self, hosts: impl IntoIterator<Item = StaticHost>) -> Result<Site> {
+        for h in hosts {
+            if self.hosts.contains_key(&h.name) || self.statics.contains_key(&h.name) {
+                return Err(Error::input(
+                    h.name,
+                    "this host is already served (by the generated web or another --static): pick another name",
+                ));
+            }
+            self.statics.insert(h.name.clone(), h);
+        }
+        Ok(self)
     }
 
     fn lookup(&self, host: &str, path: &str) -> &Prepared {
@@ -178,8 +197,14 @@ impl Site {
             line.status = 405;
             return (Ok(r), line);
         }
-        let p = self.lookup(&line.host, &line.path);
         let head_only = method == Method::HEAD;
+        if let Some(h) = self.statics.get(&line.host) {
+            let answer = h.resolve(&line.path);
+            let resp = self.respond_static(answer, head_only, &mut line).await;
+            line.time_ms = now_ms();
+            return (Ok(resp), line);
+        }
+        let p = self.lookup(&line.host, &line.path);
         let mut b = Response::builder()
             .status(p.status)
             .header(CONTENT_TYPE, p.content_type.clone());
@@ -240,6 +265,65 @@ impl Site {
                 p.body.len() as u64
             };
         (Ok(resp), line)
+    }
+}
+
+impl Site {
+    /// The response of a static host: the file, a 301 to the directory's `/` path,
+    /// or 404 (also when the file cannot be read). Sets the status and bytes of `line`.
+    async fn respond_static(
+        &self,
+        answer: StaticAnswer,
+        head_only: bool,
+        line: &mut LogLine,
+    ) -> Response<Body> {
+        let (status, ctype, location, body) = match answer {
+            StaticAnswer::File(path) => match tokio::fs::read(&path).await {
+                Ok(bytes) => (
+                    StatusCode::OK,
+                    HeaderValue::from_static(statichost::content_type(&path)),
+                    None,
+                    Bytes::from(bytes),
+                ),
+                Err(e) => {
+                    tracing::debug!("{}: {e}", path.display());
+                    self.not_found_parts()
+                }
+            },
+            StaticAnswer::Redirect(to) => match HeaderValue::from_str(&to) {
+                Ok(loc) => (
+                    StatusCode::MOVED_PERMANENTLY,
+                    HeaderValue::from_static(HTML_TYPE),
+                    Some(loc),
+                    Bytes::from(redirect_body(301)),
+                ),
+                Err(_) => self.not_found_parts(),
+            },
+            StaticAnswer::NotFound => self.not_found_parts(),
+        };
+        let mut b = Response::builder()
+            .status(status)
+            .header(CONTENT_TYPE, ctype)
+            .header(CONTENT_LENGTH, body.len());
+        if let Some(l) = location {
+            b = b.header(LOCATION, l);
+        }
+        line.status = status.as_u16();
+        line.bytes = if head_only { 0 } else { body.len() as u64 };
+        b.body(whole(&body, head_only)).unwrap_or_else(|_| {
+            let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        })
+    }
+
+    fn not_found_parts(&self) -> (StatusCode, HeaderValue, Option<HeaderValue>, Bytes) {
+        (
+            StatusCode::NOT_FOUND,
+            self.not_found.content_type.clone(),
+            None,
+            self.not_found.body.clone(),
+        )
     }
 }
 
@@ -462,13 +546,13 @@ pub async fn serve_with_tls(
     Ok(shared.count.load(Ordering::Relaxed))
 }
 
-/// Serves `web` on `addr` (loopback only) until SIGTERM or SIGINT, as `testweb serve`
-/// does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
+/// Serves `site` (a web and its static hosts) on `addr` (loopback only) until
+/// SIGTERM or SIGINT, as `testweb serve` does: installs the signal handlers, binds, writes the bound `ip:port` to `addr_file`
 /// atomically (the server accepts connections from then on), calls `on_bound`, serves,
 /// and on the signal flushes the log. With `tls`, HTTPS is served on the same address
 /// too (certificates issued by that CA). Returns the number of requests answered.
 pub fn serve_until_signal(
-    web: &Web,
+    site: Site,
     addr: SocketAddr,
     log: Option<&Path>,
     addr_file: Option<&Path>,
@@ -477,7 +561,7 @@ pub fn serve_until_signal(
 ) -> Result<u64> {
     use tokio::signal::unix::{SignalKind, signal};
     check_loopback(&addr)?;
-    let site = Arc::new(Site::new(web)?);
+    let site = Arc::new(site);
     let tls = tls.map(|ca| ca.server_config()).transpose()?;
     let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
     let rt = tokio::runtime::Runtime::new()
@@ -535,8 +619,19 @@ impl RunningServer {
         log: Option<&Path>,
         tls: Option<Arc<TestCa>>,
     ) -> Result<RunningServer> {
+        RunningServer::start_site(Site::new(web)?, addr, log, tls)
+    }
+
+    /// [`RunningServer::start_with_tls`] for a prepared [`Site`] (a web with static
+    /// hosts, say).
+    pub fn start_site(
+        site: Site,
+        addr: SocketAddr,
+        log: Option<&Path>,
+        tls: Option<Arc<TestCa>>,
+    ) -> Result<RunningServer> {
         check_loopback(&addr)?;
-        let site = Arc::new(Site::new(web)?);
+        let site = Arc::new(site);
         let tls = tls.map(|ca| ca.server_config()).transpose()?;
         let log = log.map(RequestLog::create).transpose()?.map(Arc::new);
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -748,6 +843,76 @@ mod tests {
         assert_ne!(lines[2].conn, lines[0].conn);
         assert_ne!(lines[3].conn, lines[2].conn);
         assert!(ca.cached() >= 3, "site0, site1 and the untrusted host");
+    }
+
+    /// A static host answers its files, a directory's index.html, a 301 for a
+    /// directory without its slash, 404 otherwise, and every request is logged.
+    #[test]
+    fn static_host_serves_a_directory() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("book");
+        std::fs::create_dir_all(root.join("ch1")).unwrap();
+        std::fs::write(root.join("index.html"), "<title>Book</title>").unwrap();
+        std::fs::write(root.join("ch1/index.html"), "<title>One</title>").unwrap();
+        std::fs::write(root.join("style.css"), "body{}").unwrap();
+        let host = StaticHost::new("book.web.test", &root).unwrap();
+        let clash = StaticHost::new("site0.web.test", &root).unwrap();
+        assert!(
+            Site::new(&two_host_web())
+                .unwrap()
+                .with_static([clash])
+                .is_err()
+        );
+        let site = Site::new(&two_host_web())
+            .unwrap()
+            .with_static([host])
+            .unwrap();
+        let log = dir.path().join("log.jsonl");
+        let server =
+            RunningServer::start_site(site, "127.0.0.1:0".parse().unwrap(), Some(&log), None)
+                .unwrap();
+        let get = |method: &str, host: &str, path: &str| {
+            let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+            write!(
+                s,
+                "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        };
+        let r = get("GET", "BOOK.web.test:8080", "/");
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(r.contains("content-type: text/html; charset=utf-8"), "{r}");
+        assert!(r.ends_with("<title>Book</title>"), "{r}");
+        let r = get("GET", "book.web.test", "/style.css?v=2");
+        assert!(r.contains("content-type: text/css"), "{r}");
+        assert!(r.ends_with("body{}"), "{r}");
+        let r = get("GET", "book.web.test", "/ch1");
+        assert!(r.starts_with("HTTP/1.1 301"), "{r}");
+        assert!(r.contains("location: /ch1/"), "{r}");
+        let r = get("GET", "book.web.test", "/ch1/");
+        assert!(r.ends_with("<title>One</title>"), "{r}");
+        let r = get("HEAD", "book.web.test", "/ch1/index.html");
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(r.contains("content-length: 18"), "{r}");
+        assert!(get("GET", "book.web.test", "/nope.html").starts_with("HTTP/1.1 404"));
+        assert!(get("GET", "book.web.test", "/../x").starts_with("HTTP/1.1 404"));
+        // The generated web is still served beside it.
+        assert!(get("GET", "site1.web.test", "/p1.html").starts_with("HTTP/1.1 200"));
+        assert_eq!(server.stop().unwrap(), 8);
+        let lines = crate::read_log(&log).unwrap();
+        let got: Vec<(&str, &str, u16, u64)> = lines
+            .iter()
+            .map(|l| (l.host.as_str(), l.path.as_str(), l.status, l.bytes))
+            .collect();
+        assert_eq!(got[0], ("book.web.test", "/", 200, 19));
+        assert_eq!(got[1], ("book.web.test", "/style.css", 200, 6));
+        assert_eq!(got[2].2, 301);
+        assert_eq!(got[4], ("book.web.test", "/ch1/index.html", 200, 0));
+        assert_eq!(got[5].2, 404);
     }
 
     #[test]
