@@ -17,6 +17,11 @@
 //! part's hosts (so links cross hosts but stay in the partition; the same host when
 //! the part has one) and `<k>` the page's position in its part: every target is new
 //! and distinct.
+//!
+//! With `text_words` > 0 every page gets a title and a main text of that many words
+//! of [`crate::synthtext`]'s Zipf vocabulary (the full text is the title and the main
+//! text), deterministic per URL, so the pages can be indexed and searched (the
+//! search benchmark); with 0 the text is a short placeholder.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -32,6 +37,8 @@ use trawl::store::layout::CrawlDir;
 use trawl::store::names::SegmentDataset;
 use trawl::store::parquet::{self, PartWriter, StagedDataset};
 
+use crate::synthtext::Vocabulary;
+
 /// What was written.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FakeFetchReport {
@@ -44,7 +51,14 @@ pub struct FakeFetchReport {
 /// Writes the fetch and parse results of `segment` (a path or a name under
 /// `segments/`), `outlinks` links per page. The segment must be generated and not
 /// fetched yet.
-pub fn fake_fetch(root: &Path, segment: &Path, outlinks: usize) -> Result<FakeFetchReport> {
+pub fn fake_fetch(
+    root: &Path,
+    segment: &Path,
+    outlinks: usize,
+    text_words: usize,
+) -> Result<FakeFetchReport> {
+    let vocab = (text_words > 0).then(Vocabulary::new);
+    let text = vocab.as_ref().map(|v| (v, text_words));
     let dir = CrawlDir::new(root);
     let seg = dir.segment(segment)?;
     let _lock = seg.lock("fakefetch")?;
@@ -80,7 +94,7 @@ pub fn fake_fetch(root: &Path, segment: &Path, outlinks: usize) -> Result<FakeFe
                 Some(p) => parquet::read_part_all(p)?,
                 None => Vec::new(),
             };
-            write_part(&out, i, &rows, outlinks, now)
+            write_part(&out, i, &rows, outlinks, text, now)
         })
         .collect::<Result<Vec<FakeFetchReport>>>()?;
     // fetch commits crawl_fetch; parse then parse_text, crawl_parse, parse_inlinks,
@@ -121,6 +135,7 @@ fn write_part(
     i: usize,
     rows: &[CrawlDatum],
     outlinks: usize,
+    words: Option<(&Vocabulary, usize)>,
     now: i64,
 ) -> Result<FakeFetchReport> {
     let mut fetch = PartWriter::<FetchRecord>::create(&out.fetch.part_path(i))?;
@@ -193,14 +208,27 @@ fn write_part(
                 segment: out.segment.to_string(),
             })?;
         }
-        text.push(ParseTextRecord {
-            url: d.url.clone(),
-            text: format!("page {k} of part {i}"),
-            main_text: None,
-        })?;
+        let mut row = data_row(d, links, signature, k as u64);
+        match words {
+            Some((vocab, n)) => {
+                let title = vocab.title(&d.url);
+                let main = vocab.text(&d.url, n);
+                text.push(ParseTextRecord {
+                    url: d.url.clone(),
+                    text: format!("{title}. {main}"),
+                    main_text: Some(main),
+                })?;
+                row.title = Some(title);
+            }
+            None => text.push(ParseTextRecord {
+                url: d.url.clone(),
+                text: format!("page {k} of part {i}"),
+                main_text: None,
+            })?,
+        }
         report.pages += 1;
-        report.links += links.len() as u64;
-        data.push(data_row(d, links, signature, k as u64))?;
+        report.links += row.outlinks.len() as u64;
+        data.push(row)?;
     }
     fetch.finish()?;
     text.finish()?;

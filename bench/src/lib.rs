@@ -1,5 +1,5 @@
 //! trawl's benchmarks: the workloads behind the bench binaries (`benchgen`, `bench`,
-//! `fetchbench`, `graphbench`, `parsebench`, `fakefetch`, `scalebench`; `scripts/bench.sh` runs them) and the
+//! `fetchbench`, `graphbench`, `parsebench`, `fakefetch`, `scalebench`, `relbench`, `searchbench`; `scripts/bench.sh` runs them) and the
 //! parser corpus evaluation the corpus tests share.
 //!
 //! Nothing here ships in the library: this crate uses trawl only through its public
@@ -11,3 +11,6 @@ pub mod fakefetch;
 pub mod fetch;
 pub mod graph;
 pub mod measure;
+pub mod relevance;
+pub mod sitecrawl;
+pub mod synthtext;

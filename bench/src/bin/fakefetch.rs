@@ -24,6 +24,10 @@ struct Args {
     /// New outlinks per page.
     #[arg(long, default_value_t = 5)]
     outlinks: usize,
+    /// Words of synthetic text (Zipf over a 30,000-word vocabulary) per page, and a
+    /// title; 0 = a short placeholder text.
+    #[arg(long, default_value_t = 0)]
+    text_words: usize,
 }
 
 trawl::global_allocator!();
@@ -36,7 +40,8 @@ fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let (_cfg, dir) = args.common.setup()?;
     let started = Instant::now();
-    let r = trawl_bench::fakefetch::fake_fetch(&dir, &args.segment, args.outlinks)?;
+    let r =
+        trawl_bench::fakefetch::fake_fetch(&dir, &args.segment, args.outlinks, args.text_words)?;
     trawl::cli::summary(
         "fakefetch",
         started,

@@ -1,0 +1,286 @@
+//! `relbench`: the relevance test set. Serves The Rust Programming Language book
+//! (shipped with the Rust toolchain) as `book.web.test` on the test web, crawls it
+//! through the stage binaries, indexes it, takes the pages' section headings as
+//! queries, tunes the ranking weights on half of them and reports MRR@10 and
+//! nDCG@10 of BM25, BM25F and the full ranking on both halves (see
+//! `trawl_bench::relevance`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Parser;
+
+use testweb::{RunningServer, Site, StaticHost, WebSpec};
+use trawl::index::search::{Ranking, Searcher};
+use trawl::store::layout::CrawlDir;
+use trawl_bench::relevance::{self, Metrics, Query};
+use trawl_bench::sitecrawl::{self, Stages};
+
+/// The host the book is served as.
+const BOOK_HOST: &str = "book.web.test";
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Relevance of the search ranking on a crawled real site (MRR, nDCG@10; tuning)",
+    long_about = "Serves The Rust Programming Language book the Rust toolchain ships \
+($(rustc --print sysroot)/share/doc/rust/html/book, or --site) as book.web.test on a loopback \
+test web, crawls it with the stage binaries (every HTML file a seed; rounds until nothing is due; \
+linkdb with internal links; pagerank; index), takes the h2/h3 headings of every indexable page as \
+queries (the page they head is the relevant answer; headings of several pages are dropped), splits \
+them by blake3 into a tuning and a held-out half, grid-searches the ranking weights on the tuning \
+half and prints MRR@10 and nDCG@10 on both halves for BM25, BM25F and the full ranking (the title \
+field weighted 0 throughout). Prints a message and exits 0 when the book is not installed."
+)]
+struct Args {
+    /// The site's directory (default: the book in the Rust toolchain's documentation).
+    #[arg(long)]
+    site: Option<PathBuf>,
+    /// Work directory (crawl, config, seeds, request log); replaced.
+    #[arg(long, default_value = "bench-out/relbench")]
+    dir: PathBuf,
+    /// Directory of the stage binaries (default: this binary's directory).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// Most crawl rounds.
+    #[arg(long, default_value_t = 4)]
+    rounds: usize,
+    /// Keep the work directory afterwards.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// The book in the toolchain's documentation, or why there is none.
+fn book_dir() -> Result<PathBuf, String> {
+    let out = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("rustc not found ({e})"))?;
+    let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let book = root.join("share/doc/rust/html/book");
+    if book.join("index.html").is_file() {
+        Ok(book)
+    } else {
+        Err(format!(
+            "{} has no index.html (install the rust-docs component: rustup component add rust-docs)",
+            book.display()
+        ))
+    }
+}
+
+trawl::global_allocator!();
+
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let site = match args.site.clone().map(Ok).unwrap_or_else(book_dir) {
+        Ok(s) => s,
+        Err(why) => {
+            println!("relbench: skipped: no site to crawl: {why}");
+            return Ok(());
+        }
+    };
+    let bin = match &args.bin_dir {
+        Some(b) => b.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("locating the binaries")?
+            .to_path_buf(),
+    };
+    let started = Instant::now();
+    if args.dir.exists() {
+        std::fs::remove_dir_all(&args.dir)
+            .with_context(|| format!("removing {}", args.dir.display()))?;
+    }
+    std::fs::create_dir_all(&args.dir)?;
+    let web = testweb::generate(&WebSpec {
+        hosts: 1,
+        pages_per_host: 2,
+        seed_count: 1,
+        ..WebSpec::default()
+    })?;
+    let site_host = StaticHost::new(BOOK_HOST, &site)?;
+    let log = args.dir.join("requests.jsonl");
+    let server = RunningServer::start_site(
+        Site::new(&web)?.with_static([site_host])?,
+        "127.0.0.1:0".parse()?,
+        Some(&log),
+        None,
+    )?;
+    let config = args.dir.join("trawl.toml");
+    std::fs::write(&config, sitecrawl::config_toml(server.addr(), 4))?;
+    let seeds = sitecrawl::html_seeds(&site, BOOK_HOST)?;
+    let seeds_file = args.dir.join("seeds.txt");
+    sitecrawl::write_lines(&seeds_file, &seeds)?;
+    let stages = Stages {
+        bin,
+        crawl: args.dir.join("crawl"),
+        config,
+    };
+    println!(
+        "site: {} as http://{BOOK_HOST}/ ({} HTML files = seeds)",
+        site.display(),
+        seeds.len()
+    );
+    let crawl = stages.crawl(&seeds_file, args.rounds, true)?;
+    let requests = server.stop()?;
+    let lines = testweb::read_log(&log)?;
+    let ok = lines.iter().filter(|l| l.status == 200).count();
+    println!(
+        "crawl: {} rounds, {requests} requests ({ok} answered 200) in {:.1}s",
+        crawl.rounds,
+        started.elapsed().as_secs_f64()
+    );
+    for s in &crawl.summaries {
+        println!("  {s}");
+    }
+
+    let set = relevance::heading_queries(&stages.crawl)?;
+    let (tuning, held_out) = relevance::split(&set.queries);
+    println!(
+        "queries: {} h2/h3 headings of {} indexable pages; {} found on several pages dropped; \
+         {} queries on {} pages: {} tuning, {} held out",
+        set.headings,
+        set.pages,
+        set.shared,
+        set.queries.len(),
+        set.pages_with_queries,
+        tuning.len(),
+        held_out.len()
+    );
+    anyhow::ensure!(
+        !tuning.is_empty() && !held_out.is_empty(),
+        "no queries: did the crawl parse the book's pages?"
+    );
+    let index = CrawlDir::new(&stages.crawl).index();
+    let searcher = Searcher::open(&index)?;
+
+    let t = Instant::now();
+    let tuned = relevance::tune(&searcher, &tuning)?;
+    let evaluated = tuned.bm25.evaluated + tuned.bm25f.evaluated + tuned.full.evaluated;
+    println!(
+        "tuning: {evaluated} rankings x {} queries in {:.1}s",
+        tuning.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    println!();
+    println!(
+        "{:<28} {:>9} {:>9}   {:>9} {:>9}   {:>6}",
+        "ranking (title weight 0)", "tune MRR", "nDCG@10", "held MRR", "nDCG@10", "P@1"
+    );
+    let row = |name: &str, r: &Ranking| -> anyhow::Result<(Metrics, Metrics)> {
+        let a = relevance::evaluate(&searcher, &tuning, r)?;
+        let b = relevance::evaluate(&searcher, &held_out, r)?;
+        println!(
+            "{name:<28} {:>9.4} {:>9.4}   {:>9.4} {:>9.4}   {:>6.3}",
+            a.mrr, a.ndcg, b.mrr, b.ndcg, b.p1
+        );
+        Ok((a, b))
+    };
+    let (_, bm25_default) = row("BM25 (Ranking::bm25)", &Ranking::bm25())?;
+    let (_, full_default) = row("full (Ranking::full)", &Ranking::full())?;
+    let (_, bm25) = row("BM25, tuned", &tuned.bm25.ranking)?;
+    let (_, bm25f) = row("BM25F (+anchors, url), tuned", &tuned.bm25f.ranking)?;
+    let (_, full) = row("full (+priors), tuned", &tuned.full.ranking)?;
+    println!();
+    println!("ablation of the tuned full ranking on the held-out half (one weight set to 0):");
+    for name in ["anchors", "url", "pagerank", "inlinks", "depth"] {
+        if relevance::get(&tuned.full.ranking, name) == 0.0 {
+            println!("  {name:<9} already 0 in the tuned ranking");
+            continue;
+        }
+        let m = relevance::evaluate(
+            &searcher,
+            &held_out,
+            &relevance::with(&tuned.full.ranking, name, 0.0),
+        )?;
+        println!(
+            "  {name:<9} MRR {:.4} ({:+.4}), nDCG@10 {:.4} ({:+.4})",
+            m.mrr,
+            m.mrr - full.mrr,
+            m.ndcg,
+            m.ndcg - full.ndcg
+        );
+    }
+    println!();
+    println!("tuned weights:");
+    println!("  BM25   {}", relevance::describe(&tuned.bm25.ranking));
+    println!("  BM25F  {}", relevance::describe(&tuned.bm25f.ranking));
+    println!("  full   {}", relevance::describe(&tuned.full.ranking));
+    println!(
+        "  as Ranking::full(): {}",
+        relevance::as_rust(&tuned.full.ranking)
+    );
+    let verdict = |a: &Metrics, b: &Metrics| {
+        format!(
+            "MRR {:+.1}%, nDCG@10 {:+.1}%",
+            100.0 * (a.mrr - b.mrr) / b.mrr.max(1e-9),
+            100.0 * (a.ndcg - b.ndcg) / b.ndcg.max(1e-9)
+        )
+    };
+    println!();
+    println!(
+        "held-out: full tuned vs BM25 tuned: {} -> {}",
+        verdict(&full, &bm25),
+        if full.mrr > bm25.mrr && full.ndcg > bm25.ndcg {
+            "the full ranking beats BM25 alone"
+        } else {
+            "the full ranking does NOT beat BM25 alone (see the ablation for the signal that fails)"
+        }
+    );
+    println!(
+        "held-out: BM25F tuned vs BM25 tuned: {}; full tuned vs BM25F tuned: {}",
+        verdict(&bm25f, &bm25),
+        verdict(&full, &bm25f)
+    );
+    println!(
+        "held-out: defaults: full vs BM25: {}",
+        verdict(&full_default, &bm25_default)
+    );
+    print_examples(&searcher, &held_out, &tuned.full.ranking)?;
+    drop(searcher);
+    if !args.keep {
+        std::fs::remove_dir_all(&args.dir)
+            .with_context(|| format!("removing {}", args.dir.display()))?;
+    }
+    println!(
+        "relbench: done in {:.1}s{}",
+        started.elapsed().as_secs_f64(),
+        if args.keep {
+            format!(" (kept {})", args.dir.display())
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// A few held-out queries the tuned ranking misses, to show what fails.
+fn print_examples(searcher: &Searcher, queries: &[&Query], r: &Ranking) -> anyhow::Result<()> {
+    let mut misses = Vec::new();
+    for q in queries {
+        let req = trawl::index::search::SearchRequest {
+            query: q.text.clone(),
+            top: relevance::DEPTH,
+            offset: 0,
+            ranking: relevance::with(r, "title", 0.0),
+        };
+        let hits = searcher.search(&req)?.hits;
+        if hits.first().is_some_and(|h| h.url != q.relevant) {
+            misses.push((q, hits.first().map(|h| h.url.clone()).unwrap_or_default()));
+        }
+    }
+    println!(
+        "held-out queries whose first result is another page: {} of {}; e.g.",
+        misses.len(),
+        queries.len()
+    );
+    for (q, got) in misses.iter().take(5) {
+        println!("  {:?}: wanted {}, first {}", q.text, q.relevant, got);
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Crawling a site of the test web through the stage binaries, for the search
+//! benchmarks: the configuration (every host of the test web on one loopback
+//! address, every other host unresolvable), seeds, rounds of generate, fetch,
+//! parse, updatedb and linkdb until nothing is due, then pagerank and index; each
+//! stage a fresh process of the binaries in `bin`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// The stage binaries and the crawl they work on.
+#[derive(Debug, Clone)]
+pub struct Stages {
+    /// Directory of the stage binaries (`target/release`).
+    pub bin: PathBuf,
+    /// The crawl directory.
+    pub crawl: PathBuf,
+    /// The configuration file.
+    pub config: PathBuf,
+}
+
+/// What one stage run printed.
+#[derive(Debug, Clone)]
+pub struct StageRun {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Last line of standard error (the summary line).
+    pub summary: String,
+    /// Wall time, seconds.
+    pub secs: f64,
+}
+
+/// What [`Stages::crawl`] did.
+#[derive(Debug, Clone, Default)]
+pub struct CrawlSummary {
+    /// Rounds run (generate found URLs due).
+    pub rounds: usize,
+    /// Summary lines of every stage run, in order.
+    pub summaries: Vec<String>,
+}
+
+impl Stages {
+    /// Runs `stage args...` with `--crawl-dir` and `--config`; exit codes other than
+    /// 0 and those in `ok` are errors carrying its standard error.
+    pub fn run(&self, stage: &str, args: &[&str], ok: &[i32]) -> anyhow::Result<StageRun> {
+        let exe = self.bin.join(stage);
+        anyhow::ensure!(
+            exe.is_file(),
+            "{}: no such binary: build the stages first (cargo build --release --bins)",
+            exe.display()
+        );
+        let started = Instant::now();
+        let out = Command::new(&exe)
+            .arg("--crawl-dir")
+            .arg(&self.crawl)
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .env_remove("TRAWL_CRAWL_DIR")
+            .env_remove("TRAWL_CONFIG")
+            .output()
+            .with_context(|| format!("running {}", exe.display()))?;
+        let secs = started.elapsed().as_secs_f64();
+        let code = out.status.code().unwrap_or(-1);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if code != 0 && !ok.contains(&code) {
+            bail!("{stage} {args:?} exited with {code}:\n{stderr}");
+        }
+        Ok(StageRun {
+            code,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            summary: stderr.lines().last().unwrap_or("").to_string(),
+            secs,
+        })
+    }
+
+    /// Injects `seeds` (a file), runs rounds (generate, fetch, parse, updatedb,
+    /// linkdb) until generate finds nothing due or `max_rounds` ran, then pagerank
+    /// and, when `index` is set, the index stage.
+    pub fn crawl(
+        &self,
+        seeds: &Path,
+        max_rounds: usize,
+        index: bool,
+    ) -> anyhow::Result<CrawlSummary> {
+        let mut s = CrawlSummary::default();
+        let seeds = seeds.to_string_lossy();
+        s.summaries
+            .push(self.run("inject", &[seeds.as_ref()], &[])?.summary);
+        for _ in 0..max_rounds {
+            let nothing_due = i32::from(trawl::cli::exit::NOTHING_DUE);
+            let g = self.run("generate", &[], &[nothing_due])?;
+            s.summaries.push(g.summary);
+            if g.code == nothing_due {
+                break;
+            }
+            s.rounds += 1;
+            for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+                s.summaries.push(self.run(stage, &[], &[])?.summary);
+            }
+        }
+        s.summaries.push(self.run("pagerank", &[], &[])?.summary);
+        if index {
+            s.summaries.push(self.run("index", &[], &[])?.summary);
+        }
+        Ok(s)
+    }
+}
+
+/// A configuration for crawling the test web served on `addr`: every `*.web.test`
+/// host mapped to it and every other host unresolvable (nothing leaves the
+/// machine), the crawl kept to the seeds' hosts, no politeness delay (loopback),
+/// no cap per host in a fetch list, and links between pages of one host kept in
+/// the linkdb (a single site's anchors are all internal).
+pub fn config_toml(addr: std::net::SocketAddr, partitions: usize) -> String {
+    format!(
+        "[crawl]\npartitions = {partitions}\n\n\
+         [urls]\nscope = \"host\"\n\n\
+         [generate]\ntop_n = 1000000\nmax_per_host = 0\n\n\
+         [fetch]\ndelay = 0.0\nper_host_connections = 4\nmax_host_exceptions = 0\n\n\
+         [fetch.resolve]\n\"{}\" = \"{addr}\"\n\"*\" = \"{}\"\n\n\
+         [linkdb]\nignore_internal = false\n",
+        testweb::RESOLVE_PATTERN,
+        trawl::net::resolve::NXDOMAIN,
+    )
+}
+
+/// The URLs of every `*.html` file under `root` on `http://HOST/`, sorted.
+pub fn html_seeds(root: &Path, host: &str) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "html")
+                && let Ok(rel) = p.strip_prefix(root)
+            {
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                out.push(format!("http://{host}/{}", rel.join("/")));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Writes `lines` to `path`, one a line.
+pub fn write_lines(path: &Path, lines: &[String]) -> anyhow::Result<()> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
