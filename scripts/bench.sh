@@ -13,6 +13,8 @@
 # against DuckDB (2 threads, $PYTHON: the virtualenv `make bench` creates), e.g.
 # SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
 # crawl under $BENCH_OUT; docs/crawldb.md, "At scale").
+# SEARCH_PAGES (default 100000) is the size of the synthetic index the query latency
+# is measured on (docs/search-bench.md).
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${BENCH_OUT:-bench-out}
@@ -62,6 +64,16 @@ for n in ${SCALE_SIZES:-1000000}; do
   fi
   rm -rf "$OUT/scale-$n"
 done
+
+echo
+echo "== search relevance: the Rust book (rust-docs) crawled from the test web as book.web.test, its h2/h3 headings"
+echo "   as queries (title field weighted 0), ranking weights tuned on half, MRR@10 / nDCG@10 on both halves"
+"$BIN/relbench" --dir "$OUT/relbench"
+
+echo
+echo "== search throughput and latency: index the parse benchmark's pages (corpus + test web) and"
+echo "   ${SEARCH_PAGES:-100000} synthetic pages; 1000 mixed queries (one word, two words, phrase, site:) on the latter"
+"$BIN/searchbench" --dir "$OUT/searchbench" --pages "${SEARCH_PAGES:-100000}"
 
 echo
 echo "== Spark: the per-task cost of a Spark job on a local standalone cluster (2 one-core workers on 127.0.0.1)"

@@ -170,7 +170,7 @@ pub fn evaluate(
     queries: &[&Query],
     ranking: &Ranking,
 ) -> anyhow::Result<Metrics> {
-    let mut ranking = ranking.clone();
+    let mut ranking = *ranking;
     ranking.title = 0.0;
     let scores = queries
         .par_iter()
@@ -179,7 +179,7 @@ pub fn evaluate(
                 query: q.text.clone(),
                 top: DEPTH,
                 offset: 0,
-                ranking: ranking.clone(),
+                ranking,
             };
             let urls: Vec<String> = searcher
                 .search(&req)?
@@ -200,7 +200,7 @@ pub fn evaluate(
 }
 
 /// The weights a ranking has, by name, for the grids and the report.
-pub const WEIGHTS: [&str; 8] = [
+pub const WEIGHTS: [&str; 9] = [
     "title",
     "anchors",
     "main_text",
@@ -208,6 +208,7 @@ pub const WEIGHTS: [&str; 8] = [
     "url",
     "pagerank",
     "inlinks",
+    "hostrank",
     "depth",
 ];
 
@@ -221,6 +222,7 @@ pub fn get(r: &Ranking, name: &str) -> f32 {
         "url" => r.url,
         "pagerank" => r.pagerank,
         "inlinks" => r.inlinks,
+        "hostrank" => r.hostrank,
         "depth" => r.depth,
         _ => f32::NAN,
     }
@@ -228,7 +230,7 @@ pub fn get(r: &Ranking, name: &str) -> f32 {
 
 /// `r` with the weight `name` set to `v`.
 pub fn with(r: &Ranking, name: &str, v: f32) -> Ranking {
-    let mut r = r.clone();
+    let mut r = *r;
     match name {
         "title" => r.title = v,
         "anchors" => r.anchors = v,
@@ -237,6 +239,7 @@ pub fn with(r: &Ranking, name: &str, v: f32) -> Ranking {
         "url" => r.url = v,
         "pagerank" => r.pagerank = v,
         "inlinks" => r.inlinks = v,
+        "hostrank" => r.hostrank = v,
         "depth" => r.depth = v,
         _ => {}
     }
@@ -286,7 +289,7 @@ pub fn grid_search(
     start: &Ranking,
     grid: &[(&str, Vec<f32>)],
 ) -> anyhow::Result<Tuned> {
-    let mut combos = vec![start.clone()];
+    let mut combos = vec![*start];
     for (name, values) in grid {
         combos = combos
             .iter()
@@ -294,7 +297,7 @@ pub fn grid_search(
             .collect();
     }
     let mut best = Tuned {
-        ranking: start.clone(),
+        ranking: *start,
         tuning: evaluate(searcher, queries, start)?,
         evaluated: 1,
     };
@@ -375,11 +378,12 @@ pub fn tune(searcher: &Searcher, tuning: &[&Query]) -> anyhow::Result<Tuning> {
     let zero_priors = |r: &Ranking| {
         let r = with(r, "pagerank", 0.0);
         let r = with(&r, "inlinks", 0.0);
+        let r = with(&r, "hostrank", 0.0);
         with(&r, "depth", 0.0)
     };
     let text_grid = || {
         vec![
-            ("main_text", vec![0.5, 1.0, 2.0, 4.0]),
+            ("main_text", vec![0.0, 0.5, 1.0, 2.0, 4.0]),
             ("text", vec![0.25, 0.5, 1.0, 2.0]),
         ]
     };

@@ -302,7 +302,7 @@ fn synthetic_part(args: &Args, bin: &Path) -> anyhow::Result<()> {
                 query: q.clone(),
                 top: args.top,
                 offset: 0,
-                ranking: ranking.clone(),
+                ranking,
             };
             let t = Instant::now();
             let r = searcher
