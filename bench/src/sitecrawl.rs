@@ -153,6 +153,25 @@ pub fn html_seeds(root: &Path, host: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The directory of the stage binaries: `arg`, else the running binary's directory.
+pub fn bin_dir(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match arg {
+        Some(b) => Ok(b.to_path_buf()),
+        None => Ok(std::env::current_exe()?
+            .parent()
+            .context("locating the binaries")?
+            .to_path_buf()),
+    }
+}
+
+/// Removes `dir` if it exists and creates it empty.
+pub fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+}
+
 /// Writes `lines` to `path`, one a line.
 pub fn write_lines(path: &Path, lines: &[String]) -> anyhow::Result<()> {
     let mut text = lines.join("\n");

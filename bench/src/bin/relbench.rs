@@ -83,19 +83,9 @@ fn run() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let bin = match &args.bin_dir {
-        Some(b) => b.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("locating the binaries")?
-            .to_path_buf(),
-    };
+    let bin = sitecrawl::bin_dir(args.bin_dir.as_deref())?;
     let started = Instant::now();
-    if args.dir.exists() {
-        std::fs::remove_dir_all(&args.dir)
-            .with_context(|| format!("removing {}", args.dir.display()))?;
-    }
-    std::fs::create_dir_all(&args.dir)?;
+    sitecrawl::fresh_dir(&args.dir)?;
     let web = testweb::generate(&WebSpec {
         hosts: 1,
         pages_per_host: 2,

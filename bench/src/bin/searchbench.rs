@@ -86,18 +86,8 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let bin = match &args.bin_dir {
-        Some(b) => b.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("locating the binaries")?
-            .to_path_buf(),
-    };
-    if args.dir.exists() {
-        std::fs::remove_dir_all(&args.dir)
-            .with_context(|| format!("removing {}", args.dir.display()))?;
-    }
-    std::fs::create_dir_all(&args.dir)?;
+    let bin = sitecrawl::bin_dir(args.bin_dir.as_deref())?;
+    sitecrawl::fresh_dir(&args.dir)?;
     let wanted = |p: &str| args.parts.iter().any(|x| x.trim() == p);
     println!(
         "{:<34} {:>8} {:>10} {:>8} {:>10} {:>9} {:>9} {:>12}",
