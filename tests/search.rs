@@ -83,6 +83,14 @@ fn expected(crawl: &Path, map: &SiteMap) -> BTreeSet<String> {
         .collect()
 }
 
+/// Runs `index` with `args`; returns its summary line (stderr).
+fn index_ok(crawl: &Path, config: &Path, args: &[&str]) -> String {
+    let out = run("index", crawl, config, args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "index {args:?}: {err}");
+    err
+}
+
 /// `S` of the `index: S segments, ...` summary line.
 fn segments_indexed(out: &str) -> u64 {
     let line = out.lines().find(|l| l.starts_with("index: ")).unwrap();
@@ -125,7 +133,7 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         assert!(rounds <= 10, "the crawl did not converge");
     }
     run_ok("dedup", &crawl, &config, &[]);
-    let summary = run_ok("index", &crawl, &config, &[]);
+    let summary = index_ok(&crawl, &config, &[]);
     assert_eq!(segments_indexed(&summary), rounds as u64);
 
     // Generation 0: exactly the fetched, indexable pages.
@@ -238,11 +246,20 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
     let map1 = map_of(dir, 1);
     assert!(round_with(&crawl, &config, &["--add-days", "400"]));
     run_ok("dedup", &crawl, &config, &[]);
-    let out = run_ok("index", &crawl, &config, &[]);
+    let out = index_ok(&crawl, &config, &[]);
     assert_eq!(segments_indexed(&out), 1, "only the new segment");
     let docs1 = exported(&crawl, &config);
     let have1: BTreeSet<String> = docs1.keys().cloned().collect();
-    assert_eq!(have1, expected(&crawl, &map1), "generation 1");
+    let want1 = expected(&crawl, &map1);
+    let statuses1 = crawldb_statuses(&crawl);
+    let diff: Vec<String> = have1
+        .symmetric_difference(&want1)
+        .map(|u| format!("{u}: {:?} -> {:?}", statuses.get(u), statuses1.get(u)))
+        .collect();
+    assert!(
+        diff.is_empty(),
+        "generation 1: indexed != expected: {diff:#?}"
+    );
     let gone: Vec<&String> = map1
         .urls
         .iter()
@@ -260,9 +277,16 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         .urls
         .iter()
         .filter(|(u, e)| e.kind == Kind::Page && e.revision > 0 && docs1.contains_key(*u))
+        .filter(|(u, _)| {
+            docs.get(*u)
+                .is_some_and(|d| d["segment"] != docs1[*u]["segment"])
+        })
         .map(|(u, _)| u)
         .collect();
-    assert!(!changed.is_empty());
+    assert!(
+        !changed.is_empty(),
+        "changed pages were refetched and re-indexed"
+    );
     for u in changed {
         let text = docs1[u]["text"].as_str().unwrap();
         assert!(
