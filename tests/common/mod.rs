@@ -2,6 +2,7 @@
 //! config that maps its hosts to it, run stage binaries, read what they wrote.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod moto;
 
 use std::collections::BTreeMap;
