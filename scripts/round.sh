@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One crawl round: generate -> fetch -> parse -> updatedb -> linkdb -> pagerank -> sitemap.
+# One crawl round: generate -> fetch -> parse -> updatedb -> linkdb -> pagerank -> index -> sitemap.
 # Uses TRAWL_CRAWL_DIR and TRAWL_CONFIG (set by the Makefile); extra stage flags via
 # GENERATE_FLAGS, FETCH_FLAGS, PARSE_FLAGS, UPDATEDB_FLAGS, LINKDB_FLAGS, PAGERANK_FLAGS,
-# SITEMAP_FLAGS. When generate (exit 3) finds nothing due, only the
+# INDEX_FLAGS, SITEMAP_FLAGS (NO_INDEX=1 skips the search index). When generate (exit 3) finds nothing due, only the
 # sitemap step runs (new or due sitemaps may bring new URLs for the next round).
 # fetch interrupted (exit 4): the round stops there, saying how to apply the segment.
 # fetch reached no server (exit 5): the segment is still applied (parse, updatedb,
@@ -51,4 +51,7 @@ fi
 "$BIN/updatedb" ${UPDATEDB_FLAGS:-} "$segment"
 "$BIN/linkdb" ${LINKDB_FLAGS:-} "$segment"
 "$BIN/pagerank" ${PAGERANK_FLAGS:-}
+if [ -z "${NO_INDEX:-}" ]; then
+  "$BIN/index" ${INDEX_FLAGS:-}
+fi
 "$BIN/sitemap" ${SITEMAP_FLAGS:-}

@@ -42,6 +42,8 @@ pub struct Config {
     pub pagerank: PageRankConfig,
     /// The `sitemap` stage (and `inject --sitemaps`).
     pub sitemaps: SitemapConfig,
+    /// The `index` stage (the search index).
+    pub index: IndexConfig,
 }
 
 /// `[crawl]`: settings every stage shares.
@@ -449,6 +451,29 @@ impl Default for SitemapConfig {
     }
 }
 
+/// `[index]`: the `index` stage (see docs/search.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Distinct anchor texts indexed per page (the first ones of the linkdb's
+    /// inlinks, in source URL order).
+    pub max_anchors: usize,
+    /// Bytes of each text field (title, main text, text) indexed per page.
+    pub max_text_bytes: usize,
+    /// Memory of the index writer's buffers (MB), split between its threads.
+    pub writer_memory_mb: u64,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            max_anchors: 32,
+            max_text_bytes: 1_000_000,
+            writer_memory_mb: 256,
+        }
+    }
+}
+
 /// Longest interval (seconds) a key or a seed line's `fetch_interval=` may set: 100 years.
 pub const MAX_INTERVAL_SECS: i64 = 100 * 365 * 86_400;
 
@@ -482,6 +507,7 @@ validate_by_rules! {
     LinkDbConfig => "linkdb",
     PageRankConfig => "pagerank",
     SitemapConfig => "sitemaps",
+    IndexConfig => "index",
 }
 
 impl FetchConfig {
@@ -547,7 +573,8 @@ impl Config {
         self.updatedb.validate(path)?;
         self.linkdb.validate(path)?;
         self.pagerank.validate(path)?;
-        self.sitemaps.validate(path)
+        self.sitemaps.validate(path)?;
+        self.index.validate(path)
     }
 
     /// Checks the configuration after command-line flags overrode some keys: a bad flag

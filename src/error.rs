@@ -87,6 +87,20 @@ pub enum Error {
         /// What does not match and how to recover.
         message: String,
     },
+    /// The search index could not be opened, written or read.
+    #[error("index: {message}")]
+    Index {
+        /// What failed (naming the index directory) and what to do.
+        message: String,
+    },
+    /// A search query is empty or malformed.
+    #[error("query {query:?}: {message}")]
+    Query {
+        /// The query as given.
+        query: String,
+        /// What is wrong with it and how to write it.
+        message: String,
+    },
     /// The stage was stopped by SIGINT or SIGTERM (see [`crate::signal`]).
     #[error("interrupted by {signal}: {message}")]
     Interrupted {

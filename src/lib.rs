@@ -15,6 +15,7 @@ pub mod dedup;
 pub mod error;
 pub mod fetch;
 pub mod graph;
+pub mod index;
 pub mod net;
 pub mod parse;
 pub mod records;

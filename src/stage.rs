@@ -228,6 +228,12 @@ impl StageCtx {
             .map(|m| m as Arc<dyn crate::store::lease::LeaseStore>)
     }
 
+    /// Whether the crawl directory is on an object store (the root is its local
+    /// working mirror).
+    pub fn is_remote(&self) -> bool {
+        self.mirror.is_some()
+    }
+
     /// The crawl directory's root as given (it may not exist yet: inject creates it).
     pub fn root(&self) -> &Path {
         &self.root

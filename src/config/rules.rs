@@ -191,6 +191,9 @@ const RULES: &[(&str, Rule, &str)] = &[
     ),
     ("sitemaps.max_sitemaps", Rule::Int(1, UNBOUNDED), ""),
     ("sitemaps.default_priority", closed(0.0, 1.0), ""),
+    ("index.max_anchors", Rule::Int(0, 10_000), ""),
+    ("index.max_text_bytes", Rule::Int(1, 104_857_600), "bytes"),
+    ("index.writer_memory_mb", Rule::Int(16, 65_536), "MB"),
 ];
 
 /// The rule of the values of each ruled free map (its keys are host patterns), as

@@ -376,7 +376,7 @@ fn write_pagerank(
             hr.out.edges(),
             hr.rank.iterations
         );
-        let sub = out.join("hosts");
+        let sub = out.join(crate::store::names::PAGERANK_HOSTS);
         std::fs::create_dir_all(&sub).map_err(|e| Error::io(&sub, e))?;
         write_parts(&sub, graph.partitions(), |p| {
             hr.partition(p)

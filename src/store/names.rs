@@ -109,6 +109,10 @@ pub const SITEMAP_URLS: &str = "sitemap_urls";
 pub const PAGERANK: &str = "pagerank";
 /// `pagerank/hits/`: hub and authority scores (with `--hits`).
 pub const PAGERANK_HITS: &str = "hits";
+/// `index/`: the search index (tantivy), built by the `index` stage.
+pub const INDEX: &str = "index";
+/// `pagerank/hosts/`: HostRank (with `--hostrank`).
+pub const PAGERANK_HOSTS: &str = "hosts";
 /// `segments/`.
 pub const SEGMENTS: &str = "segments";
 /// `warc/`: the default output directory of `warc`.

@@ -1,0 +1,576 @@
+//! The `index` stage: builds and updates the crawl's search index (`index/`).
+//!
+//! One document per page ([`super::schema`]). A run indexes the segments not indexed
+//! yet (parsed, and merged into the crawldb by updatedb), oldest first, partition by
+//! partition in parallel (rayon), and joins every page with what the crawl knows of it
+//! now: its crawldb status and depth, its inlinks' anchor texts (linkdb), its PageRank
+//! and in-degree (`pagerank/`), its host's HostRank (`pagerank/hosts/`). Then:
+//!
+//! - a page fetched again replaces its document (the newest segment wins);
+//! - a page is not indexed (and its document deleted) when its crawldb status is not
+//!   `db_fetched`/`db_notmodified`, its parse failed, it says `noindex` (meta robots or
+//!   X-Robots-Tag), or its `rel=canonical` names another page of the same partition
+//!   that is itself indexable;
+//! - every URL whose crawldb status is `db_gone`, `db_duplicate`, `db_redir_temp` or
+//!   `db_redir_perm` loses its document on every run (a redirect's target is indexed
+//!   under its own URL, once, however many URLs redirect to it).
+//!
+//! The list of indexed segments is stored in the tantivy commit's payload, so the
+//! documents and the list are installed by one atomic commit: a run killed at any
+//! point leaves the previous commit searchable, and rerunning redoes the work.
+//! `--full` indexes every segment again into an emptied index, in the same commit (the
+//! way to refresh every document's PageRank and anchors).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use tantivy::directory::MmapDirectory;
+use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
+
+use crate::datum::{CrawlDatum, DbStatus};
+use crate::error::{Error, Result};
+use crate::graph::rows::{HostRankRecord, PageRankMeta};
+use crate::records::{FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord, ParseTextRecord};
+use crate::stage::{Report, StageCtx};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::lock::Lock;
+use crate::store::names::SegmentDataset;
+use crate::store::parquet::{self, Record};
+
+use super::analyzer::{TEXT_ANALYZER, text_analyzer};
+use super::schema::{self, Fields};
+
+/// Options of an index run.
+#[derive(Debug, Clone, Default)]
+pub struct IndexOpts {
+    /// Index every segment again into an emptied index.
+    pub full: bool,
+    /// Where the index is (default: the crawl's `index/`).
+    pub index_dir: Option<PathBuf>,
+}
+
+/// Counts reported by the stage.
+#[derive(Debug, Clone, Default)]
+pub struct IndexReport {
+    /// Segments indexed by this run.
+    pub segments: usize,
+    /// Pages read from them.
+    pub pages: u64,
+    /// Documents added or replaced.
+    pub indexed: u64,
+    /// Pages not indexed: `noindex`.
+    pub noindex: u64,
+    /// Pages not indexed: status, failed parse or canonical elsewhere.
+    pub skipped: u64,
+    /// Delete requests for gone, duplicate and redirected URLs.
+    pub deletes: u64,
+    /// Bytes of main text indexed.
+    pub main_text_bytes: u64,
+    /// Documents in the index after the run.
+    pub docs: u64,
+}
+
+impl fmt::Display for IndexReport {
+    /// `S segments, P pages, I indexed, N noindex, K skipped, D deletes, T docs`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} segments, {} pages, {} indexed, {} noindex, {} skipped, {} gone/duplicate/redirect deletes, {} documents in the index",
+            self.segments,
+            self.pages,
+            self.indexed,
+            self.noindex,
+            self.skipped,
+            self.deletes,
+            self.docs
+        )
+    }
+}
+
+impl Report for IndexReport {
+    const STAGE: &'static str = "index";
+}
+
+/// What the index stores beside its documents (the commit's payload).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IndexState {
+    /// The format of this record.
+    pub version: u32,
+    /// Segments whose pages are in the index, by name.
+    pub segments: BTreeSet<String>,
+    /// When the last commit was made (ms UTC).
+    pub written_time: i64,
+}
+
+const STATE_VERSION: u32 = 1;
+
+/// Statuses whose URL never has a document.
+fn deleted_status(s: DbStatus) -> bool {
+    matches!(
+        s,
+        DbStatus::DbGone | DbStatus::DbDuplicate | DbStatus::DbRedirTemp | DbStatus::DbRedirPerm
+    )
+}
+
+fn indexable_status(s: DbStatus) -> bool {
+    matches!(s, DbStatus::DbFetched | DbStatus::DbNotmodified)
+}
+
+/// Opens the index at `dir` (creating it when `create`), with the analyzer registered.
+pub fn open_index(dir: &Path, create: bool) -> Result<Index> {
+    let fail = |what: &str, e: &dyn fmt::Display| Error::Index {
+        message: format!("{}: {what}: {e}", dir.display()),
+    };
+    if create {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    } else if !dir.join("meta.json").is_file() {
+        return Err(Error::Index {
+            message: format!(
+                "{}: no search index here; build it with `index --crawl-dir CRAWL` \
+                 (after parse, updatedb, linkdb and pagerank)",
+                dir.display()
+            ),
+        });
+    }
+    let mmap = MmapDirectory::open(dir).map_err(|e| fail("cannot open", &e))?;
+    let index = Index::open_or_create(mmap, schema::schema()).map_err(|e| {
+        fail(
+            "cannot open (built by another version of trawl? delete the directory and run `index --full`)",
+            &e,
+        )
+    })?;
+    index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
+    Ok(index)
+}
+
+/// The state stored with the index's last commit (empty for a new index).
+pub fn read_state(index: &Index, dir: &Path) -> Result<IndexState> {
+    let metas = index.load_metas().map_err(|e| Error::Index {
+        message: format!("{}: cannot read meta.json: {e}", dir.display()),
+    })?;
+    match metas.payload {
+        None => Ok(IndexState::default()),
+        Some(p) => serde_json::from_str(&p).map_err(|e| Error::Index {
+            message: format!(
+                "{}: the commit payload is not trawl's index state ({e}); rebuild with `index --full`",
+                dir.display()
+            ),
+        }),
+    }
+}
+
+/// Runs the stage.
+pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
+    let crawl = ctx.open_existing()?;
+    if ctx.is_remote() && opts.index_dir.is_none() {
+        return Err(Error::Input {
+            input: "--crawl-dir".into(),
+            message: "the search index is a local directory: with an object-store crawl \
+                      directory pass --index-dir PATH"
+                .into(),
+        });
+    }
+    let dir = opts.index_dir.clone().unwrap_or_else(|| crawl.index());
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let lock_path = match &opts.index_dir {
+        Some(d) => d.join(crate::store::names::LOCK),
+        None => crawl.index_lock(),
+    };
+    let _lock = Lock::acquire(&lock_path, "index")?;
+    let index = open_index(&dir, true)?;
+    let mut state = read_state(&index, &dir)?;
+    let cfg = &ctx.config().index;
+    let threads = rayon::current_num_threads().clamp(1, 8);
+    let memory = (cfg.writer_memory_mb as usize * 1024 * 1024).max(threads * 20_000_000);
+    let mut writer: IndexWriter = index
+        .writer_with_num_threads(threads, memory)
+        .map_err(|e| Error::Index {
+            message: format!(
+                "{}: cannot open a writer ({e}); another `index` may be running",
+                dir.display()
+            ),
+        })?;
+    let fields = Fields::of(&index.schema())?;
+    let meta = crawl.crawldb_meta()?;
+    let partitions = meta.partitions;
+    if opts.full {
+        writer
+            .delete_all_documents()
+            .map_err(|e| index_err(&dir, e))?;
+        state.segments.clear();
+    }
+    let todo: Vec<Segment> = crawl
+        .segments()?
+        .into_iter()
+        .filter(|s| !state.segments.contains(s.name()))
+        .filter(|s| {
+            meta.is_applied(s.name())
+                && s.has(SegmentDataset::ParseData)
+                && s.has(SegmentDataset::ParseText)
+        })
+        .collect();
+    for s in &todo {
+        s.check_unlocked("index")?;
+        let n = s.meta()?.partitions;
+        if n != partitions {
+            return Err(Error::crawl_dir(
+                s.path(),
+                format!(
+                    "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
+                ),
+            ));
+        }
+        s.verify(
+            SegmentDataset::ParseData,
+            crate::store::integrity::Check::Sizes,
+        )?;
+        s.verify(
+            SegmentDataset::ParseText,
+            crate::store::integrity::Check::Sizes,
+        )?;
+    }
+    let priors = Priors::load(&crawl)?;
+    let job = Job {
+        crawl: &crawl,
+        segments: &todo,
+        writer: &writer,
+        fields,
+        priors: &priors,
+        max_anchors: cfg.max_anchors,
+        max_text_bytes: cfg.max_text_bytes,
+    };
+    let bar = crate::cli::progress_bar(partitions as u64, "index partitions");
+    let reports: Vec<IndexReport> = (0..partitions)
+        .into_par_iter()
+        .map(|i| {
+            crate::signal::check("index")?;
+            let r = job.partition(i);
+            bar.inc(1);
+            r
+        })
+        .collect::<Result<_>>()?;
+    bar.finish_and_clear();
+    crate::signal::check("index")?;
+    let mut report = IndexReport {
+        segments: todo.len(),
+        ..Default::default()
+    };
+    for r in reports {
+        report.pages += r.pages;
+        report.indexed += r.indexed;
+        report.noindex += r.noindex;
+        report.skipped += r.skipped;
+        report.deletes += r.deletes;
+        report.main_text_bytes += r.main_text_bytes;
+    }
+    state.version = STATE_VERSION;
+    state
+        .segments
+        .extend(todo.iter().map(|s| s.name().to_string()));
+    state.written_time = crate::datum::now_millis();
+    let payload = serde_json::to_string(&state).map_err(|e| Error::Index {
+        message: format!("{}: cannot encode the index state: {e}", dir.display()),
+    })?;
+    let mut prepared = writer.prepare_commit().map_err(|e| index_err(&dir, e))?;
+    prepared.set_payload(&payload);
+    prepared.commit().map_err(|e| index_err(&dir, e))?;
+    writer
+        .wait_merging_threads()
+        .map_err(|e| index_err(&dir, e))?;
+    let reader = index.reader().map_err(|e| index_err(&dir, e))?;
+    report.docs = reader.searcher().num_docs();
+    Ok(report)
+}
+
+fn index_err(dir: &Path, e: tantivy::TantivyError) -> Error {
+    Error::Index {
+        message: format!("{}: {e}", dir.display()),
+    }
+}
+
+/// The query-independent signals that are not per partition: the PageRank scale and
+/// the HostRank of every host.
+struct Priors {
+    /// PageRank → "x an average page" (`crawldb_scale`), when `pagerank/` exists.
+    scale: Option<f64>,
+    /// HostRank x hosts, by host.
+    hostrank: HashMap<String, f64>,
+}
+
+impl Priors {
+    fn load(crawl: &CrawlDir) -> Result<Priors> {
+        let dir = crawl.pagerank();
+        if !parquet::dataset_complete(&dir) {
+            return Ok(Priors {
+                scale: None,
+                hostrank: HashMap::new(),
+            });
+        }
+        let meta: PageRankMeta = parquet::read_json(&dir.join(crate::store::names::META))?;
+        let scale = if meta.crawldb_scale > 0.0 {
+            meta.crawldb_scale
+        } else {
+            meta.nodes.max(1) as f64
+        };
+        let hosts_dir = dir.join(crate::store::names::PAGERANK_HOSTS);
+        let mut hostrank = HashMap::new();
+        if meta.hostrank && parquet::dataset_complete(&hosts_dir) {
+            let rows: Vec<HostRankRecord> = parquet::read_dataset(&hosts_dir)?;
+            let n = rows.len().max(1) as f64;
+            hostrank = rows.into_iter().map(|r| (r.host, r.score * n)).collect();
+        }
+        Ok(Priors {
+            scale: Some(scale),
+            hostrank,
+        })
+    }
+}
+
+/// A page of the segments being indexed (the newest segment's rows).
+struct Page {
+    segment: String,
+    data: ParseDataRecord,
+    text: Option<ParseTextRecord>,
+    fetch_time: Option<i64>,
+}
+
+/// What the crawl knows of a page now.
+#[derive(Default)]
+struct Known {
+    status: Option<DbStatus>,
+    depth: i32,
+    anchors: Vec<String>,
+    anchor_keys: HashSet<String>,
+    inlinks: u64,
+    pagerank: Option<(f64, i64)>,
+}
+
+struct Job<'a> {
+    crawl: &'a CrawlDir,
+    segments: &'a [Segment],
+    writer: &'a IndexWriter,
+    fields: Fields,
+    priors: &'a Priors,
+    max_anchors: usize,
+    max_text_bytes: usize,
+}
+
+fn read_rows<R: Record>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    for file in parquet::partition_files(dir, i)? {
+        for batch in parquet::read_part::<R>(&file)? {
+            for row in batch? {
+                each(row);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Job<'_> {
+    /// Partition `i`: reads the new segments' pages, joins them with the crawldb, the
+    /// linkdb and the PageRank, and sends the documents and deletes to the writer.
+    fn partition(&self, i: usize) -> Result<IndexReport> {
+        let mut report = IndexReport::default();
+        let mut pages: HashMap<String, Page> = HashMap::new();
+        for seg in self.segments {
+            let mut texts: HashMap<String, ParseTextRecord> = HashMap::new();
+            read_rows::<ParseTextRecord>(&seg.dataset(SegmentDataset::ParseText), i, |r| {
+                texts.insert(r.url.clone(), r);
+            })?;
+            let mut times: HashMap<String, i64> = HashMap::new();
+            read_rows::<FetchRecord>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
+                times.insert(r.url, r.fetch_time);
+            })?;
+            read_rows::<ParseDataRecord>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
+                report.pages += 1;
+                let page = Page {
+                    segment: seg.name().to_string(),
+                    text: texts.remove(&r.url),
+                    fetch_time: times.get(&r.url).copied(),
+                    data: r,
+                };
+                pages.insert(page.data.url.clone(), page);
+            })?;
+        }
+        // What the crawl knows now, for the pages and their canonical URLs.
+        let mut known: HashMap<String, Known> = HashMap::new();
+        for p in pages.values() {
+            known.entry(p.data.url.clone()).or_default();
+            if let Some(c) = canonical_elsewhere(&p.data) {
+                known.entry(c.to_string()).or_default();
+            }
+        }
+        read_rows::<CrawlDatum>(&self.crawl.crawldb_current(), i, |d| {
+            if deleted_status(d.status) {
+                report.deletes += 1;
+                self.writer
+                    .delete_term(Term::from_field_text(self.fields.url, &d.url));
+            }
+            if let Some(k) = known.get_mut(&d.url) {
+                k.status = Some(d.status);
+                k.depth = d.depth;
+            }
+        })?;
+        let linkdb = self.crawl.linkdb_current();
+        if parquet::dataset_complete(&linkdb) {
+            read_rows::<InlinkRecord>(&linkdb, i, |l| {
+                if let Some(k) = known.get_mut(&l.url) {
+                    k.inlinks += 1;
+                    let anchor = l.anchor.trim();
+                    if !anchor.is_empty() && k.anchors.len() < self.max_anchors {
+                        let key = anchor.to_lowercase();
+                        if k.anchor_keys.insert(key) {
+                            k.anchors.push(anchor.to_string());
+                        }
+                    }
+                }
+            })?;
+        }
+        if self.priors.scale.is_some() {
+            read_rows::<PageRankRecord>(&self.crawl.pagerank(), i, |r| {
+                if let Some(k) = known.get_mut(&r.url) {
+                    k.pagerank = Some((r.score, r.in_degree));
+                }
+            })?;
+        }
+        for page in pages.values() {
+            let url = &page.data.url;
+            self.writer
+                .delete_term(Term::from_field_text(self.fields.url, url));
+            let Some(k) = known.get(url) else { continue };
+            if page.data.noindex {
+                report.noindex += 1;
+                continue;
+            }
+            let canonical_taken = canonical_elsewhere(&page.data)
+                .and_then(|c| known.get(c))
+                .and_then(|c| c.status)
+                .is_some_and(indexable_status);
+            let ok = k.status.is_some_and(indexable_status)
+                && page.data.status == "parse_success"
+                && !canonical_taken;
+            if !ok {
+                report.skipped += 1;
+                continue;
+            }
+            let doc = self.document(page, k);
+            report.main_text_bytes +=
+                page.text
+                    .as_ref()
+                    .and_then(|t| t.main_text.as_ref())
+                    .map_or(0, |m| m.len().min(self.max_text_bytes)) as u64;
+            self.writer.add_document(doc).map_err(|e| Error::Index {
+                message: format!("cannot add {url} to the index: {e}"),
+            })?;
+            report.indexed += 1;
+        }
+        Ok(report)
+    }
+
+    fn document(&self, page: &Page, k: &Known) -> TantivyDocument {
+        let f = &self.fields;
+        let d = &page.data;
+        let host = crate::urls::host_of(&d.url);
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.url, &d.url);
+        doc.add_text(f.site, &host);
+        if let Some(t) = d.title.as_deref().filter(|t| !t.trim().is_empty()) {
+            doc.add_text(f.title, cap(t.trim(), self.max_text_bytes));
+        }
+        for a in &k.anchors {
+            doc.add_text(f.anchors, a);
+        }
+        if let Some(t) = &page.text {
+            if let Some(m) = t.main_text.as_deref().filter(|m| !m.is_empty()) {
+                doc.add_text(f.main_text, cap(m, self.max_text_bytes));
+            }
+            if !t.text.is_empty() {
+                doc.add_text(f.text, cap(&t.text, self.max_text_bytes));
+            }
+        }
+        doc.add_text(f.url_words, url_words(&d.url));
+        if let Some(l) = d.lang.as_deref().filter(|l| !l.is_empty()) {
+            doc.add_text(f.lang, l.to_ascii_lowercase());
+        }
+        if let Some(c) = d.content_type.as_deref() {
+            doc.add_text(f.content_type, c);
+        }
+        doc.add_text(f.segment, &page.segment);
+        if let Some(t) = page.fetch_time {
+            doc.add_date(f.fetch_time, DateTime::from_timestamp_millis(t));
+        }
+        let (pr, in_degree) = match (k.pagerank, self.priors.scale) {
+            (Some((score, deg)), Some(scale)) => (score * scale, deg.max(0) as u64),
+            _ => (1.0, k.inlinks),
+        };
+        doc.add_f64(f.pagerank, pr);
+        doc.add_f64(
+            f.hostrank,
+            self.priors.hostrank.get(&host).copied().unwrap_or(0.0),
+        );
+        doc.add_u64(f.inlinks, in_degree.max(k.inlinks));
+        doc.add_u64(f.url_depth, url_depth(&d.url));
+        doc.add_u64(f.crawl_depth, k.depth.max(0) as u64);
+        doc
+    }
+}
+
+/// The page's `rel=canonical` when it names another URL.
+fn canonical_elsewhere(d: &ParseDataRecord) -> Option<&str> {
+    d.canonical
+        .as_deref()
+        .filter(|c| !c.is_empty() && *c != d.url)
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn cap(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The words of a URL's host and path, for matching (`docs.rs/serde` → `docs rs serde`).
+pub fn url_words(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect()
+}
+
+/// Path segments of a URL (`https://h/` is 0, `https://h/a/b.html` is 2).
+pub fn url_depth(url: &str) -> u64 {
+    match url::Url::parse(url) {
+        Ok(u) => u
+            .path_segments()
+            .map_or(0, |s| s.filter(|p| !p.is_empty()).count() as u64),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cap, url_depth, url_words};
+
+    #[test]
+    fn url_features() {
+        assert_eq!(url_depth("http://a.test/"), 0);
+        assert_eq!(url_depth("http://a.test/x/y.html"), 2);
+        assert_eq!(url_depth("http://a.test/x/"), 1);
+        assert_eq!(
+            url_words("http://docs.web.test/ch01-02.html").trim(),
+            "docs web test ch01 02 html"
+        );
+        assert_eq!(cap("añb", 2), "a");
+    }
+}

@@ -1,0 +1,496 @@
+//! Queries against the search index: parsing, ranking, snippets.
+//!
+//! **Query language** (tantivy's query parser): words (every word must match, in
+//! any of the searched fields; when no page has them all, pages with some of them
+//! are returned), `"a phrase"`, `AND`/`OR`/`NOT`, `+must`/`-must_not`, grouping
+//! with parentheses, and field filters: `site:host` (exact host), `lang:en`,
+//! `title:word`, `anchors:word`, `url:...` (exact URL).
+//!
+//! **Ranking** ([`Ranking`]): the text score is BM25 per field (title, anchors,
+//! main text, full text, URL words), each field's score multiplied by its weight and
+//! summed (Lucene's multi-field scoring; the weights are the fields' boosts). The
+//! final score adds query-independent priors:
+//!
+//! ```text
+//! score = Σ_f w_f · BM25_f(q, d)
+//!       + w_pr · ln(1 + PageRank(d))       PageRank x pages: 1.0 is an average page
+//!       + w_in · ln(1 + inlinks(d))
+//!       + w_hr · ln(1 + HostRank(d))       HostRank x hosts
+//!       - w_depth · url_depth(d)           path segments of the URL
+//! ```
+//!
+//! [`Ranking::full`] is the default; its weights were tuned on a relevance set (see
+//! docs/search.md for the method and the measured effect), [`Ranking::bm25`] is the
+//! baseline it is measured against.
+
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Serialize;
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{Query, QueryParser};
+use tantivy::schema::{Field, Value};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{
+    DocAddress, DocId, Index, IndexReader, ReloadPolicy, Score, SegmentReader, TantivyDocument,
+};
+
+use crate::error::{Error, Result};
+
+use super::build::open_index;
+use super::schema::{Fields, name};
+
+/// The weights of the ranking formula (see the module doc). A text field with weight
+/// 0 is not searched.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Ranking {
+    /// `title`.
+    pub title: f32,
+    /// `anchors`.
+    pub anchors: f32,
+    /// `main_text`.
+    pub main_text: f32,
+    /// `text` (the whole visible text).
+    pub text: f32,
+    /// `url_words`.
+    pub url: f32,
+    /// Weight of ln(1 + PageRank x pages).
+    pub pagerank: f32,
+    /// Weight of ln(1 + inlinks).
+    pub inlinks: f32,
+    /// Weight of ln(1 + HostRank x hosts).
+    pub hostrank: f32,
+    /// Penalty per path segment of the URL.
+    pub depth: f32,
+}
+
+impl Ranking {
+    /// BM25 alone: the page's title and text, no anchors, no URL, no priors.
+    pub fn bm25() -> Ranking {
+        Ranking {
+            title: 1.0,
+            anchors: 0.0,
+            main_text: 0.0,
+            text: 1.0,
+            url: 0.0,
+            pagerank: 0.0,
+            inlinks: 0.0,
+            hostrank: 0.0,
+            depth: 0.0,
+        }
+    }
+
+    /// The default ranking: every field and the priors.
+    pub fn full() -> Ranking {
+        Ranking {
+            title: 2.0,
+            anchors: 1.0,
+            main_text: 1.0,
+            text: 0.5,
+            url: 0.5,
+            pagerank: 0.5,
+            inlinks: 0.2,
+            hostrank: 0.0,
+            depth: 0.1,
+        }
+    }
+
+    fn has_priors(&self) -> bool {
+        self.pagerank != 0.0 || self.inlinks != 0.0 || self.hostrank != 0.0 || self.depth != 0.0
+    }
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Ranking::full()
+    }
+}
+
+/// A search.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    /// The query, in the query language of the module doc.
+    pub query: String,
+    /// Results wanted.
+    pub top: usize,
+    /// Results skipped (pagination).
+    pub offset: usize,
+    /// The ranking.
+    pub ranking: Ranking,
+}
+
+impl SearchRequest {
+    /// The first `top` results of `query` with the default ranking.
+    pub fn new(query: impl Into<String>, top: usize) -> Self {
+        SearchRequest {
+            query: query.into(),
+            top,
+            offset: 0,
+            ranking: Ranking::full(),
+        }
+    }
+}
+
+/// A passage of a page's text around the query's terms.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snippet {
+    /// The passage.
+    pub text: String,
+    /// Byte ranges of `text` that matched the query.
+    pub highlights: Vec<Range<usize>>,
+}
+
+impl Snippet {
+    /// The passage as HTML: escaped, the matches in `<b>`.
+    pub fn to_html(&self) -> String {
+        let mut out = String::with_capacity(self.text.len() + 16);
+        let mut at = 0;
+        for r in &self.highlights {
+            if r.start < at || r.end > self.text.len() || r.start > r.end {
+                continue;
+            }
+            let (Some(before), Some(hit)) = (self.text.get(at..r.start), self.text.get(r.clone()))
+            else {
+                continue;
+            };
+            escape_into(&mut out, before);
+            out.push_str("<b>");
+            escape_into(&mut out, hit);
+            out.push_str("</b>");
+            at = r.end;
+        }
+        escape_into(&mut out, self.text.get(at..).unwrap_or(""));
+        out
+    }
+}
+
+/// Appends `s` to `out`, HTML-escaped.
+pub fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    /// The page.
+    pub url: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its host.
+    pub host: String,
+    /// The final score.
+    pub score: f32,
+    /// Its PageRank x pages.
+    pub pagerank: f64,
+    /// The passage around the query's terms.
+    pub snippet: Snippet,
+}
+
+/// The results of a search.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResults {
+    /// Pages matching the query.
+    pub total: usize,
+    /// Whether the words were OR-ed because no page had them all.
+    pub relaxed: bool,
+    /// The results `offset..offset + top`, best first.
+    pub hits: Vec<Hit>,
+}
+
+/// An open index, ready for queries (cheap to share between threads).
+pub struct Searcher {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl Searcher {
+    /// Opens the index at `dir`; new commits become visible shortly after they are
+    /// made.
+    pub fn open(dir: &Path) -> Result<Searcher> {
+        let index = open_index(dir, false)?;
+        let fields = Fields::of(&index.schema())?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()
+            .map_err(|e| Error::Index {
+                message: format!("{}: cannot open a reader: {e}", dir.display()),
+            })?;
+        Ok(Searcher {
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// A searcher over the index's current commit.
+    pub fn reader_searcher(&self) -> tantivy::Searcher {
+        self.reader.searcher()
+    }
+
+    /// The index's fields.
+    pub fn fields(&self) -> &Fields {
+        &self.fields
+    }
+
+    /// Documents in the index.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    fn parser(&self, ranking: &Ranking, conjunction: bool) -> QueryParser {
+        let f = &self.fields;
+        let weighted = [
+            (f.title, ranking.title),
+            (f.anchors, ranking.anchors),
+            (f.main_text, ranking.main_text),
+            (f.text, ranking.text),
+            (f.url_words, ranking.url),
+        ];
+        let fields: Vec<Field> = weighted
+            .iter()
+            .filter(|(_, w)| *w > 0.0)
+            .map(|(f, _)| *f)
+            .collect();
+        let mut parser = QueryParser::for_index(&self.index, fields);
+        for (field, w) in weighted {
+            if w > 0.0 {
+                parser.set_field_boost(field, w);
+            }
+        }
+        if conjunction {
+            parser.set_conjunction_by_default();
+        }
+        parser
+    }
+
+    /// Parses `query` for `ranking`; an empty or malformed query is
+    /// [`Error::Query`] with what to write instead.
+    pub fn parse(
+        &self,
+        query: &str,
+        ranking: &Ranking,
+        conjunction: bool,
+    ) -> Result<Box<dyn Query>> {
+        let q = query.trim();
+        if q.is_empty() {
+            return Err(Error::Query {
+                query: query.to_string(),
+                message: "the query is empty: type one or more words".into(),
+            });
+        }
+        self.parser(ranking, conjunction)
+            .parse_query(q)
+            .map_err(|e| Error::Query {
+                query: query.to_string(),
+                message: format!(
+                    "cannot parse it ({e}); write words, \"a phrase\", AND/OR/NOT, -word, \
+                     site:host, lang:xx, title:word; quote special characters"
+                ),
+            })
+    }
+
+    /// Runs a search.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
+        let searcher = self.reader.searcher();
+        let strict = self.parse(&req.query, &req.ranking, true)?;
+        let (mut query, mut relaxed) = (strict, false);
+        let mut found = self.collect(&searcher, &*query, req)?;
+        if found.1 == 0 {
+            let loose = self.parse(&req.query, &req.ranking, false)?;
+            let again = self.collect(&searcher, &*loose, req)?;
+            if again.1 > 0 {
+                (query, relaxed, found) = (loose, true, again);
+            }
+        }
+        let (top, total) = found;
+        let snippets = [self.fields.main_text, self.fields.text]
+            .into_iter()
+            .filter_map(|f| {
+                SnippetGenerator::create(&searcher, &*query, f)
+                    .ok()
+                    .map(|mut g| {
+                        g.set_max_num_chars(240);
+                        (f, g)
+                    })
+            })
+            .collect::<Vec<_>>();
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| Error::Index {
+                message: format!("cannot read a stored document: {e}"),
+            })?;
+            let text = |f: Field| {
+                doc.get_first(f)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            let mut snippet = Snippet::default();
+            for (field, g) in &snippets {
+                let s = g.snippet_from_doc(&doc);
+                if !s.highlighted().is_empty() {
+                    snippet = Snippet {
+                        text: s.fragment().to_string(),
+                        highlights: s.highlighted().to_vec(),
+                    };
+                    break;
+                }
+                if snippet.text.is_empty() {
+                    if let Some(t) = text(*field) {
+                        snippet.text = lead(&t, 240).to_string();
+                    }
+                }
+            }
+            hits.push(Hit {
+                url: text(self.fields.url).unwrap_or_default(),
+                title: text(self.fields.title),
+                host: text(self.fields.site).unwrap_or_default(),
+                score,
+                pagerank: doc
+                    .get_first(self.fields.pagerank)
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0),
+                snippet,
+            });
+        }
+        Ok(SearchResults {
+            total,
+            relaxed,
+            hits,
+        })
+    }
+
+    fn collect(
+        &self,
+        searcher: &tantivy::Searcher,
+        query: &dyn Query,
+        req: &SearchRequest,
+    ) -> Result<(Vec<(Score, DocAddress)>, usize)> {
+        let top = TopDocs::with_limit(req.top.max(1)).and_offset(req.offset);
+        let fail = |e: tantivy::TantivyError| Error::Index {
+            message: format!("search failed: {e}"),
+        };
+        if !req.ranking.has_priors() {
+            let (docs, n) = searcher
+                .search(query, &(top.order_by_score(), Count))
+                .map_err(fail)?;
+            return Ok((docs, n));
+        }
+        let r = req.ranking;
+        let collector = top.tweak_score(move |seg: &SegmentReader| {
+            let f64_col = |n: &str, default: f64| {
+                seg.fast_fields()
+                    .f64(n)
+                    .ok()
+                    .map(|c| c.first_or_default_col(default))
+            };
+            let u64_col = |n: &str| {
+                seg.fast_fields()
+                    .u64(n)
+                    .ok()
+                    .map(|c| c.first_or_default_col(0))
+            };
+            let (pr, hr) = (f64_col(name::PAGERANK, 1.0), f64_col(name::HOSTRANK, 0.0));
+            let (inl, depth) = (u64_col(name::INLINKS), u64_col(name::URL_DEPTH));
+            move |doc: DocId, score: Score| {
+                let pr = pr.as_ref().map_or(1.0, |c| c.get_val(doc));
+                let hr = hr.as_ref().map_or(0.0, |c| c.get_val(doc));
+                let inl = inl.as_ref().map_or(0, |c| c.get_val(doc));
+                let depth = depth.as_ref().map_or(0, |c| c.get_val(doc));
+                score
+                    + r.pagerank * (pr.max(0.0).ln_1p() as f32)
+                    + r.inlinks * ((inl as f64).ln_1p() as f32)
+                    + r.hostrank * (hr.max(0.0).ln_1p() as f32)
+                    - r.depth * depth as f32
+            }
+        });
+        searcher.search(query, &(collector, Count)).map_err(fail)
+    }
+}
+
+/// Writes `results` for a terminal: one block per hit (rank, title, URL, score, the
+/// snippet with the matches in `[...]`), then a count line.
+pub fn write_text(
+    out: &mut impl std::io::Write,
+    req: &SearchRequest,
+    results: &SearchResults,
+) -> std::io::Result<()> {
+    for (i, h) in results.hits.iter().enumerate() {
+        let title = h.title.as_deref().unwrap_or("(no title)");
+        writeln!(out, "{}. {title}", req.offset + i + 1)?;
+        writeln!(out, "   {}  (score {:.3})", h.url, h.score)?;
+        let mut line = String::new();
+        let mut at = 0;
+        for r in &h.snippet.highlights {
+            if let (Some(before), Some(hit)) = (
+                h.snippet.text.get(at..r.start),
+                h.snippet.text.get(r.clone()),
+            ) {
+                line.push_str(before);
+                line.push('[');
+                line.push_str(hit);
+                line.push(']');
+                at = r.end;
+            }
+        }
+        line.push_str(h.snippet.text.get(at..).unwrap_or(""));
+        if !line.is_empty() {
+            writeln!(out, "   {line}")?;
+        }
+    }
+    let shown = results.hits.len();
+    let relaxed = if results.relaxed {
+        " (no page has every word: pages with some of them)"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "{} of {} results{relaxed}",
+        if shown == 0 {
+            "0".to_string()
+        } else {
+            format!("{}-{}", req.offset + 1, req.offset + shown)
+        },
+        results.total
+    )
+}
+
+/// The first `max` bytes of `s`, cut at a word boundary when there is one.
+fn lead(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    match s[..end].rfind(' ') {
+        Some(sp) if sp > max / 2 => &s[..sp],
+        _ => &s[..end],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Snippet;
+
+    #[test]
+    fn snippet_html_is_escaped_and_highlighted() {
+        let s = Snippet {
+            text: "a <b> & rust".into(),
+            highlights: vec![8..12],
+        };
+        assert_eq!(s.to_html(), "a &lt;b&gt; &amp; <b>rust</b>");
+    }
+}

@@ -1,0 +1,76 @@
+//! `index`: builds and updates the crawl's search index, or exports it.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use trawl::index::build::{self, IndexOpts};
+use trawl::index::export;
+use trawl::stage::StageCtx;
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Build or update the search index (crawl/index/), or export it as JSON Lines",
+    long_about = "Indexes the segments not indexed yet (parsed and merged by updatedb) into the \
+crawl's tantivy index: one document per page with its title, main text, text, inlink anchors \
+(linkdb), PageRank and HostRank (pagerank); refetched pages are replaced, gone, duplicate, \
+redirected and noindex pages deleted. --full indexes every segment again. --to jsonl FILE \
+writes the index's documents in the Elasticsearch/OpenSearch bulk format instead. See \
+docs/search.md."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// Index every segment again into an emptied index (refreshes every page's PageRank
+    /// and anchors), in one commit.
+    #[arg(long)]
+    full: bool,
+    /// The index directory (default: the crawl directory's index/).
+    #[arg(long, value_name = "DIR")]
+    index_dir: Option<PathBuf>,
+    /// Export the index instead of updating it: the format.
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "file")]
+    to: Option<Format>,
+    /// The export's file (`-`: standard output).
+    #[arg(value_name = "FILE", requires = "to")]
+    file: Option<PathBuf>,
+    /// The export's index name (`_index` of the bulk actions).
+    #[arg(long, default_value = "trawl", value_name = "NAME", requires = "to")]
+    index_name: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// JSON Lines in the Elasticsearch/OpenSearch bulk format.
+    Jsonl,
+}
+
+trawl::global_allocator!();
+
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    trawl::signal::install()?;
+    let ctx = StageCtx::from_args(&args.common)?;
+    if let (Some(Format::Jsonl), Some(file)) = (args.to, &args.file) {
+        let dir = match &args.index_dir {
+            Some(d) => d.clone(),
+            None => ctx.open_existing()?.index(),
+        };
+        let n = export::export_jsonl(&dir, file, &args.index_name)?;
+        ctx.finish_line(
+            "index",
+            &format!("{n} documents exported to {}", file.display()),
+        )?;
+        return Ok(());
+    }
+    let opts = IndexOpts {
+        full: args.full,
+        index_dir: args.index_dir,
+    };
+    let report = build::run(&ctx, &opts)?;
+    ctx.finish(&report)?;
+    Ok(())
+}

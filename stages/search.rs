@@ -1,0 +1,83 @@
+//! `search`: queries the crawl's search index.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use trawl::index::{Ranking, SearchRequest, Searcher};
+use trawl::stage::StageCtx;
+
+#[derive(Debug, Parser)]
+#[command(
+    about = "Search the crawl's index: ranked results with snippets",
+    long_about = "Prints the best pages for QUERY: words (all must match; when no page has them \
+all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, title:word. \
+Ranked by BM25 over title, anchors, main text and text, plus PageRank, inlinks and URL depth \
+(docs/search.md). Build the index first with `index`."
+)]
+struct Args {
+    #[command(flatten)]
+    common: trawl::cli::CommonArgs,
+    /// The query.
+    #[arg(value_name = "QUERY")]
+    query: String,
+    /// Results to print.
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    top: usize,
+    /// Results to skip (the page of results: --offset 10 is page 2).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    offset: usize,
+    /// Print the results as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// The ranking: `full` (every field and the priors) or `bm25` (title and text only).
+    #[arg(long, value_enum, default_value = "full")]
+    ranking: RankingArg,
+    /// The index directory (default: the crawl directory's index/).
+    #[arg(long, value_name = "DIR")]
+    index_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RankingArg {
+    /// Every field and the priors (the default).
+    Full,
+    /// BM25 over title and text alone.
+    Bm25,
+}
+
+trawl::global_allocator!();
+
+fn main() -> std::process::ExitCode {
+    trawl::cli::finish(run())
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let ctx = StageCtx::from_args(&args.common)?;
+    let dir = match &args.index_dir {
+        Some(d) => d.clone(),
+        None => ctx.crawl_dir().index(),
+    };
+    let searcher = Searcher::open(&dir)?;
+    let req = SearchRequest {
+        query: args.query.clone(),
+        top: args.top.clamp(1, 10_000),
+        offset: args.offset,
+        ranking: match args.ranking {
+            RankingArg::Full => Ranking::full(),
+            RankingArg::Bm25 => Ranking::bm25(),
+        },
+    };
+    let results = searcher.search(&req)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.json {
+        serde_json::to_writer(&mut out, &results)?;
+        writeln!(out)?;
+    } else {
+        trawl::index::search::write_text(&mut out, &req, &results)?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,307 @@
+//! The search index through the binaries (docs/search.md): `index` over a crawl of the
+//! test web, checked against the crawldb and the test web's site map (noindex pages,
+//! duplicates, gone and redirected pages have no document; changed pages are
+//! replaced), `search` (ranking, `site:`, errors), the JSON Lines export, and a
+//! killed `index` run leaving the previous index searchable.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use testweb::{Kind, SiteMap};
+
+const WEB: &[&str] = &["--seed", "5", "--hosts", "5", "--pages", "14"];
+
+fn web_flags(generation: u32) -> Vec<String> {
+    let mut flags: Vec<String> = WEB.iter().map(|s| s.to_string()).collect();
+    flags.extend(["--generation".to_string(), generation.to_string()]);
+    flags
+}
+
+fn start_web(dir: &Path, addr: &str, generation: u32) -> TestWeb {
+    let flags = web_flags(generation);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    TestWeb::start_on(dir, addr, &flags)
+}
+
+fn map_of(dir: &Path, generation: u32) -> SiteMap {
+    let flags = web_flags(generation);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    site_map(dir, &flags)
+}
+
+/// generate (with `args`), fetch, parse, updatedb, linkdb, pagerank; false when
+/// nothing was due.
+fn round_with(crawl: &Path, config: &Path, args: &[&str]) -> bool {
+    let out = run("generate", crawl, config, args);
+    if out.status.code() == Some(3) {
+        return false;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let segment = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+        run_ok(stage, crawl, config, &[&segment]);
+    }
+    run_ok("pagerank", crawl, config, &[]);
+    true
+}
+
+/// The index's documents by URL, read back through `index --to jsonl -` (and the
+/// bulk format checked on the way: an action line before every document).
+fn exported(crawl: &Path, config: &Path) -> BTreeMap<String, Value> {
+    let out = run_ok("index", crawl, config, &["--to", "jsonl", "-"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len() % 2, 0, "action + document pairs");
+    let mut docs = BTreeMap::new();
+    for pair in lines.chunks(2) {
+        let action: Value = serde_json::from_str(pair[0]).unwrap();
+        let doc: Value = serde_json::from_str(pair[1]).unwrap();
+        let url = doc["url"].as_str().unwrap().to_string();
+        assert_eq!(action["index"]["_index"], "trawl");
+        assert_eq!(action["index"]["_id"].as_str(), Some(url.as_str()));
+        assert!(docs.insert(url, doc).is_none(), "one document per URL");
+    }
+    docs
+}
+
+/// The URLs that must have a document: fetched (or not modified) in the crawldb, and
+/// not marked noindex by the site map.
+fn expected(crawl: &Path, map: &SiteMap) -> BTreeSet<String> {
+    crawldb_statuses(crawl)
+        .into_iter()
+        .filter(|(_, s)| s == "db_fetched" || s == "db_notmodified")
+        .filter(|(u, _)| !map.get(u).is_some_and(|e| e.noindex))
+        .map(|(u, _)| u)
+        .collect()
+}
+
+/// `S` of the `index: S segments, ...` summary line.
+fn segments_indexed(out: &str) -> u64 {
+    let line = out.lines().find(|l| l.starts_with("index: ")).unwrap();
+    line["index: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn search(crawl: &Path, config: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend(args);
+    serde_json::from_str(&run_ok("search", crawl, config, &all)).unwrap()
+}
+
+fn hit_urls(v: &Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_index_follows_the_crawl_and_search_ranks_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web = start_web(dir, "127.0.0.1:0", 0);
+    let addr = web.addr.clone();
+    let config = write_config(dir, &addr, 0.0, "[updatedb]\ndefault_interval = 3600\n");
+    let crawl = dir.join("crawl");
+    let map0 = map_of(dir, 0);
+    inject_seeds(dir, &crawl, &config, &map0.seeds);
+    let mut rounds = 0;
+    while round_with(&crawl, &config, &[]) {
+        rounds += 1;
+        assert!(rounds <= 10, "the crawl did not converge");
+    }
+    run_ok("dedup", &crawl, &config, &[]);
+    let summary = run_ok("index", &crawl, &config, &[]);
+    assert_eq!(segments_indexed(&summary), rounds as u64);
+
+    // Generation 0: exactly the fetched, indexable pages.
+    let docs = exported(&crawl, &config);
+    let want = expected(&crawl, &map0);
+    let have: BTreeSet<String> = docs.keys().cloned().collect();
+    assert_eq!(have, want, "indexed pages = fetched pages minus noindex");
+    assert!(docs.len() >= 40, "a real crawl: {} documents", docs.len());
+    let statuses = crawldb_statuses(&crawl);
+    let noindex: Vec<&String> = map0
+        .urls
+        .iter()
+        .filter(|(u, e)| e.noindex && statuses.get(*u).map(String::as_str) == Some("db_fetched"))
+        .map(|(u, _)| u)
+        .collect();
+    assert!(!noindex.is_empty(), "the web has fetched noindex pages");
+    let duplicates = statuses.values().filter(|s| *s == "db_duplicate").count();
+    assert!(duplicates > 0, "dedup marked the copies");
+    for (url, doc) in &docs {
+        let e = map0.get(url).unwrap();
+        assert_eq!(doc["title"].as_str(), e.title.as_deref(), "{url}: title");
+        assert!(doc["pagerank"].as_f64().unwrap() > 0.0, "{url}: pagerank");
+        assert!(
+            !doc["text"].as_str().unwrap_or("").is_empty(),
+            "{url}: text"
+        );
+        assert_eq!(
+            doc["host"].as_str(),
+            Some(trawl::urls::host_of(url).as_str())
+        );
+    }
+    let with_anchors = docs
+        .values()
+        .filter(|d| !d["anchors"].as_array().unwrap().is_empty())
+        .count();
+    assert!(with_anchors > 0, "anchors of cross-host links are indexed");
+
+    // A page's title as the query finds the page, nearly always first.
+    let mut first = 0;
+    let mut in_top = 0;
+    for (url, doc) in &docs {
+        let title = doc["title"].as_str().unwrap();
+        let urls = hit_urls(&search(&crawl, &config, &[title]));
+        first += usize::from(urls.first() == Some(url));
+        in_top += usize::from(urls.contains(url));
+    }
+    assert!(
+        in_top * 10 >= docs.len() * 9,
+        "{in_top} of {} in the top 10",
+        docs.len()
+    );
+    assert!(first * 2 >= docs.len(), "{first} of {} first", docs.len());
+
+    // site: keeps one host; pagination continues where the first page stopped.
+    let doc = docs.values().next().unwrap();
+    let host = doc["host"].as_str().unwrap();
+    let word = doc["title"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let q = format!("site:{host} {word}");
+    let v = search(&crawl, &config, &[&q, "--top", "3"]);
+    assert!(!hit_urls(&v).is_empty(), "{q}: results");
+    assert!(
+        hit_urls(&v).iter().all(|u| trawl::urls::host_of(u) == host),
+        "{q}"
+    );
+    let p1 = hit_urls(&search(&crawl, &config, &[host, "--top", "4"]));
+    let p2 = hit_urls(&search(
+        &crawl,
+        &config,
+        &[host, "--top", "4", "--offset", "4"],
+    ));
+    assert!(p1.iter().all(|u| !p2.contains(u)), "pages do not overlap");
+    // Snippets highlight the query's words.
+    let v = search(&crawl, &config, &[word]);
+    assert!(
+        v["hits"][0]["snippet"]["highlights"]
+            .as_array()
+            .is_some_and(|h| !h.is_empty()),
+        "{v}"
+    );
+
+    // Errors: empty and malformed queries, a missing index.
+    let out = run("search", &crawl, &config, &["  "]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the query is empty"));
+    let out = run("search", &crawl, &config, &["title:(rust"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot parse") && !err.contains("panicked"),
+        "{err}"
+    );
+    let out = run("search", &dir.join("nowhere"), &config, &["x"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("index"));
+
+    // Generation 1: pages changed, vanished, redirected; re-crawled and re-indexed
+    // incrementally.
+    drop(web);
+    let web = start_web(dir, &addr, 1);
+    let map1 = map_of(dir, 1);
+    assert!(round_with(&crawl, &config, &["--add-days", "400"]));
+    run_ok("dedup", &crawl, &config, &[]);
+    let out = run_ok("index", &crawl, &config, &[]);
+    assert_eq!(segments_indexed(&out), 1, "only the new segment");
+    let docs1 = exported(&crawl, &config);
+    let have1: BTreeSet<String> = docs1.keys().cloned().collect();
+    assert_eq!(have1, expected(&crawl, &map1), "generation 1");
+    let gone: Vec<&String> = map1
+        .urls
+        .iter()
+        .filter(|(u, e)| docs.contains_key(*u) && matches!(e.status, 404 | 410 | 301))
+        .map(|(u, _)| u)
+        .collect();
+    assert!(!gone.is_empty(), "some indexed pages vanished or moved");
+    for u in &gone {
+        assert!(
+            !docs1.contains_key(*u),
+            "{u} vanished: its document is deleted"
+        );
+    }
+    let changed: Vec<&String> = map1
+        .urls
+        .iter()
+        .filter(|(u, e)| e.kind == Kind::Page && e.revision > 0 && docs1.contains_key(*u))
+        .map(|(u, _)| u)
+        .collect();
+    assert!(!changed.is_empty());
+    for u in changed {
+        let text = docs1[u]["text"].as_str().unwrap();
+        assert!(
+            text.contains("Revision 1"),
+            "{u}: the new content is indexed"
+        );
+    }
+
+    // A killed run leaves the previous commit searchable; a rerun works.
+    let before = docs1.len();
+    for delay_ms in [30u64, 120, 400] {
+        let mut child = stage_command(bin("index"), &crawl, &config, &["--full"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            exported(&crawl, &config).len(),
+            before,
+            "after a kill at {delay_ms} ms"
+        );
+    }
+    run_ok("index", &crawl, &config, &["--full"]);
+    let rebuilt = exported(&crawl, &config);
+    assert_eq!(
+        rebuilt.keys().collect::<Vec<_>>(),
+        docs1.keys().collect::<Vec<_>>()
+    );
+    drop(web);
+
+    // The export to a file: written whole, in place.
+    let file = dir.join("bulk.jsonl");
+    run_ok(
+        "index",
+        &crawl,
+        &config,
+        &["--to", "jsonl", file.to_str().unwrap()],
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 2 * before);
+}
