@@ -173,6 +173,8 @@ pub fn bin(name: &str) -> &'static str {
         "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
         "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
         "warc" => env!("CARGO_BIN_EXE_warc"),
+        "index" => env!("CARGO_BIN_EXE_index"),
+        "search" => env!("CARGO_BIN_EXE_search"),
         other => panic!("unknown binary {other}"),
     }
 }
