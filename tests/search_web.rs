@@ -32,16 +32,11 @@ struct Server {
 
 impl Server {
     fn start(crawl: &Path, config: &Path) -> Server {
-        let mut child = stage_command(
-            env!("CARGO_BIN_EXE_search"),
-            crawl,
-            config,
-            &["--serve", "127.0.0.1:0"],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start search --serve");
+        let mut child = stage_command(bin("search"), crawl, config, &["--serve", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start search --serve");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
@@ -133,14 +128,7 @@ fn the_search_page_works_in_a_real_browser() {
         assert!(rounds <= 10, "the crawl did not converge");
     }
     drop(web);
-    let out = stage_command(env!("CARGO_BIN_EXE_index"), &crawl, &config, &[])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok("index", &crawl, &config, &[]);
 
     // A page the crawl fetched and the index must hold (not noindex, a title of its
     // own), from the crawldb and the test web's site map.
@@ -205,17 +193,9 @@ fn the_search_page_works_in_a_real_browser() {
         .expect("a title word on more than 12 pages");
     let (_, p1) = api(&rt, &base, &format!("q={common_word}&top=5"));
     let (_, p2) = api(&rt, &base, &format!("q={common_word}&top=5&page=2"));
-    let urls = |v: &Value| -> Vec<String> {
-        v["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["url"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(urls(&p1).len(), 5);
+    assert_eq!(hit_urls(&p1).len(), 5);
     assert!(
-        urls(&p1).iter().all(|u| !urls(&p2).contains(u)),
+        hit_urls(&p1).iter().all(|u| !hit_urls(&p2).contains(u)),
         "pages overlap"
     );
     assert_eq!(p2["hits"][0]["rank"], 6);
@@ -238,14 +218,9 @@ fn the_search_page_works_in_a_real_browser() {
     let (status, _) = get(&rt, &format!("{base}/nothing-here"));
     assert_eq!(status, 404);
     // Another interface than loopback only with --public.
-    let out = stage_command(
-        env!("CARGO_BIN_EXE_search"),
-        &crawl,
-        &config,
-        &["--serve", "0.0.0.0:0"],
-    )
-    .output()
-    .unwrap();
+    let out = stage_command(bin("search"), &crawl, &config, &["--serve", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--public"), "{err}");
 

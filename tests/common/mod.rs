@@ -357,6 +357,17 @@ pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     run_ok("inject", crawl, config, &[file.to_str().unwrap()]);
 }
 
+/// The URLs of the hits of a search's JSON answer (`search --json`, the search API),
+/// in rank order.
+pub fn hit_urls(v: &serde_json::Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Every file under `dir`, recursively, sorted.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
