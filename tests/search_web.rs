@@ -217,6 +217,26 @@ fn the_search_page_works_in_a_real_browser() {
     }
     let (status, _) = get(&rt, &format!("{base}/nothing-here"));
     assert_eq!(status, 404);
+    // Only GET and HEAD; the page allows no script and nothing from elsewhere.
+    rt.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let r = client
+            .post(format!("{base}/api/search?q=a"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 405);
+        assert_eq!(r.headers()["allow"], "GET, HEAD");
+        let r = client.get(format!("{base}/")).send().await.unwrap();
+        let csp = r.headers()["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("default-src 'none'"), "{csp}");
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
+    });
     // Another interface than loopback only with --public.
     let out = stage_command(bin("search"), &crawl, &config, &["--serve", "0.0.0.0:0"])
         .output()
