@@ -108,15 +108,6 @@ fn search(crawl: &Path, config: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&run_ok("search", crawl, config, &all)).unwrap()
 }
 
-fn hit_urls(v: &Value) -> Vec<String> {
-    v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["url"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn the_index_follows_the_crawl_and_search_ranks_it() {
     let tmp = tempfile::tempdir().unwrap();

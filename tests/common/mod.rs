@@ -2,6 +2,7 @@
 //! config that maps its hosts to it, run stage binaries, read what they wrote.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod moto;
 
 use std::collections::BTreeMap;
@@ -354,6 +355,17 @@ pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");
     std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
     run_ok("inject", crawl, config, &[file.to_str().unwrap()]);
+}
+
+/// The URLs of the hits of a search's JSON answer (`search --json`, the search API),
+/// in rank order.
+pub fn hit_urls(v: &serde_json::Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Every file under `dir`, recursively, sorted.
