@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use trawl::index::serve::{DEFAULT_ADDR, ServeOpts};
 use trawl::index::{Ranking, SearchRequest, Searcher};
-use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,7 +15,7 @@ use trawl::stage::StageCtx;
 all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, title:word. \
 Ranked by BM25 over title, anchors, main text and text, plus PageRank, inlinks and URL depth \
 (docs/search.md). Build the index first with `index`. With --serve it serves a search page \
-and a JSON API instead (docs/search-serve.md)."
+and a JSON API instead (docs/search.md, Search web page)."
 )]
 struct Args {
     #[command(flatten)]
@@ -72,11 +71,8 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = StageCtx::from_args(&args.common)?;
-    let dir = match &args.index_dir {
-        Some(d) => d.clone(),
-        None => ctx.crawl_dir().index(),
-    };
+    let (_cfg, crawl_dir) = args.common.setup()?;
+    let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
     let searcher = Searcher::open(&dir)?;
     let ranking = match args.ranking {
         RankingArg::Full => Ranking::full(),

@@ -1,4 +1,4 @@
-//! The search web page (`search --serve`, docs/search-serve.md) in a real browser:
+//! The search web page (`search --serve`, docs/search.md, "Search web page") in a real browser:
 //! the test web crawled and indexed through the binaries, the server started on a
 //! free loopback port, then headless Chromium (tests/common/browser.rs) types
 //! queries, clicks the button and the next-page link, and the test reads the results

@@ -16,3 +16,27 @@ pub mod serve;
 
 pub use build::{IndexOpts, IndexReport};
 pub use search::{Hit, Ranking, SearchRequest, SearchResults, Searcher, Snippet};
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::store::layout::CrawlDir;
+use crate::store::object::CrawlUri;
+
+/// The index a query reads: `index_dir` when given, else the crawl directory's
+/// `index/`. The index is always a local directory: with an object-store crawl
+/// directory (`s3://...`) `--index-dir` is required (nothing is downloaded to search).
+pub fn locate(crawl_dir: &Path, index_dir: Option<&Path>) -> Result<PathBuf> {
+    if let Some(d) = index_dir {
+        return Ok(d.to_path_buf());
+    }
+    match CrawlUri::parse(crawl_dir)? {
+        CrawlUri::Local(root) => Ok(CrawlDir::new(root).index()),
+        CrawlUri::Object(uri) => Err(Error::Input {
+            input: format!("--crawl-dir {}", uri.as_str()),
+            message: "the search index is a local directory: pass --index-dir PATH \
+                      (the directory `index --index-dir PATH` built)"
+                .into(),
+        }),
+    }
+}

@@ -1,4 +1,4 @@
-//! `search --serve`: the search web page and its JSON API (docs/search-serve.md).
+//! `search --serve`: the search web page and its JSON API (docs/search.md, "Search web page").
 //!
 //! An HTTP/1.1 server (hyper on tokio) over one open [`Searcher`]:
 //!
