@@ -181,6 +181,24 @@ impl Browser {
     }
 
     fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        match self.send_raw(session, method, params) {
+            Ok(v) => v,
+            Err((msg, err)) => panic!("{method} {msg} failed: {err}"),
+        }
+    }
+
+    /// A command on the page target; Chromium's error answer as `Err((message, error))`.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, (Value, Value)> {
+        let session = self.session.clone();
+        self.send_raw(Some(&session), method, params)
+    }
+
+    fn send_raw(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, (Value, Value)> {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -213,9 +231,9 @@ impl Browser {
                 continue;
             }
             if let Some(err) = reply.get("error") {
-                panic!("{method} {msg} failed: {err}");
+                return Err((msg, err.clone()));
             }
-            return reply["result"].clone();
+            return Ok(reply["result"].clone());
         }
     }
 
@@ -241,11 +259,14 @@ impl Browser {
     pub fn wait_for(&mut self, condition: &str, timeout: Duration) -> Value {
         let started = Instant::now();
         loop {
-            // A navigation may destroy the context mid-evaluation: try again.
-            let r = self.call(
-                "Runtime.evaluate",
-                json!({"expression": condition, "returnByValue": true}),
-            );
+            // A navigation may destroy the context mid-evaluation ("Inspected target
+            // navigated or closed", "Execution context was destroyed"): try again.
+            let r = self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": condition, "returnByValue": true}),
+                )
+                .unwrap_or_else(|_| json!({"exceptionDetails": "navigating"}));
             let value = r["result"]["value"].clone();
             let truthy = match &value {
                 Value::Null => false,
