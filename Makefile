@@ -18,7 +18,7 @@ STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
 help:
 	@echo "make build   - build every stage binary (release)"
 	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
-	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
+	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank index sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
 	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
 	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph, the scale pipeline vs DuckDB), printing figures"
