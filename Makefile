@@ -13,12 +13,12 @@ PYTHON    := $(VENV)/bin/python
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
 
-.PHONY: help build round demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench
+.PHONY: help build round demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium
 
 help:
 	@echo "make build   - build every stage binary (release)"
 	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
-	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
+	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank index sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
 	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
 	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph, the scale pipeline vs DuckDB), printing figures"
@@ -73,10 +73,24 @@ test: test-rust test-python test-queries
 test-python: $(PYSPARK)
 	$(PYTHON) -m unittest discover -s cluster
 
+# Headless Chromium for the browser test (tests/search_web.rs): Debian's package,
+# installed when /usr/bin/chromium is missing and make runs as root with apt-get (the
+# CI); otherwise the test is skipped with a message saying how to install it.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "make: /usr/bin/chromium is missing and this is not root: tests/search_web.rs will be skipped (install it with: sudo apt-get install -y chromium)"; \
+	  fi; \
+	fi
+
 # The Rust tests use the virtualenv's warcio to read trawl's WARC files back, its moto
-# server as an S3 endpoint, and (tests/cluster.rs) its pyspark: a Spark standalone
-# cluster on 127.0.0.1, skipped when no Java is installed.
-test-rust: $(PYTHON) $(MOTO) $(PYSPARK)
+# server as an S3 endpoint, (tests/cluster.rs) its pyspark: a Spark standalone
+# cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs)
+# headless Chromium.
+test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium
 	$(CARGO) test --release
 
 test-queries: build $(PYTHON)

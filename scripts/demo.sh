@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: start the local test web on loopback, inject its seeds, run ROUNDS rounds,
-# print what was crawled (readdb stats, the ten top pages by PageRank), stop the web.
+# print what was crawled (readdb stats, the ten top pages by PageRank, a search), stop the web.
 #
 # DEMO_DIR (default: crawl) is wiped first, but only if an earlier demo made it.
 set -euo pipefail
@@ -52,5 +52,9 @@ echo
 # last sitemap step added carry their <priority> (at most 1.0, an average page).
 echo "== the ten top pages by PageRank (readdb --top 10; score = PageRank x pages, 1.0 = average)"
 "$BIN/readdb" --top 10
+echo
+# Every round ended with `index` (scripts/round.sh): the crawl is searchable.
+echo "== search the demo crawl (search --top 5 'river signal'; docs/search.md)"
+"$BIN/search" --top 5 "river signal"
 echo
 echo "demo: $ROUNDS rounds in $(( $(date +%s) - start )) s; crawl in $DIR/ (query it with DuckDB, see README)"

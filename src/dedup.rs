@@ -65,6 +65,11 @@ impl Default for DedupOpts {
     }
 }
 
+/// The crawldb metadata key dedup sets (to the time, ms UTC) on a row it turns back
+/// from `db_duplicate` to `db_fetched`: the `index` stage indexes such a page again
+/// from the segment that parsed it.
+pub const RESTORED_KEY: &str = "dedup_restored";
+
 /// The sub-job (directory) of each pass inside a dedup job.
 const SIGNATURES: &str = "signatures";
 const REWRITE: &str = "rewrite";
@@ -598,6 +603,8 @@ fn run_partition(part: &Path, dest: &Path, verdict: &HashMap<String, bool>) -> R
                     }
                     Some(false) if d.status == DbStatus::DbDuplicate => {
                         d.status = DbStatus::DbFetched;
+                        d.metadata
+                            .insert(RESTORED_KEY.into(), crate::datum::now_millis().to_string());
                         restored += 1;
                     }
                     _ => {}

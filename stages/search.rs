@@ -1,11 +1,12 @@
 //! `search`: queries the crawl's search index.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use trawl::index::serve::{DEFAULT_ADDR, ServeOpts};
 use trawl::index::{Ranking, SearchRequest, Searcher};
-use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -13,14 +14,30 @@ use trawl::stage::StageCtx;
     long_about = "Prints the best pages for QUERY: words (all must match; when no page has them \
 all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, title:word. \
 Ranked by BM25 over title, anchors, main text and text, plus PageRank, inlinks and URL depth \
-(docs/search.md). Build the index first with `index`."
+(docs/search.md). Build the index first with `index`. With --serve it serves a search page \
+and a JSON API instead (docs/search.md, Search web page)."
 )]
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
-    /// The query.
-    #[arg(value_name = "QUERY")]
-    query: String,
+    /// The query (not with --serve).
+    #[arg(value_name = "QUERY", required_unless_present = "serve")]
+    query: Option<String>,
+    /// Serve the search page (`/`) and the JSON API (`/api/search?q=`) on ADDR
+    /// (default 127.0.0.1:8984; port 0 picks a free one) until SIGINT or SIGTERM,
+    /// instead of running one query. Prints `search: serving http://ADDR/` once ready.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = DEFAULT_ADDR,
+        conflicts_with = "query"
+    )]
+    serve: Option<SocketAddr>,
+    /// With --serve: allow an address other than loopback (0.0.0.0, a LAN address),
+    /// making the page reachable from other machines.
+    #[arg(long, requires = "serve")]
+    public: bool,
     /// Results to print.
     #[arg(long, default_value_t = 10, value_name = "K")]
     top: usize,
@@ -54,20 +71,36 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = StageCtx::from_args(&args.common)?;
-    let dir = match &args.index_dir {
-        Some(d) => d.clone(),
-        None => ctx.crawl_dir().index(),
-    };
+    let (_cfg, crawl_dir) = args.common.setup()?;
+    let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
     let searcher = Searcher::open(&dir)?;
+    let ranking = match args.ranking {
+        RankingArg::Full => Ranking::full(),
+        RankingArg::Bm25 => Ranking::bm25(),
+    };
+    if let Some(addr) = args.serve {
+        trawl::signal::install()?;
+        let opts = ServeOpts {
+            addr,
+            public: args.public,
+            ranking,
+        };
+        let report = trawl::index::serve::serve(searcher, &opts, |bound| {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "search: serving http://{bound}/");
+            let _ = out.flush();
+        })?;
+        // A signal is how a server is stopped: a normal end (exit 0), not the
+        // interruption of unfinished work (exit 4) that cli::finish reports.
+        return Err(
+            trawl::cli::Exit::new(trawl::cli::exit::OK, format!("search: {report}")).into(),
+        );
+    }
     let req = SearchRequest {
-        query: args.query.clone(),
+        query: args.query.clone().unwrap_or_default(),
         top: args.top.clamp(1, 10_000),
         offset: args.offset,
-        ranking: match args.ranking {
-            RankingArg::Full => Ranking::full(),
-            RankingArg::Bm25 => Ranking::bm25(),
-        },
+        ranking,
     };
     let results = searcher.search(&req)?;
     let stdout = std::io::stdout();

@@ -83,6 +83,14 @@ fn expected(crawl: &Path, map: &SiteMap) -> BTreeSet<String> {
         .collect()
 }
 
+/// Runs `index` with `args`; returns its summary line (stderr).
+fn index_ok(crawl: &Path, config: &Path, args: &[&str]) -> String {
+    let out = run("index", crawl, config, args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "index {args:?}: {err}");
+    err
+}
+
 /// `S` of the `index: S segments, ...` summary line.
 fn segments_indexed(out: &str) -> u64 {
     let line = out.lines().find(|l| l.starts_with("index: ")).unwrap();
@@ -98,15 +106,6 @@ fn search(crawl: &Path, config: &Path, args: &[&str]) -> Value {
     let mut all = vec!["--json"];
     all.extend(args);
     serde_json::from_str(&run_ok("search", crawl, config, &all)).unwrap()
-}
-
-fn hit_urls(v: &Value) -> Vec<String> {
-    v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["url"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -125,7 +124,7 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         assert!(rounds <= 10, "the crawl did not converge");
     }
     run_ok("dedup", &crawl, &config, &[]);
-    let summary = run_ok("index", &crawl, &config, &[]);
+    let summary = index_ok(&crawl, &config, &[]);
     assert_eq!(segments_indexed(&summary), rounds as u64);
 
     // Generation 0: exactly the fetched, indexable pages.
@@ -238,11 +237,20 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
     let map1 = map_of(dir, 1);
     assert!(round_with(&crawl, &config, &["--add-days", "400"]));
     run_ok("dedup", &crawl, &config, &[]);
-    let out = run_ok("index", &crawl, &config, &[]);
+    let out = index_ok(&crawl, &config, &[]);
     assert_eq!(segments_indexed(&out), 1, "only the new segment");
     let docs1 = exported(&crawl, &config);
     let have1: BTreeSet<String> = docs1.keys().cloned().collect();
-    assert_eq!(have1, expected(&crawl, &map1), "generation 1");
+    let want1 = expected(&crawl, &map1);
+    let statuses1 = crawldb_statuses(&crawl);
+    let diff: Vec<String> = have1
+        .symmetric_difference(&want1)
+        .map(|u| format!("{u}: {:?} -> {:?}", statuses.get(u), statuses1.get(u)))
+        .collect();
+    assert!(
+        diff.is_empty(),
+        "generation 1: indexed != expected: {diff:#?}"
+    );
     let gone: Vec<&String> = map1
         .urls
         .iter()
@@ -260,9 +268,16 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         .urls
         .iter()
         .filter(|(u, e)| e.kind == Kind::Page && e.revision > 0 && docs1.contains_key(*u))
+        .filter(|(u, _)| {
+            docs.get(*u)
+                .is_some_and(|d| d["segment"] != docs1[*u]["segment"])
+        })
         .map(|(u, _)| u)
         .collect();
-    assert!(!changed.is_empty());
+    assert!(
+        !changed.is_empty(),
+        "changed pages were refetched and re-indexed"
+    );
     for u in changed {
         let text = docs1[u]["text"].as_str().unwrap();
         assert!(
@@ -304,4 +319,91 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
     );
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), 2 * before);
+}
+
+/// A word of `text` (as the index's analyzer cuts it) of at least two CJK characters
+/// that no other page's text has: the query that must find this page.
+fn distinctive_cjk_term(text: &str, others: &[&str]) -> Option<String> {
+    let cjk =
+        |c: char| ('\u{3040}'..='\u{30ff}').contains(&c) || ('\u{4e00}'..='\u{9fff}').contains(&c);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for t in trawl::index::analyzer::terms(text) {
+        if t.chars().count() >= 2 && t.chars().all(cjk) {
+            *counts.entry(t).or_default() += 1;
+        }
+    }
+    // The most frequent such word of this page that no other page contains.
+    let mut best: Option<(usize, String)> = None;
+    for (t, n) in counts {
+        if others.iter().any(|o| o.contains(t.as_str())) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(m, _)| n > *m) {
+            best = Some((n, t));
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+#[test]
+fn chinese_and_japanese_pages_are_searchable() {
+    let Some(corpora) = corpora() else {
+        eprintln!("skipped: ../shared/corpora is absent (real saved pages; set TRAWL_CORPORA)");
+        return;
+    };
+    let pages = corpora.join("pages");
+    // Chinese (qq, gmw), Japanese (hukumusume, yahoo-4), English (bbc-1, ars-1).
+    let names = ["qq", "gmw", "hukumusume", "yahoo-4", "bbc-1", "ars-1"];
+    if names
+        .iter()
+        .any(|n| !pages.join(n).join("source.html").is_file())
+    {
+        eprintln!("skipped: the corpus lacks one of {names:?}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let statics = format!("pages.web.test={}", pages.display());
+    let web = TestWeb::start(dir, &["--hosts", "1", "--pages", "2", "--static", &statics]);
+    let config = write_config(dir, &web.addr, 0.0, "");
+    let crawl = dir.join("crawl");
+    let seeds: Vec<String> = names
+        .iter()
+        .map(|n| format!("http://pages.web.test/{n}/source.html"))
+        .collect();
+    inject_seeds(dir, &crawl, &config, &seeds);
+    let segment = generate_segment(&crawl, &config);
+    for stage in ["fetch", "parse", "updatedb"] {
+        run_ok(stage, &crawl, &config, &[&segment]);
+    }
+    index_ok(&crawl, &config, &[]);
+    let docs = exported(&crawl, &config);
+    assert_eq!(docs.len(), names.len(), "{:?}", docs.keys());
+    let text_of = |u: &str| docs[u]["text"].as_str().unwrap_or("").to_string();
+    for (n, url) in names.iter().zip(&seeds).take(4) {
+        let others: Vec<String> = seeds
+            .iter()
+            .filter(|s| *s != url)
+            .map(|s| text_of(s))
+            .collect();
+        let others: Vec<&str> = others.iter().map(String::as_str).collect();
+        let term = distinctive_cjk_term(&text_of(url), &others)
+            .unwrap_or_else(|| panic!("{n}: no CJK word of its own"));
+        let v = search(&crawl, &config, &[&term]);
+        assert_eq!(
+            hit_urls(&v).first(),
+            Some(url),
+            "{n}: the query {term:?} finds the page: {v}"
+        );
+        let snippet = &v["hits"][0]["snippet"];
+        assert!(
+            snippet["highlights"]
+                .as_array()
+                .is_some_and(|h| !h.is_empty()),
+            "{n}: {term:?} is highlighted: {snippet}"
+        );
+    }
+    // English words still work beside them.
+    let v = search(&crawl, &config, &["site:pages.web.test BBC"]);
+    assert!(hit_urls(&v).contains(&seeds[4]), "{v}");
 }

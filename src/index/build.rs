@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use tantivy::directory::MmapDirectory;
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
-use crate::datum::{CrawlDatum, DbStatus};
+use crate::datum::{CrawlDatum, DbStatus, FetchStatus};
 use crate::error::{Error, Result};
 use crate::graph::rows::{HostRankRecord, PageRankMeta};
 use crate::records::{FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord, ParseTextRecord};
@@ -201,6 +201,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
             .delete_all_documents()
             .map_err(|e| index_err(&dir, e))?;
         state.segments.clear();
+        state.written_time = 0;
     }
     let todo: Vec<Segment> = crawl
         .segments()?
@@ -233,9 +234,19 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         )?;
     }
     let priors = Priors::load(&crawl)?;
+    let mut older: Vec<Segment> = crawl
+        .segments()?
+        .into_iter()
+        .filter(|s| state.segments.contains(s.name()) && s.has(SegmentDataset::ParseData))
+        .collect();
+    older.reverse();
+    let committed = index.reader().map_err(|e| index_err(&dir, e))?.searcher();
     let job = Job {
         crawl: &crawl,
         segments: &todo,
+        older: &older,
+        committed,
+        since: state.written_time,
         writer: &writer,
         fields,
         priors: &priors,
@@ -351,6 +362,13 @@ struct Known {
 struct Job<'a> {
     crawl: &'a CrawlDir,
     segments: &'a [Segment],
+    /// Segments indexed before this run, newest first (where a page refetched as
+    /// `304 Not Modified` whose document is missing is found again).
+    older: &'a [Segment],
+    /// The index as of its last commit.
+    committed: tantivy::Searcher,
+    /// When the last commit was made (ms UTC; 0 for a new index or `--full`).
+    since: i64,
     writer: &'a IndexWriter,
     fields: Fields,
     priors: &'a Priors,
@@ -378,6 +396,8 @@ impl Job<'_> {
     fn partition(&self, i: usize) -> Result<IndexReport> {
         let mut report = IndexReport::default();
         let mut pages: HashMap<String, Page> = HashMap::new();
+        // Refetched as 304: no new parse; their document should exist already.
+        let mut unchanged: HashSet<String> = HashSet::new();
         for seg in self.segments {
             let mut texts: HashMap<String, ParseTextRecord> = HashMap::new();
             read_rows::<ParseTextRecord>(&seg.dataset(SegmentDataset::ParseText), i, |r| {
@@ -385,6 +405,9 @@ impl Job<'_> {
             })?;
             let mut times: HashMap<String, i64> = HashMap::new();
             read_rows::<FetchRecord>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
+                if r.status == FetchStatus::FetchNotmodified {
+                    unchanged.insert(r.url.clone());
+                }
                 times.insert(r.url, r.fetch_time);
             })?;
             read_rows::<ParseDataRecord>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
@@ -398,7 +421,9 @@ impl Job<'_> {
                 pages.insert(page.data.url.clone(), page);
             })?;
         }
-        // What the crawl knows now, for the pages and their canonical URLs.
+        unchanged.retain(|u| !pages.contains_key(u) && !self.has_document(u));
+        // What the crawl knows now, for the pages, their canonical URLs and the pages
+        // whose document may have to come back.
         let mut known: HashMap<String, Known> = HashMap::new();
         for p in pages.values() {
             known.entry(p.data.url.clone()).or_default();
@@ -406,6 +431,10 @@ impl Job<'_> {
                 known.entry(c.to_string()).or_default();
             }
         }
+        for u in &unchanged {
+            known.entry(u.clone()).or_default();
+        }
+        let mut missing = unchanged;
         read_rows::<CrawlDatum>(&self.crawl.crawldb_current(), i, |d| {
             if deleted_status(d.status) {
                 report.deletes += 1;
@@ -415,8 +444,27 @@ impl Job<'_> {
             if let Some(k) = known.get_mut(&d.url) {
                 k.status = Some(d.status);
                 k.depth = d.depth;
+            } else if self.restored_since_last_run(&d) && !self.has_document(&d.url) {
+                known.insert(
+                    d.url.clone(),
+                    Known {
+                        status: Some(d.status),
+                        depth: d.depth,
+                        ..Known::default()
+                    },
+                );
+                missing.insert(d.url);
             }
         })?;
+        missing.retain(|u| {
+            known
+                .get(u)
+                .and_then(|k| k.status)
+                .is_some_and(indexable_status)
+        });
+        if !missing.is_empty() {
+            self.recover(i, &mut missing, &mut pages)?;
+        }
         let linkdb = self.crawl.linkdb_current();
         if parquet::dataset_complete(&linkdb) {
             read_rows::<InlinkRecord>(&linkdb, i, |l| {
@@ -471,6 +519,72 @@ impl Job<'_> {
             report.indexed += 1;
         }
         Ok(report)
+    }
+
+    /// Whether `dedup` turned the row back from `db_duplicate` since the last run (or
+    /// ever, in a `--full` run): its page must be indexed again.
+    fn restored_since_last_run(&self, d: &CrawlDatum) -> bool {
+        indexable_status(d.status)
+            && d.metadata
+                .get(crate::dedup::RESTORED_KEY)
+                .and_then(|t| t.parse::<i64>().ok())
+                .is_some_and(|t| t >= self.since)
+    }
+
+    /// Whether the last commit has a document for `url`.
+    fn has_document(&self, url: &str) -> bool {
+        let term = Term::from_field_text(self.fields.url, url);
+        self.committed.doc_freq(&term).is_ok_and(|n| n > 0)
+    }
+
+    /// Pages refetched as `304 Not Modified` whose document is missing (deleted while
+    /// they were `db_duplicate` or gone, say): their newest parse in the segments
+    /// indexed before, newest segment first, joins `pages`.
+    fn recover(
+        &self,
+        i: usize,
+        missing: &mut HashSet<String>,
+        pages: &mut HashMap<String, Page>,
+    ) -> Result<()> {
+        for seg in self.older {
+            if missing.is_empty() {
+                break;
+            }
+            let mut found: HashMap<String, ParseDataRecord> = HashMap::new();
+            read_rows::<ParseDataRecord>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
+                if missing.contains(&r.url) {
+                    found.insert(r.url.clone(), r);
+                }
+            })?;
+            if found.is_empty() {
+                continue;
+            }
+            let mut texts: HashMap<String, ParseTextRecord> = HashMap::new();
+            read_rows::<ParseTextRecord>(&seg.dataset(SegmentDataset::ParseText), i, |r| {
+                if found.contains_key(&r.url) {
+                    texts.insert(r.url.clone(), r);
+                }
+            })?;
+            let mut times: HashMap<String, i64> = HashMap::new();
+            read_rows::<FetchRecord>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
+                if found.contains_key(&r.url) {
+                    times.insert(r.url, r.fetch_time);
+                }
+            })?;
+            for (url, data) in found {
+                missing.remove(&url);
+                pages.insert(
+                    url.clone(),
+                    Page {
+                        segment: seg.name().to_string(),
+                        text: texts.remove(&url),
+                        fetch_time: times.get(&url).copied(),
+                        data,
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     fn document(&self, page: &Page, k: &Known) -> TantivyDocument {

@@ -345,10 +345,10 @@ impl Searcher {
                     };
                     break;
                 }
-                if snippet.text.is_empty() {
-                    if let Some(t) = text(*field) {
-                        snippet.text = lead(&t, 240).to_string();
-                    }
+                if snippet.text.is_empty()
+                    && let Some(t) = text(*field)
+                {
+                    snippet.text = lead(&t, 240).to_string();
                 }
             }
             hits.push(Hit {
@@ -488,9 +488,9 @@ mod tests {
     #[test]
     fn snippet_html_is_escaped_and_highlighted() {
         let s = Snippet {
-            text: "a <b> & rust".into(),
-            highlights: vec![8..12],
+            text: "a <b> & rust & go".into(),
+            highlights: vec![8..12, 15..17],
         };
-        assert_eq!(s.to_html(), "a &lt;b&gt; &amp; <b>rust</b>");
+        assert_eq!(s.to_html(), "a &lt;b&gt; &amp; <b>rust</b> &amp; <b>go</b>");
     }
 }

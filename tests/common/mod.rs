@@ -2,6 +2,7 @@
 //! config that maps its hosts to it, run stage binaries, read what they wrote.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod moto;
 
 use std::collections::BTreeMap;
@@ -172,6 +173,8 @@ pub fn bin(name: &str) -> &'static str {
         "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
         "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
         "warc" => env!("CARGO_BIN_EXE_warc"),
+        "index" => env!("CARGO_BIN_EXE_index"),
+        "search" => env!("CARGO_BIN_EXE_search"),
         other => panic!("unknown binary {other}"),
     }
 }
@@ -352,6 +355,17 @@ pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");
     std::fs::write(&file, seeds.join("\n") + "\n").unwrap();
     run_ok("inject", crawl, config, &[file.to_str().unwrap()]);
+}
+
+/// The URLs of the hits of a search's JSON answer (`search --json`, the search API),
+/// in rank order.
+pub fn hit_urls(v: &serde_json::Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Every file under `dir`, recursively, sorted.
