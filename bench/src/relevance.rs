@@ -130,7 +130,7 @@ pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
 
 /// Whether a query belongs to the tuning half (else the held-out half).
 pub fn is_tuning(q: &Query) -> bool {
-    blake3::hash(q.text.as_bytes()).as_bytes()[0] % 2 == 0
+    blake3::hash(q.text.as_bytes()).as_bytes()[0].is_multiple_of(2)
 }
 
 /// The tuning and held-out halves.
