@@ -17,6 +17,7 @@
 //! `cafe`) and dropped above 40 bytes. Queries go through the same analyzer, so a
 //! Chinese query is cut the way the text was.
 
+use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 use jieba_rs::Jieba;
@@ -74,87 +75,109 @@ fn script(c: char) -> Option<Script> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScriptTokenizer;
 
-/// The tokens of one text, computed up front.
-pub struct ScriptTokenStream {
-    tokens: Vec<Token>,
-    next: usize,
+/// The tokens of one text, produced as the text is scanned (one token buffer reused;
+/// the words of a Han or kana run are queued when the run is met).
+pub struct ScriptTokenStream<'a> {
+    text: &'a str,
+    /// Where scanning goes on (bytes).
+    pos: usize,
+    /// Byte ranges of the current Han or kana run's tokens not handed out yet.
+    pending: VecDeque<(usize, usize)>,
+    token: Token,
+    /// The position of the next token.
+    next_position: usize,
 }
 
 impl Tokenizer for ScriptTokenizer {
-    type TokenStream<'a> = ScriptTokenStream;
+    type TokenStream<'a> = ScriptTokenStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> ScriptTokenStream {
-        let mut tokens = Vec::new();
-        let mut push = |from: usize, to: usize| {
-            tokens.push(Token {
-                offset_from: from,
-                offset_to: to,
-                position: tokens.len(),
-                text: text[from..to].to_string(),
-                position_length: 1,
-            })
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> ScriptTokenStream<'a> {
+        ScriptTokenStream {
+            text,
+            pos: 0,
+            pending: VecDeque::new(),
+            token: Token::default(),
+            next_position: 0,
+        }
+    }
+}
+
+impl ScriptTokenStream<'_> {
+    fn emit(&mut self, from: usize, to: usize) {
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = self.next_position;
+        self.token.position_length = 1;
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+        self.next_position += 1;
+    }
+
+    /// The next run of one script class from `self.pos`: (class, start, end).
+    fn next_run(&mut self) -> Option<(Script, usize, usize)> {
+        let rest = &self.text[self.pos..];
+        let mut iter = rest.char_indices();
+        let (class, start) = loop {
+            let (i, c) = iter.next()?;
+            if let Some(class) = script(c) {
+                break (class, self.pos + i);
+            }
         };
-        let mut run: Option<(Script, usize)> = None;
-        let mut close = |run: Option<(Script, usize)>, end: usize| {
-            let Some((class, start)) = run else { return };
+        let mut end = self.text.len();
+        for (i, c) in iter {
+            if script(c) != Some(class) {
+                end = self.pos + i;
+                break;
+            }
+        }
+        self.pos = end;
+        Some((class, start, end))
+    }
+}
+
+impl TokenStream for ScriptTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        loop {
+            if let Some((from, to)) = self.pending.pop_front() {
+                self.emit(from, to);
+                return true;
+            }
+            let Some((class, start, end)) = self.next_run() else {
+                return false;
+            };
             match class {
-                Script::Word => push(start, end),
+                Script::Word => {
+                    self.emit(start, end);
+                    return true;
+                }
                 Script::Han => {
-                    for t in jieba().cut(&text[start..end], true) {
-                        push(start + t.byte_start, start + t.byte_end);
+                    for t in jieba().cut(&self.text[start..end], true) {
+                        self.pending
+                            .push_back((start + t.byte_start, start + t.byte_end));
                     }
                 }
                 Script::Kana => {
-                    let chars: Vec<(usize, char)> = text[start..end].char_indices().collect();
+                    let chars: Vec<(usize, char)> = self.text[start..end].char_indices().collect();
                     if chars.len() == 1 {
-                        push(start, end);
+                        self.pending.push_back((start, end));
                     }
                     for pair in chars.windows(2) {
                         let (a, _) = pair[0];
                         let (b, c) = pair[1];
-                        push(start + a, start + b + c.len_utf8());
+                        self.pending
+                            .push_back((start + a, start + b + c.len_utf8()));
                     }
                 }
             }
-        };
-        for (i, c) in text.char_indices() {
-            let class = script(c);
-            match (run, class) {
-                (Some((current, _)), Some(class)) if current == class => {}
-                (_, class) => {
-                    close(run, i);
-                    run = class.map(|class| (class, i));
-                }
-            }
-        }
-        close(run, text.len());
-        ScriptTokenStream { tokens, next: 0 }
-    }
-}
-
-impl TokenStream for ScriptTokenStream {
-    fn advance(&mut self) -> bool {
-        if self.next < self.tokens.len() {
-            self.next += 1;
-            true
-        } else {
-            false
         }
     }
 
     fn token(&self) -> &Token {
-        &self.tokens[self
-            .next
-            .saturating_sub(1)
-            .min(self.tokens.len().saturating_sub(1))]
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        let i = self
-            .next
-            .saturating_sub(1)
-            .min(self.tokens.len().saturating_sub(1));
-        &mut self.tokens[i]
+        &mut self.token
     }
 }
 

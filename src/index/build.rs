@@ -468,6 +468,11 @@ impl Job<'_> {
         let linkdb = self.crawl.linkdb_current();
         if parquet::dataset_complete(&linkdb) {
             read_rows::<InlinkRecord>(&linkdb, i, |l| {
+                // A page's links to itself (a heading's permalink, "top") say
+                // nothing about it from elsewhere: not anchors, not inlinks.
+                if l.url == l.from_url {
+                    return;
+                }
                 if let Some(k) = known.get_mut(&l.url) {
                     k.inlinks += 1;
                     let anchor = l.anchor.trim();

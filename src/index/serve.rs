@@ -648,8 +648,8 @@ mod tests {
             score: 1.5,
             pagerank: 1.0,
             snippet: Snippet {
-                text: "a <tag> & rust".into(),
-                highlights: vec![10..14],
+                text: "a <tag> & rust & go".into(),
+                highlights: vec![10..14, 17..19],
             },
         }
     }
@@ -687,7 +687,7 @@ mod tests {
         assert!(html.contains("href=\"http://h.web.test/a?x=1&amp;y=&lt;2&gt;\""));
         assert!(!html.contains("href=\"javascript:"), "{html}");
         assert!(html.contains("value=\"rust &quot;&lt;x&gt;&quot;\""));
-        assert!(html.contains("a &lt;tag&gt; &amp; <b>rust</b>"));
+        assert!(html.contains("a &lt;tag&gt; &amp; <b>rust</b> &amp; <b>go</b>"));
         assert!(html.contains("<span id=\"total\">2</span>"));
         assert!(
             !html.contains("rel=\"next\""),
