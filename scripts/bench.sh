@@ -14,7 +14,7 @@
 # SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
 # crawl under $BENCH_OUT; docs/crawldb.md, "At scale").
 # SEARCH_PAGES (default 100000) is the size of the synthetic index the query latency
-# is measured on (docs/search-bench.md).
+# is measured on (docs/search.md).
 set -euo pipefail
 BIN=${BIN:-target/release}
 OUT=${BENCH_OUT:-bench-out}

@@ -92,7 +92,7 @@ impl Ranking {
             text: 2.5,
             url: 0.4,
             pagerank: 2.5,
-            inlinks: 0.4,
+            inlinks: 0.0,
             hostrank: 0.0,
             depth: 0.0,
         }
