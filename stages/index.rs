@@ -53,19 +53,16 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
-    let ctx = StageCtx::from_args(&args.common)?;
     if let (Some(Format::Jsonl), Some(file)) = (args.to, &args.file) {
-        let dir = match &args.index_dir {
-            Some(d) => d.clone(),
-            None => ctx.open_existing()?.index(),
-        };
+        let started = std::time::Instant::now();
+        let (_cfg, crawl_dir) = args.common.setup()?;
+        let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
         let n = export::export_jsonl(&dir, file, &args.index_name)?;
-        ctx.finish_line(
-            "index",
-            &format!("{n} documents exported to {}", file.display()),
-        )?;
+        let what = format!("{n} documents exported to {}", file.display());
+        trawl::cli::summary("index", started, &what);
         return Ok(());
     }
+    let ctx = StageCtx::from_args(&args.common)?;
     let opts = IndexOpts {
         full: args.full,
         index_dir: args.index_dir,

@@ -226,6 +226,30 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         err.contains("cannot parse") && !err.contains("panicked"),
         "{err}"
     );
+    let out = run("search", &crawl, &config, &["title:*"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "`field:*` on a text field is the query's fault"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run it"));
+    let out = run(
+        "search",
+        &crawl,
+        &config,
+        &["x", "--offset", "1000000000000"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not served"));
+    // A filter is never dropped to find something: no page of an unknown host.
+    let v = search(&crawl, &config, &[&format!("site:nowhere.web.test {word}")]);
+    assert_eq!(v["total"], 0, "{v}");
+    // site: hosts are matched case-insensitively.
+    let upper = format!("site:{} {word}", host.to_uppercase());
+    assert!(
+        !hit_urls(&search(&crawl, &config, &[&upper])).is_empty(),
+        "{upper}"
+    );
     let out = run("search", &dir.join("nowhere"), &config, &["x"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("index"));

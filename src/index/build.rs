@@ -164,6 +164,9 @@ pub fn read_state(index: &Index, dir: &Path) -> Result<IndexState> {
 
 /// Runs the stage.
 pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
+    // Taken before the crawldb is read: a dedup restore committed while this run reads
+    // is newer than this time, so the next run sees it.
+    let started_ms = crate::datum::now_millis();
     let crawl = ctx.open_existing()?;
     if ctx.is_remote() && opts.index_dir.is_none() {
         return Err(Error::Input {
@@ -184,14 +187,14 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     let mut state = read_state(&index, &dir)?;
     let cfg = &ctx.config().index;
     let threads = rayon::current_num_threads().clamp(1, 8);
-    let memory = (cfg.writer_memory_mb as usize * 1024 * 1024).max(threads * 20_000_000);
+    // tantivy wants 15 MB to just under 4 GB a thread.
+    let per_thread =
+        (cfg.writer_memory_mb as usize * 1024 * 1024 / threads).clamp(20_000_000, 4_000_000_000);
+    let memory = per_thread * threads;
     let mut writer: IndexWriter = index
         .writer_with_num_threads(threads, memory)
         .map_err(|e| Error::Index {
-            message: format!(
-                "{}: cannot open a writer ({e}); another `index` may be running",
-                dir.display()
-            ),
+            message: format!("{}: cannot open a writer: {e}", dir.display()),
         })?;
     let fields = Fields::of(&index.schema())?;
     let meta = crawl.crawldb_meta()?;
@@ -281,7 +284,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     state
         .segments
         .extend(todo.iter().map(|s| s.name().to_string()));
-    state.written_time = crate::datum::now_millis();
+    state.written_time = started_ms;
     let payload = serde_json::to_string(&state).map_err(|e| Error::Index {
         message: format!("{}: cannot encode the index state: {e}", dir.display()),
     })?;

@@ -52,6 +52,7 @@ pub fn export_jsonl(dir: &Path, out: &Path, name: &str) -> Result<u64> {
     let n = write_all(&searcher, &mut w, name)?;
     w.flush().map_err(|e| Error::io(out, e))?;
     drop(w);
+    tmp.as_file().sync_all().map_err(|e| Error::io(out, e))?;
     tmp.persist(out).map_err(|e| Error::io(out, e.error))?;
     Ok(n)
 }
@@ -78,6 +79,9 @@ fn write_all(searcher: &Searcher, w: &mut impl Write, name: &str) -> Result<u64>
             writeln!(w, "{action}\n{}", Json::Object(body))
                 .map_err(|e| Error::io("(export)", e))?;
             n += 1;
+            if n % 1024 == 0 {
+                crate::signal::check("index --to jsonl")?;
+            }
         }
     }
     Ok(n)

@@ -209,6 +209,38 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
 }
 
+/// No result past this rank is served (`offset + top` must not exceed it), as with
+/// Elasticsearch's `index.max_result_window`: deep pages cost memory per request.
+pub const MAX_RESULT_WINDOW: usize = 10_000;
+
+/// Whether `query` is bare words (no field, phrase, operator or grouping): only
+/// such a query is relaxed to OR when no page has every word, so that a filter
+/// (`site:`, `lang:`, a phrase, `+word`) is never dropped.
+fn bare_words(query: &str) -> bool {
+    !query.contains([':', '"', '(', ')', '+', '-', '*', '[', '{', '^'])
+        && !query
+            .split_whitespace()
+            .any(|w| matches!(w, "AND" | "OR" | "NOT" | "IN"))
+}
+
+/// `query` with the host of every `site:` clause lowercased (hosts are stored
+/// lowercase; `site:Example.COM` finds `example.com`).
+fn lowercase_sites(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    let mut rest = query;
+    while let Some(at) = rest.find("site:") {
+        let (before, after) = rest.split_at(at + "site:".len());
+        out.push_str(before);
+        let end = after
+            .find(|c: char| c.is_whitespace() || c == ')')
+            .unwrap_or(after.len());
+        out.push_str(&after[..end].to_lowercase());
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// An open index, ready for queries (cheap to share between threads).
 pub struct Searcher {
     index: Index,
@@ -293,7 +325,7 @@ impl Searcher {
             });
         }
         self.parser(ranking, conjunction)
-            .parse_query(q)
+            .parse_query(&lowercase_sites(q))
             .map_err(|e| Error::Query {
                 query: query.to_string(),
                 message: format!(
@@ -305,11 +337,20 @@ impl Searcher {
 
     /// Runs a search.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults> {
+        if req.offset.saturating_add(req.top) > MAX_RESULT_WINDOW {
+            return Err(Error::Query {
+                query: req.query.clone(),
+                message: format!(
+                    "results past the {MAX_RESULT_WINDOW}th are not served (offset {} + top {}): narrow the query",
+                    req.offset, req.top
+                ),
+            });
+        }
         let searcher = self.reader.searcher();
         let strict = self.parse(&req.query, &req.ranking, true)?;
         let (mut query, mut relaxed) = (strict, false);
         let mut found = self.collect(&searcher, &*query, req)?;
-        if found.1 == 0 {
+        if found.1 == 0 && bare_words(&req.query) {
             let loose = self.parse(&req.query, &req.ranking, false)?;
             let again = self.collect(&searcher, &*loose, req)?;
             if again.1 > 0 {
@@ -380,8 +421,18 @@ impl Searcher {
         req: &SearchRequest,
     ) -> Result<(Vec<(Score, DocAddress)>, usize)> {
         let top = TopDocs::with_limit(req.top.max(1)).and_offset(req.offset);
-        let fail = |e: tantivy::TantivyError| Error::Index {
-            message: format!("search failed: {e}"),
+        // A query the parser accepted but the index cannot run (`title:*` on a field
+        // that is not a fast field, say) is the query's fault, not the index's.
+        let fail = |e: tantivy::TantivyError| match e {
+            tantivy::TantivyError::SchemaError(m) | tantivy::TantivyError::InvalidArgument(m) => {
+                Error::Query {
+                    query: req.query.clone(),
+                    message: format!("cannot run it ({m}); `field:*` works only on numeric fields"),
+                }
+            }
+            e => Error::Index {
+                message: format!("search failed: {e}"),
+            },
         };
         if !req.ranking.has_priors() {
             let (docs, n) = searcher
@@ -487,6 +538,20 @@ fn lead(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::Snippet;
+
+    #[test]
+    fn only_bare_words_are_relaxed_and_sites_are_lowercased() {
+        use super::{bare_words, lowercase_sites};
+        assert!(bare_words("rust crawler"));
+        assert!(!bare_words("rust site:a.test"));
+        assert!(!bare_words("\"a phrase\""));
+        assert!(!bare_words("rust OR go"));
+        assert!(!bare_words("-rust go"));
+        assert_eq!(
+            lowercase_sites("Rust site:A.Test (site:B.TEST)"),
+            "Rust site:a.test (site:b.test)"
+        );
+    }
 
     #[test]
     fn snippet_html_is_escaped_and_highlighted() {

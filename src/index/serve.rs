@@ -45,9 +45,7 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8984";
 pub const PAGE_SIZE: usize = 10;
 /// The API's largest `top`.
 pub const MAX_TOP: usize = 100;
-/// No result past this rank is served (`offset + top` must not exceed it), as with
-/// Elasticsearch's `index.max_result_window`: deep pages cost memory per request.
-pub const MAX_RESULT_WINDOW: usize = 10_000;
+pub use super::search::MAX_RESULT_WINDOW;
 /// How long requests in flight may take to finish after a stop signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long a client may take to send a request's headers.
@@ -183,7 +181,7 @@ pub fn serve(
 }
 
 /// The query-string parameters the routes read.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Params {
     q: Option<String>,
     page: Option<String>,
@@ -308,7 +306,13 @@ async fn page(state: &Arc<State>, p: &Params) -> Response<Full<Bytes>> {
         docs: state.searcher.num_docs(),
         ..PageView::default()
     };
-    let status = match (&p.q, checked(p, PAGE_SIZE)) {
+    // The page always shows PAGE_SIZE results a page (its numbering and links assume
+    // it); `top` is the API's.
+    let paged = Params {
+        top: None,
+        ..p.clone()
+    };
+    let status = match (&p.q, checked(&paged, PAGE_SIZE)) {
         // No query yet: the empty search box.
         (None, _) => StatusCode::OK,
         (Some(_), Err(message)) => {
