@@ -498,6 +498,7 @@ pub fn write_text(
             }
         }
         line.push_str(h.snippet.text.get(at..).unwrap_or(""));
+        let line = line.replace(['\n', '\r'], " ");
         if !line.is_empty() {
             writeln!(out, "   {line}")?;
         }
