@@ -41,6 +41,7 @@ use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, Record};
 
 use super::analyzer::{TEXT_ANALYZER, text_analyzer};
+use super::cut as cap;
 use super::schema::{self, Fields};
 
 /// Options of an index run.
@@ -648,18 +649,6 @@ fn canonical_elsewhere(d: &ParseDataRecord) -> Option<&str> {
     d.canonical
         .as_deref()
         .filter(|c| !c.is_empty() && *c != d.url)
-}
-
-/// `s` cut to at most `max` bytes, at a character boundary.
-fn cap(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// The words of a URL's host and path, for matching (`docs.rs/serde` → `docs rs serde`).

@@ -40,3 +40,15 @@ pub fn locate(crawl_dir: &Path, index_dir: Option<&Path>) -> Result<PathBuf> {
         }),
     }
 }
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

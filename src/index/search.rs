@@ -147,22 +147,36 @@ impl Snippet {
     /// The passage as HTML: escaped, the matches in `<b>`.
     pub fn to_html(&self) -> String {
         let mut out = String::with_capacity(self.text.len() + 16);
+        for (piece, hit) in self.pieces() {
+            if hit {
+                out.push_str("<b>");
+                escape_into(&mut out, piece);
+                out.push_str("</b>");
+            } else {
+                escape_into(&mut out, piece);
+            }
+        }
+        out
+    }
+
+    /// The passage cut at its highlights, in order: `(piece, highlighted)`; ranges
+    /// out of order or outside the text are skipped.
+    pub fn pieces(&self) -> Vec<(&str, bool)> {
+        let mut out = Vec::with_capacity(2 * self.highlights.len() + 1);
         let mut at = 0;
         for r in &self.highlights {
-            if r.start < at || r.end > self.text.len() || r.start > r.end {
+            if r.start < at {
                 continue;
             }
             let (Some(before), Some(hit)) = (self.text.get(at..r.start), self.text.get(r.clone()))
             else {
                 continue;
             };
-            escape_into(&mut out, before);
-            out.push_str("<b>");
-            escape_into(&mut out, hit);
-            out.push_str("</b>");
+            out.push((before, false));
+            out.push((hit, true));
             at = r.end;
         }
-        escape_into(&mut out, self.text.get(at..).unwrap_or(""));
+        out.push((self.text.get(at..).unwrap_or(""), false));
         out
     }
 }
@@ -484,20 +498,15 @@ pub fn write_text(
         writeln!(out, "{}. {title}", req.offset + i + 1)?;
         writeln!(out, "   {}  (score {:.3})", h.url, h.score)?;
         let mut line = String::new();
-        let mut at = 0;
-        for r in &h.snippet.highlights {
-            if let (Some(before), Some(hit)) = (
-                h.snippet.text.get(at..r.start),
-                h.snippet.text.get(r.clone()),
-            ) {
-                line.push_str(before);
+        for (piece, hit) in h.snippet.pieces() {
+            if hit {
                 line.push('[');
-                line.push_str(hit);
+                line.push_str(piece);
                 line.push(']');
-                at = r.end;
+            } else {
+                line.push_str(piece);
             }
         }
-        line.push_str(h.snippet.text.get(at..).unwrap_or(""));
         let line = line.replace(['\n', '\r'], " ");
         if !line.is_empty() {
             writeln!(out, "   {line}")?;
@@ -523,16 +532,13 @@ pub fn write_text(
 
 /// The first `max` bytes of `s`, cut at a word boundary when there is one.
 fn lead(s: &str, max: usize) -> &str {
-    if s.len() <= max {
+    let cut = super::cut(s, max);
+    if cut.len() == s.len() {
         return s;
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    match s[..end].rfind(' ') {
+    match cut.rfind(' ') {
         Some(sp) if sp > max / 2 => &s[..sp],
-        _ => &s[..end],
+        _ => cut,
     }
 }
 
