@@ -113,25 +113,37 @@ impl ScriptTokenStream<'_> {
         self.next_position += 1;
     }
 
-    /// The next run of one script class from `self.pos`: (class, start, end).
+    /// The next run of one script class from `self.pos`: (class, start, end). ASCII
+    /// is classified by the byte; other chars are decoded.
     fn next_run(&mut self) -> Option<(Script, usize, usize)> {
-        let rest = &self.text[self.pos..];
-        let mut iter = rest.char_indices();
         let (class, start) = loop {
-            let (i, c) = iter.next()?;
-            if let Some(class) = script(c) {
-                break (class, self.pos + i);
+            let (class, len) = self.class_at(self.pos)?;
+            if let Some(class) = class {
+                break (class, self.pos);
             }
+            self.pos += len;
         };
-        let mut end = self.text.len();
-        for (i, c) in iter {
-            if script(c) != Some(class) {
-                end = self.pos + i;
+        let mut end = start;
+        while let Some((c, len)) = self.class_at(end) {
+            if c != Some(class) {
                 break;
             }
+            end += len;
         }
         self.pos = end;
         Some((class, start, end))
+    }
+
+    /// The class of the char at byte `at` (a char boundary) and its length; `None` at
+    /// the end of the text.
+    fn class_at(&self, at: usize) -> Option<(Option<Script>, usize)> {
+        let b = *self.text.as_bytes().get(at)?;
+        if b < 0x80 {
+            let class = b.is_ascii_alphanumeric().then_some(Script::Word);
+            return Some((class, 1));
+        }
+        let c = self.text.get(at..)?.chars().next()?;
+        Some((script(c), c.len_utf8()))
     }
 }
 

@@ -610,11 +610,21 @@ impl Job<'_> {
             doc.add_text(f.anchors, a);
         }
         if let Some(t) = &page.text {
-            if let Some(m) = t.main_text.as_deref().filter(|m| !m.is_empty()) {
-                doc.add_text(f.main_text, cap(m, self.max_text_bytes));
+            let text = cap(&t.text, self.max_text_bytes);
+            match t.main_text.as_deref().filter(|m| !m.is_empty()) {
+                Some(m) => {
+                    let m = cap(m, self.max_text_bytes);
+                    doc.add_text(f.main_text, m);
+                    let other = other_text(text, m);
+                    if !other.trim().is_empty() {
+                        doc.add_text(f.other_text, other);
+                    }
+                }
+                None if !text.is_empty() => doc.add_text(f.other_text, text),
+                None => {}
             }
-            if !t.text.is_empty() {
-                doc.add_text(f.text, cap(&t.text, self.max_text_bytes));
+            if !text.is_empty() {
+                doc.add_text(f.text, text);
             }
         }
         doc.add_text(f.url_words, url_words(&d.url));
@@ -642,6 +652,69 @@ impl Job<'_> {
         doc.add_u64(f.crawl_depth, k.depth.max(0) as u64);
         doc
     }
+}
+
+/// Lines of main text not found in order within this many bytes of the text
+/// before giving up on that line.
+const OTHER_TEXT_WINDOW: usize = 64 * 1024;
+/// Lines of main text not found before the rest is all taken as other text.
+const OTHER_TEXT_MISSES: usize = 32;
+
+/// The visible text outside the main text: `text` (every block, joined by spaces)
+/// with the main text's lines (its blocks, joined by newlines) cut out where they
+/// are found in order. Lines not found stay in; the cost is bounded by a window and
+/// a number of misses, after which the rest of `text` is kept whole.
+pub fn other_text(text: &str, main: &str) -> String {
+    let mut out = String::with_capacity(text.len().saturating_sub(main.len()) + 16);
+    let mut at = 0;
+    let mut misses = 0;
+    for line in main.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
+        if misses >= OTHER_TEXT_MISSES {
+            break;
+        }
+        let window = super::cut(&text[at..], line.len() + OTHER_TEXT_WINDOW);
+        match find_line(window, line) {
+            Some(pos) => {
+                let before = text[at..at + pos].trim();
+                if !before.is_empty() {
+                    if !out.is_empty() {
+                        out.push(' ');
+                    }
+                    out.push_str(before);
+                }
+                at += pos + line.len();
+            }
+            None => misses += 1,
+        }
+    }
+    let tail = text[at..].trim();
+    if !tail.is_empty() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(tail);
+    }
+    out
+}
+
+/// Where `line` starts in `hay`: searched by its first 64 bytes (a string searcher
+/// costs the length of what it searches for, and a line can be a long paragraph),
+/// checked whole; the next line usually starts right where the last one ended.
+fn find_line(hay: &str, line: &str) -> Option<usize> {
+    let lead = hay.len() - hay.trim_start().len();
+    if hay[lead..].starts_with(line) {
+        return Some(lead);
+    }
+    let head = super::cut(line, 64);
+    let mut from = 0;
+    while let Some(p) = hay.get(from..)?.find(head) {
+        let at = from + p;
+        if hay[at..].starts_with(line) {
+            return Some(at);
+        }
+        from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
 }
 
 /// The page's `rel=canonical` when it names another URL.
@@ -672,6 +745,31 @@ pub fn url_depth(url: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{cap, url_depth, url_words};
+
+    #[test]
+    fn other_text_is_what_lies_outside_the_main_text() {
+        let text = "Home About Title of it First para. Second para. Related: x y Footer";
+        let main = "Title of it\nFirst para.\nSecond para.";
+        assert_eq!(
+            super::other_text(text, main),
+            "Home About Related: x y Footer"
+        );
+        // A line not found stays in the other text, the others are still cut.
+        let main = "Title of it\nnot on the page\nSecond para.";
+        assert_eq!(
+            super::other_text(text, main),
+            "Home About First para. Related: x y Footer"
+        );
+        assert_eq!(super::other_text("only main", "only main"), "");
+        // A line found after a false start of its first 64 bytes.
+        let para = format!("{} end", "x".repeat(70));
+        let text = format!("nav {} nope {para} foot", "x".repeat(70));
+        assert_eq!(
+            super::other_text(&text, &para),
+            format!("nav {} nope foot", "x".repeat(70))
+        );
+        assert_eq!(super::other_text("a é b", ""), "a é b");
+    }
 
     #[test]
     fn url_features() {

@@ -8,6 +8,7 @@
 //! jieba for Chinese, bigrams for kana).
 
 pub mod analyzer;
+pub mod bm25f;
 pub mod build;
 pub mod export;
 pub mod schema;

@@ -7,7 +7,8 @@
 //! | `title` | text (`trawl_text`) | yes | | `<title>` |
 //! | `anchors` | text | yes | | anchor texts of its inlinks, deduplicated, capped |
 //! | `main_text` | text | yes | | the main content |
-//! | `text` | text | yes | | the whole visible text |
+//! | `other_text` | text | | | the visible text outside the main content (all of it when none was found) |
+//! | `text` | | yes | | the whole visible text (snippets, the export) |
 //! | `url_words` | text | | | the words of the URL (host and path) |
 //! | `lang` | exact term | yes | | `<html lang>`, lowercase (`lang:en`) |
 //! | `content_type` | exact term | yes | | the content type parsed |
@@ -40,7 +41,9 @@ pub mod name {
     pub const ANCHORS: &str = "anchors";
     /// The main content.
     pub const MAIN_TEXT: &str = "main_text";
-    /// The whole visible text.
+    /// The visible text outside the main content (indexed, not stored).
+    pub const OTHER_TEXT: &str = "other_text";
+    /// The whole visible text (stored, not indexed).
     pub const TEXT: &str = "text";
     /// The URL's words.
     pub const URL_WORDS: &str = "url_words";
@@ -77,6 +80,8 @@ pub struct Fields {
     pub anchors: Field,
     /// `main_text`.
     pub main_text: Field,
+    /// `other_text`.
+    pub other_text: Field,
     /// `text`.
     pub text: Field,
     /// `url_words`.
@@ -117,7 +122,8 @@ pub fn schema() -> Schema {
     b.add_text_field(name::TITLE, text(true));
     b.add_text_field(name::ANCHORS, text(true));
     b.add_text_field(name::MAIN_TEXT, text(true));
-    b.add_text_field(name::TEXT, text(true));
+    b.add_text_field(name::OTHER_TEXT, text(false));
+    b.add_text_field(name::TEXT, TextOptions::default().set_stored());
     b.add_text_field(name::URL_WORDS, text(false));
     b.add_text_field(name::LANG, STRING | STORED);
     b.add_text_field(name::CONTENT_TYPE, STRING | STORED);
@@ -149,6 +155,7 @@ impl Fields {
             title: get(name::TITLE)?,
             anchors: get(name::ANCHORS)?,
             main_text: get(name::MAIN_TEXT)?,
+            other_text: get(name::OTHER_TEXT)?,
             text: get(name::TEXT)?,
             url_words: get(name::URL_WORDS)?,
             lang: get(name::LANG)?,

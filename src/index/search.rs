@@ -6,13 +6,16 @@
 //! with parentheses, and field filters: `site:host` (exact host), `lang:en`,
 //! `title:word`, `anchors:word`, `url:...` (exact URL).
 //!
-//! **Ranking** ([`Ranking`]): the text score is BM25 per field (title, anchors,
-//! main text, full text, URL words), each field's score multiplied by its weight and
-//! summed (Lucene's multi-field scoring; the weights are the fields' boosts). The
-//! final score adds query-independent priors:
+//! **Ranking** ([`Ranking`]): the text score of each query word is BM25F over the
+//! page's own text (title, main text, the other visible text: the fields' weighted
+//! term frequencies and lengths summed, one saturation, see [`super::bm25f`]), plus
+//! BM25 of the anchor texts and of the URL's words, each times its weight. Phrases
+//! are scored per field (BM25 of the phrase, times the field's weight). The final
+//! score adds query-independent priors:
 //!
 //! ```text
-//! score = Σ_f w_f · BM25_f(q, d)
+//! score = Σ_words [ BM25F_{title, main_text, other_text}(w, d)
+//!                   + w_anchors · BM25_anchors(w, d) + w_url · BM25_url(w, d) ]
 //!       + w_pr · ln(1 + PageRank(d))       PageRank x pages: 1.0 is an average page
 //!       + w_in · ln(1 + inlinks(d))
 //!       + w_hr · ln(1 + HostRank(d))       HostRank x hosts
@@ -27,8 +30,10 @@ use std::ops::Range;
 use std::path::Path;
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{Query, QueryParser};
+
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, QueryParser, TermQuery};
 use tantivy::schema::{Field, Value};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{
@@ -37,6 +42,8 @@ use tantivy::{
 
 use crate::error::{Error, Result};
 
+use super::analyzer::TEXT_ANALYZER;
+use super::bm25f::CombinedTermQuery;
 use super::build::open_index;
 use super::schema::{Fields, name};
 
@@ -44,14 +51,14 @@ use super::schema::{Fields, name};
 /// 0 is not searched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ranking {
-    /// `title`.
+    /// `title`, in the page's BM25F.
     pub title: f32,
     /// `anchors`.
     pub anchors: f32,
-    /// `main_text`.
+    /// `main_text`, in the page's BM25F.
     pub main_text: f32,
-    /// `text` (the whole visible text).
-    pub text: f32,
+    /// `other_text` (the visible text outside the main text), in the page's BM25F.
+    pub other_text: f32,
     /// `url_words`.
     pub url: f32,
     /// Weight of ln(1 + PageRank x pages).
@@ -65,13 +72,14 @@ pub struct Ranking {
 }
 
 impl Ranking {
-    /// BM25 alone: the page's title and text, no anchors, no URL, no priors.
+    /// BM25 alone: one BM25 over the page's own text (title, main text and the rest,
+    /// weights 1: BM25 of their concatenation), no anchors, no URL, no priors.
     pub fn bm25() -> Ranking {
         Ranking {
             title: 1.0,
             anchors: 0.0,
-            main_text: 0.0,
-            text: 1.0,
+            main_text: 1.0,
+            other_text: 1.0,
             url: 0.0,
             pagerank: 0.0,
             inlinks: 0.0,
@@ -87,15 +95,35 @@ impl Ranking {
             // docs/search.md "Ranking: measured"); the title weight is not tuned
             // there (the queries are headings, the title field is left out).
             title: 2.0,
-            anchors: 0.5,
-            main_text: 0.125,
-            text: 2.5,
-            url: 0.4,
-            pagerank: 2.5,
+            anchors: 0.15625,
+            main_text: 0.625,
+            other_text: 0.5,
+            url: 0.08,
+            pagerank: 1.25,
             inlinks: 0.0,
             hostrank: 0.0,
-            depth: 0.0,
+            depth: 1.0,
         }
+    }
+
+    /// The fields of the page's BM25F and their weights.
+    fn page_fields(&self, f: &Fields) -> [(Field, f32); 3] {
+        [
+            (f.title, self.title),
+            (f.main_text, self.main_text),
+            (f.other_text, self.other_text),
+        ]
+    }
+
+    /// Every searched text field and its weight.
+    fn weighted(&self, f: &Fields) -> [(Field, f32); 5] {
+        [
+            (f.title, self.title),
+            (f.anchors, self.anchors),
+            (f.main_text, self.main_text),
+            (f.other_text, self.other_text),
+            (f.url_words, self.url),
+        ]
     }
 
     fn has_priors(&self) -> bool {
@@ -298,29 +326,94 @@ impl Searcher {
     }
 
     fn parser(&self, ranking: &Ranking, conjunction: bool) -> QueryParser {
-        let f = &self.fields;
-        let weighted = [
-            (f.title, ranking.title),
-            (f.anchors, ranking.anchors),
-            (f.main_text, ranking.main_text),
-            (f.text, ranking.text),
-            (f.url_words, ranking.url),
-        ];
-        let fields: Vec<Field> = weighted
+        let fields: Vec<Field> = ranking
+            .weighted(&self.fields)
             .iter()
             .filter(|(_, w)| *w > 0.0)
             .map(|(f, _)| *f)
             .collect();
+        // No boosts: `rank` applies the weights when it rewrites the parsed query.
         let mut parser = QueryParser::for_index(&self.index, fields);
-        for (field, w) in weighted {
-            if w > 0.0 {
-                parser.set_field_boost(field, w);
-            }
-        }
         if conjunction {
             parser.set_conjunction_by_default();
         }
         parser
+    }
+
+    /// The parsed query with the ranking applied: every word searched in the
+    /// default fields (the parser's `Should` group of one term per field) becomes the
+    /// page's BM25F plus the weighted BM25 of anchors and URL; a phrase's per-field
+    /// queries are weighted by their field's weight; the rest is kept.
+    fn rank(&self, q: &dyn Query, ranking: &Ranking) -> Box<dyn Query> {
+        let Some(b) = q.downcast_ref::<BooleanQuery>() else {
+            return q.box_clone();
+        };
+        let weights = ranking.weighted(&self.fields);
+        let weight = |f: Field| weights.iter().find(|(g, _)| *g == f).map(|(_, w)| *w);
+        let clauses = b.clauses();
+        let field_of = |q: &dyn Query| {
+            q.downcast_ref::<TermQuery>()
+                .map(|t| t.term().field())
+                .or_else(|| q.downcast_ref::<PhraseQuery>().map(|p| p.field()))
+        };
+        let group = clauses.len() > 1
+            && clauses.iter().all(|(o, q)| {
+                *o == Occur::Should && field_of(q.as_ref()).and_then(weight).is_some()
+            });
+        if group {
+            let words: Vec<&TermQuery> = clauses
+                .iter()
+                .filter_map(|(_, q)| q.downcast_ref::<TermQuery>())
+                .collect();
+            let text = words
+                .first()
+                .and_then(|t| t.term().value().as_str().map(str::to_string));
+            if let Some(text) = text.filter(|t| {
+                words.len() == clauses.len()
+                    && words
+                        .iter()
+                        .all(|w| w.term().value().as_str() == Some(t.as_str()))
+            }) {
+                let text = text.as_str();
+                let page = ranking.page_fields(&self.fields);
+                let mut parts: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+                if page.iter().any(|(_, w)| *w > 0.0) {
+                    parts.push((Occur::Should, Box::new(CombinedTermQuery::new(text, &page))));
+                }
+                for w in &words {
+                    let f = w.term().field();
+                    if page.iter().any(|(g, _)| *g == f) {
+                        continue;
+                    }
+                    let boost = weight(f).unwrap_or(1.0);
+                    parts.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(Box::new((*w).clone()), boost)),
+                    ));
+                }
+                return match parts.len() {
+                    1 => parts.remove(0).1,
+                    _ => Box::new(BooleanQuery::new(parts)),
+                };
+            }
+            let boosted = clauses
+                .iter()
+                .map(|(o, q)| {
+                    let w = field_of(q.as_ref()).and_then(weight).unwrap_or(1.0);
+                    let q: Box<dyn Query> = Box::new(BoostQuery::new(q.box_clone(), w));
+                    (*o, q)
+                })
+                .collect();
+            return Box::new(BooleanQuery::new(boosted));
+        }
+        let mut out = BooleanQuery::new(
+            clauses
+                .iter()
+                .map(|(o, q)| (*o, self.rank(q.as_ref(), ranking)))
+                .collect(),
+        );
+        out.set_minimum_number_should_match(b.get_minimum_number_should_match());
+        Box::new(out)
     }
 
     /// Parses `query` for `ranking`; an empty or malformed query is
@@ -338,7 +431,8 @@ impl Searcher {
                 message: "the query is empty: type one or more words".into(),
             });
         }
-        self.parser(ranking, conjunction)
+        let parsed = self
+            .parser(ranking, conjunction)
             .parse_query(&lowercase_sites(q))
             .map_err(|e| Error::Query {
                 query: query.to_string(),
@@ -346,7 +440,8 @@ impl Searcher {
                     "cannot parse it ({e}); write words, \"a phrase\", AND/OR/NOT, -word, \
                      site:host, lang:xx, title:word; quote special characters"
                 ),
-            })
+            })?;
+        Ok(self.rank(parsed.as_ref(), ranking))
     }
 
     /// Runs a search.
@@ -372,17 +467,7 @@ impl Searcher {
             }
         }
         let (top, total) = found;
-        let snippets = [self.fields.main_text, self.fields.text]
-            .into_iter()
-            .filter_map(|f| {
-                SnippetGenerator::create(&searcher, &*query, f)
-                    .ok()
-                    .map(|mut g| {
-                        g.set_max_num_chars(240);
-                        (f, g)
-                    })
-            })
-            .collect::<Vec<_>>();
+        let snippets = self.snippet_generator(&searcher, &*query)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr).map_err(|e| Error::Index {
@@ -394,8 +479,9 @@ impl Searcher {
                     .map(str::to_string)
             };
             let mut snippet = Snippet::default();
-            for (field, g) in &snippets {
-                let s = g.snippet_from_doc(&doc);
+            for field in [self.fields.main_text, self.fields.text] {
+                let Some(t) = text(field) else { continue };
+                let s = snippets.snippet(&t);
                 if !s.highlighted().is_empty() {
                     snippet = Snippet {
                         text: s.fragment().to_string(),
@@ -403,9 +489,7 @@ impl Searcher {
                     };
                     break;
                 }
-                if snippet.text.is_empty()
-                    && let Some(t) = text(*field)
-                {
+                if snippet.text.is_empty() {
                     snippet.text = lead(&t, 240).to_string();
                 }
             }
@@ -426,6 +510,52 @@ impl Searcher {
             relaxed,
             hits,
         })
+    }
+
+    /// A snippet generator for the words of `query` in any text field: the stored
+    /// main text is tried first, then the whole text.
+    fn snippet_generator(
+        &self,
+        searcher: &tantivy::Searcher,
+        query: &dyn Query,
+    ) -> Result<SnippetGenerator> {
+        let fields = Ranking::full().weighted(&self.fields).map(|(f, _)| f);
+        let mut terms = BTreeMap::new();
+        let mut failed = None;
+        query.query_terms(&mut |term, _| {
+            if !fields.contains(&term.field()) {
+                return;
+            }
+            if let Some(t) = term.value().as_str() {
+                match searcher.doc_freq(term) {
+                    Ok(df) if df > 0 => {
+                        // Rarer words weigh more in the choice of the passage.
+                        let w: &mut f32 = terms.entry(t.to_string()).or_insert(0.0);
+                        *w = w.max(1.0 / (1.0 + df as f32));
+                    }
+                    Ok(_) => {}
+                    Err(e) => failed = Some(e),
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(Error::Index {
+                message: format!("cannot read a term's document frequency: {e}"),
+            });
+        }
+        let analyzer = self
+            .index
+            .tokenizers()
+            .get(TEXT_ANALYZER)
+            .ok_or_else(|| Error::Index {
+                message: format!("the analyzer `{TEXT_ANALYZER}` is not registered"),
+            })?;
+        Ok(SnippetGenerator::new(
+            terms,
+            analyzer,
+            self.fields.main_text,
+            240,
+        ))
     }
 
     fn collect(

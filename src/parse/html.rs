@@ -314,6 +314,7 @@ struct Walker<'a> {
     boiler: u32,
     block_stack: Vec<usize>,
     buf: String,
+    /// Link chars of the block being read, in tenths of a char.
     buf_link_chars: usize,
     links: Vec<LinkFrame>,
     title: Option<String>,
@@ -329,7 +330,7 @@ impl Walker<'_> {
         }
         let text = self.buf.as_str().to_owned();
         self.buf.clear();
-        let link_chars = std::mem::take(&mut self.buf_link_chars);
+        let link_chars = std::mem::take(&mut self.buf_link_chars) / 10;
         if text.is_empty() {
             return;
         }
@@ -354,7 +355,11 @@ impl Walker<'_> {
         push_collapsed(&mut self.buf, t);
         if let Some(l) = self.links.last_mut() {
             push_collapsed(&mut l.text, t);
-            self.buf_link_chars += t.chars().filter(|c| !c.is_whitespace()).count();
+            // Tenths of a char: a link within the page (`#fragment`: a heading's
+            // permalink, a table of contents) counts 0.3 of its text, as in
+            // Readability, so a heading that links to itself stays content.
+            let per_char = if l.href.starts_with('#') { 3 } else { 10 };
+            self.buf_link_chars += per_char * t.chars().filter(|c| !c.is_whitespace()).count();
         }
         if let Some((_, h)) = self.heading.as_mut() {
             push_collapsed(h, t);
