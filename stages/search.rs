@@ -47,7 +47,7 @@ struct Args {
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
-    /// The ranking: `full` (every field and the priors) or `bm25` (title and text only).
+    /// The ranking: `full` (every field and the priors) or `bm25` (BM25 alone over the page's text).
     #[arg(long, value_enum, default_value = "full")]
     ranking: RankingArg,
     /// The index directory (default: the crawl directory's index/).

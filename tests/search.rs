@@ -431,3 +431,117 @@ fn chinese_and_japanese_pages_are_searchable() {
     let v = search(&crawl, &config, &["site:pages.web.test BBC"]);
     assert!(hit_urls(&v).contains(&seeds[4]), "{v}");
 }
+
+/// A page for the BM25F test: an article of `paragraphs`, a navigation bar and a
+/// footer of `footer` (a link and a line of text).
+fn article_page(title: &str, heading: &str, paragraphs: &[&str], footer: &str) -> String {
+    let body: String = paragraphs.iter().map(|p| format!("<p>{p}</p>\n")).collect();
+    format!(
+        "<!doctype html><html lang=en><head><title>{title}</title></head><body>\n\
+         <nav><a href=\"/\">Home</a> <a href=\"/a.html\">Alpha</a> <a href=\"/b.html\">Beta</a></nav>\n\
+         <article><h1>{title}</h1>\n<h2><a class=\"header\" href=\"#part\">{heading}</a></h2>\n{body}</article>\n\
+         <footer><a href=\"/archive.html\">{footer} archive</a></footer>\n</body></html>\n"
+    )
+}
+
+#[test]
+fn the_main_text_outranks_boilerplate_which_stays_searchable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let filler = "The harbour keeps its boats in rows, with ropes, nets and lanterns, \
+                  and the keepers count them every morning before the tide turns again";
+    let pages = [
+        (
+            "a.html",
+            article_page(
+                "Alpha notes",
+                "Zephyr winds over the bay",
+                &[
+                    &format!("{filler}, while a zephyr crosses the bay from the west."),
+                    &format!("{filler}; nobody writes it down."),
+                ],
+                "Gallery",
+            ),
+        ),
+        (
+            "b.html",
+            article_page(
+                "Beta notes",
+                "Tides and moorings",
+                &[
+                    &format!("{filler}, and the moorings hold through the night."),
+                    &format!("{filler}; the ledger stays closed."),
+                ],
+                "Zephyr",
+            ),
+        ),
+        (
+            "c.html",
+            article_page(
+                "Gamma notes",
+                "Lanterns",
+                &[&format!("{filler}, lanterns lit."), &format!("{filler}.")],
+                "Gallery",
+            ),
+        ),
+    ];
+    for (name, html) in &pages {
+        std::fs::write(site.join(name), html).unwrap();
+    }
+    let statics = format!("notes.web.test={}", site.display());
+    let web = TestWeb::start(dir, &["--hosts", "1", "--pages", "2", "--static", &statics]);
+    let config = write_config(dir, &web.addr, 0.0, "");
+    let crawl = dir.join("crawl");
+    let urls: Vec<String> = pages
+        .iter()
+        .map(|(n, _)| format!("http://notes.web.test/{n}"))
+        .collect();
+    inject_seeds(dir, &crawl, &config, &urls);
+    let segment = generate_segment(&crawl, &config);
+    for stage in ["fetch", "parse", "updatedb"] {
+        run_ok(stage, &crawl, &config, &[&segment]);
+    }
+    index_ok(&crawl, &config, &[]);
+    let docs = exported(&crawl, &config);
+    let (a, b) = (&urls[0], &urls[1]);
+    let field = |u: &str, f: &str| docs[u][f].as_str().unwrap_or("").to_lowercase();
+    // The heading links to itself (a permalink) and is still main text; the footer
+    // is not, but the stored text has it.
+    assert!(
+        field(a, "main_text").contains("zephyr winds over the bay"),
+        "{}",
+        docs[a]
+    );
+    assert!(!field(b, "main_text").contains("zephyr"), "{}", docs[b]);
+    assert!(field(b, "text").contains("zephyr archive"), "{}", docs[b]);
+    for ranking in ["full", "bm25"] {
+        let v = search(&crawl, &config, &["zephyr", "--ranking", ranking]);
+        // The page about it first, the page that only mentions it in its footer
+        // found too (each word is indexed once: in main_text or in other_text).
+        assert_eq!(hit_urls(&v), [a.clone(), b.clone()], "{ranking}: {v}");
+        assert!(
+            v["hits"][1]["snippet"]["text"]
+                .as_str()
+                .is_some_and(|s| s.to_lowercase().contains("zephyr")),
+            "{ranking}: the footer's words are the snippet: {v}"
+        );
+    }
+    // A phrase in the main text; a phrase only in the footer; a word of the nav.
+    assert_eq!(
+        hit_urls(&search(&crawl, &config, &["\"zephyr crosses\""])),
+        [a.clone()]
+    );
+    assert_eq!(
+        hit_urls(&search(&crawl, &config, &["\"zephyr archive\""])),
+        [b.clone()]
+    );
+    assert_eq!(
+        hit_urls(&search(&crawl, &config, &["beta", "--top", "5"])).len(),
+        3
+    );
+    // `text` is stored, not searched: a field query on it is a clear error.
+    let out = run("search", &crawl, &config, &["text:zephyr"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
