@@ -356,10 +356,24 @@ impl Searcher {
                 .map(|t| t.term().field())
                 .or_else(|| q.downcast_ref::<PhraseQuery>().map(|p| p.field()))
         };
+        // The parser's expansion of one word or phrase over the default fields: one
+        // `Should` clause per searched field (not a user's own `title:x OR ...`).
+        let searched: Vec<Field> = weights
+            .iter()
+            .filter(|(_, w)| *w > 0.0)
+            .map(|(f, _)| *f)
+            .collect();
+        let mut fields: Vec<Field> = clauses
+            .iter()
+            .filter(|(o, _)| *o == Occur::Should)
+            .filter_map(|(_, q)| field_of(q.as_ref()))
+            .collect();
+        fields.sort_unstable_by_key(|f| f.field_id());
+        fields.dedup();
         let group = clauses.len() > 1
-            && clauses.iter().all(|(o, q)| {
-                *o == Occur::Should && field_of(q.as_ref()).and_then(weight).is_some()
-            });
+            && clauses.len() == searched.len()
+            && fields.len() == searched.len()
+            && fields.iter().all(|f| searched.contains(f));
         if group {
             let words: Vec<&TermQuery> = clauses
                 .iter()
@@ -675,6 +689,49 @@ fn lead(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::Snippet;
+
+    /// A word over the default fields becomes BM25F of the page's fields plus the
+    /// weighted anchors and URL; a user's own field clauses are left alone.
+    #[test]
+    fn words_over_the_default_fields_become_bm25f() {
+        use super::super::bm25f::CombinedTermQuery;
+        use super::super::build::open_index;
+        use super::{Ranking, Searcher};
+        use tantivy::query::BooleanQuery;
+
+        let dir = tempfile::tempdir().unwrap();
+        open_index(dir.path(), true).unwrap();
+        let s = Searcher::open(dir.path()).unwrap();
+        let full = Ranking::full();
+        let q = s.parse("Rust", &full, true).unwrap();
+        let b = q
+            .downcast_ref::<BooleanQuery>()
+            .expect("BM25F + anchors + url");
+        assert_eq!(b.clauses().len(), 3, "{q:?}");
+        let combined = b.clauses()[0]
+            .1
+            .downcast_ref::<CombinedTermQuery>()
+            .expect("the page's BM25F first");
+        assert_eq!(combined.terms().len(), 3, "title, main_text, other_text");
+        // BM25 alone: one BM25F, nothing else.
+        let q = s.parse("Rust", &Ranking::bm25(), true).unwrap();
+        assert!(q.downcast_ref::<CombinedTermQuery>().is_some(), "{q:?}");
+        // Two words: a conjunction of two.
+        let q = s.parse("rust crawler", &Ranking::bm25(), true).unwrap();
+        let b = q.downcast_ref::<BooleanQuery>().unwrap();
+        assert!(
+            b.clauses()
+                .iter()
+                .all(|(_, c)| c.downcast_ref::<CombinedTermQuery>().is_some()),
+            "{q:?}"
+        );
+        // The user's own fields are searched as written.
+        let q = s
+            .parse("title:rust OR main_text:rust", &full, true)
+            .unwrap();
+        assert!(format!("{q:?}").contains("TermQuery"), "{q:?}");
+        assert!(!format!("{q:?}").contains("CombinedTermQuery"), "{q:?}");
+    }
 
     #[test]
     fn only_bare_words_are_relaxed_and_sites_are_lowercased() {
