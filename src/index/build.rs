@@ -659,6 +659,9 @@ impl Job<'_> {
 const OTHER_TEXT_WINDOW: usize = 64 * 1024;
 /// Lines of main text not found before the rest is all taken as other text.
 const OTHER_TEXT_MISSES: usize = 32;
+/// Places where a line's first 64 bytes match but the line does not, before the
+/// line counts as not found (a page of one repeated character stays linear).
+const OTHER_TEXT_FALSE_STARTS: usize = 64;
 
 /// The visible text outside the main text: `text` (every block, joined by spaces)
 /// with the main text's lines (its blocks, joined by newlines) cut out where they
@@ -707,8 +710,8 @@ fn find_line(hay: &str, line: &str) -> Option<usize> {
     }
     let head = super::cut(line, 64);
     let mut from = 0;
-    while let Some(p) = hay.get(from..)?.find(head) {
-        let at = from + p;
+    for _ in 0..OTHER_TEXT_FALSE_STARTS {
+        let at = from + hay.get(from..)?.find(head)?;
         if hay[at..].starts_with(line) {
             return Some(at);
         }
@@ -769,6 +772,11 @@ mod tests {
             format!("nav {} nope foot", "x".repeat(70))
         );
         assert_eq!(super::other_text("a é b", ""), "a é b");
+        // A line of one repeated character in a text of it: a bounded search, the
+        // line not found, the text kept.
+        let text = "y".repeat(200_000);
+        let line = format!("{}z", "y".repeat(10_000));
+        assert_eq!(super::other_text(&text, &line), text);
     }
 
     #[test]
