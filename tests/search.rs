@@ -83,6 +83,28 @@ fn expected(crawl: &Path, map: &SiteMap) -> BTreeSet<String> {
         .collect()
 }
 
+/// Serves `site` as `host` beside a one-host test web, crawls `seeds` in one round
+/// (fetch, parse, updatedb), indexes them; returns the web (keep it alive), the
+/// config and the crawl directory.
+fn index_static(
+    dir: &Path,
+    host: &str,
+    site: &Path,
+    seeds: &[String],
+) -> (TestWeb, std::path::PathBuf, std::path::PathBuf) {
+    let statics = format!("{host}={}", site.display());
+    let web = TestWeb::start(dir, &["--hosts", "1", "--pages", "2", "--static", &statics]);
+    let config = write_config(dir, &web.addr, 0.0, "");
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, seeds);
+    let segment = generate_segment(&crawl, &config);
+    for stage in ["fetch", "parse", "updatedb"] {
+        run_ok(stage, &crawl, &config, &[&segment]);
+    }
+    index_ok(&crawl, &config, &[]);
+    (web, config, crawl)
+}
+
 /// Runs `index` with `args`; returns its summary line (stderr).
 fn index_ok(crawl: &Path, config: &Path, args: &[&str]) -> String {
     let out = run("index", crawl, config, args);
@@ -387,20 +409,11 @@ fn chinese_and_japanese_pages_are_searchable() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let statics = format!("pages.web.test={}", pages.display());
-    let web = TestWeb::start(dir, &["--hosts", "1", "--pages", "2", "--static", &statics]);
-    let config = write_config(dir, &web.addr, 0.0, "");
-    let crawl = dir.join("crawl");
     let seeds: Vec<String> = names
         .iter()
         .map(|n| format!("http://pages.web.test/{n}/source.html"))
         .collect();
-    inject_seeds(dir, &crawl, &config, &seeds);
-    let segment = generate_segment(&crawl, &config);
-    for stage in ["fetch", "parse", "updatedb"] {
-        run_ok(stage, &crawl, &config, &[&segment]);
-    }
-    index_ok(&crawl, &config, &[]);
+    let (_web, config, crawl) = index_static(dir, "pages.web.test", &pages, &seeds);
     let docs = exported(&crawl, &config);
     assert_eq!(docs.len(), names.len(), "{:?}", docs.keys());
     let text_of = |u: &str| docs[u]["text"].as_str().unwrap_or("").to_string();
@@ -490,20 +503,11 @@ fn the_main_text_outranks_boilerplate_which_stays_searchable() {
     for (name, html) in &pages {
         std::fs::write(site.join(name), html).unwrap();
     }
-    let statics = format!("notes.web.test={}", site.display());
-    let web = TestWeb::start(dir, &["--hosts", "1", "--pages", "2", "--static", &statics]);
-    let config = write_config(dir, &web.addr, 0.0, "");
-    let crawl = dir.join("crawl");
     let urls: Vec<String> = pages
         .iter()
         .map(|(n, _)| format!("http://notes.web.test/{n}"))
         .collect();
-    inject_seeds(dir, &crawl, &config, &urls);
-    let segment = generate_segment(&crawl, &config);
-    for stage in ["fetch", "parse", "updatedb"] {
-        run_ok(stage, &crawl, &config, &[&segment]);
-    }
-    index_ok(&crawl, &config, &[]);
+    let (_web, config, crawl) = index_static(dir, "notes.web.test", &site, &urls);
     let docs = exported(&crawl, &config);
     let (a, b) = (&urls[0], &urls[1]);
     let field = |u: &str, f: &str| docs[u][f].as_str().unwrap_or("").to_lowercase();

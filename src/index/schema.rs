@@ -138,6 +138,18 @@ pub fn schema() -> Schema {
 }
 
 impl Fields {
+    /// The text fields a query searches, in the order of [`super::Ranking`]'s
+    /// weights: title, anchors, main text, other text, URL words.
+    pub fn searched(&self) -> [Field; 5] {
+        [
+            self.title,
+            self.anchors,
+            self.main_text,
+            self.other_text,
+            self.url_words,
+        ]
+    }
+
     /// The fields of `schema`; an index built by another version of trawl (a field
     /// missing) is refused with what to do.
     pub fn of(schema: &Schema) -> Result<Fields> {

@@ -117,13 +117,15 @@ impl Ranking {
 
     /// Every searched text field and its weight.
     fn weighted(&self, f: &Fields) -> [(Field, f32); 5] {
-        [
-            (f.title, self.title),
-            (f.anchors, self.anchors),
-            (f.main_text, self.main_text),
-            (f.other_text, self.other_text),
-            (f.url_words, self.url),
-        ]
+        let w = [
+            self.title,
+            self.anchors,
+            self.main_text,
+            self.other_text,
+            self.url,
+        ];
+        let fields = f.searched();
+        std::array::from_fn(|i| (fields[i], w[i]))
     }
 
     fn has_priors(&self) -> bool {
@@ -533,7 +535,7 @@ impl Searcher {
         searcher: &tantivy::Searcher,
         query: &dyn Query,
     ) -> Result<SnippetGenerator> {
-        let fields = Ranking::full().weighted(&self.fields).map(|(f, _)| f);
+        let fields = self.fields.searched();
         let mut terms = BTreeMap::new();
         let mut failed = None;
         query.query_terms(&mut |term, _| {
