@@ -10,16 +10,23 @@ BIN       := target/release
 VENV      := .venv
 PYTHON    := $(VENV)/bin/python
 
-# Stage binaries read these (clap flags override them).
-STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR)
+# The local test web: where it listens (the one place to change its port: `make web`,
+# the demo and every stage run by make map *.web.test there) and which web it serves
+# (the demo's, so that `make web` + `make round` or `make crawl` go on with a demo crawl).
+WEB_ADDR  ?= 127.0.0.1:18080
+WEB_FLAGS ?= --seed 42 --hosts 20 --pages 40 --sitemaps
 
-.PHONY: help build round demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium
+# Stage binaries read these (clap flags override them).
+STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetch.resolve.*.web.test=$(WEB_ADDR)'
+
+.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium
 
 help:
 	@echo "make build   - build every stage binary (release)"
 	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
 	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank index sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
-	@echo "make web     - serve the local test web in the foreground (the address data/trawl.toml maps *.web.test to)"
+	@echo "make crawl   - the crawl driver: ROUNDS=$(ROUNDS) rounds on CRAWL_DIR=$(CRAWL_DIR) (SEEDS=FILE to inject first), stops when nothing is due"
+	@echo "make web     - serve the demo's test web in the foreground on WEB_ADDR=$(WEB_ADDR) (what make round/crawl crawl)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"
 	@echo "make bench   - benchmarks (fetch, parse, crawldb, graph, the scale pipeline vs DuckDB), printing figures"
 	@echo "make cluster-demo  - the demo on a Spark standalone cluster (master + 2 workers on 127.0.0.1), compared with one process"
@@ -36,11 +43,14 @@ build:
 round: build
 	@$(STAGE_ENV) scripts/round.sh || { rc=$$?; if [ $$rc -eq 3 ]; then echo "make round: no URLs were due (round.sh exit code 3)"; else exit $$rc; fi; }
 
+crawl: build
+	$(STAGE_ENV) $(BIN)/crawl --rounds $(ROUNDS) $(if $(SEEDS),--seeds $(SEEDS))
+
 demo: build
-	$(STAGE_ENV) scripts/demo.sh
+	$(STAGE_ENV) DEMO_ADDR=$(WEB_ADDR) WEB_FLAGS="$(WEB_FLAGS)" scripts/demo.sh
 
 web: build
-	$(BIN)/testweb serve --addr 127.0.0.1:18080
+	$(BIN)/testweb serve --addr $(WEB_ADDR) $(WEB_FLAGS)
 
 # The Python virtualenv with DuckDB (and warcio), used by the query tests.
 $(PYTHON):
@@ -94,7 +104,7 @@ test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium
 	$(CARGO) test --release
 
 test-queries: build $(PYTHON)
-	$(STAGE_ENV) scripts/demo.sh
+	$(STAGE_ENV) DEMO_ADDR=$(WEB_ADDR) WEB_FLAGS="$(WEB_FLAGS)" scripts/demo.sh
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: start the local test web on loopback, inject its seeds, run ROUNDS rounds,
+# make demo: start the local test web on loopback, crawl its seeds for ROUNDS rounds (crawl),
 # print what was crawled (readdb stats, the ten top pages by PageRank, a search), stop the web.
 #
 # DEMO_DIR (default: crawl) is wiped first, but only if an earlier demo made it.
@@ -29,20 +29,10 @@ for _ in $(seq 100); do [ -s "$DIR/testweb.addr" ] && break; sleep 0.1; done
 echo "demo: test web serving at $(cat "$DIR/testweb.addr") ($WEB_FLAGS)"
 
 "$BIN/testweb" seeds $WEB_FLAGS --out "$DIR/seeds.txt"
-"$BIN/inject" "$DIR/seeds.txt"
-for r in $(seq "$ROUNDS"); do
-  echo "demo: round $r of $ROUNDS"
-  rc=0
-  GENERATE_FLAGS="--top-n 2000" FETCH_FLAGS="--delay 0.05" SITEMAP_FLAGS="--delay 0.05" BIN="$BIN" scripts/round.sh || rc=$?
-  if [ "$rc" -eq 3 ]; then  # nothing due (docs/exit-codes.md): the crawl is done
-    echo "demo: nothing left to crawl after $((r - 1)) rounds"
-    break
-  elif [ "$rc" -ne 0 ]; then
-    echo "demo: round $r failed with exit code $rc" >&2
-    exit "$rc"
-  fi
-done
-
+# The crawl driver: inject, then ROUNDS rounds of every stage (generate, fetch, parse,
+# updatedb, linkdb, dedup, pagerank, sitemap, index), stopping early when nothing is due.
+"$BIN/crawl" --seeds "$DIR/seeds.txt" --rounds "$ROUNDS" --size-fetchlist 2000 \
+  --set fetch.delay=0.05 --set "fetch.resolve.*.web.test=$ADDR"
 echo
 echo "== crawldb statistics (readdb --stats)"
 "$BIN/readdb" --stats
@@ -53,7 +43,7 @@ echo
 echo "== the ten top pages by PageRank (readdb --top 10; score = PageRank x pages, 1.0 = average)"
 "$BIN/readdb" --top 10
 echo
-# Every round ended with `index` (scripts/round.sh): the crawl is searchable.
+# Every round ended with `index`: the crawl is searchable.
 echo "== search the demo crawl (search --top 5 'river signal'; docs/search.md)"
 "$BIN/search" --top 5 "river signal"
 echo

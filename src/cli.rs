@@ -36,6 +36,74 @@ pub mod exit {
     pub const CORRUPT: u8 = 7;
 }
 
+/// Every command of the `trawl` umbrella, in the order `trawl --help` lists them:
+/// `(name, one line)`. Each is a binary of its own beside `trawl` (`trawl fetch ..`
+/// runs `fetch ..`); a test checks the list against the binaries Cargo.toml builds.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "crawl",
+        "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
+    ),
+    ("inject", "Inject seed URLs into the crawldb"),
+    ("generate", "Generate fetch lists (segments) of due URLs"),
+    (
+        "fetch",
+        "Fetch a segment's fetch list into crawl_fetch, content and robots",
+    ),
+    (
+        "parse",
+        "Parse a fetched segment: text, metadata, outlinks, signatures",
+    ),
+    ("updatedb", "Merge fetched segments into the crawldb"),
+    ("linkdb", "Invert segments' outlinks into the link database"),
+    (
+        "dedup",
+        "Mark duplicate pages in the crawldb as db_duplicate",
+    ),
+    (
+        "pagerank",
+        "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
+    ),
+    (
+        "sitemap",
+        "Fetch sitemaps and merge their URLs into the crawldb",
+    ),
+    (
+        "index",
+        "Build or update the search index, or export it as JSON Lines",
+    ),
+    ("search", "Search the crawl's index, or serve a search page"),
+    (
+        "readdb",
+        "Read the crawldb: stats, one URL, dumps, top scores",
+    ),
+    ("readseg", "Read segments: list them, dump their datasets"),
+    (
+        "readlinkdb",
+        "Read the linkdb: one URL's inlinks, or a dump",
+    ),
+    (
+        "warc",
+        "Export a segment's content as gzipped WARC/1.1 files",
+    ),
+    (
+        "mergesegs",
+        "Merge segments into one new segment (newest fetch of each URL wins)",
+    ),
+    (
+        "prunesegs",
+        "Free disk: delete the content and parse_text of applied segments",
+    ),
+    (
+        "repartition",
+        "Change the partition count or key of a crawl",
+    ),
+    (
+        "gc",
+        "Remove unreferenced objects from an object-store crawl directory",
+    ),
+];
+
 /// An outcome that ends a stage with a given exit code after its summary was printed.
 /// Returned as an error from a binary's `run` so that [`finish`] exits with `code`
 /// and prints `message` (when not empty) as the last line.
@@ -120,6 +188,17 @@ pub struct CommonArgs {
     /// The TOML configuration file [default: built-in defaults, as in data/trawl.toml].
     #[arg(long, env = "TRAWL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Override one configuration key, over the file (repeatable; like Nutch's -D):
+    /// `--set fetch.delay=0.5 --set generate.top_n=1000`. VALUE is a TOML value, or
+    /// else a string; see data/trawl.toml and docs/config.md for the keys.
+    /// TRAWL_SET holds overrides one per line, used when no --set is given.
+    #[arg(
+        long = "set",
+        env = "TRAWL_SET",
+        value_delimiter = '\n',
+        value_name = "KEY=VALUE"
+    )]
+    pub set: Vec<String>,
 }
 
 /// The flags of a stage that runs as partition tasks plus a commit (see
@@ -175,7 +254,7 @@ impl CommonArgs {
     /// Initializes logging and loads the configuration; returns it with the crawl dir.
     pub fn setup(&self) -> Result<(Config, PathBuf)> {
         init_logging();
-        let cfg = Config::load(self.config.as_deref())?;
+        let cfg = Config::load_with(self.config.as_deref(), &self.set)?;
         let dir = self
             .crawl_dir
             .clone()

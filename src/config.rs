@@ -547,6 +547,42 @@ impl Config {
         Config::parse(&text, path)
     }
 
+    /// Loads `path` (or the defaults) with `--set KEY=VALUE` overrides applied on top,
+    /// like Nutch's `-D`: `KEY` is `section.key` (`fetch.delay`), or
+    /// `section.map.NAME` for the free maps (`fetch.resolve.*.web.test`); `VALUE` is a
+    /// TOML value (`0.5`, `true`, `["a", "b"]`, `"text"`), or else taken as a string.
+    /// Unknown keys and out-of-range values are refused naming the `--set` at fault.
+    pub fn load_with(path: Option<&Path>, sets: &[String]) -> Result<Config> {
+        // An empty TRAWL_SET gives one empty value.
+        let sets: Vec<&String> = sets.iter().filter(|s| !s.trim().is_empty()).collect();
+        if sets.is_empty() {
+            return Config::load(path);
+        }
+        let mut raw = match path {
+            Some(p) => {
+                // The file alone first, so that its errors name its lines.
+                Config::load(Some(p))?;
+                let text = std::fs::read_to_string(p).map_err(|e| Error::Config {
+                    path: p.to_path_buf(),
+                    message: format!("cannot read: {e}; pass an existing file with --config"),
+                })?;
+                toml::from_str::<toml::Table>(&text).map_err(|e| refused(p, e.to_string()))?
+            }
+            None => toml::Table::new(),
+        };
+        for set in sets {
+            apply_set(&mut raw, set)?;
+        }
+        let flags = Path::new("(--set flags)");
+        rules::check_known(&raw, "").map_err(|m| refused(flags, m))?;
+        rules::check_file(&raw, "").map_err(|m| refused(flags, m))?;
+        let cfg: Config = toml::Value::Table(raw)
+            .try_into()
+            .map_err(|e: toml::de::Error| refused(flags, e.to_string()))?;
+        cfg.validate(flags)?;
+        Ok(cfg)
+    }
+
     /// Parses TOML text; `path` names it in errors. Unknown keys and values out of
     /// range are refused, naming the key, its line, the value and what is allowed.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
@@ -584,9 +620,94 @@ impl Config {
     }
 }
 
+/// Applies one `--set KEY=VALUE` to the raw table (see [`Config::load_with`]).
+fn apply_set(raw: &mut toml::Table, set: &str) -> Result<()> {
+    let bad = |message: String| Error::input(format!("--set {set}"), message);
+    let Some((key, value)) = set.split_once('=') else {
+        return Err(bad(
+            "expected KEY=VALUE, e.g. --set fetch.delay=0.5 (keys: data/trawl.toml, docs/config.md)"
+                .into(),
+        ));
+    };
+    let key = key.trim();
+    let Some((section, rest)) = key.split_once('.') else {
+        return Err(bad(format!(
+            "{key:?} names no key: write section.key, e.g. fetch.delay"
+        )));
+    };
+    if section.is_empty() || rest.is_empty() {
+        return Err(bad(format!(
+            "{key:?} names no key: write section.key, e.g. fetch.delay"
+        )));
+    }
+    // A value that is not TOML (a bare word, a path) is a string.
+    let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let table = raw
+        .entry(section.to_string())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(table) = table.as_table_mut() else {
+        return Err(bad(format!("[{section}] is not a section")));
+    };
+    // A free map's entries: `fetch.resolve.NAME=VALUE`.
+    let map = rules::free_map_of(section, rest);
+    match map {
+        Some((name, entry)) => {
+            let inner = table
+                .entry(name.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let Some(inner) = inner.as_table_mut() else {
+                return Err(bad(format!("{section}.{name} is not a table")));
+            };
+            inner.insert(entry.to_string(), value);
+        }
+        None => {
+            table.insert(rest.to_string(), value);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--set` overrides keys (numbers, bare strings, free-map entries) over the file,
+    /// and refuses unknown keys and bad values naming them.
+    #[test]
+    fn set_overrides_keys_and_is_validated() {
+        let sets: Vec<String> = [
+            "fetch.delay=0.25",
+            "generate.top_n=7",
+            "fetch.user_agent=my bot/1.0",
+            "fetch.resolve.*.x.test=127.0.0.1:1",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        let cfg = Config::load_with(None, &sets).unwrap();
+        assert_eq!(cfg.fetch.delay, 0.25);
+        assert_eq!(cfg.generate.top_n, 7);
+        assert_eq!(cfg.fetch.user_agent, "my bot/1.0");
+        assert_eq!(
+            cfg.fetch.resolve.get("*.x.test").map(String::as_str),
+            Some("127.0.0.1:1")
+        );
+        for (set, says) in [
+            ("fetch.dealy=1", "did you mean fetch.delay?"),
+            ("fetch.delay=-1", "fetch.delay = -1"),
+            ("fetch.delay", "expected KEY=VALUE"),
+            ("delay=1", "names no key"),
+            ("fetch.delay=fast", "fetch.delay"),
+        ] {
+            let e = Config::load_with(None, &[set.to_string()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "--set {set}: {e}");
+        }
+    }
 
     /// data/trawl.toml documents every key with its default: it must parse, and apart
     /// from the test web's resolve mapping it must equal the built-in defaults.

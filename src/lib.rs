@@ -12,6 +12,7 @@ pub mod config;
 pub mod crawldb;
 pub mod datum;
 pub mod dedup;
+pub mod driver;
 pub mod error;
 pub mod fetch;
 pub mod graph;

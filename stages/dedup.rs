@@ -7,6 +7,8 @@ use trawl::stage::StageCtx;
 /// Mark duplicates in the crawldb.
 #[derive(Debug, Parser)]
 #[command(
+    name = "dedup",
+    version,
     about = "Mark duplicate pages in the crawldb as db_duplicate",
     long_about = "Groups fetched crawldb rows by content signature (and, with --near, by SimHash \
 distance read from the segments' parse_data) and marks all but one row of each group db_duplicate: \

@@ -9,6 +9,7 @@ use trawl::stage::StageCtx;
 /// Fetch the URLs of a segment.
 #[derive(Debug, Parser)]
 #[command(
+    version,
     name = "fetch",
     about = "Fetch a segment's fetch list (crawl_generate) into crawl_fetch, content and robots",
     long_about = "Reads SEGMENT's crawl_generate and fetches every URL politely: robots.txt \

@@ -8,6 +8,8 @@ use trawl::store::object::{self, CrawlUri};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "gc",
+    version,
     about = "Remove unreferenced objects from an object-store crawl directory",
     long_about = "Lists the object-store crawl directory (--crawl-dir s3://BUCKET/PREFIX, file:///PATH, ...) \
 and removes every object that neither the current nor the previous (old) version of any dataset or \

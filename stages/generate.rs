@@ -6,6 +6,8 @@ use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "generate",
+    version,
     about = "Generate fetch lists (segments) of due URLs",
     long_about = "Selects the URLs due for fetching (fetch_time <= now, not db_duplicate, score >= \
 generate.min_score, not held by a pending fetch list), at most --max-per-host per host (or per \

@@ -9,6 +9,8 @@ use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "index",
+    version,
     about = "Build or update the search index (crawl/index/), or export it as JSON Lines",
     long_about = "Indexes the segments not indexed yet (parsed and merged by updatedb) into the \
 crawl's tantivy index: one document per page with its title, main text, text, inlink anchors \

@@ -10,6 +10,8 @@ use trawl::stage::StageCtx;
 /// Adds seed URLs to the crawldb (creating the crawl directory on first run).
 #[derive(Debug, Parser)]
 #[command(
+    name = "inject",
+    version,
     about = "Inject seed URLs into the crawldb",
     long_about = "Reads seed files (one URL per line, optionally followed by whitespace-separated \
 key=value pairs: score=, fetch_interval= (seconds, pinned), anything else becomes metadata; \

@@ -9,6 +9,8 @@ use trawl::stage::StageCtx;
 /// Inverts the outlinks of segments' parse_data into linkdb/current (inlinks per URL).
 #[derive(Debug, Parser)]
 #[command(
+    name = "linkdb",
+    version,
     about = "Invert segments' outlinks into the link database (linkdb/current)",
     long_about = "Reads the outlinks of each segment's parse_data and merges them, inverted \
 (target URL, source URL, anchor, segment), into linkdb/current, partitioned by the target's \

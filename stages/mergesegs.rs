@@ -8,6 +8,8 @@ use trawl::tools::mergesegs::{self, MergeSegsOpts};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "mergesegs",
+    version,
     about = "Merge segments into one new segment (newest fetch of each URL wins)",
     long_about = "Merges the given segments, dataset by dataset and partition by partition, into a \
 new segment under <crawl-dir>/segments (Nutch's mergesegs). When a URL was fetched in several \

@@ -31,6 +31,8 @@ enum Teleport {
 /// Computes PageRank over the link graph, writes pagerank/ and the crawldb scores.
 #[derive(Debug, Parser)]
 #[command(
+    name = "pagerank",
+    version,
     about = "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
     long_about = "Builds the page graph (every crawldb URL and every URL that is a link \
 source or target; distinct links; self-links kept), runs PageRank by power iteration \

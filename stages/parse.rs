@@ -9,6 +9,8 @@ use trawl::stage::StageCtx;
 /// Parse a fetched segment.
 #[derive(Debug, Parser)]
 #[command(
+    name = "parse",
+    version,
     about = "Parse a fetched segment: text, metadata, outlinks, signatures",
     long_about = "Reads the segment's content/ and writes parse_text/ (visible and main text), \
 parse_data/ (title, charset, robots directives, outlinks, signatures, metadata) and crawl_parse/ \

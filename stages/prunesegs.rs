@@ -9,6 +9,8 @@ use trawl::tools::prunesegs::{self, PruneSegsOpts};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "prunesegs",
+    version,
     about = "Free disk: delete the content and parse_text of segments already applied",
     long_about = "Deletes the heavy datasets (content, parse_text) of segments whose data already \
 reached the crawldb and the linkdb (fetched, parsed, updatedb and linkdb ran on them), keeping \

@@ -9,6 +9,8 @@ use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "readdb",
+    version,
     about = "Read the crawldb: stats, one URL, dumps, top scores",
     long_about = "Streams the crawldb and prints, on stdout, one of: --stats (URLs by status, score \
 min/avg/max and quantiles, fetch_time range, interval/retry/depth distributions, host count; \

@@ -8,6 +8,8 @@ use trawl::tools::readlinkdb::{self, ReadLinkDbOpts};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "readlinkdb",
+    version,
     about = "Read the linkdb: one URL's inlinks, or a dump",
     long_about = "--url URL prints the URL's inlinks (url, from_url, anchor, segment) as JSON \
 lines, sorted by source, reading only the target host's partition; --dump prints every row as \

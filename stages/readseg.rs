@@ -9,6 +9,8 @@ use trawl::tools::readseg::{self, DumpOpts, ReadSegOpts};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "readseg",
+    version,
     about = "Read segments: list them, dump their datasets",
     long_about = "--list prints one line per segment (fetch-list size, crawl_fetch rows, rows per \
 fetch status, bytes of content, fetch time range, complete datasets); --json prints the same as \

@@ -16,6 +16,8 @@ enum Key {
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "repartition",
+    version,
     about = "Change the partition count or key of a crawl (crawldb, linkdb, pagerank, every segment)",
     long_about = "Rewrites every partitioned dataset of the crawl directory to --partitions \
 parts by --partition-key (host or registrable domain; each the crawl's when not given): the crawldb (a new version; crawldb/old keeps the previous one), the linkdb, pagerank/ and \

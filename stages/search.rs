@@ -10,6 +10,8 @@ use trawl::index::{Ranking, SearchRequest, Searcher};
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "search",
+    version,
     about = "Search the crawl's index: ranked results with snippets",
     long_about = "Prints the best pages for QUERY: words (all must match; when no page has them \
 all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, title:word. \

@@ -7,6 +7,8 @@ use trawl::stage::StageCtx;
 /// A round step: sitemaps from robots.txt (and /sitemap.xml when configured) into the crawldb.
 #[derive(Debug, Parser)]
 #[command(
+    name = "sitemap",
+    version,
     about = "Fetch sitemaps and merge their URLs into the crawldb",
     long_about = "Discovers sitemaps from the Sitemap: lines of the robots.txt files the fetcher \
 recorded (every segment's robots/ dataset), from /sitemap.xml of every known host when \

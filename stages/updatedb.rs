@@ -8,6 +8,8 @@ use trawl::stage::StageCtx;
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "updatedb",
+    version,
     about = "Merge fetched segments into the crawldb",
     long_about = "Applies the fetch outcomes (crawl_fetch) and parse results (crawl_parse: \
 signatures and outlinks) of segments to the crawldb through the crawldb state machine, adding \

@@ -8,6 +8,8 @@ use trawl::warc::WarcOpts;
 
 #[derive(Debug, Parser)]
 #[command(
+    name = "warc",
+    version,
     about = "Export a segment's content as gzipped WARC/1.1 files",
     long_about = "Reads the segment's content dataset (and crawl_generate, for the conditional \
 headers fetch sent) and writes <prefix>-<segment>-<NNNNN>.warc.gz files: each starts with a \

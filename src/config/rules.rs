@@ -203,6 +203,14 @@ const MAP_RULES: &[(&str, Rule, &str)] = &[("fetch.delays", closed(0.0, DAY), "s
 /// Sections whose keys are free (host patterns), not a fixed set.
 const FREE_MAPS: &[&str] = &["fetch.delays", "fetch.resolve"];
 
+/// `(map, entry)` when `section.rest` names an entry of a free map
+/// (`fetch.resolve.*.web.test` is entry `*.web.test` of `fetch.resolve`).
+pub(super) fn free_map_of<'a>(section: &str, rest: &'a str) -> Option<(&'a str, &'a str)> {
+    let (map, entry) = rest.split_once('.')?;
+    let full = format!("{section}.{map}");
+    (FREE_MAPS.contains(&full.as_str()) && !entry.is_empty()).then_some((map, entry))
+}
+
 impl Rule {
     /// Whether `v` satisfies the rule.
     fn accepts(self, v: &toml::Value) -> bool {

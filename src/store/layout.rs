@@ -200,6 +200,21 @@ impl CrawlDir {
         self.root.join(names::WARC)
     }
 
+    /// `crawl_journal.json`: the crawl driver's journal.
+    pub fn crawl_journal(&self) -> PathBuf {
+        self.root.join(names::CRAWL_JOURNAL)
+    }
+
+    /// `crawl.lock`: held by a running crawl driver.
+    pub fn crawl_lock(&self) -> PathBuf {
+        self.root.join(names::CRAWL_LOCK)
+    }
+
+    /// `STOP`: the file that stops a running crawl driver after its current stage.
+    pub fn stop_file(&self) -> PathBuf {
+        self.root.join(names::STOP)
+    }
+
     /// `robots_cache.json`: robots.txt rules kept between fetch runs.
     pub fn robots_cache(&self) -> PathBuf {
         self.root.join(names::ROBOTS_CACHE)

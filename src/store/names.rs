@@ -154,6 +154,14 @@ pub const JOBS: &str = "_jobs";
 pub const FETCH_STATE: &str = "fetch_state";
 /// `fetch.lease`: the lease of a partition being fetched ([`super::lease`]).
 pub const FETCH_LEASE: &str = "fetch.lease";
+/// `crawl_journal.json`: the crawl driver's journal (its run, the rounds done, the
+/// steps of the round in progress; `crate::driver::journal`).
+pub const CRAWL_JOURNAL: &str = "crawl_journal.json";
+/// `crawl.lock`: held by a running crawl driver.
+pub const CRAWL_LOCK: &str = "crawl.lock";
+/// `STOP`: created by the user to stop a running crawl driver after its current
+/// stage (Nutch's `.STOP`); the driver removes it.
+pub const STOP: &str = "STOP";
 
 #[cfg(test)]
 mod tests {

@@ -175,6 +175,8 @@ pub fn bin(name: &str) -> &'static str {
         "warc" => env!("CARGO_BIN_EXE_warc"),
         "index" => env!("CARGO_BIN_EXE_index"),
         "search" => env!("CARGO_BIN_EXE_search"),
+        "crawl" => env!("CARGO_BIN_EXE_crawl"),
+        "trawl" => env!("CARGO_BIN_EXE_trawl"),
         other => panic!("unknown binary {other}"),
     }
 }
@@ -190,6 +192,7 @@ pub fn stage_command(path: &str, crawl: &Path, config: &Path, args: &[&str]) -> 
         .args(args)
         .env_remove("TRAWL_CONFIG")
         .env_remove("TRAWL_CRAWL_DIR")
+        .env_remove("TRAWL_SET")
         .env("RUST_LOG", "warn");
     cmd
 }
@@ -461,4 +464,73 @@ pub fn summary_count(out: &str, stage: &str, key: &str) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// What each URL's crawldb status must be after each round, simulated from the site
+/// map alone: every known unfetched URL is fetched in the next round (the web is small
+/// enough that no cap binds); a 200 page's outlinks (unless the page is nofollow) become
+/// known with depth + 1 and a redirect's target with the redirect's own depth (it is the
+/// same page under a new name: docs/crawldb.md), unless deeper than `max_depth`.
+pub fn expected_rounds(
+    map: &testweb::SiteMap,
+    rounds: usize,
+    max_depth: u32,
+) -> Vec<BTreeMap<String, String>> {
+    let mut status: BTreeMap<String, String> = BTreeMap::new();
+    let mut depth: BTreeMap<String, u32> = BTreeMap::new();
+    for s in &map.seeds {
+        status.insert(s.clone(), "db_unfetched".into());
+        depth.insert(s.clone(), 0);
+    }
+    let mut out = Vec::new();
+    for _ in 0..rounds {
+        let due: Vec<String> = status
+            .iter()
+            .filter(|(_, st)| *st == "db_unfetched")
+            .map(|(u, _)| u.clone())
+            .collect();
+        let mut discovered = Vec::new();
+        for url in due {
+            let d = depth[&url];
+            let entry = map.get(&url);
+            let new_status = match entry {
+                None => "db_gone",
+                Some(e) if e.disallowed => "db_gone",
+                Some(e) => match e.status {
+                    200 => {
+                        if !e.nofollow {
+                            discovered.extend(e.outlinks.iter().map(|l| (l.clone(), d + 1)));
+                        }
+                        "db_fetched"
+                    }
+                    301 | 308 => {
+                        discovered.extend(e.redirect.iter().map(|l| (l.clone(), d)));
+                        "db_redir_perm"
+                    }
+                    302 | 303 | 307 => {
+                        discovered.extend(e.redirect.iter().map(|l| (l.clone(), d)));
+                        "db_redir_temp"
+                    }
+                    _ => "db_gone",
+                },
+            };
+            status.insert(url, new_status.into());
+        }
+        for (u, d) in discovered {
+            if d <= max_depth && !status.contains_key(&u) {
+                status.insert(u.clone(), "db_unfetched".into());
+                depth.insert(u, d);
+            }
+        }
+        out.push(status.clone());
+    }
+    out
+}
+
+pub fn counts(m: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut c = BTreeMap::new();
+    for s in m.values() {
+        *c.entry(s.clone()).or_insert(0) += 1;
+    }
+    c
 }

@@ -1,0 +1,649 @@
+//! `crawl`: the crawl driver, trawl's `bin/crawl`. Injects the seeds, then runs
+//! rounds of generate → fetch → parse → updatedb → linkdb → dedup → pagerank →
+//! sitemap → index in this one process, each stage through the same library call
+//! (and the same one-line summary) as its binary.
+//!
+//! Resumable: the segment steps (fetch to linkdb) are read off the crawl directory
+//! (a segment not fetched, not parsed, not applied to the crawldb or not inverted
+//! into the linkdb is finished before anything new is generated), and the round's
+//! later steps and the round count off the journal ([`journal`]). A driver killed
+//! at any point and rerun with the same arguments goes on where it was: no segment
+//! is fetched twice or skipped.
+//!
+//! Stops: after `--rounds` rounds; when nothing is due (or, with `--wait`, sleeps
+//! and tries again); when `<crawl>/STOP` appears (after the stage running then,
+//! the file is removed); on SIGINT/SIGTERM (the stage running then stops as it
+//! does alone, exit code 4); when fetch reached no server (the segment is applied,
+//! exit code 5).
+
+pub mod journal;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::cli::{CommonArgs, Exit, exit};
+use crate::error::{Error, Result};
+use crate::stage::{Report, StageCtx};
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::lock::Lock;
+use crate::store::names::{self, SegmentDataset};
+
+use journal::{InProgress, Journal, RoundRecord, Step};
+
+/// What `crawl` does (its flags; config overrides travel in [`CommonArgs::set`]).
+#[derive(Debug, Clone, Default)]
+pub struct CrawlOpts {
+    /// Seed files or directories to inject first (none: the crawl exists already).
+    pub seeds: Vec<PathBuf>,
+    /// Rounds to crawl.
+    pub rounds: usize,
+    /// When nothing is due: wait this long and try again instead of stopping.
+    pub wait: Option<Duration>,
+    /// Build the search index each round.
+    pub index: bool,
+    /// Mark duplicates each round.
+    pub dedup: bool,
+    /// The partitions asked for (`--num-tasks`): a new crawl gets them, an existing
+    /// crawl with another count is refused.
+    pub partitions: Option<usize>,
+}
+
+/// Why the driver stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Every round asked for is done.
+    RoundsDone,
+    /// generate found no URL due (and no `--wait`).
+    NothingDue,
+    /// `<crawl>/STOP` was found after a stage.
+    StopFile,
+    /// SIGINT or SIGTERM.
+    Interrupted(String),
+    /// fetch reached no server; the segment was applied.
+    Unreachable(String),
+}
+
+/// The driver's result: the rounds of this run and why it ended.
+#[derive(Debug, Clone)]
+pub struct CrawlReport {
+    /// Every finished round of the run (resumed runs include the earlier ones).
+    pub rounds: Vec<RoundRecord>,
+    /// Why it stopped.
+    pub ended: Ended,
+    /// Whether this invocation continued an earlier one.
+    pub resumed: bool,
+}
+
+impl fmt::Display for CrawlReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sum = |g: fn(&RoundRecord) -> u64| self.rounds.iter().map(g).sum::<u64>();
+        write!(
+            f,
+            "{} round(s){}: {} urls generated, {} fetched, {} failed, {} new urls; {}",
+            self.rounds.len(),
+            if self.resumed { " (resumed)" } else { "" },
+            sum(|r| r.urls),
+            sum(|r| r.fetched),
+            sum(|r| r.failed),
+            sum(|r| r.new_urls),
+            match &self.ended {
+                Ended::RoundsDone => "all rounds done".to_string(),
+                Ended::NothingDue => "stopped: no URL is due".to_string(),
+                Ended::StopFile => format!("stopped by the {} file (removed)", names::STOP),
+                Ended::Interrupted(s) => format!("interrupted by {s}"),
+                Ended::Unreachable(_) => "stopped: fetch reached no server".to_string(),
+            }
+        )
+    }
+}
+
+impl Report for CrawlReport {
+    const STAGE: &'static str = "crawl";
+
+    fn exit(&self) -> Option<Exit> {
+        match &self.ended {
+            Ended::Interrupted(s) => Some(Exit::new(
+                exit::INTERRUPTED,
+                format!(
+                    "crawl: interrupted by {s}; everything finished is written: rerun the same command to continue"
+                ),
+            )),
+            Ended::Unreachable(warning) => Some(Exit::new(
+                exit::UNREACHABLE,
+                format!("crawl: WARNING: {warning}"),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Runs the driver over the crawl directory of `common` (a local directory); returns
+/// the driver's context (for its summary line) with the report.
+pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlReport)> {
+    let ctx = StageCtx::from_args(common)?;
+    if ctx.is_remote() {
+        return Err(Error::input(
+            "--crawl-dir",
+            "crawl drives a local crawl directory; with an object-store crawl directory run \
+             the stages one by one, or the Spark driver (docs/cluster.md)",
+        ));
+    }
+    let root = ctx.root().to_path_buf();
+    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    let dir = CrawlDir::new(&root);
+    let _lock = Lock::acquire(&dir.crawl_lock(), "crawl")?;
+    let stop = dir.stop_file();
+    if stop.exists() {
+        tracing::warn!(
+            "{} was there before this crawl started: removed (it stops a running crawl)",
+            stop.display()
+        );
+        std::fs::remove_file(&stop).map_err(|e| Error::io(&stop, e))?;
+    }
+    if let (Some(want), true) = (
+        opts.partitions,
+        crate::store::parquet::dataset_complete(&dir.crawldb_current()),
+    ) {
+        let have = dir.crawldb_meta()?.partitions;
+        if have != want {
+            return Err(Error::input(
+                "--num-tasks",
+                format!(
+                    "the crawl in {} has {have} partitions, not {want}: drop --num-tasks, or run `repartition --partitions {want}` first",
+                    root.display()
+                ),
+            ));
+        }
+    }
+    if opts.seeds.is_empty() && !crate::store::parquet::dataset_complete(&dir.crawldb_current()) {
+        return Err(Error::input(
+            "--seeds",
+            format!(
+                "{} has no crawldb yet: give --seeds PATH (a seed file or a directory of them)",
+                root.display()
+            ),
+        ));
+    }
+    let jpath = dir.crawl_journal();
+    let key = run_key(common, opts);
+    let (mut j, resumed) = match Journal::load(&jpath)? {
+        Some(j) if j.run_key == key && j.ended.is_none() => {
+            tracing::info!(
+                "continuing the crawl started at {} ({} of {} rounds done{})",
+                crate::datum::format_millis(j.started_ms),
+                j.rounds.len(),
+                opts.rounds,
+                j.current.as_ref().map_or(String::new(), |c| format!(
+                    ", round {} in progress",
+                    c.round
+                ))
+            );
+            (j, true)
+        }
+        _ => (Journal::new(key), false),
+    };
+    let mut driver = Driver {
+        common,
+        opts,
+        root,
+        stop,
+        jpath,
+    };
+    let ended = driver.drive(&mut j)?;
+    // A run stopped by STOP, a signal or a dead network is continued by a rerun; one
+    // that did its rounds or ran out of due URLs is over (a rerun starts a new run).
+    if matches!(ended, Ended::RoundsDone | Ended::NothingDue) {
+        j.ended = Some(
+            match ended {
+                Ended::RoundsDone => "all rounds done",
+                _ => "no URL due",
+            }
+            .to_string(),
+        );
+    }
+    j.save(&driver.jpath)?;
+    let report = CrawlReport {
+        rounds: j.rounds,
+        ended,
+        resumed,
+    };
+    Ok((ctx, report))
+}
+
+/// What identifies a run: the seeds and the number of rounds.
+fn run_key(common: &CommonArgs, opts: &CrawlOpts) -> String {
+    let mut h = blake3::Hasher::new();
+    for s in &opts.seeds {
+        let p = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
+        h.update(p.to_string_lossy().as_bytes());
+        h.update(b"\0");
+    }
+    h.update(format!("rounds={}", opts.rounds).as_bytes());
+    for s in &common.set {
+        h.update(s.as_bytes());
+        h.update(b"\0");
+    }
+    h.finalize().to_hex()[..16].to_string()
+}
+
+/// What a segment still needs.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Needs {
+    fetch: bool,
+    parse: bool,
+    updatedb: bool,
+    linkdb: bool,
+}
+
+impl Needs {
+    fn any(self) -> bool {
+        self.fetch || self.parse || self.updatedb || self.linkdb
+    }
+}
+
+struct Driver<'a> {
+    common: &'a CommonArgs,
+    opts: &'a CrawlOpts,
+    root: PathBuf,
+    stop: PathBuf,
+    jpath: PathBuf,
+}
+
+/// A reason to stop between two steps.
+enum Halt {
+    Stop(Ended),
+}
+
+type Flow = std::result::Result<(), Halt>;
+
+impl Driver<'_> {
+    fn drive(&mut self, j: &mut Journal) -> Result<Ended> {
+        if !self.opts.seeds.is_empty() && !j.injected {
+            self.inject()?;
+            j.injected = true;
+            j.save(&self.jpath)?;
+        }
+        if let Err(Halt::Stop(e)) = self.between() {
+            return Ok(e);
+        }
+        loop {
+            if j.current.is_none() {
+                if j.rounds.len() >= self.opts.rounds {
+                    return Ok(Ended::RoundsDone);
+                }
+                let n = j.rounds.len() + 1;
+                j.current = Some(InProgress {
+                    round: n,
+                    record: RoundRecord {
+                        round: n,
+                        ..Default::default()
+                    },
+                    done: Vec::new(),
+                });
+                j.save(&self.jpath)?;
+            }
+            match self.round(j)? {
+                Ok(()) => {}
+                Err(Halt::Stop(Ended::NothingDue)) => {
+                    // The round did not start: forget it.
+                    j.current = None;
+                    j.save(&self.jpath)?;
+                    match self.opts.wait {
+                        Some(w) => {
+                            tracing::info!(
+                                "crawl: no URL is due; waiting {}s (--wait) before generating again",
+                                w.as_secs_f64()
+                            );
+                            if let Err(Halt::Stop(e)) = self.wait(w) {
+                                return Ok(e);
+                            }
+                        }
+                        None => return Ok(Ended::NothingDue),
+                    }
+                }
+                Err(Halt::Stop(e)) => return Ok(e),
+            }
+        }
+    }
+
+    /// Sleeps `d` in short steps, watching for the STOP file and signals.
+    fn wait(&self, d: Duration) -> Flow {
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            crate::signal::sleep(Duration::from_millis(200).min(end - Instant::now()));
+            self.between()?;
+        }
+        Ok(())
+    }
+
+    /// Between two steps: stop on a signal or on the STOP file.
+    fn between(&self) -> Flow {
+        if let Some(s) = crate::signal::received() {
+            return Err(Halt::Stop(Ended::Interrupted(s.to_string())));
+        }
+        if self.stop.exists() {
+            let _ = std::fs::remove_file(&self.stop);
+            return Err(Halt::Stop(Ended::StopFile));
+        }
+        Ok(())
+    }
+
+    /// One round (or the rest of the round in progress).
+    fn round(&mut self, j: &mut Journal) -> Result<Flow> {
+        let started = Instant::now();
+        let Some(cur) = j.current.clone() else {
+            return Ok(Ok(()));
+        };
+        let n = cur.round;
+        let total = self.opts.rounds;
+        let mut cur = cur;
+        // The segment steps: pending segments first (a round killed half-way, or
+        // segments made by hand), else a new fetch list.
+        let mut pending = self.pending()?;
+        if pending.is_empty() && cur.done.is_empty() && cur.record.segments.is_empty() {
+            eprintln!("crawl: round {n}/{total}: generate");
+            match self.generate()? {
+                None => return Ok(Err(Halt::Stop(Ended::NothingDue))),
+                Some((segs, urls)) => {
+                    cur.record.urls = urls;
+                    cur.record.segments = segs.iter().map(|s| s.name().to_string()).collect();
+                    j.current = Some(cur.clone());
+                    j.save(&self.jpath)?;
+                }
+            }
+            if let Err(h) = self.between() {
+                return Ok(Err(h));
+            }
+            pending = self.pending()?;
+        }
+        for (seg, needs) in pending {
+            if !cur.record.segments.iter().any(|s| s == seg.name()) {
+                cur.record.segments.push(seg.name().to_string());
+            }
+            match self.segment(&seg, needs, &mut cur.record)? {
+                Ok(()) => {}
+                Err(h) => {
+                    j.current = Some(cur);
+                    j.save(&self.jpath)?;
+                    return Ok(Err(h));
+                }
+            }
+            j.current = Some(cur.clone());
+            j.save(&self.jpath)?;
+        }
+        // The round's steps over the whole crawl.
+        let mut steps = Vec::new();
+        if self.opts.dedup {
+            steps.push(Step::Dedup);
+        }
+        steps.push(Step::Pagerank);
+        steps.push(Step::Sitemap);
+        if self.opts.index {
+            steps.push(Step::Index);
+        }
+        for step in steps {
+            if cur.done.contains(&step) {
+                continue;
+            }
+            cur.record.new_urls += self.global(step)?;
+            cur.done.push(step);
+            j.current = Some(cur.clone());
+            j.save(&self.jpath)?;
+            if let Err(h) = self.between() {
+                return Ok(Err(h));
+            }
+        }
+        cur.record.secs += started.elapsed().as_secs_f64();
+        let r = &cur.record;
+        eprintln!(
+            "crawl: round {n}/{total} done: {} urls in {} segment(s), {} fetched, {} failed, {} new urls in {:.2}s",
+            r.urls,
+            r.segments.len(),
+            r.fetched,
+            r.failed,
+            r.new_urls,
+            r.secs
+        );
+        j.rounds.push(cur.record);
+        j.current = None;
+        j.save(&self.jpath)?;
+        Ok(Ok(()))
+    }
+
+    /// The segments not yet fetched, parsed, applied or inverted, oldest first.
+    fn pending(&self) -> Result<Vec<(Segment, Needs)>> {
+        let dir = CrawlDir::open_for_segments(&self.root)?;
+        let meta = dir.crawldb_meta()?;
+        let inverted = crate::graph::linkdb::read_meta(&dir)?.map(|m| m.inverted_segments);
+        let mut out = Vec::new();
+        for seg in dir.segments()? {
+            let name = seg.name().to_string();
+            let needs = Needs {
+                fetch: !seg.has(SegmentDataset::CrawlFetch),
+                parse: !seg.has(SegmentDataset::ParseData) || !seg.has(SegmentDataset::CrawlParse),
+                updatedb: !meta.is_applied(&name),
+                linkdb: !inverted.as_ref().is_some_and(|l| l.contains(&name)),
+            };
+            if !needs.any() {
+                continue;
+            }
+            if needs.fetch && !seg.has(SegmentDataset::CrawlGenerate) {
+                tracing::warn!(
+                    "segment {name} has neither a complete crawl_generate nor crawl_fetch: left alone"
+                );
+                continue;
+            }
+            if !needs.updatedb && !needs.fetch && needs.parse {
+                // Applied, its parse pruned (prunesegs): nothing left to do with it.
+                continue;
+            }
+            out.push((seg, needs));
+        }
+        Ok(out)
+    }
+
+    fn ctx(&self) -> Result<StageCtx> {
+        StageCtx::from_args(self.common)
+    }
+
+    /// Runs a stage (its one-line summary printed); `Some(exit)` when it ended with a
+    /// non-zero outcome although its work was done.
+    fn stage<R: Report>(
+        &self,
+        work: impl FnOnce(&StageCtx) -> Result<R>,
+    ) -> Result<(R, Option<Exit>)> {
+        let ctx = self.ctx()?;
+        let report = work(&ctx)?;
+        let exit = ctx.finish(&report).err();
+        Ok((report, exit))
+    }
+
+    fn inject(&self) -> Result<()> {
+        let inputs = crate::crawldb::inject::expand_inputs(&self.opts.seeds)?;
+        let opts = crate::crawldb::inject::InjectOpts { inputs };
+        self.stage(|ctx| crate::crawldb::inject::run(ctx, &opts, &mut |r| eprintln!("{r}")))?;
+        Ok(())
+    }
+
+    /// The new fetch list(s), or `None` when nothing is due.
+    fn generate(&self) -> Result<Option<(Vec<Segment>, u64)>> {
+        let (report, exit) = self.stage(|ctx| {
+            let opts = crate::crawldb::generate::GenerateOpts::from_config(ctx.config());
+            crate::crawldb::generate::run(ctx, &opts)
+        })?;
+        if exit.as_ref().is_some_and(|e| e.code == exit::NOTHING_DUE) {
+            return Ok(None);
+        }
+        let dir = CrawlDir::open_for_segments(&self.root)?;
+        let segs = report
+            .segments
+            .iter()
+            .map(|p| dir.segment(p))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some((segs, report.urls.iter().sum())))
+    }
+
+    /// The steps `seg` still needs, in order.
+    fn segment(&self, seg: &Segment, needs: Needs, rec: &mut RoundRecord) -> Result<Flow> {
+        let path = Some(seg.path().to_path_buf());
+        let mut unreachable = None;
+        if needs.fetch {
+            let opts = crate::fetch::FetchOpts {
+                segment: path.clone(),
+            };
+            let (r, exit) = self.stage(|ctx| crate::fetch::run(ctx, &opts))?;
+            let ok = |s: crate::datum::FetchStatus| r.stats.by_status.get(s.as_str()).copied();
+            let fetched = ok(crate::datum::FetchStatus::FetchSuccess).unwrap_or(0)
+                + ok(crate::datum::FetchStatus::FetchNotmodified).unwrap_or(0);
+            let redirects = ok(crate::datum::FetchStatus::FetchRedirTemp).unwrap_or(0)
+                + ok(crate::datum::FetchStatus::FetchRedirPerm).unwrap_or(0);
+            rec.fetched += fetched;
+            rec.failed += r.stats.rows.saturating_sub(fetched + redirects);
+            match exit {
+                Some(e) if e.code == exit::INTERRUPTED => {
+                    eprintln!("{}", e.message);
+                    return Ok(Err(Halt::Stop(Ended::Interrupted(
+                        r.interrupted.unwrap_or("a signal").to_string(),
+                    ))));
+                }
+                Some(e) if e.code == exit::UNREACHABLE => unreachable = Some(e.message),
+                Some(e) => eprintln!("{}", e.message),
+                None => {}
+            }
+            if unreachable.is_none()
+                && let Err(h) = self.between()
+            {
+                return Ok(Err(h));
+            }
+        }
+        if needs.parse {
+            let opts = crate::parse::ParseOpts {
+                segment: path.clone(),
+                reparse: false,
+            };
+            self.stage(|ctx| crate::parse::run(ctx, &opts))?;
+            if unreachable.is_none()
+                && let Err(h) = self.between()
+            {
+                return Ok(Err(h));
+            }
+        }
+        if needs.updatedb {
+            let opts = crate::crawldb::updatedb::UpdateOpts {
+                segments: vec![seg.path().to_path_buf()],
+                no_parse: false,
+            };
+            let (r, _) = self.stage(|ctx| crate::crawldb::updatedb::run(ctx, &opts))?;
+            rec.new_urls += r.added;
+            if unreachable.is_none()
+                && let Err(h) = self.between()
+            {
+                return Ok(Err(h));
+            }
+        }
+        if needs.linkdb {
+            let opts = crate::graph::linkdb::LinkDbOpts {
+                segments: crate::graph::linkdb::SegmentChoice::Given(vec![
+                    seg.path().to_path_buf(),
+                ]),
+            };
+            self.stage(|ctx| crate::graph::linkdb::run(ctx, &opts))?;
+        }
+        if let Some(w) = unreachable {
+            let w = w.strip_prefix("fetch: WARNING: ").unwrap_or(&w).to_string();
+            return Ok(Err(Halt::Stop(Ended::Unreachable(w))));
+        }
+        Ok(self.between())
+    }
+
+    /// A step over the whole crawl; returns the URLs it added to the crawldb.
+    fn global(&self, step: Step) -> Result<u64> {
+        match step {
+            Step::Dedup => {
+                let opts = crate::dedup::DedupOpts {
+                    near: false,
+                    max_distance: 3,
+                    pass: None,
+                };
+                self.stage(|ctx| crate::dedup::run(ctx, &opts))?;
+            }
+            Step::Pagerank => {
+                let opts = crate::graph::stage::PageRankOpts { pass: None };
+                self.stage(|ctx| crate::graph::stage::run(ctx, &opts))?;
+            }
+            Step::Sitemap => {
+                let opts = crate::sitemaps::SitemapOpts::default();
+                let (r, _) = self.stage(|ctx| {
+                    let r = crate::sitemaps::run(ctx, &opts)?;
+                    crate::sitemaps::print_problems(&r);
+                    Ok(r)
+                })?;
+                return Ok(r.urls_added);
+            }
+            Step::Index => {
+                let opts = crate::index::build::IndexOpts {
+                    full: false,
+                    index_dir: None,
+                };
+                self.stage(|ctx| crate::index::build::run(ctx, &opts))?;
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// Parses a duration: a number with an optional unit `s`, `m`, `h` or `d`; a bare
+/// number is in `default_unit` (Nutch's `--wait` counts seconds, its
+/// `--time-limit-fetch` minutes).
+pub fn parse_duration(s: &str, default_unit: char) -> std::result::Result<Duration, String> {
+    let t = s.trim();
+    let (num, unit) = match t.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => (&t[..t.len() - 1], c.to_ascii_lowercase()),
+        _ => (t, default_unit),
+    };
+    let secs_per = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86_400.0,
+        _ => return Err(format!("{s:?}: the unit must be s, m, h or d")),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => {
+            Duration::try_from_secs_f64(n * secs_per).map_err(|e| format!("{s:?}: {e}"))
+        }
+        _ => Err(format!(
+            "{s:?}: expected a number >= 0 with an optional unit s, m, h or d (e.g. 30s, 90m, 2h)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units_and_a_default() {
+        assert_eq!(parse_duration("90", 's').unwrap(), Duration::from_secs(90));
+        assert_eq!(
+            parse_duration("90", 'm').unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_duration("2h", 's').unwrap(),
+            Duration::from_secs(7200)
+        );
+        assert_eq!(
+            parse_duration("1.5m", 's').unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse_duration("1d", 's').unwrap(),
+            Duration::from_secs(86_400)
+        );
+        assert!(parse_duration("-1", 's').is_err());
+        assert!(parse_duration("5x", 's').unwrap_err().contains("unit"));
+        assert!(parse_duration("soon", 's').is_err());
+    }
+}

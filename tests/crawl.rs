@@ -1,0 +1,505 @@
+//! The crawl driver (`crawl`) through its binary against the local test web: rounds
+//! until nothing is due, checked against the web's site map and its request log;
+//! resume after kill -9 at two points; the STOP file and --wait; and the `trawl`
+//! umbrella with `--version` and `--set`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const WEB: &[&str] = &["--seed", "7", "--hosts", "10", "--pages", "12"];
+const DELAY_MS: i64 = 150;
+const MAX_DEPTH: u32 = 2;
+
+/// A crawl of the test web: its directory, config and seed file.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    crawl: PathBuf,
+    config: PathBuf,
+    seeds: PathBuf,
+    map: testweb::SiteMap,
+    web: TestWeb,
+}
+
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let map = site_map(&dir, WEB);
+    let web = TestWeb::start(&dir, WEB);
+    let config = write_config(
+        &dir,
+        &web.addr,
+        DELAY_MS as f64 / 1000.0,
+        &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
+    );
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    Setup {
+        crawl: dir.join("crawl"),
+        _tmp: tmp,
+        dir,
+        config,
+        seeds,
+        map,
+        web,
+    }
+}
+
+impl Setup {
+    fn crawl_cmd(&self, args: &[&str]) -> Command {
+        let mut all = vec!["--seeds", self.seeds.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let mut cmd = stage_command(bin("crawl"), &self.crawl, &self.config, &all);
+        cmd.env("RUST_LOG", "info");
+        cmd
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.crawl_cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn journal(&self) -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(self.crawl.join("crawl_journal.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// The crawldb's statuses with db_duplicate read as db_fetched (dedup marks one
+    /// page of each copy pair; the site-map simulation knows fetches only).
+    fn statuses(&self) -> BTreeMap<String, String> {
+        crawldb_statuses(&self.crawl)
+            .into_iter()
+            .map(|(u, s)| {
+                let s = if s == "db_duplicate" {
+                    "db_fetched".to_string()
+                } else {
+                    s
+                };
+                (u, s)
+            })
+            .collect()
+    }
+
+    fn segments(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.crawl.join("segments"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Every segment fetched, applied and inverted once, and no URL fetched in two
+    /// segments (no fetch list was fetched twice or generated twice).
+    fn assert_segments_complete(&self, rounds: usize) {
+        let segs = self.segments();
+        assert_eq!(segs.len(), rounds, "one segment per round: {segs:?}");
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(self.crawl.join("crawldb/current/_meta.json")).unwrap(),
+        )
+        .unwrap();
+        let applied: Vec<&str> = meta["applied_segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let linkdb: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(self.crawl.join("linkdb/current/_meta.json")).unwrap(),
+        )
+        .unwrap();
+        let inverted: Vec<&str> = linkdb["inverted_segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let mut seen = BTreeMap::new();
+        for s in &segs {
+            let name = s.file_name().unwrap().to_str().unwrap();
+            assert_eq!(
+                applied.iter().filter(|a| **a == name).count(),
+                1,
+                "{name} applied once"
+            );
+            assert!(inverted.contains(&name), "{name} inverted into the linkdb");
+            for url in fetch_rows(s.to_str().unwrap()).into_keys() {
+                if let Some(other) = seen.insert(url.clone(), name.to_string()) {
+                    panic!("{url} fetched in {other} and again in {name}");
+                }
+            }
+        }
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill9(child: &mut Child) {
+    Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = child.wait();
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn rounds_until_nothing_is_due_match_the_site_map() {
+    let s = setup();
+    let out = s.crawl_cmd(&["--rounds", "10"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "crawl failed:\n{err}");
+    // Three rounds reach every URL within depth 2; the fourth finds nothing due.
+    let expected = expected_rounds(&s.map, 3, MAX_DEPTH);
+    let last = expected.last().unwrap();
+    assert!(last.values().all(|st| st != "db_unfetched"));
+    assert_eq!(s.statuses(), *last, "crawldb after the crawl");
+    let summary = err.lines().last().unwrap();
+    assert!(
+        summary.starts_with("crawl: 3 round(s): ") && summary.contains("stopped: no URL is due"),
+        "{summary}"
+    );
+    for n in 1..=3 {
+        assert!(
+            err.contains(&format!("crawl: round {n}/10 done: ")),
+            "{err}"
+        );
+    }
+    // Every stage ran and said so, once per round.
+    for stage in [
+        "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap", "index",
+    ] {
+        let lines = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("{stage}: ")))
+            .count();
+        let want = if stage == "generate" { 4 } else { 3 };
+        assert_eq!(lines, want, "{stage} summary lines in\n{err}");
+    }
+    s.assert_segments_complete(3);
+    // dedup ran: the web's copy pairs left db_duplicate rows.
+    assert!(
+        crawldb_statuses(&s.crawl)
+            .values()
+            .any(|v| v == "db_duplicate")
+    );
+    // pagerank and index ran: a PageRank dataset and a searchable index.
+    assert!(s.crawl.join("pagerank/_SUCCESS").exists() || s.crawl.join("pagerank").is_dir());
+    let hits = run_ok("search", &s.crawl, &s.config, &["--json", "page"]);
+    assert!(
+        !hit_urls(&serde_json::from_str(&hits).unwrap()).is_empty(),
+        "{hits}"
+    );
+    let j = s.journal().unwrap();
+    assert_eq!(j["rounds"].as_array().unwrap().len(), 3);
+    assert_eq!(j["ended"], "no URL due");
+
+    // The same command again: the run is over, a new one finds nothing due.
+    let out = s.crawl_cmd(&["--rounds", "10"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .starts_with("crawl: 0 round(s): "),
+        "{err}"
+    );
+    assert!(
+        err.contains("inject: injected 0, already known 2,"),
+        "a new run injects its seeds again, all known: {err}"
+    );
+    assert_eq!(s.segments().len(), 3, "no new segment");
+
+    // Server side: robots.txt obeyed, politeness delay held across the rounds.
+    let log = s.web.stop();
+    assert_polite(&log, &s.map, DELAY_MS);
+    let _ = &s.dir;
+}
+
+#[test]
+fn a_crawl_killed_anywhere_resumes_where_it_was() {
+    let s = setup();
+    // Killed while round 2 fetches.
+    let mut child = s.spawn(&["--rounds", "3"]);
+    wait_until("round 2 has its fetch list", || {
+        s.journal().is_some_and(|j| {
+            j["current"]["round"] == 2
+                && !j["current"]["record"]["segments"]
+                    .as_array()
+                    .unwrap()
+                    .is_empty()
+        })
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    kill9(&mut child);
+    let fetched_before = s
+        .segments()
+        .iter()
+        .filter(|p| p.join("crawl_fetch").is_dir())
+        .count();
+    assert_eq!(fetched_before, 1, "killed during round 2's fetch");
+    // Killed again between round 3's steps (after dedup, before pagerank finished).
+    let mut child = s.spawn(&["--rounds", "3"]);
+    wait_until("round 3 has deduplicated", || {
+        s.journal().is_some_and(|j| {
+            j["current"]["round"] == 3
+                && j["current"]["done"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().any(|x| x == "dedup"))
+        })
+    });
+    kill9(&mut child);
+    // The rest.
+    let out = s.crawl_cmd(&["--rounds", "3"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let summary = err.lines().last().unwrap();
+    assert!(
+        summary.starts_with("crawl: 3 round(s) (resumed): ") && summary.contains("all rounds done"),
+        "{summary}"
+    );
+    assert!(
+        !err.contains("generate: "),
+        "nothing generated by the last run: {err}"
+    );
+    assert!(
+        !err.contains("dedup: "),
+        "round 3's dedup not run again: {err}"
+    );
+    assert!(err.contains("pagerank: "), "{err}");
+    let expected = expected_rounds(&s.map, 3, MAX_DEPTH);
+    assert_eq!(
+        s.statuses(),
+        *expected.last().unwrap(),
+        "crawldb after the crawl"
+    );
+    s.assert_segments_complete(3);
+    let log = s.web.stop();
+    assert_polite(&log, &s.map, DELAY_MS);
+}
+
+#[test]
+fn the_stop_file_stops_after_the_stage_and_wait_waits() {
+    let s = setup();
+    let stop = s.crawl.join("STOP");
+    let mut child = s.spawn(&["--rounds", "5", "--wait", "1s"]);
+    wait_until("round 1 has its fetch list", || {
+        s.journal().is_some_and(|j| {
+            !j["current"]["record"]["segments"]
+                .as_array()
+                .is_none_or(|a| a.is_empty())
+        })
+    });
+    std::fs::write(&stop, "").unwrap();
+    let out = finish(child);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .contains("stopped by the STOP file (removed)"),
+        "{err}"
+    );
+    assert!(!stop.exists(), "the STOP file is removed");
+    // The stage running then finished: the segment is fetched (a complete crawl_fetch).
+    let segs = s.segments();
+    assert_eq!(segs.len(), 1);
+    assert!(segs[0].join("crawl_fetch/_SUCCESS").exists(), "{err}");
+    assert!(
+        !err.contains("updatedb: "),
+        "stopped before updatedb: {err}"
+    );
+
+    // Rerun: continues round 1, crawls to the end of the web, then waits; STOP again.
+    child = s.spawn(&["--rounds", "5", "--wait", "1s"]);
+    wait_until("three rounds are done", || {
+        s.journal()
+            .is_some_and(|j| j["rounds"].as_array().unwrap().len() == 3 && j["current"].is_null())
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write(&stop, "").unwrap();
+    let out = finish(child);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(resumed)"), "{err}");
+    assert!(err.contains("no URL is due; waiting 1s (--wait)"), "{err}");
+    let expected = expected_rounds(&s.map, 3, MAX_DEPTH);
+    assert_eq!(s.statuses(), *expected.last().unwrap());
+    s.assert_segments_complete(3);
+}
+
+#[test]
+fn crawl_refuses_bad_arguments_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let crawl = tmp.path().join("crawl");
+    let config = write_config(tmp.path(), "127.0.0.1:9", 0.1, "");
+    let out = run("crawl", &crawl, &config, &["--rounds", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("has no crawldb yet: give --seeds PATH"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        "crawl",
+        &crawl,
+        &config,
+        &["--rounds", "2", "--time-limit-fetch", "5x"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("the unit must be s, m, h or d"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run("crawl", &crawl, &config, &["--rounds", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The `[[bin]]` names of Cargo.toml.
+fn cargo_bins() -> Vec<String> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = toml::from_str(&text).unwrap();
+    manifest["bin"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_trawl_command_runs_every_stage_with_version_and_set() {
+    // `trawl --help` lists every binary, one line each.
+    let out = Command::new(bin("trawl")).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut bins = cargo_bins();
+    bins.retain(|b| b != "trawl");
+    let listed: Vec<&str> = trawl::cli::COMMANDS.iter().map(|(n, _)| *n).collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    bins.sort();
+    assert_eq!(sorted, bins, "trawl's command list = the stage binaries");
+    for name in &listed {
+        assert!(
+            help.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{name} "))),
+            "{name} listed in\n{help}"
+        );
+    }
+    // --version on the umbrella and on every stage through it.
+    let version = env!("CARGO_PKG_VERSION");
+    let out = Command::new(bin("trawl"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("trawl {version}")
+    );
+    for name in &listed {
+        let out = Command::new(bin("trawl"))
+            .args([name, "--version"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name} --version");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{name} {version}"),
+            "{name} --version"
+        );
+    }
+    let out = Command::new(bin("trawl")).arg("fecth").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown command `fecth`"),
+        "{}",
+        stderr(&out)
+    );
+
+    // --set overrides the config file for any stage, through trawl.
+    let tmp = tempfile::tempdir().unwrap();
+    let crawl = tmp.path().join("crawl");
+    let config = write_config(tmp.path(), "127.0.0.1:9", 0.1, "[generate]\ntop_n = 100\n");
+    let seeds = tmp.path().join("seeds.txt");
+    let urls: Vec<String> = (0..8).map(|i| format!("http://h{i}.web.test/")).collect();
+    std::fs::write(&seeds, urls.join("\n")).unwrap();
+    let trawl_cmd = |args: &[&str]| {
+        let mut cmd = Command::new(bin("trawl"));
+        cmd.args(&args[..1])
+            .arg("--crawl-dir")
+            .arg(&crawl)
+            .arg("--config")
+            .arg(&config)
+            .args(&args[1..])
+            .env("RUST_LOG", "warn");
+        cmd.output().unwrap()
+    };
+    let out = trawl_cmd(&[
+        "inject",
+        "--set",
+        "crawl.partitions=3",
+        seeds.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("inject: "), "{}", stderr(&out));
+    let meta = std::fs::read_to_string(crawl.join("crawldb/current/_meta.json")).unwrap();
+    assert!(meta.contains("\"partitions\": 3"), "{meta}");
+    let out = trawl_cmd(&["generate", "--set", "generate.top_n=5"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let segment = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let rows: Vec<trawl::CrawlDatum> =
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
+    assert_eq!(rows.len(), 5, "--set generate.top_n=5 over the file's 100");
+    for (set, says) in [
+        (
+            "fetch.dealy=1",
+            "unknown key fetch.dealy; did you mean fetch.delay?",
+        ),
+        ("generate.top_n=-5", "generate.top_n = -5"),
+        ("topn=5", "names no key: write section.key"),
+        ("generate.top_n", "expected KEY=VALUE"),
+    ] {
+        let out = trawl_cmd(&["readdb", "--set", set, "--stats"]);
+        assert_eq!(out.status.code(), Some(1), "--set {set}");
+        assert!(stderr(&out).contains(says), "--set {set}: {}", stderr(&out));
+    }
+    // A free map's entry.
+    let out = trawl_cmd(&[
+        "readdb",
+        "--set",
+        "fetch.resolve.*.example=127.0.0.1:1",
+        "--stats",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
