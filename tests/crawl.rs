@@ -503,3 +503,25 @@ fn the_trawl_command_runs_every_stage_with_version_and_set() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn a_busy_port_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(tmp.path(), WEB);
+    let out = Command::new(bin("testweb"))
+        .args(["serve", "--addr", &web.addr])
+        .args(WEB)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("cannot bind {}", web.addr))
+            && err.contains("another process listens there")
+            && err.contains("--addr"),
+        "{err}"
+    );
+    assert!(!err.contains("backtrace"), "no backtrace: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -126,7 +126,18 @@ struct OutArgs {
 
 trawl::global_allocator!();
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The causes on one line, no backtrace: every error says what to do.
+            eprintln!("testweb: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     cli::init_logging();
     let started = Instant::now();
     match Cli::parse().cmd {

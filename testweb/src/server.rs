@@ -574,7 +574,7 @@ pub fn serve_until_signal(
         let mut int = sig(SignalKind::interrupt(), "SIGINT")?;
         let listener = TcpListener::bind(addr)
             .await
-            .map_err(|e| Error::Net(format!("cannot bind {addr}: {e}")))?;
+            .map_err(|e| bind_error(addr, e))?;
         let bound = listener
             .local_addr()
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
@@ -641,7 +641,7 @@ impl RunningServer {
             .map_err(|e| Error::Net(format!("cannot start a runtime: {e}")))?;
         let listener = rt
             .block_on(TcpListener::bind(addr))
-            .map_err(|e| Error::Net(format!("cannot bind {addr}: {e}")))?;
+            .map_err(|e| bind_error(addr, e))?;
         let addr = listener
             .local_addr()
             .map_err(|e| Error::Net(format!("bound address: {e}")))?;
@@ -685,6 +685,18 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// The error of a failed bind, saying what to do when the address is taken.
+fn bind_error(addr: SocketAddr, e: std::io::Error) -> Error {
+    let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+        ": another process listens there (an earlier `testweb serve`, `make web` or \
+         `make demo`?): stop it, or serve on another address with --addr (make web \
+         WEB_ADDR=IP:PORT; the crawl then needs that address in fetch.resolve)"
+    } else {
+        ""
+    };
+    Error::Net(format!("cannot bind {addr}: {e}{hint}"))
 }
 
 #[cfg(test)]
