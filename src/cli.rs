@@ -74,6 +74,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("search", "Search the crawl's index, or serve a search page"),
     (
+        "check",
+        "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
+    ),
+    (
         "readdb",
         "Read the crawldb: stats, one URL, dumps, top scores",
     ),

@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod crawldb;

@@ -525,3 +525,196 @@ fn a_busy_port_is_one_clear_line() {
     assert!(!err.contains("backtrace"), "no backtrace: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `check url`, `check robots` and `check normalize` against the test web's site map
+/// and request log.
+#[test]
+fn the_checkers_agree_with_the_site_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(dir, &web.addr, 0.05, "");
+    let check = |args: &[&str]| {
+        let mut cmd = Command::new(bin("check"));
+        cmd.arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .env_remove("TRAWL_SET");
+        cmd.output().unwrap()
+    };
+    let json = |out: &Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(out)))
+    };
+
+    // A page: its title and outlinks as the site map has them.
+    let (page, entry) = map
+        .urls
+        .iter()
+        .filter(|(_, e)| {
+            e.status == 200
+                && !e.disallowed
+                && e.content_type.starts_with("text/html")
+                && e.outlinks.len() >= 3
+                && e.title.is_some()
+        })
+        .max_by_key(|(_, e)| e.outlinks.len())
+        .unwrap();
+    let out = check(&["--json", "url", page, "--outlinks", "10000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&out);
+    assert_eq!(r["normalized"], page.as_str());
+    assert_eq!(r["robots"]["allowed"], true);
+    assert_eq!(r["response"]["status"], 200);
+    assert_eq!(r["parse"]["status"], "parse_success");
+    assert_eq!(r["parse"]["title"].as_str(), entry.title.as_deref());
+    let links: std::collections::BTreeSet<&str> = r["parse"]["outlinks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["url"].as_str().unwrap())
+        .collect();
+    let want: std::collections::BTreeSet<&str> =
+        entry.outlinks.iter().map(String::as_str).collect();
+    assert_eq!(links, want, "outlinks of {page}");
+    assert!(stderr(&out).starts_with("check url: "), "{}", stderr(&out));
+    // The text form names every part.
+    let out = check(&["url", page, "--outlinks", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for label in [
+        "normalized",
+        "robots.txt",
+        "robots ",
+        "request",
+        "response",
+        "charset",
+        "title",
+        "signature",
+        "main text",
+        "outlinks",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(label)),
+            "{label} in\n{text}"
+        );
+    }
+
+    // A disallowed URL is not fetched (exit 1) unless --ignore-robots.
+    let (banned, _) = map.urls.iter().find(|(_, e)| e.disallowed).unwrap();
+    let out = check(&["--json", "url", banned]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json(&out);
+    assert_eq!(r["robots"]["allowed"], false);
+    assert!(
+        r["not_fetched"]
+            .as_str()
+            .unwrap()
+            .contains("robots.txt disallows it"),
+        "{r}"
+    );
+    assert!(r["response"].is_null());
+    let out = check(&["--json", "url", banned, "--ignore-robots"]);
+    assert!(
+        json(&out)["response"]["status"].is_number(),
+        "{}",
+        stderr(&out)
+    );
+
+    // A redirect shows its target.
+    let (moved, m) = map
+        .urls
+        .iter()
+        .find(|(_, e)| e.redirect.is_some() && !e.disallowed)
+        .unwrap();
+    let r = json(&check(&["--json", "url", moved]));
+    assert_eq!(r["response"]["status"], m.status);
+    assert_eq!(r["redirect"].as_str(), m.redirect.as_deref());
+
+    // Server side: the disallowed URL was requested once (with --ignore-robots), and
+    // each check waited its host's delay after robots.txt.
+    let log = web.stop();
+    let banned_path = url::Url::parse(banned).unwrap().path().to_string();
+    let banned_host = url::Url::parse(banned)
+        .unwrap()
+        .host_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        log.iter()
+            .filter(|l| l.host == banned_host && l.path == banned_path)
+            .count(),
+        1
+    );
+    let mut last: BTreeMap<&str, &LogLine> = BTreeMap::new();
+    let mut pages = 0;
+    for l in &log {
+        if l.path != "/robots.txt" {
+            let before = last.get(l.host.as_str()).expect("robots.txt first");
+            assert_eq!(before.path, "/robots.txt", "{} {}", l.host, l.path);
+            assert!(
+                l.time_ms - before.time_ms >= 48,
+                "{} {}: no delay",
+                l.host,
+                l.path
+            );
+            pages += 1;
+        }
+        last.insert(&l.host, l);
+    }
+    assert_eq!(
+        pages, 4,
+        "two checks of the page, the banned URL once, the redirect"
+    );
+
+    // check robots: a host's robots.txt decides its URLs as the site map says.
+    let (host, h) = map
+        .hosts
+        .iter()
+        .find(|(_, h)| h.robots_txt.is_some() && !h.disallowed_for_trawl.is_empty())
+        .unwrap();
+    let file = dir.join("robots.txt");
+    std::fs::write(&file, h.robots_txt.as_ref().unwrap()).unwrap();
+    let urls: Vec<&String> = map
+        .urls
+        .keys()
+        .filter(|u| url::Url::parse(u).unwrap().host_str() == Some(host.as_str()))
+        .collect();
+    let mut args = vec!["robots".to_string(), file.to_str().unwrap().to_string()];
+    args.extend(urls.iter().map(|u| u.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = check(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut disallowed = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (decision, u) = line.split_once('\t').unwrap();
+        let want = if map.urls[u].disallowed {
+            "disallowed"
+        } else {
+            "allowed"
+        };
+        disallowed += usize::from(want == "disallowed");
+        assert_eq!(decision, want, "{u}");
+    }
+    assert!(disallowed > 0, "{text}");
+
+    // check normalize: normalization, scheme, scope with a seed host.
+    let out = check(&[
+        "--set",
+        "urls.scope=\"host\"",
+        "normalize",
+        "--seed-host",
+        "site0.web.test",
+        "HTTP://SITE0.web.test:80/x/../p1.html#top",
+        "http://site1.web.test/",
+        "ftp://site0.web.test/",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(lines[0][..2], ["accepted", "http://site0.web.test/p1.html"]);
+    assert_eq!(lines[1][0], "rejected");
+    assert!(lines[1][3].starts_with("out_of_scope"), "{text}");
+    assert!(lines[2][3].starts_with("scheme"), "{text}");
+}

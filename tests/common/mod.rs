@@ -177,6 +177,7 @@ pub fn bin(name: &str) -> &'static str {
         "search" => env!("CARGO_BIN_EXE_search"),
         "crawl" => env!("CARGO_BIN_EXE_crawl"),
         "trawl" => env!("CARGO_BIN_EXE_trawl"),
+        "check" => env!("CARGO_BIN_EXE_check"),
         other => panic!("unknown binary {other}"),
     }
 }
