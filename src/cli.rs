@@ -61,6 +61,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "Mark duplicate pages in the crawldb as db_duplicate",
     ),
     (
+        "hostdb",
+        "Update the host database: URL counts, fetch failures, robots.txt per host",
+    ),
+    (
         "pagerank",
         "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
     ),
@@ -73,6 +77,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "Build or update the search index, or export it as JSON Lines",
     ),
     ("search", "Search the crawl's index, or serve a search page"),
+    (
+        "readhostdb",
+        "Read the host database: one host, the failing hosts, or a dump",
+    ),
     (
         "check",
         "Check one URL (fetch and parse), a robots.txt file, or URL normalization",

@@ -149,6 +149,12 @@ pub struct GenerateConfig {
     pub min_score: f64,
     /// Seconds after which a fetch list that never reached updatedb no longer locks its URLs.
     pub gen_delay: i64,
+    /// Hosts whose last this many fetches failed in a row (the hostdb's
+    /// `consecutive_failures`: network errors, 5xx, 429) are left out of fetch lists
+    /// for `host_backoff` seconds after their last failure; 0 = never.
+    pub host_max_failures: usize,
+    /// Seconds a failing host is left out (see `host_max_failures`).
+    pub host_backoff: i64,
 }
 
 impl Default for GenerateConfig {
@@ -159,6 +165,8 @@ impl Default for GenerateConfig {
             count_mode: CountMode::Host,
             min_score: f64::NEG_INFINITY,
             gen_delay: 7 * 86400,
+            host_max_failures: 5,
+            host_backoff: 3600,
         }
     }
 }

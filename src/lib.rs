@@ -17,6 +17,7 @@ pub mod driver;
 pub mod error;
 pub mod fetch;
 pub mod graph;
+pub mod hostdb;
 pub mod index;
 pub mod net;
 pub mod parse;

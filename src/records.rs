@@ -433,6 +433,104 @@ impl Record for PageRankRecord {
     }
 }
 
+/// One row of `hostdb/`: what the crawl knows of one host (docs/hostdb.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// The host.
+    pub host: String,
+    /// Its URLs in the crawldb.
+    pub urls: i64,
+    /// Of them `db_unfetched`.
+    pub db_unfetched: i64,
+    /// `db_fetched`.
+    pub db_fetched: i64,
+    /// `db_gone`.
+    pub db_gone: i64,
+    /// `db_redir_temp`.
+    pub db_redir_temp: i64,
+    /// `db_redir_perm`.
+    pub db_redir_perm: i64,
+    /// `db_notmodified`.
+    pub db_notmodified: i64,
+    /// `db_duplicate`.
+    pub db_duplicate: i64,
+    /// crawl_fetch rows of the applied segments (every attempt, all rounds).
+    pub fetches: i64,
+    /// Of them `fetch_success` or `fetch_notmodified`.
+    pub fetch_successes: i64,
+    /// `fetch_retry`: network errors, 5xx, 429, timeouts (robots-unavailable included).
+    pub fetch_failures: i64,
+    /// `fetch_gone`: 4xx, robots-denied.
+    pub fetch_gone: i64,
+    /// `fetch_redir_temp` or `fetch_redir_perm`.
+    pub fetch_redirects: i64,
+    /// Failures since the last response the host gave (in fetch-time order).
+    pub consecutive_failures: i64,
+    /// Failures where no connection could be made or kept (refused, reset, timeout).
+    pub connection_errors: i64,
+    /// Failures where the name did not resolve.
+    pub dns_errors: i64,
+    /// Responses with a measured time.
+    pub responses: i64,
+    /// Their mean time from request to the end of the body (ms).
+    pub avg_response_ms: Option<f64>,
+    /// The last robots.txt outcome: `parsed`, `allow_all` or `unavailable`.
+    pub robots: Option<String>,
+    /// Its reason (`ok`, `http_404`, `http_503`, `timeout`, ...).
+    pub robots_reason: Option<String>,
+    /// Its Crawl-delay for `fetch.robots_agent` (seconds).
+    pub robots_crawl_delay: Option<f64>,
+    /// When it was fetched.
+    pub robots_time: Option<Millis>,
+    /// Sitemaps known for the host (`sitemapdb`, else its robots.txt's Sitemap: lines).
+    pub sitemaps: i64,
+    /// The last fetch attempt.
+    pub last_fetch_time: Option<Millis>,
+    /// The last success.
+    pub last_success_time: Option<Millis>,
+    /// The last failure.
+    pub last_failure_time: Option<Millis>,
+}
+
+impl Record for HostRecord {
+    fn schema() -> SchemaRef {
+        static S: OnceLock<SchemaRef> = OnceLock::new();
+        cached(&S, || {
+            let int = |n: &str| Field::new(n, DataType::Int64, false);
+            let time = |n: &str| Field::new(n, timestamp_type(), true);
+            vec![
+                Field::new("host", DataType::Utf8, false),
+                int("urls"),
+                int("db_unfetched"),
+                int("db_fetched"),
+                int("db_gone"),
+                int("db_redir_temp"),
+                int("db_redir_perm"),
+                int("db_notmodified"),
+                int("db_duplicate"),
+                int("fetches"),
+                int("fetch_successes"),
+                int("fetch_failures"),
+                int("fetch_gone"),
+                int("fetch_redirects"),
+                int("consecutive_failures"),
+                int("connection_errors"),
+                int("dns_errors"),
+                int("responses"),
+                Field::new("avg_response_ms", DataType::Float64, true),
+                Field::new("robots", DataType::Utf8, true),
+                Field::new("robots_reason", DataType::Utf8, true),
+                Field::new("robots_crawl_delay", DataType::Float64, true),
+                time("robots_time"),
+                int("sitemaps"),
+                time("last_fetch_time"),
+                time("last_success_time"),
+                time("last_failure_time"),
+            ]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,6 +725,7 @@ mod schema_doc_tests {
             ("crawl_parse", CrawlParseRecord::schema()),
             ("linkdb", InlinkRecord::schema()),
             ("pagerank", PageRankRecord::schema()),
+            ("hostdb", HostRecord::schema()),
             ("robots", crate::net::robots::RobotsRecord::schema()),
             ("sitemapdb", crate::sitemaps::SitemapRecord::schema()),
             ("sitemap_urls", crate::sitemaps::SitemapUrlRow::schema()),

@@ -718,3 +718,157 @@ fn the_checkers_agree_with_the_site_map() {
     assert!(lines[1][3].starts_with("out_of_scope"), "{text}");
     assert!(lines[2][3].starts_with("scheme"), "{text}");
 }
+
+/// The hostdb after a crawl against the crawldb, the test web's site map and its
+/// request log; a host that refuses connections is counted failing and left out of
+/// the next fetch lists.
+#[test]
+fn the_hostdb_counts_what_the_server_saw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    // dead.web.test: a closed port on loopback (connection refused).
+    let config = write_config(
+        dir,
+        &web.addr,
+        DELAY_MS as f64 / 1000.0,
+        &format!("\"dead.web.test\" = \"127.0.0.1:1\"\n\n[urls]\nmax_depth = {MAX_DEPTH}\n"),
+    );
+    let seeds = dir.join("seeds.txt");
+    let mut lines = map.seeds.clone();
+    lines.extend((0..4).map(|i| format!("http://dead.web.test/p{i}.html")));
+    std::fs::write(&seeds, lines.join("\n") + "\n").unwrap();
+    let crawl = dir.join("crawl");
+    let out = stage_command(
+        bin("crawl"),
+        &crawl,
+        &config,
+        &[
+            "--seeds",
+            seeds.to_str().unwrap(),
+            "--rounds",
+            "3",
+            "--set",
+            "generate.host_max_failures=2",
+            "--set",
+            "updatedb.retry_interval=1",
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let hosts: BTreeMap<String, trawl::records::HostRecord> =
+        trawl::store::parquet::read_dataset::<trawl::records::HostRecord>(
+            &crawl.join("hostdb/current"),
+        )
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.host.clone(), h))
+        .collect();
+    // URL counts = the crawldb's.
+    let db = crawldb(&crawl);
+    let mut by_host: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
+    for d in db.values() {
+        *by_host
+            .entry(&d.host)
+            .or_default()
+            .entry(d.status.as_str().to_string())
+            .or_default() += 1;
+    }
+    for (host, counts) in &by_host {
+        let h = &hosts[*host];
+        assert_eq!(h.urls, counts.values().sum::<i64>(), "{host}");
+        assert_eq!(
+            h.db_fetched,
+            counts.get("db_fetched").copied().unwrap_or(0),
+            "{host}"
+        );
+        assert_eq!(
+            h.db_unfetched,
+            counts.get("db_unfetched").copied().unwrap_or(0),
+            "{host}"
+        );
+        assert_eq!(
+            h.db_gone,
+            counts.get("db_gone").copied().unwrap_or(0),
+            "{host}"
+        );
+    }
+    // Fetch counters = the requests the server answered, by status.
+    let log = web.stop();
+    let mut served: BTreeMap<&str, (i64, i64, i64)> = BTreeMap::new();
+    for l in log.iter().filter(|l| l.path != "/robots.txt") {
+        let e = served.entry(&l.host).or_default();
+        match l.status {
+            200 | 304 => e.0 += 1,
+            301 | 302 | 303 | 307 | 308 => e.1 += 1,
+            _ => e.2 += 1,
+        }
+    }
+    assert!(!served.is_empty());
+    for (host, (ok, redirects, other)) in &served {
+        let h = &hosts[*host];
+        assert_eq!(h.fetch_successes, *ok, "{host} successes");
+        assert_eq!(h.fetch_redirects, *redirects, "{host} redirects");
+        assert!(
+            h.fetch_gone >= *other,
+            "{host}: {} gone, {other} 4xx answers",
+            h.fetch_gone
+        );
+        assert_eq!(h.fetch_failures, 0, "{host}");
+        assert_eq!(h.consecutive_failures, 0, "{host}");
+        assert!(
+            h.responses >= ok + redirects && h.avg_response_ms.is_some(),
+            "{host}"
+        );
+        assert!(h.last_success_time.is_some() || *ok == 0, "{host}");
+    }
+    // robots.txt state = the site map's.
+    for (host, e) in &map.hosts {
+        let Some(h) = hosts.get(host) else { continue };
+        let want = match e.robots_status {
+            200 => "parsed",
+            500..=599 => "unavailable",
+            _ => "allow_all",
+        };
+        assert_eq!(h.robots.as_deref(), Some(want), "{host} robots");
+    }
+    // The dead host: failing in a row, connection errors, held back after round 1.
+    let dead = &hosts["dead.web.test"];
+    assert_eq!(dead.fetch_successes, 0);
+    assert!(
+        dead.consecutive_failures >= 2 && dead.connection_errors >= 2,
+        "{dead:?}"
+    );
+    assert_eq!(dead.robots.as_deref(), Some("unavailable"));
+    assert_eq!(
+        dead.fetches, dead.fetch_failures,
+        "round 1 only: held back after"
+    );
+    assert!(err.contains("of failing hosts held back"), "{err}");
+    // readhostdb --failing lists it; --host one row; an unknown host is an error.
+    let out = run("readhostdb", &crawl, &config, &["--failing"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"host\":\"dead.web.test\""), "{text}");
+    let some = map.seeds[0].clone();
+    let host = url::Url::parse(&some)
+        .unwrap()
+        .host_str()
+        .unwrap()
+        .to_string();
+    let out = run("readhostdb", &crawl, &config, &["--host", &host]);
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["host"], host.as_str());
+    let out = run("readhostdb", &crawl, &config, &["--host", "nowhere.test"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("host nowhere.test is not in the hostdb"),
+        "{}",
+        stderr(&out)
+    );
+    // A new version keeps the previous one.
+    assert!(crawl.join("hostdb/old/_SUCCESS").exists());
+}

@@ -97,6 +97,12 @@ const RULES: &[(&str, Rule, &str)] = &[
         Rule::Int(0, MAX_INTERVAL_SECS),
         "seconds",
     ),
+    ("generate.host_max_failures", Rule::Int(0, UNBOUNDED), ""),
+    (
+        "generate.host_backoff",
+        Rule::Int(0, MAX_INTERVAL_SECS),
+        "seconds",
+    ),
     ("fetch.user_agent", Rule::Text, ""),
     ("fetch.robots_agent", Rule::Text, ""),
     ("fetch.max_connections", Rule::Int(1, 65_536), ""),

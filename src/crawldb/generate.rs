@@ -97,6 +97,8 @@ pub struct GenerateReport {
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+    /// Due rows of hosts left out after failing in a row (`generate.host_max_failures`).
+    pub backed_off: u64,
     /// The summary of a task of a job (which installs no segment, so never ends
     /// with "nothing due").
     pub task: bool,
@@ -119,7 +121,11 @@ impl fmt::Display for GenerateReport {
             f,
             " urls, {} due, {} held by pending fetch lists, {} scanned",
             self.due, self.pending, self.scanned
-        )
+        )?;
+        if self.backed_off > 0 {
+            write!(f, ", {} of failing hosts held back", self.backed_off)?;
+        }
+        Ok(())
     }
 }
 
@@ -213,7 +219,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     let _lock = lock(&dir, "generate")?;
     let meta = dir.crawldb_meta()?;
     let n = meta.partitions;
-    let rules = rules(cfg, opts);
+    let rules = rules(&dir, cfg, opts)?;
     check_space(&dir, rules.limit)?;
     let all: Vec<usize> = (0..n).collect();
     let (pending, _) = pending_urls(&dir, &meta, &all, opts.now, cfg.generate.gen_delay)?;
@@ -235,6 +241,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
         report.scanned += p.scanned;
         report.due += p.due;
         report.pending += p.pending;
+        report.backed_off += p.backed_off;
     }
     tracing::debug!(
         "generate: pass 1 (rank) {:.2}s, {} candidates",
@@ -256,14 +263,38 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
 }
 
 /// The selection rules of a run with `opts`.
-fn rules(cfg: &Config, opts: &GenerateOpts) -> Rules {
-    Rules {
+fn rules(dir: &CrawlDir, cfg: &Config, opts: &GenerateOpts) -> Result<Rules> {
+    // Hosts failing in a row are left out for a while (the hostdb's counters).
+    let skip_hosts = crate::hostdb::backed_off_hosts(
+        dir,
+        cfg.generate.host_max_failures,
+        cfg.generate.host_backoff.saturating_mul(1000),
+        opts.now,
+    )?;
+    if !skip_hosts.is_empty() {
+        let mut names: Vec<&String> = skip_hosts.iter().collect();
+        names.sort();
+        names.truncate(10);
+        tracing::info!(
+            "generate: {} hosts left out after {}+ failures in a row (generate.host_max_failures; back in {} s after their last failure): {}",
+            skip_hosts.len(),
+            cfg.generate.host_max_failures,
+            cfg.generate.host_backoff,
+            names
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(Rules {
+        skip_hosts,
         now: opts.now.saturating_add(opts.lookahead),
         min_score: cfg.generate.min_score,
         max_per_key: opts.max_per_host,
         by_domain: cfg.generate.count_mode == crate::config::CountMode::Domain,
         limit: opts.top_n.saturating_mul(opts.segments.max(1)),
-    }
+    })
 }
 
 /// Refuses to start when the disk cannot hold fetch lists of `limit` rows (at the
@@ -577,7 +608,7 @@ fn histogram_task(
     let meta = dir.crawldb_meta()?;
     let n = meta.partitions;
     check_partitions(&dir, parts, n)?;
-    let rules = rules(cfg, opts);
+    let rules = rules(&dir, cfg, opts)?;
     let (pending, names) = pending_urls(&dir, &meta, parts, opts.now, cfg.generate.gen_delay)?;
     std::fs::create_dir_all(out).at(out)?;
     let ranked = parts
@@ -677,7 +708,7 @@ fn cutoff(
             )
         })?);
     }
-    let rules = rules(cfg, opts);
+    let rules = rules(&dir, cfg, opts)?;
     let paths: Vec<PathBuf> = (0..n).map(|i| current_part(&dir, i)).collect();
     c.lists = select::choose(&paths, &ranked, &rules, opts.top_n)?;
     let mut t = opts.now;

@@ -48,6 +48,8 @@ use crate::urls::registrable_domain;
 /// What makes a row eligible and how it is capped.
 #[derive(Debug, Clone)]
 pub struct Rules {
+    /// Hosts left out (failing in a row: the hostdb's back-off).
+    pub skip_hosts: HashSet<String>,
     /// Due at or before this time (ms).
     pub now: Millis,
     /// Minimum score.
@@ -109,6 +111,9 @@ pub struct Ranked {
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+    /// Due rows of hosts left out ([`Rules::skip_hosts`]).
+    #[serde(default)]
+    pub backed_off: u64,
 }
 
 /// Interns key names as dense ids, remembering the last host (a host's rows come
@@ -291,6 +296,8 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
         let c = RankCols::new(&batch, with_url, path)?;
         // Key id of each host dictionary entry, filled as entries are met.
         let mut key_of = vec![u32::MAX; c.host_names.len()];
+        // Whether each host dictionary entry is skipped: 0 not looked up, 1 no, 2 yes.
+        let mut skip_of = vec![0u8; c.host_names.len()];
         for i in 0..batch.num_rows() {
             let r = row;
             row += 1;
@@ -303,6 +310,22 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
                     .unwrap_or(false)
             {
                 continue;
+            }
+            if !rules.skip_hosts.is_empty() {
+                let h = c.host_idx[i] as usize;
+                let skip = match skip_of.get(h) {
+                    Some(0) => {
+                        let v = rules.skip_hosts.contains(c.host_names.value(h));
+                        skip_of[h] = 1 + u8::from(v);
+                        v
+                    }
+                    Some(v) => *v == 2,
+                    None => return Err(bad_column(path, "host")),
+                };
+                if skip {
+                    out.backed_off += 1;
+                    continue;
+                }
             }
             if let Some(url) = c.url
                 && pending.contains(url.value(i))
@@ -1154,6 +1177,7 @@ mod tests {
         rows[5].status = DbStatus::DbDuplicate;
         write_part(&path, rows);
         let rules = Rules {
+            skip_hosts: HashSet::new(),
             now: 500,
             min_score: 0.0,
             max_per_key: 2,
@@ -1313,6 +1337,7 @@ mod tests {
                 for max_per_key in [0, 1, 3, 7] {
                     for (limit, per_list) in [(5, 5), (12, 4), (40, 15), (1000, 1000)] {
                         let rules = Rules {
+                            skip_hosts: HashSet::new(),
                             now: 500,
                             min_score: 0.25,
                             max_per_key,
@@ -1359,6 +1384,7 @@ mod tests {
             .collect();
         for max_per_key in [0, 30] {
             let rules = Rules {
+                skip_hosts: HashSet::new(),
                 now: 500,
                 min_score: 0.0,
                 max_per_key,

@@ -19,6 +19,8 @@ const VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
+    /// `hostdb`: the per-host counters.
+    Hostdb,
     /// `dedup`: duplicates by signature.
     Dedup,
     /// `pagerank`: scores of the link graph.
@@ -33,6 +35,7 @@ impl Step {
     /// The stage's name.
     pub fn name(self) -> &'static str {
         match self {
+            Step::Hostdb => "hostdb",
             Step::Dedup => "dedup",
             Step::Pagerank => "pagerank",
             Step::Sitemap => "sitemap",

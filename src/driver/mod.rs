@@ -1,6 +1,6 @@
 //! `crawl`: the crawl driver, trawl's `bin/crawl`. Injects the seeds, then runs
 //! rounds of generate → fetch → parse → updatedb → linkdb → dedup → pagerank →
-//! sitemap → index in this one process, each stage through the same library call
+//! sitemap → hostdb → index in this one process, each stage through the same library call
 //! (and the same one-line summary) as its binary.
 //!
 //! Resumable: the segment steps (fetch to linkdb) are read off the crawl directory
@@ -373,12 +373,15 @@ impl Driver<'_> {
             j.save(&self.jpath)?;
         }
         // The round's steps over the whole crawl.
+        // hostdb after the steps that change the crawldb (dedup, pagerank's scores,
+        // sitemap's URLs), so its counts are the round's last.
         let mut steps = Vec::new();
         if self.opts.dedup {
             steps.push(Step::Dedup);
         }
         steps.push(Step::Pagerank);
         steps.push(Step::Sitemap);
+        steps.push(Step::Hostdb);
         if self.opts.index {
             steps.push(Step::Index);
         }
@@ -551,6 +554,8 @@ impl Driver<'_> {
             self.stage(|ctx| crate::graph::linkdb::run(ctx, &opts))?;
         }
         if let Some(w) = unreachable {
+            // The hosts' failures are news for the hostdb (generate's back-off).
+            self.global(Step::Hostdb)?;
             let w = w.strip_prefix("fetch: WARNING: ").unwrap_or(&w).to_string();
             return Ok(Err(Halt::Stop(Ended::Unreachable(w))));
         }
@@ -560,6 +565,10 @@ impl Driver<'_> {
     /// A step over the whole crawl; returns the URLs it added to the crawldb.
     fn global(&self, step: Step) -> Result<u64> {
         match step {
+            Step::Hostdb => {
+                let opts = crate::hostdb::HostDbOpts::default();
+                self.stage(|ctx| crate::hostdb::run(ctx, &opts))?;
+            }
             Step::Dedup => {
                 let opts = crate::dedup::DedupOpts {
                     near: false,

@@ -422,6 +422,17 @@ struct SitemapTaskReport {
     summary: SitemapReport,
 }
 
+/// The host of every sitemap the sitemapdb knows (one entry per sitemap; empty
+/// without a sitemapdb), for the hostdb's per-host count.
+pub fn known_sitemap_hosts(dir: &CrawlDir) -> Result<Vec<String>> {
+    let cur = dir.versioned(names::VersionedDb::SitemapDb).current();
+    if !parquet::dataset_complete(&cur) {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<record::SitemapRecord> = parquet::read_dataset(&cur)?;
+    Ok(rows.into_iter().map(|r| r.host).collect())
+}
+
 /// The identity of the sitemapdb version installed now (empty when there is none).
 fn sitemapdb_version(dir: &CrawlDir) -> Result<String> {
     let marker = dir

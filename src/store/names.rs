@@ -77,6 +77,8 @@ pub enum VersionedDb {
     LinkDb,
     /// `sitemapdb/`: one row per known sitemap.
     SitemapDb,
+    /// `hostdb/`: one row per host.
+    HostDb,
 }
 
 impl VersionedDb {
@@ -86,6 +88,7 @@ impl VersionedDb {
             VersionedDb::CrawlDb => CRAWLDB,
             VersionedDb::LinkDb => LINKDB,
             VersionedDb::SitemapDb => SITEMAPDB,
+            VersionedDb::HostDb => HOSTDB,
         }
     }
 }
@@ -102,6 +105,8 @@ pub const CRAWLDB: &str = "crawldb";
 pub const LINKDB: &str = "linkdb";
 /// `sitemapdb/`.
 pub const SITEMAPDB: &str = "sitemapdb";
+/// `hostdb/`: one row per host (versioned like the crawldb).
+pub const HOSTDB: &str = "hostdb";
 /// `sitemap_urls/`: in a sitemap task's attempt, the URLs its sitemaps listed, one
 /// file per target partition (the sitemap stage's shuffle, read by its commit).
 pub const SITEMAP_URLS: &str = "sitemap_urls";
