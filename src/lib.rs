@@ -25,6 +25,7 @@ pub mod records;
 pub mod signal;
 pub mod sitemaps;
 pub mod stage;
+pub mod status;
 pub mod store;
 pub mod tools;
 pub mod urls;

@@ -331,7 +331,31 @@ impl StageCtx {
             }
         }
         crate::cli::summary(stage, self.started, line);
+        self.write_status(stage, line);
         Ok(())
+    }
+
+    /// `status.json` after a stage that changes the crawl ended (one-process runs on
+    /// a local crawl directory; read tools leave the directory as it was).
+    fn write_status(&self, stage: &str, line: &str) {
+        const WRITERS: &[&str] = &[
+            "inject", "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank",
+            "sitemap", "index", "hostdb", "crawl",
+        ];
+        let name = stage.split_whitespace().next().unwrap_or(stage);
+        if self.mirror.is_some() || self.task != TaskMode::Whole || !WRITERS.contains(&name) {
+            return;
+        }
+        let mut fields = serde_json::Map::new();
+        fields.insert("summary".into(), serde_json::json!(line));
+        fields.insert(
+            "secs".into(),
+            serde_json::json!(self.started.elapsed().as_secs_f64()),
+        );
+        crate::status::write(
+            &CrawlDir::new(&self.root).status_file(),
+            &crate::status::status(name, "done", fields),
+        );
     }
 }
 

@@ -25,6 +25,11 @@ reached no server (its segment was applied), 6 locked, others as the stages (doc
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    /// Serve the live status (status.json's figures) as Prometheus text at
+    /// http://ADDR/metrics while running; a loopback address (127.0.0.1:9464; port 0
+    /// picks one, named in the log).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
     /// A seed file or a directory of seed files to inject first (repeatable; `inject`'s
     /// format). Optional when the crawl directory already has a crawldb.
     #[arg(long, short = 's', value_name = "PATH")]
@@ -72,6 +77,9 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let mut args = Args::parse();
     trawl::signal::install()?;
+    if let Some(addr) = args.metrics_addr {
+        trawl::status::serve_metrics(addr)?;
+    }
     let set = &mut args.common.set;
     if let Some(n) = args.size_fetchlist {
         set.push(format!("generate.top_n={n}"));

@@ -28,6 +28,11 @@ resolve), fetch writes the segment as usual, warns and exits with code 5."
 struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
+    /// Serve the live status (status.json's figures) as Prometheus text at
+    /// http://ADDR/metrics while running; a loopback address (127.0.0.1:9464; port 0
+    /// picks one, named in the log).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
     #[command(flatten)]
     task: trawl::cli::TaskArgs,
     /// The segment (a path, or a name under <crawl-dir>/segments) [default: newest unfetched].
@@ -59,6 +64,9 @@ fn main() -> std::process::ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     trawl::signal::install()?;
+    if let Some(addr) = args.metrics_addr {
+        trawl::status::serve_metrics(addr)?;
+    }
     let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let f = &mut ctx.config_mut().fetch;
     if let Some(d) = args.delay {

@@ -872,3 +872,125 @@ fn the_hostdb_counts_what_the_server_saw() {
     // A new version keeps the previous one.
     assert!(crawl.join("hostdb/old/_SUCCESS").exists());
 }
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// status.json and the Prometheus metrics follow a running crawl's fetch, then hold
+/// the crawl's final line.
+#[test]
+fn status_json_and_metrics_follow_a_running_crawl() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    // A slow delay: a fetch of the seeds' hosts takes seconds.
+    let config = write_config(
+        dir,
+        &web.addr,
+        0.4,
+        &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
+    );
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let crawl = dir.join("crawl");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    let child = stage_command(
+        bin("crawl"),
+        &crawl,
+        &config,
+        &[
+            "--seeds",
+            seeds.to_str().unwrap(),
+            "--rounds",
+            "2",
+            "--metrics-addr",
+            &metrics,
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let status = crawl.join("status.json");
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()
+    };
+    wait_until("round 2's fetch is under way in status.json", || {
+        read().is_some_and(|s| {
+            s["stage"] == "fetch"
+                && s["state"] == "running"
+                && s["round"] == 2
+                && s["done"].as_u64() > Some(0)
+        })
+    });
+    let s = read().unwrap();
+    assert!(
+        s["urls"].as_u64().unwrap() >= s["done"].as_u64().unwrap(),
+        "{s}"
+    );
+    assert!(
+        s["segment"]
+            .as_str()
+            .is_some_and(|n| crawl.join("segments").join(n).is_dir()),
+        "{s}"
+    );
+    assert!(!s["busiest_hosts"].as_array().unwrap().is_empty(), "{s}");
+    assert!(
+        s["busiest_hosts"][0]["host"]
+            .as_str()
+            .unwrap()
+            .ends_with(".web.test"),
+        "{s}"
+    );
+    assert!(
+        s["pages_per_sec"].as_f64().is_some() && s["errors_by_reason"].is_object(),
+        "{s}"
+    );
+    let m = http_get(&metrics, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200 OK"), "{m}");
+    assert!(m.contains("trawl_running{stage=\"fetch\"} 1"), "{m}");
+    assert!(m.contains("trawl_done{stage=\"fetch\"} "), "{m}");
+    assert!(m.contains("trawl_round{stage=\"fetch\"} 2"), "{m}");
+    assert!(
+        m.contains("trawl_host_done{stage=\"fetch\",list=\"busiest_hosts\",host=\""),
+        "{m}"
+    );
+    let out = finish(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = read().unwrap();
+    assert_eq!(s["stage"], "crawl", "{s}");
+    assert_eq!(s["state"], "done", "{s}");
+    assert!(
+        s["summary"].as_str().unwrap().starts_with("2 round(s)"),
+        "{s}"
+    );
+    // A metrics address off loopback is refused.
+    let out = run(
+        "crawl",
+        &crawl,
+        &config,
+        &["--rounds", "1", "--metrics-addr", "0.0.0.0:9464"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a loopback address"),
+        "{}",
+        stderr(&out)
+    );
+}

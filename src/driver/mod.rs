@@ -337,6 +337,7 @@ impl Driver<'_> {
         };
         let n = cur.round;
         let total = self.opts.rounds;
+        crate::status::set_round(Some(n));
         let mut cur = cur;
         // The segment steps: pending segments first (a round killed half-way, or
         // segments made by hand), else a new fetch list.
@@ -411,6 +412,7 @@ impl Driver<'_> {
         j.rounds.push(cur.record);
         j.current = None;
         j.save(&self.jpath)?;
+        crate::status::set_round(None);
         Ok(Ok(()))
     }
 

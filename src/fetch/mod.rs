@@ -504,7 +504,12 @@ fn run_task(
     }
     let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
-    let run = rt.block_on(fetch_queues(shared, hosts, urls));
+    // A one-process fetch keeps status.json current (tasks of a job do not: many run at once).
+    let sink = (!is_task && !ctx.is_remote()).then(|| progress::StatusSink {
+        path: dir.status_file(),
+        segment: seg.name().to_string(),
+    });
+    let run = rt.block_on(fetch_queues(shared, hosts, urls, sink));
     drop(rt);
     // Every request of this run has ended: the next run keeps its distance from now.
     politeness.record_end()?;
@@ -731,9 +736,14 @@ fn new_shared(
 /// The async part of a run: groups the hosts into queues, starts their workers,
 /// watches signals, the progress and the throughput floor, and waits until every
 /// worker is done.
-async fn fetch_queues(shared: Arc<Shared>, hosts: Vec<HostList>, urls: u64) -> RunResult {
+async fn fetch_queues(
+    shared: Arc<Shared>,
+    hosts: Vec<HostList>,
+    urls: u64,
+    sink: Option<progress::StatusSink>,
+) -> RunResult {
     let watch = tokio::spawn(watch_signals(shared.clone()));
-    let reporter = progress::spawn_reporter(shared.progress.clone(), urls);
+    let reporter = progress::spawn_reporter(shared.progress.clone(), urls, sink);
     let grouped = queues::group_into_queues(shared.mode, shared.http.resolver(), hosts).await;
     // Every queue is registered before any worker starts, so a redirect target
     // on a listed host joins that host's queue instead of creating a second one.

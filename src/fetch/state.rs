@@ -38,6 +38,23 @@ pub struct Progress {
     pub active_hosts: AtomicUsize,
     /// Requests waiting for their queue's next allowed start (politeness delay).
     pub waiting: AtomicUsize,
+    /// Per host: URLs done, pages, summed response time and responses (status.json).
+    pub hosts: Mutex<HashMap<String, HostProgress>>,
+    /// `fetch_retry` rows by reason (status.json).
+    pub reasons: Mutex<BTreeMap<String, u64>>,
+}
+
+/// One host's share of the progress.
+#[derive(Debug, Default, Clone)]
+pub struct HostProgress {
+    /// Rows emitted (fetch-list URLs and followed redirects).
+    pub done: u64,
+    /// Pages fetched (2xx).
+    pub pages: u64,
+    /// Responses with a measured time.
+    pub responses: u64,
+    /// Their summed time (ms).
+    pub response_ms: u64,
 }
 
 /// Everything the workers share.
@@ -236,6 +253,18 @@ impl Shared {
         }
         if out.record.status == FetchStatus::FetchRetry {
             p.errors.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut r) = p.reasons.lock() {
+                *r.entry(out.record.reason.clone()).or_default() += 1;
+            }
+        }
+        if let Ok(mut hosts) = p.hosts.lock() {
+            let h = hosts.entry(out.record.host.clone()).or_default();
+            h.done += 1;
+            h.pages += u64::from(out.content.is_some());
+            if let (Some(ms), Some(_)) = (out.record.response_time_ms, out.record.http_status) {
+                h.responses += 1;
+                h.response_ms += ms.max(0) as u64;
+            }
         }
         if let Some(c) = &out.content {
             p.pages.fetch_add(1, Ordering::Relaxed);

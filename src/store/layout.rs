@@ -210,6 +210,11 @@ impl CrawlDir {
         self.root.join(names::CRAWL_LOCK)
     }
 
+    /// `status.json`: what the crawl is doing now.
+    pub fn status_file(&self) -> PathBuf {
+        self.root.join(names::STATUS)
+    }
+
     /// `STOP`: the file that stops a running crawl driver after its current stage.
     pub fn stop_file(&self) -> PathBuf {
         self.root.join(names::STOP)
