@@ -82,6 +82,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "Read the host database: one host, the failing hosts, or a dump",
     ),
     (
+        "report",
+        "Write crawl/report.html: rounds, statuses, hosts, response times, sizes, depth",
+    ),
+    (
         "check",
         "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
     ),

@@ -22,6 +22,7 @@ pub mod index;
 pub mod net;
 pub mod parse;
 pub mod records;
+pub mod report;
 pub mod signal;
 pub mod sitemaps;
 pub mod stage;

@@ -994,3 +994,99 @@ fn status_json_and_metrics_follow_a_running_crawl() {
         stderr(&out)
     );
 }
+
+/// `report` after a crawl: one self-contained page whose numbers are the crawl's,
+/// loaded in headless Chromium (the charts are drawn), a screenshot kept as
+/// `target/test-artifacts/crawl-report.png`.
+#[test]
+fn the_report_shows_the_crawl_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(
+        dir,
+        &web.addr,
+        0.02,
+        &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
+    );
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let crawl = dir.join("crawl");
+    run_ok(
+        "crawl",
+        &crawl,
+        &config,
+        &["--seeds", seeds.to_str().unwrap(), "--rounds", "3"],
+    );
+    let out = run("report", &crawl, &config, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("report: 3 rounds, "),
+        "{}",
+        stderr(&out)
+    );
+    let page = crawl.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: no script, nothing loaded from anywhere.
+    assert!(!html.contains("<script"), "no script");
+    for attr in ["src=", "href=", "url("] {
+        assert!(!html.contains(attr), "nothing loaded ({attr})");
+    }
+    // The rounds table holds each segment's fetch outcomes, as crawl_fetch has them.
+    for seg in std::fs::read_dir(crawl.join("segments")).unwrap() {
+        let seg = seg.unwrap().path();
+        let rows = fetch_rows(seg.to_str().unwrap());
+        let ok = rows
+            .values()
+            .filter(|r| r.status == trawl::FetchStatus::FetchSuccess)
+            .count();
+        let name = seg.file_name().unwrap().to_str().unwrap();
+        assert!(
+            html.contains(&format!("<td>{name}</td><td>{ok}</td>")),
+            "{name}: {ok} fetched"
+        );
+    }
+    let fetched = crawldb_statuses(&crawl)
+        .values()
+        .filter(|s| *s == "db_fetched")
+        .count();
+    assert!(
+        html.contains(&format!("<title>db_fetched: {fetched}</title>")),
+        "db_fetched bar"
+    );
+
+    if common::browser::chromium().is_none() {
+        eprintln!("SKIPPED (browser part): {}", common::browser::MISSING);
+        return;
+    }
+    let mut b = common::browser::Browser::launch().expect("Chromium was found above");
+    b.navigate(&format!("file://{}", page.display()));
+    b.wait_for(
+        "document.querySelectorAll('svg.chart').length > 0",
+        Duration::from_secs(20),
+    );
+    assert_eq!(b.eval("document.querySelectorAll('svg.chart').length"), 7);
+    let drawn = b.eval(
+        "[...document.querySelectorAll('svg.chart rect.bar')].filter(r => r.getBBox().width > 0 && r.getBBox().height > 0).length",
+    );
+    assert!(drawn.as_u64().unwrap() >= 10, "bars drawn: {drawn}");
+    assert_eq!(
+        b.eval("[...document.querySelectorAll('h2')].map(h => h.textContent)"),
+        serde_json::json!([
+            "Rounds",
+            "Statuses",
+            "Top hosts",
+            "Response times",
+            "Page sizes",
+            "Crawl depth"
+        ])
+    );
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts/crawl-report.png");
+    b.screenshot(&shot);
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "a screenshot of the page"
+    );
+    drop(web);
+}

@@ -210,6 +210,11 @@ impl CrawlDir {
         self.root.join(names::CRAWL_LOCK)
     }
 
+    /// `report.html`: the crawl report.
+    pub fn report_file(&self) -> PathBuf {
+        self.root.join(names::REPORT)
+    }
+
     /// `status.json`: what the crawl is doing now.
     pub fn status_file(&self) -> PathBuf {
         self.root.join(names::STATUS)

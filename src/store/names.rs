@@ -164,6 +164,8 @@ pub const FETCH_LEASE: &str = "fetch.lease";
 pub const CRAWL_JOURNAL: &str = "crawl_journal.json";
 /// `crawl.lock`: held by a running crawl driver.
 pub const CRAWL_LOCK: &str = "crawl.lock";
+/// `report.html`: the crawl report (`crate::report`).
+pub const REPORT: &str = "report.html";
 /// `status.json`: what the crawl is doing now (`crate::status`).
 pub const STATUS: &str = "status.json";
 /// `STOP`: created by the user to stop a running crawl driver after its current

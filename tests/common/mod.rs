@@ -178,6 +178,7 @@ pub fn bin(name: &str) -> &'static str {
         "crawl" => env!("CARGO_BIN_EXE_crawl"),
         "trawl" => env!("CARGO_BIN_EXE_trawl"),
         "check" => env!("CARGO_BIN_EXE_check"),
+        "report" => env!("CARGO_BIN_EXE_report"),
         "hostdb" => env!("CARGO_BIN_EXE_hostdb"),
         "readhostdb" => env!("CARGO_BIN_EXE_readhostdb"),
         other => panic!("unknown binary {other}"),
