@@ -153,6 +153,10 @@ pub struct GenerateConfig {
     /// `consecutive_failures`: network errors, 5xx, 429) are left out of fetch lists
     /// for `host_backoff` seconds after their last failure; 0 = never.
     pub host_max_failures: usize,
+    /// Seconds of fetching each host may take per fetch list: a host gets at most
+    /// `host_time_budget / (its delay + its mean response time)` URLs (the hostdb's
+    /// figures; Crawl-delay raises the delay), below `max_per_host`; 0 = no such cap.
+    pub host_time_budget: f64,
     /// Seconds a failing host is left out (see `host_max_failures`).
     pub host_backoff: i64,
 }
@@ -167,6 +171,7 @@ impl Default for GenerateConfig {
             gen_delay: 7 * 86400,
             host_max_failures: 5,
             host_backoff: 3600,
+            host_time_budget: 0.0,
         }
     }
 }

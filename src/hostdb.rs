@@ -371,6 +371,27 @@ pub fn backed_off_hosts(
         .collect())
 }
 
+/// Per-host caps for a fetch list: `budget_secs / (delay + mean response time)` URLs
+/// (at least 1), the delay being `delay_secs` raised by the host's Crawl-delay; hosts
+/// without a measured response time are not capped. Empty when `budget_secs` is 0.
+pub fn host_caps(
+    dir: &CrawlDir,
+    budget_secs: f64,
+    delay_secs: f64,
+) -> Result<HashMap<String, usize>> {
+    if budget_secs <= 0.0 {
+        return Ok(HashMap::new());
+    }
+    Ok(read_all(dir)?
+        .into_iter()
+        .filter_map(|h| {
+            let avg = h.avg_response_ms? / 1000.0;
+            let per_url = delay_secs.max(h.robots_crawl_delay.unwrap_or(0.0)) + avg;
+            (per_url > 0.0).then(|| (h.host, ((budget_secs / per_url).floor() as usize).max(1)))
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

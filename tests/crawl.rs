@@ -871,6 +871,35 @@ fn the_hostdb_counts_what_the_server_saw() {
     );
     // A new version keeps the previous one.
     assert!(crawl.join("hostdb/old/_SUCCESS").exists());
+    // generate.host_time_budget: 0.3 s a host at a 0.15 s delay (the test web answers
+    // in about 0 ms) is 2 URLs a host, whatever max_per_host allows.
+    let out = run(
+        "generate",
+        &crawl,
+        &config,
+        &[
+            "--add-days",
+            "60",
+            "--set",
+            "generate.host_time_budget=0.3",
+            "--set",
+            "generate.host_max_failures=2",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let segment = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let rows: Vec<trawl::CrawlDatum> =
+        trawl::store::parquet::read_dataset(&Path::new(&segment).join("crawl_generate")).unwrap();
+    let mut per_host: BTreeMap<String, usize> = BTreeMap::new();
+    for d in &rows {
+        *per_host.entry(d.host.clone()).or_default() += 1;
+    }
+    assert!(per_host.values().all(|n| *n <= 2), "{per_host:?}");
+    assert!(per_host.values().any(|n| *n == 2), "{per_host:?}");
+    assert!(
+        !per_host.contains_key("dead.web.test"),
+        "backed off: {per_host:?}"
+    );
 }
 
 fn http_get(addr: &str, path: &str) -> String {

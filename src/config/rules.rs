@@ -103,6 +103,7 @@ const RULES: &[(&str, Rule, &str)] = &[
         Rule::Int(0, MAX_INTERVAL_SECS),
         "seconds",
     ),
+    ("generate.host_time_budget", closed(0.0, YEAR), "seconds"),
     ("fetch.user_agent", Rule::Text, ""),
     ("fetch.robots_agent", Rule::Text, ""),
     ("fetch.max_connections", Rule::Int(1, 65_536), ""),

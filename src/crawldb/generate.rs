@@ -287,8 +287,20 @@ fn rules(dir: &CrawlDir, cfg: &Config, opts: &GenerateOpts) -> Result<Rules> {
                 .join(", ")
         );
     }
+    // Hosts capped by what they can deliver within the time budget (hostdb figures).
+    let host_caps = if cfg.generate.count_mode == crate::config::CountMode::Domain {
+        if cfg.generate.host_time_budget > 0.0 {
+            tracing::warn!(
+                "generate.host_time_budget caps hosts, not domains: ignored with count_mode = \"domain\""
+            );
+        }
+        Default::default()
+    } else {
+        crate::hostdb::host_caps(dir, cfg.generate.host_time_budget, cfg.fetch.delay)?
+    };
     Ok(Rules {
         skip_hosts,
+        host_caps,
         now: opts.now.saturating_add(opts.lookahead),
         min_score: cfg.generate.min_score,
         max_per_key: opts.max_per_host,

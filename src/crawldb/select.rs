@@ -50,6 +50,9 @@ use crate::urls::registrable_domain;
 pub struct Rules {
     /// Hosts left out (failing in a row: the hostdb's back-off).
     pub skip_hosts: HashSet<String>,
+    /// Caps of single hosts, below `max_per_key` (the hostdb's time budget); only
+    /// when keys are hosts (`!by_domain`).
+    pub host_caps: HashMap<String, usize>,
     /// Due at or before this time (ms).
     pub now: Millis,
     /// Minimum score.
@@ -65,6 +68,11 @@ pub struct Rules {
 impl Rules {
     fn capped(&self) -> bool {
         self.max_per_key > 0
+    }
+
+    /// Whether pass 1 keeps candidates per key: a cap for every key, or for some hosts.
+    fn per_key(&self) -> bool {
+        self.capped() || (!self.by_domain && !self.host_caps.is_empty())
     }
 }
 
@@ -284,6 +292,8 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     } else {
         rules.limit
     };
+    // Each key's cap: `k`, or a host's own lower cap.
+    let mut caps: Vec<usize> = Vec::new();
     let mut keys = Keys::default();
     let mut seen: Vec<bool> = Vec::new();
     let mut split_runs = false;
@@ -334,24 +344,32 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
                 continue;
             }
             out.due += 1;
-            let key = if rules.capped() {
+            let key = if rules.per_key() {
                 let h = c.host_idx[i] as usize;
                 match key_of.get(h) {
                     Some(&k) if k != u32::MAX => k,
                     Some(_) => {
-                        let k = keys.key_of(c.host_names.value(h), rules.by_domain);
-                        key_of[h] = k;
-                        k
+                        let key = keys.key_of(c.host_names.value(h), rules.by_domain);
+                        key_of[h] = key;
+                        if caps.len() <= key as usize {
+                            caps.resize(key as usize + 1, k);
+                            let name = &*keys.names[key as usize];
+                            if let Some(&cap) = rules.host_caps.get(name) {
+                                caps[key as usize] = cap.min(k);
+                            }
+                        }
+                        key
                     }
                     None => return Err(bad_column(path, "host")),
                 }
             } else {
                 0
             };
+            let cap_of = |key: u32| caps.get(key as usize).copied().unwrap_or(k);
             if run_key != Some(key) {
-                // A run of one key ends: keep its best k.
-                if rules.capped() {
-                    trim(&mut ents, run_start, k);
+                // A run of one key ends: keep its best (its cap).
+                if rules.per_key() {
+                    trim(&mut ents, run_start, run_key.map_or(k, cap_of));
                     if let Some(prev) = run_key {
                         seen[prev as usize] = true;
                     }
@@ -367,7 +385,7 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
                 // whatever the part's size.
                 if ents.len() >= 2 * rules.limit.max(1) {
                     if split_runs {
-                        cap_per_key(&mut ents, k);
+                        cap_per_key(&mut ents, cap_of);
                     }
                     trim(&mut ents, 0, rules.limit);
                 }
@@ -379,17 +397,19 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
                 row: r,
                 key,
             });
-            if ents.len() - run_start >= 2 * k.max(1) {
-                trim(&mut ents, run_start, k);
+            let kk = cap_of(key);
+            if ents.len() - run_start >= 2 * kk.max(1) {
+                trim(&mut ents, run_start, kk);
             }
         }
         out.scanned += batch.num_rows() as u64;
     }
-    trim(&mut ents, run_start, k);
+    let cap_of = |key: u32| caps.get(key as usize).copied().unwrap_or(k);
+    trim(&mut ents, run_start, run_key.map_or(k, cap_of));
     if split_runs {
         // Some key came in several runs (hosts whose URLs do not sort together, e.g.
         // http and https): cap each key over all its runs.
-        cap_per_key(&mut ents, k);
+        cap_per_key(&mut ents, cap_of);
     }
     // Sorting first, then cutting, keeps already ordered candidates (rows in URL
     // order, scores tied: a fresh crawldb) a linear pass.
@@ -401,14 +421,15 @@ pub fn rank_part(path: &Path, rules: &Rules, pending: &HashSet<String>) -> Resul
     Ok(out)
 }
 
-/// Keeps the best `k` candidates of each key (over all its runs); the candidates end
-/// up sorted by key, then by [`better`].
-fn cap_per_key(ents: &mut Vec<Cand>, k: usize) {
+/// Keeps the best `cap(key)` candidates of each key (over all its runs); the
+/// candidates end up sorted by key, then by [`better`].
+fn cap_per_key(ents: &mut Vec<Cand>, cap: impl Fn(u32) -> usize) {
     ents.sort_unstable_by(|a, b| a.key.cmp(&b.key).then_with(|| better(a, b)));
     let mut kept = 0usize;
     let mut i = 0usize;
     while i < ents.len() {
         let key = ents[i].key;
+        let k = cap(key);
         let mut j = i;
         while j < ents.len() && ents[j].key == key {
             if j - i < k {
@@ -1159,6 +1180,52 @@ mod tests {
         assert_eq!(interleave(&ids, &[4, 0, 1, 2, 3]), [0, 3, 4, 1, 2]);
     }
 
+    /// Hosts left out (back-off) and hosts with their own lower cap (time budget),
+    /// with and without a cap for every host.
+    #[test]
+    fn skips_hosts_and_caps_single_hosts() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("part-00000.parquet");
+        let mut rows = Vec::new();
+        for h in ["a.test", "b.test", "c.test"] {
+            for i in 0..5 {
+                rows.push(datum(&format!("http://{h}/{i}"), h, 5.0 - i as f64));
+            }
+        }
+        write_part(&path, rows);
+        for max_per_key in [0, 4] {
+            let rules = Rules {
+                skip_hosts: ["c.test".to_string()].into(),
+                host_caps: [("a.test".to_string(), 2)].into(),
+                now: 500,
+                min_score: 0.0,
+                max_per_key,
+                by_domain: false,
+                limit: 100,
+            };
+            let r = rank_part(&path, &rules, &HashSet::new()).unwrap();
+            assert_eq!((r.due, r.backed_off), (10, 5));
+            let mut per_host: HashMap<&str, usize> = HashMap::new();
+            for c in &r.cands {
+                *per_host.entry(&*r.keys[c.key as usize]).or_default() += 1;
+            }
+            let b = if max_per_key == 0 { 5 } else { 4 };
+            assert_eq!(
+                per_host,
+                [("a.test", 2), ("b.test", b)].into(),
+                "{max_per_key}"
+            );
+            // a.test keeps its two best.
+            let a_rows: Vec<u32> = r
+                .cands
+                .iter()
+                .filter(|c| &*r.keys[c.key as usize] == "a.test")
+                .map(|c| c.row)
+                .collect();
+            assert_eq!(a_rows, [0, 1]);
+        }
+    }
+
     #[test]
     fn ranks_a_part_with_caps_ties_and_filters() {
         let t = tempfile::tempdir().unwrap();
@@ -1178,6 +1245,7 @@ mod tests {
         write_part(&path, rows);
         let rules = Rules {
             skip_hosts: HashSet::new(),
+            host_caps: HashMap::new(),
             now: 500,
             min_score: 0.0,
             max_per_key: 2,
@@ -1338,6 +1406,7 @@ mod tests {
                     for (limit, per_list) in [(5, 5), (12, 4), (40, 15), (1000, 1000)] {
                         let rules = Rules {
                             skip_hosts: HashSet::new(),
+                            host_caps: HashMap::new(),
                             now: 500,
                             min_score: 0.25,
                             max_per_key,
@@ -1385,6 +1454,7 @@ mod tests {
         for max_per_key in [0, 30] {
             let rules = Rules {
                 skip_hosts: HashSet::new(),
+                host_caps: HashMap::new(),
                 now: 500,
                 min_score: 0.0,
                 max_per_key,
