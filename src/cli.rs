@@ -311,6 +311,11 @@ pub fn progress_bar(len: u64, what: &str) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb.enable_steady_tick(Duration::from_millis(200));
+    // fetch keeps a richer status of its own.
+    let stage = what.split([' ', ':']).next().unwrap_or(what);
+    if stage != "fetch" {
+        crate::status::follow(&pb, stage, what);
+    }
     pb
 }
 

@@ -200,7 +200,16 @@ impl StageCtx {
     fn open(common: &CommonArgs, scope: Scope) -> Result<Self> {
         let (cfg, root) = common.setup()?;
         match CrawlUri::parse(&root)? {
-            CrawlUri::Local(root) => Ok(StageCtx::new(root, cfg)),
+            CrawlUri::Local(root) => {
+                // A one-process run of a stage that changes the crawl keeps status.json
+                // current from here on (tasks of a job do not: many run at once).
+                let name = stage_name();
+                if scope == Scope::Whole && WRITERS.contains(&name.as_str()) {
+                    crate::status::set_live(CrawlDir::new(&root).status_file());
+                    crate::status::running(&name);
+                }
+                Ok(StageCtx::new(root, cfg))
+            }
             CrawlUri::Object(uri) => {
                 let mirror =
                     Mirror::open_scoped(&uri, common.work_dir.as_deref(), &stage_name(), scope)?;
@@ -338,10 +347,6 @@ impl StageCtx {
     /// `status.json` after a stage that changes the crawl ended (one-process runs on
     /// a local crawl directory; read tools leave the directory as it was).
     fn write_status(&self, stage: &str, line: &str) {
-        const WRITERS: &[&str] = &[
-            "inject", "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank",
-            "sitemap", "index", "hostdb", "crawl",
-        ];
         let name = stage.split_whitespace().next().unwrap_or(stage);
         if self.mirror.is_some() || self.task != TaskMode::Whole || !WRITERS.contains(&name) {
             return;
@@ -406,6 +411,13 @@ impl TaskMode {
         }
     }
 }
+
+/// The stages that change the crawl, and so keep `status.json` current (read tools
+/// leave the crawl directory as it was).
+const WRITERS: &[&str] = &[
+    "inject", "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap",
+    "index", "hostdb", "crawl",
+];
 
 /// The binary's name (the lock holder and `written_by` of an object-store commit).
 fn stage_name() -> String {

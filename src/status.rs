@@ -18,6 +18,58 @@ use crate::error::{Error, Result};
 
 static ROUND: AtomicUsize = AtomicUsize::new(0);
 static METRICS: OnceLock<Arc<Mutex<String>>> = OnceLock::new();
+static LIVE: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+/// Sets the `status.json` this process keeps current (a stage that changes a local
+/// crawl directory sets it once); progress bars then report into it.
+pub fn set_live(path: std::path::PathBuf) {
+    let _ = LIVE.set(path);
+}
+
+/// The `status.json` this process keeps current, if any.
+pub fn live() -> Option<&'static Path> {
+    LIVE.get().map(|p| p.as_path())
+}
+
+/// Marks `stage` running in the live `status.json` (when there is one).
+pub fn running(stage: &str) {
+    if let Some(path) = live() {
+        let mut f = Map::new();
+        f.insert(
+            "started".into(),
+            json!(crate::datum::format_millis(crate::datum::now_millis())),
+        );
+        write(path, &status(stage, "running", f));
+    }
+}
+
+/// While `pb` lives and is not finished, writes its position, length and rate into
+/// the live `status.json` every second as `stage`'s progress (`what` says what is
+/// counted). Does nothing without a live status.
+pub fn follow(pb: &indicatif::ProgressBar, stage: &str, what: &str) {
+    let Some(path) = live() else { return };
+    let weak = pb.downgrade();
+    let (stage, what) = (stage.to_string(), what.to_string());
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let Some(pb) = weak.upgrade() else { return };
+            if pb.is_finished() {
+                return;
+            }
+            let done = pb.position();
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            let mut f = Map::new();
+            f.insert("progress".into(), json!(what));
+            f.insert("done".into(), json!(done));
+            f.insert("total".into(), json!(pb.length()));
+            f.insert("elapsed_secs".into(), json!(secs));
+            f.insert("per_sec".into(), json!(done as f64 / secs));
+            write(path, &status(&stage, "running", f));
+        }
+    });
+}
 
 /// The crawl driver's round in progress (shown in every status), `None` outside one.
 pub fn set_round(round: Option<usize>) {

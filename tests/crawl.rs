@@ -933,6 +933,40 @@ fn status_json_and_metrics_follow_a_running_crawl() {
     let seeds = dir.join("seeds.txt");
     std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
     let crawl = dir.join("crawl");
+    let status = crawl.join("status.json");
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()
+    };
+    // A stage alone: running while it works (held before its install), done after.
+    inject_seeds(dir, &crawl, &config, &map.seeds);
+    let segment = generate_segment(&crawl, &config);
+    for stage in ["fetch", "parse"] {
+        run_ok(stage, &crawl, &config, &[&segment]);
+    }
+    assert_eq!(read().unwrap()["stage"], "parse");
+    let mut paused = stage_command(bin("updatedb"), &crawl, &config, &[&segment])
+        .env(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV, "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("updatedb is running in status.json", || {
+        read().is_some_and(|s| s["stage"] == "updatedb" && s["state"] == "running")
+    });
+    assert!(paused.wait().unwrap().success());
+    let s = read().unwrap();
+    assert_eq!(
+        (&s["stage"], &s["state"]),
+        (&serde_json::json!("updatedb"), &serde_json::json!("done")),
+        "{s}"
+    );
+    assert!(
+        s["summary"].as_str().unwrap().starts_with("applied ["),
+        "{s}"
+    );
+    // readdb changes nothing.
+    run_ok("readdb", &crawl, &config, &["--stats"]);
+    assert_eq!(read().unwrap()["stage"], "updatedb");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -956,10 +990,6 @@ fn status_json_and_metrics_follow_a_running_crawl() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let status = crawl.join("status.json");
-    let read = || -> Option<serde_json::Value> {
-        serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()
-    };
     wait_until("round 2's fetch is under way in status.json", || {
         read().is_some_and(|s| {
             s["stage"] == "fetch"

@@ -459,6 +459,7 @@ impl Driver<'_> {
         work: impl FnOnce(&StageCtx) -> Result<R>,
     ) -> Result<(R, Option<Exit>)> {
         let ctx = self.ctx()?;
+        crate::status::running(R::STAGE);
         let report = work(&ctx)?;
         let exit = ctx.finish(&report).err();
         Ok((report, exit))
