@@ -185,6 +185,12 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
         eprintln!("{err}");
         return ExitCode::from(code);
     }
+    let stage = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    crate::status::failed(&stage, &format!("{err:#}"));
     eprintln!("Error: {err:?}");
     ExitCode::from(code)
 }

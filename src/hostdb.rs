@@ -30,6 +30,9 @@ use crate::store::parquet::{self, PartWriter};
 pub struct HostDbMeta {
     /// Partitions (the crawldb's).
     pub partitions: usize,
+    /// What the partitions group hosts by (the crawldb's key).
+    #[serde(default)]
+    pub partition_key: crate::config::PartitionKey,
     /// Segments whose `crawl_fetch` is folded into the counters.
     pub applied_segments: Vec<String>,
     /// When this version was written (ms UTC).
@@ -108,11 +111,13 @@ pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
     let partitions = crawldb.partitions;
     let old = if opts.full { None } else { read_meta(&dir)? };
     let old = old.filter(|m| {
-        let same = m.partitions == partitions;
+        let same = m.partitions == partitions && m.partition_key == crawldb.partition_key;
         if !same {
             tracing::warn!(
-                "the hostdb has {} partitions and the crawldb {partitions}: rebuilding it from the segments present",
-                m.partitions
+                "the hostdb has {} partitions by {:?} and the crawldb {partitions} by {:?}: rebuilding it from the segments present",
+                m.partitions,
+                m.partition_key,
+                crawldb.partition_key
             );
         }
         same
@@ -121,12 +126,31 @@ pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
         .as_ref()
         .map(|m| m.applied_segments.iter().cloned().collect())
         .unwrap_or_default();
-    let segments: Vec<Segment> = dir
-        .segments()?
-        .into_iter()
-        .filter(|s| crawldb.is_applied(s.name()) && !done.contains(s.name()))
-        .filter(|s| s.has(SegmentDataset::CrawlFetch))
-        .collect();
+    let mut merged_in: Vec<String> = Vec::new();
+    let mut segments: Vec<Segment> = Vec::new();
+    for s in dir.segments()? {
+        if !crawldb.is_applied(s.name())
+            || done.contains(s.name())
+            || !s.has(SegmentDataset::CrawlFetch)
+        {
+            continue;
+        }
+        // A merged segment (mergesegs) repeats fetches of its inputs: folded in
+        // already when any of them was.
+        if let Some(p) = crate::tools::mergesegs::provenance(&s)?
+            && p.merged_from.iter().any(|m| done.contains(m))
+        {
+            if !p.merged_from.iter().all(|m| done.contains(m)) {
+                tracing::warn!(
+                    "segment {} merges segments folded into the hostdb with others that were not: its fetches are not counted again",
+                    s.name()
+                );
+            }
+            merged_in.push(s.name().to_string());
+            continue;
+        }
+        segments.push(s);
+    }
     for s in &segments {
         let n = s.meta()?.partitions;
         if n != partitions {
@@ -152,8 +176,10 @@ pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
         .collect::<Result<_>>()?;
     let mut applied: Vec<String> = done.into_iter().collect();
     applied.extend(segments.iter().map(|s| s.name().to_string()));
+    applied.extend(merged_in);
     let meta = HostDbMeta {
         partitions,
+        partition_key: crawldb.partition_key,
         applied_segments: applied,
         written_time: crate::datum::now_millis(),
     };
@@ -323,12 +349,18 @@ pub fn fold_fetch(h: &mut HostRecord, r: &FetchRecord) {
         FetchStatus::FetchSuccess | FetchStatus::FetchNotmodified => {
             h.fetch_successes += 1;
             h.consecutive_failures = 0;
-            h.last_success_time = Some(r.fetch_time);
+            h.last_success_time = Some(
+                h.last_success_time
+                    .map_or(r.fetch_time, |t| t.max(r.fetch_time)),
+            );
         }
         FetchStatus::FetchRetry if is_failure(r) => {
             h.fetch_failures += 1;
             h.consecutive_failures += 1;
-            h.last_failure_time = Some(r.fetch_time);
+            h.last_failure_time = Some(
+                h.last_failure_time
+                    .map_or(r.fetch_time, |t| t.max(r.fetch_time)),
+            );
             if r.reason == "dns_failure" {
                 h.dns_errors += 1;
             } else if connect_failure(&r.reason) {

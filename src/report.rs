@@ -109,16 +109,19 @@ pub fn run(ctx: &StageCtx, opts: &ReportOpts) -> Result<ReportReport> {
         }
     }
     // The rounds: one per fetched segment; new URLs from the crawl driver's journal.
-    let journal: BTreeMap<String, f64> =
-        crate::driver::journal::Journal::load(&dir.crawl_journal())?
-            .map(|j| {
-                j.rounds
-                    .iter()
-                    .filter(|r| r.segments.len() == 1)
-                    .map(|r| (r.segments[0].clone(), r.new_urls as f64))
-                    .collect()
-            })
-            .unwrap_or_default();
+    let journal = crate::driver::journal::Journal::load(&dir.crawl_journal()).unwrap_or_else(|e| {
+        tracing::warn!("{e}: the report shows no new URLs per round");
+        None
+    });
+    let journal: BTreeMap<String, f64> = journal
+        .map(|j| {
+            j.rounds
+                .iter()
+                .filter(|r| r.segments.len() == 1)
+                .map(|r| (r.segments[0].clone(), r.new_urls as f64))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut rounds = Vec::new();
     let mut times = vec![0.0; TIME_BUCKETS.len()];
     let mut sizes = vec![0.0; SIZE_BUCKETS.len()];

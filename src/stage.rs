@@ -202,11 +202,11 @@ impl StageCtx {
         match CrawlUri::parse(&root)? {
             CrawlUri::Local(root) => {
                 // A one-process run of a stage that changes the crawl keeps status.json
-                // current from here on (tasks of a job do not: many run at once).
+                // current once its work begins (tasks of a job do not: many run at
+                // once); nothing is written before, so a refused stage changes nothing.
                 let name = stage_name();
                 if scope == Scope::Whole && WRITERS.contains(&name.as_str()) {
                     crate::status::set_live(CrawlDir::new(&root).status_file());
-                    crate::status::running(&name);
                 }
                 Ok(StageCtx::new(root, cfg))
             }

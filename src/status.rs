@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
@@ -19,6 +19,12 @@ use crate::error::{Error, Result};
 static ROUND: AtomicUsize = AtomicUsize::new(0);
 static METRICS: OnceLock<Arc<Mutex<String>>> = OnceLock::new();
 static LIVE: OnceLock<std::path::PathBuf> = OnceLock::new();
+/// Serializes this process's writes (one temporary file name per process) and
+/// counts the stage-level ones: a progress thread writes only while the count is
+/// the one it started under, so it never overwrites a newer status.
+static WRITES: Mutex<u64> = Mutex::new(0);
+/// Whether this process wrote the status (only then may it record a failure).
+static WROTE: AtomicBool = AtomicBool::new(false);
 
 /// Sets the `status.json` this process keeps current (a stage that changes a local
 /// crawl directory sets it once); progress bars then report into it.
@@ -43,6 +49,18 @@ pub fn running(stage: &str) {
     }
 }
 
+/// Marks `stage` failed with `error` in the live `status.json`, when this process
+/// wrote the status before (a stage refused before it began leaves it alone).
+pub fn failed(stage: &str, error: &str) {
+    let Some(path) = live() else { return };
+    if !WROTE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut f = Map::new();
+    f.insert("error".into(), json!(error));
+    write(path, &status(stage, "failed", f));
+}
+
 /// While `pb` lives and is not finished, writes its position, length and rate into
 /// the live `status.json` every second as `stage`'s progress (`what` says what is
 /// counted). Does nothing without a live status.
@@ -51,11 +69,17 @@ pub fn follow(pb: &indicatif::ProgressBar, stage: &str, what: &str) {
     let weak = pb.downgrade();
     let (stage, what) = (stage.to_string(), what.to_string());
     let started = std::time::Instant::now();
+    let generation = WRITES.lock().map(|n| *n).unwrap_or(0);
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(std::time::Duration::from_secs(1));
             let Some(pb) = weak.upgrade() else { return };
             if pb.is_finished() {
+                return;
+            }
+            let Ok(n) = WRITES.lock() else { return };
+            if *n != generation {
+                // A newer status (this stage done, or another stage) was written.
                 return;
             }
             let done = pb.position();
@@ -66,7 +90,8 @@ pub fn follow(pb: &indicatif::ProgressBar, stage: &str, what: &str) {
             f.insert("total".into(), json!(pb.length()));
             f.insert("elapsed_secs".into(), json!(secs));
             f.insert("per_sec".into(), json!(done as f64 / secs));
-            write(path, &status(&stage, "running", f));
+            write_locked(path, &status(&stage, "running", f));
+            drop(n);
         }
     });
 }
@@ -101,6 +126,14 @@ pub fn status(stage: &str, state: &str, fields: Map<String, Value>) -> Value {
 /// Writes `value` to `path` (the crawl directory's `status.json`) atomically, and
 /// refreshes the metrics page when one is served. Failures are logged.
 pub fn write(path: &Path, value: &Value) {
+    let Ok(mut n) = WRITES.lock() else { return };
+    *n += 1;
+    write_locked(path, value);
+}
+
+/// [`write`] with the write lock held.
+fn write_locked(path: &Path, value: &Value) {
+    WROTE.store(true, Ordering::Relaxed);
     if let Some(m) = METRICS.get()
         && let Ok(mut text) = m.lock()
     {
@@ -206,6 +239,8 @@ pub fn serve_metrics(addr: SocketAddr) -> Result<SocketAddr> {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
+            // A client that sends nothing must not hold the next scrape up.
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
             // Read the request head; the answer is the same for every path.
             let mut reader = BufReader::new(match conn.try_clone() {
                 Ok(c) => c,

@@ -871,6 +871,33 @@ fn the_hostdb_counts_what_the_server_saw() {
     );
     // A new version keeps the previous one.
     assert!(crawl.join("hostdb/old/_SUCCESS").exists());
+    // Only the dead host's URLs are due, and it is held back: crawl says so, and the
+    // run is not over (a rerun after the back-off continues it).
+    let out = stage_command(
+        bin("crawl"),
+        &crawl,
+        &config,
+        &[
+            "--rounds",
+            "2",
+            "--set",
+            "generate.host_max_failures=2",
+            "--set",
+            "updatedb.retry_interval=1",
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("stopped: the 4 due URLs are all on hosts held back after failing in a row"),
+        "{err}"
+    );
+    let journal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crawl.join("crawl_journal.json")).unwrap())
+            .unwrap();
+    assert!(journal["ended"].is_null(), "{journal}");
     // generate.host_time_budget: 0.3 s a host at a 0.15 s delay (the test web answers
     // in about 0 ms) is 2 URLs a host, whatever max_per_host allows.
     let out = run(
@@ -944,16 +971,7 @@ fn status_json_and_metrics_follow_a_running_crawl() {
         run_ok(stage, &crawl, &config, &[&segment]);
     }
     assert_eq!(read().unwrap()["stage"], "parse");
-    let mut paused = stage_command(bin("updatedb"), &crawl, &config, &[&segment])
-        .env(trawl::store::versioned::PAUSE_BEFORE_INSTALL_ENV, "3")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until("updatedb is running in status.json", || {
-        read().is_some_and(|s| s["stage"] == "updatedb" && s["state"] == "running")
-    });
-    assert!(paused.wait().unwrap().success());
+    run_ok("updatedb", &crawl, &config, &[&segment]);
     let s = read().unwrap();
     assert_eq!(
         (&s["stage"], &s["state"]),
@@ -964,6 +982,10 @@ fn status_json_and_metrics_follow_a_running_crawl() {
         s["summary"].as_str().unwrap().starts_with("applied ["),
         "{s}"
     );
+    // A stage refused before it began leaves the status alone.
+    let out = run("parse", &crawl, &config, &["no-such-segment"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(read().unwrap()["stage"], "updatedb");
     // readdb changes nothing.
     run_ok("readdb", &crawl, &config, &["--stats"]);
     assert_eq!(read().unwrap()["stage"], "updatedb");

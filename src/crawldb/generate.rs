@@ -137,10 +137,18 @@ impl Report for GenerateReport {
         (self.segments.is_empty() && !self.task).then(|| {
             Exit::new(
                 exit::NOTHING_DUE,
-                format!(
-                    "generate: no URLs due: nothing to generate (exit code {})",
-                    exit::NOTHING_DUE
-                ),
+                if self.backed_off > 0 {
+                    format!(
+                        "generate: nothing to generate: the {} due URLs are all on hosts held back after failing in a row (generate.host_max_failures, generate.host_backoff; readhostdb --failing lists them); exit code {}",
+                        self.backed_off,
+                        exit::NOTHING_DUE
+                    )
+                } else {
+                    format!(
+                        "generate: no URLs due: nothing to generate (exit code {})",
+                        exit::NOTHING_DUE
+                    )
+                },
             )
         })
     }

@@ -114,7 +114,14 @@ impl Journal {
         if !path.exists() {
             return Ok(None);
         }
-        let j: Journal = read_json(path)?;
+        let j: Journal = read_json(path).map_err(|e| {
+            crate::error::Error::crawl_dir(
+                path,
+                format!(
+                    "the crawl driver's journal cannot be read ({e}): remove the file to start a new run (segments not finished are still finished first)"
+                ),
+            )
+        })?;
         if j.version != VERSION {
             return Err(crate::error::Error::crawl_dir(
                 path,

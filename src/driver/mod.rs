@@ -56,6 +56,9 @@ pub enum Ended {
     RoundsDone,
     /// generate found no URL due (and no `--wait`).
     NothingDue,
+    /// Every due URL is on a host held back after failing in a row (the count);
+    /// the run is not over: a rerun after the back-off continues it.
+    HeldBack(u64),
     /// `<crawl>/STOP` was found after a stage.
     StopFile,
     /// SIGINT or SIGTERM.
@@ -90,6 +93,9 @@ impl fmt::Display for CrawlReport {
             match &self.ended {
                 Ended::RoundsDone => "all rounds done".to_string(),
                 Ended::NothingDue => "stopped: no URL is due".to_string(),
+                Ended::HeldBack(n) => format!(
+                    "stopped: the {n} due URLs are all on hosts held back after failing in a row (generate.host_max_failures, generate.host_backoff; readhostdb --failing): rerun later to continue, or --set generate.host_max_failures=0"
+                ),
                 Ended::StopFile => format!("stopped by the {} file (removed)", names::STOP),
                 Ended::Interrupted(s) => format!("interrupted by {s}"),
                 Ended::Unreachable(_) => "stopped: fetch reached no server".to_string(),
@@ -285,7 +291,7 @@ impl Driver<'_> {
             }
             match self.round(j)? {
                 Ok(()) => {}
-                Err(Halt::Stop(Ended::NothingDue)) => {
+                Err(Halt::Stop(ended @ (Ended::NothingDue | Ended::HeldBack(_)))) => {
                     // The round did not start: forget it.
                     j.current = None;
                     j.save(&self.jpath)?;
@@ -299,7 +305,7 @@ impl Driver<'_> {
                                 return Ok(e);
                             }
                         }
-                        None => return Ok(Ended::NothingDue),
+                        None => return Ok(ended),
                     }
                 }
                 Err(Halt::Stop(e)) => return Ok(e),
@@ -309,7 +315,9 @@ impl Driver<'_> {
 
     /// Sleeps `d` in short steps, watching for the STOP file and signals.
     fn wait(&self, d: Duration) -> Flow {
-        let end = Instant::now() + d;
+        let end = Instant::now()
+            .checked_add(d)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 86_400));
         while Instant::now() < end {
             crate::signal::sleep(Duration::from_millis(200).min(end - Instant::now()));
             self.between()?;
@@ -345,8 +353,9 @@ impl Driver<'_> {
         if pending.is_empty() && cur.done.is_empty() && cur.record.segments.is_empty() {
             eprintln!("crawl: round {n}/{total}: generate");
             match self.generate()? {
-                None => return Ok(Err(Halt::Stop(Ended::NothingDue))),
-                Some((segs, urls)) => {
+                Err(0) => return Ok(Err(Halt::Stop(Ended::NothingDue))),
+                Err(held) => return Ok(Err(Halt::Stop(Ended::HeldBack(held)))),
+                Ok((segs, urls)) => {
                     cur.record.urls = urls;
                     cur.record.segments = segs.iter().map(|s| s.name().to_string()).collect();
                     j.current = Some(cur.clone());
@@ -472,14 +481,16 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// The new fetch list(s), or `None` when nothing is due.
-    fn generate(&self) -> Result<Option<(Vec<Segment>, u64)>> {
+    /// The new fetch list(s) with their URL count, or, when nothing is due, the
+    /// due URLs held back on failing hosts (0: none).
+    #[allow(clippy::type_complexity)]
+    fn generate(&self) -> Result<std::result::Result<(Vec<Segment>, u64), u64>> {
         let (report, exit) = self.stage(|ctx| {
             let opts = crate::crawldb::generate::GenerateOpts::from_config(ctx.config());
             crate::crawldb::generate::run(ctx, &opts)
         })?;
         if exit.as_ref().is_some_and(|e| e.code == exit::NOTHING_DUE) {
-            return Ok(None);
+            return Ok(Err(report.backed_off));
         }
         let dir = CrawlDir::open_for_segments(&self.root)?;
         let segs = report
@@ -487,7 +498,7 @@ impl Driver<'_> {
             .iter()
             .map(|p| dir.segment(p))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Some((segs, report.urls.iter().sum())))
+        Ok(Ok((segs, report.urls.iter().sum())))
     }
 
     /// The steps `seg` still needs, in order.
