@@ -28,6 +28,11 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with_delay(DELAY_MS as f64 / 1000.0)
+}
+
+/// [`setup`] with another politeness delay (seconds).
+fn setup_with_delay(delay: f64) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let map = site_map(&dir, WEB);
@@ -35,7 +40,7 @@ fn setup() -> Setup {
     let config = write_config(
         &dir,
         &web.addr,
-        DELAY_MS as f64 / 1000.0,
+        delay,
         &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
     );
     let seeds = dir.join("seeds.txt");
@@ -946,20 +951,15 @@ fn http_get(addr: &str, path: &str) -> String {
 /// the crawl's final line.
 #[test]
 fn status_json_and_metrics_follow_a_running_crawl() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let web = TestWeb::start(dir, WEB);
     // A slow delay: a fetch of the seeds' hosts takes seconds.
-    let config = write_config(
-        dir,
-        &web.addr,
-        0.4,
-        &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
+    let setup = setup_with_delay(0.4);
+    let (dir, map, crawl, config, seeds) = (
+        &setup.dir,
+        &setup.map,
+        &setup.crawl,
+        &setup.config,
+        &setup.seeds,
     );
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    let crawl = dir.join("crawl");
     let status = crawl.join("status.json");
     let read = || -> Option<serde_json::Value> {
         serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()
@@ -1081,19 +1081,8 @@ fn status_json_and_metrics_follow_a_running_crawl() {
 /// `target/test-artifacts/crawl-report.png`.
 #[test]
 fn the_report_shows_the_crawl_in_a_real_browser() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let web = TestWeb::start(dir, WEB);
-    let config = write_config(
-        dir,
-        &web.addr,
-        0.02,
-        &format!("[urls]\nmax_depth = {MAX_DEPTH}\n"),
-    );
-    let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
-    let crawl = dir.join("crawl");
+    let setup = setup_with_delay(0.02);
+    let (crawl, config, seeds) = (&setup.crawl, &setup.config, &setup.seeds);
     run_ok(
         "crawl",
         &crawl,
@@ -1169,5 +1158,4 @@ fn the_report_shows_the_crawl_in_a_real_browser() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "a screenshot of the page"
     );
-    drop(web);
 }
