@@ -965,13 +965,13 @@ fn status_json_and_metrics_follow_a_running_crawl() {
         serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()
     };
     // A stage alone: running while it works (held before its install), done after.
-    inject_seeds(dir, &crawl, &config, &map.seeds);
-    let segment = generate_segment(&crawl, &config);
+    inject_seeds(dir, crawl, config, &map.seeds);
+    let segment = generate_segment(crawl, config);
     for stage in ["fetch", "parse"] {
-        run_ok(stage, &crawl, &config, &[&segment]);
+        run_ok(stage, crawl, config, &[&segment]);
     }
     assert_eq!(read().unwrap()["stage"], "parse");
-    run_ok("updatedb", &crawl, &config, &[&segment]);
+    run_ok("updatedb", crawl, config, &[&segment]);
     let s = read().unwrap();
     assert_eq!(
         (&s["stage"], &s["state"]),
@@ -983,11 +983,11 @@ fn status_json_and_metrics_follow_a_running_crawl() {
         "{s}"
     );
     // A stage refused before it began leaves the status alone.
-    let out = run("parse", &crawl, &config, &["no-such-segment"]);
+    let out = run("parse", crawl, config, &["no-such-segment"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(read().unwrap()["stage"], "updatedb");
     // readdb changes nothing.
-    run_ok("readdb", &crawl, &config, &["--stats"]);
+    run_ok("readdb", crawl, config, &["--stats"]);
     assert_eq!(read().unwrap()["stage"], "updatedb");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -997,8 +997,8 @@ fn status_json_and_metrics_follow_a_running_crawl() {
     let metrics = format!("127.0.0.1:{port}");
     let child = stage_command(
         bin("crawl"),
-        &crawl,
-        &config,
+        crawl,
+        config,
         &[
             "--seeds",
             seeds.to_str().unwrap(),
@@ -1064,8 +1064,8 @@ fn status_json_and_metrics_follow_a_running_crawl() {
     // A metrics address off loopback is refused.
     let out = run(
         "crawl",
-        &crawl,
-        &config,
+        crawl,
+        config,
         &["--rounds", "1", "--metrics-addr", "0.0.0.0:9464"],
     );
     assert_eq!(out.status.code(), Some(1));
@@ -1085,11 +1085,11 @@ fn the_report_shows_the_crawl_in_a_real_browser() {
     let (crawl, config, seeds) = (&setup.crawl, &setup.config, &setup.seeds);
     run_ok(
         "crawl",
-        &crawl,
-        &config,
+        crawl,
+        config,
         &["--seeds", seeds.to_str().unwrap(), "--rounds", "3"],
     );
-    let out = run("report", &crawl, &config, &[]);
+    let out = run("report", crawl, config, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with("report: 3 rounds, "),
@@ -1117,7 +1117,7 @@ fn the_report_shows_the_crawl_in_a_real_browser() {
             "{name}: {ok} fetched"
         );
     }
-    let fetched = crawldb_statuses(&crawl)
+    let fetched = crawldb_statuses(crawl)
         .values()
         .filter(|s| *s == "db_fetched")
         .count();
