@@ -185,14 +185,19 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
         eprintln!("{err}");
         return ExitCode::from(code);
     }
-    let stage = std::env::args_os()
+    crate::status::failed(&binary_name(), &format!("{err:#}"));
+    eprintln!("Error: {err:?}");
+    ExitCode::from(code)
+}
+
+/// The running binary's name (`fetch`, `crawl`, ...): the stage a lock holder, an
+/// object-store commit or a failed status names; `stage` when it cannot be told.
+pub fn binary_name() -> String {
+    std::env::args_os()
         .next()
         .map(PathBuf::from)
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_default();
-    crate::status::failed(&stage, &format!("{err:#}"));
-    eprintln!("Error: {err:?}");
-    ExitCode::from(code)
+        .unwrap_or_else(|| "stage".to_string())
 }
 
 /// Flags every stage takes.

@@ -204,15 +204,19 @@ impl StageCtx {
                 // A one-process run of a stage that changes the crawl keeps status.json
                 // current once its work begins (tasks of a job do not: many run at
                 // once); nothing is written before, so a refused stage changes nothing.
-                let name = stage_name();
+                let name = crate::cli::binary_name();
                 if scope == Scope::Whole && WRITERS.contains(&name.as_str()) {
                     crate::status::set_live(CrawlDir::new(&root).status_file());
                 }
                 Ok(StageCtx::new(root, cfg))
             }
             CrawlUri::Object(uri) => {
-                let mirror =
-                    Mirror::open_scoped(&uri, common.work_dir.as_deref(), &stage_name(), scope)?;
+                let mirror = Mirror::open_scoped(
+                    &uri,
+                    common.work_dir.as_deref(),
+                    &crate::cli::binary_name(),
+                    scope,
+                )?;
                 let mut ctx = StageCtx::new(mirror.root(), cfg);
                 ctx.mirror = Some(Arc::new(mirror));
                 Ok(ctx)
@@ -418,15 +422,6 @@ const WRITERS: &[&str] = &[
     "inject", "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap",
     "index", "hostdb", "crawl",
 ];
-
-/// The binary's name (the lock holder and `written_by` of an object-store commit).
-fn stage_name() -> String {
-    std::env::args_os()
-        .next()
-        .map(PathBuf::from)
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "stage".to_string())
-}
 
 impl Report for GcReport {
     const STAGE: &'static str = "gc";
