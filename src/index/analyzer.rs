@@ -19,6 +19,7 @@
 
 use std::collections::VecDeque;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use jieba_rs::Jieba;
 use tantivy::tokenizer::{
@@ -40,11 +41,43 @@ pub fn text_analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// jieba's dictionary, loaded on first use (a few hundred milliseconds), so that a
-/// run that never meets a Han character never pays for it.
+/// jieba's segmenter, once loaded.
+static JIEBA: OnceLock<Jieba> = OnceLock::new();
+
+/// jieba's dictionary, loaded on first use (about 100 ms), so that a run that never
+/// meets a Han character never pays for it.
 fn jieba() -> &'static Jieba {
-    static JIEBA: OnceLock<Jieba> = OnceLock::new();
     JIEBA.get_or_init(Jieba::new)
+}
+
+/// A hint that `text` is about to be analyzed: when it holds a Han character, jieba's
+/// dictionary starts loading on a thread of its own (once). Every thread that meets
+/// Han text waits for the load; started while the pages are still being read, it is
+/// done or nearly so by the time they are analyzed.
+pub fn prepare_for(text: &str) {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    if STARTED.load(Ordering::Relaxed) || JIEBA.get().is_some() || !has_han(text) {
+        return;
+    }
+    if !STARTED.swap(true, Ordering::Relaxed) {
+        // Without a thread the first Han text loads it, as it would anyway.
+        let _ = std::thread::Builder::new()
+            .name("jieba-load".into())
+            .spawn(|| {
+                jieba();
+            });
+    }
+}
+
+/// Whether `text` holds a Han character (U+3400 to U+9FFF, where the common ones
+/// are): its bytes are scanned for the UTF-8 lead bytes of that range (a pass the
+/// compiler vectorizes), and only a text that has one is decoded.
+fn has_han(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let maybe = bytes
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |a, &b| a | (b.wrapping_sub(0xE3) < 7)));
+    maybe && text.chars().any(|c| script(c) == Some(Script::Han))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +258,17 @@ mod tests {
     #[test]
     fn mixed_scripts_split_at_the_boundary() {
         assert_eq!(terms("Rust语言"), ["rust", "语言"]);
+    }
+
+    #[test]
+    fn han_is_detected_by_its_lead_bytes() {
+        assert!(super::has_han("Rust 语言"));
+        assert!(super::has_han(&format!("{}北京", "x".repeat(200))));
+        assert!(!super::has_han("Café, ölçü, Ελληνικά, русский, 한국어"));
+        assert!(
+            !super::has_han("カタカナ"),
+            "kana alone needs no dictionary"
+        );
     }
 
     #[test]

@@ -21,24 +21,25 @@
 //! `--full` indexes every segment again into an emptied index, in the same commit (the
 //! way to refresh every document's PageRank and anchors).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tantivy::directory::MmapDirectory;
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
-use crate::datum::{CrawlDatum, DbStatus, FetchStatus};
+use crate::datum::{DbStatus, FetchStatus, Millis};
 use crate::error::{Error, Result};
 use crate::graph::rows::{HostRankRecord, PageRankMeta};
-use crate::records::{FetchRecord, InlinkRecord, PageRankRecord, ParseDataRecord, ParseTextRecord};
+use crate::records::ParseTextRecord;
 use crate::stage::{Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::lock::Lock;
 use crate::store::names::SegmentDataset;
-use crate::store::parquet::{self, Record};
+use crate::store::parquet;
 
 use super::analyzer::{TEXT_ANALYZER, text_analyzer};
 use super::cut as cap;
@@ -251,6 +252,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         older: &older,
         committed,
         since: state.written_time,
+        emptied: opts.full,
         writer: &writer,
         fields,
         priors: &priors,
@@ -347,7 +349,7 @@ impl Priors {
 /// A page of the segments being indexed (the newest segment's rows).
 struct Page {
     segment: String,
-    data: ParseDataRecord,
+    data: PageData,
     text: Option<ParseTextRecord>,
     fetch_time: Option<i64>,
 }
@@ -373,6 +375,8 @@ struct Job<'a> {
     committed: tantivy::Searcher,
     /// When the last commit was made (ms UTC; 0 for a new index or `--full`).
     since: i64,
+    /// `--full`: the last commit's documents are all deleted by this run.
+    emptied: bool,
     writer: &'a IndexWriter,
     fields: Fields,
     priors: &'a Priors,
@@ -380,12 +384,96 @@ struct Job<'a> {
     max_text_bytes: usize,
 }
 
-fn read_rows<R: Record>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Result<()> {
+/// The columns of a dataset the index reads, as a row type: the other columns (a
+/// parse's outlinks, a crawldb row's schedule) are never decoded.
+trait Columns: DeserializeOwned {
+    /// The columns, by name (the fields of the type).
+    const COLUMNS: &'static [&'static str];
+}
+
+impl Columns for ParseTextRecord {
+    const COLUMNS: &'static [&'static str] = &["url", "text", "main_text"];
+}
+
+/// What the index reads of a `parse_data` row.
+#[derive(Deserialize)]
+struct PageData {
+    url: String,
+    status: String,
+    title: Option<String>,
+    content_type: Option<String>,
+    lang: Option<String>,
+    canonical: Option<String>,
+    noindex: bool,
+}
+
+impl Columns for PageData {
+    const COLUMNS: &'static [&'static str] = &[
+        "url",
+        "status",
+        "title",
+        "content_type",
+        "lang",
+        "canonical",
+        "noindex",
+    ];
+}
+
+/// What the index reads of a `crawl_fetch` row.
+#[derive(Deserialize)]
+struct FetchRow {
+    url: String,
+    status: FetchStatus,
+    fetch_time: Millis,
+}
+
+impl Columns for FetchRow {
+    const COLUMNS: &'static [&'static str] = &["url", "status", "fetch_time"];
+}
+
+/// What the index reads of a crawldb row.
+#[derive(Deserialize)]
+struct DbRow {
+    url: String,
+    status: DbStatus,
+    depth: i32,
+    metadata: BTreeMap<String, String>,
+}
+
+impl Columns for DbRow {
+    const COLUMNS: &'static [&'static str] = &["url", "status", "depth", "metadata"];
+}
+
+/// What the index reads of a linkdb row.
+#[derive(Deserialize)]
+struct InlinkRow {
+    url: String,
+    from_url: String,
+    anchor: String,
+}
+
+impl Columns for InlinkRow {
+    const COLUMNS: &'static [&'static str] = &["url", "from_url", "anchor"];
+}
+
+/// What the index reads of a `pagerank` row.
+#[derive(Deserialize)]
+struct RankRow {
+    url: String,
+    score: f64,
+    in_degree: i64,
+}
+
+impl Columns for RankRow {
+    const COLUMNS: &'static [&'static str] = &["url", "score", "in_degree"];
+}
+
+fn read_rows<R: Columns>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Result<()> {
     if !dir.is_dir() {
         return Ok(());
     }
     for file in parquet::partition_files(dir, i)? {
-        for batch in parquet::read_part::<R>(&file)? {
+        for batch in parquet::read_part_columns::<R>(&file, R::COLUMNS)? {
             for row in batch? {
                 each(row);
             }
@@ -405,16 +493,17 @@ impl Job<'_> {
         for seg in self.segments {
             let mut texts: HashMap<String, ParseTextRecord> = HashMap::new();
             read_rows::<ParseTextRecord>(&seg.dataset(SegmentDataset::ParseText), i, |r| {
+                super::analyzer::prepare_for(&r.text);
                 texts.insert(r.url.clone(), r);
             })?;
             let mut times: HashMap<String, i64> = HashMap::new();
-            read_rows::<FetchRecord>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
+            read_rows::<FetchRow>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
                 if r.status == FetchStatus::FetchNotmodified {
                     unchanged.insert(r.url.clone());
                 }
                 times.insert(r.url, r.fetch_time);
             })?;
-            read_rows::<ParseDataRecord>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
+            read_rows::<PageData>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
                 report.pages += 1;
                 let page = Page {
                     segment: seg.name().to_string(),
@@ -439,8 +528,8 @@ impl Job<'_> {
             known.entry(u.clone()).or_default();
         }
         let mut missing = unchanged;
-        read_rows::<CrawlDatum>(&self.crawl.crawldb_current(), i, |d| {
-            if deleted_status(d.status) {
+        read_rows::<DbRow>(&self.crawl.crawldb_current(), i, |d| {
+            if deleted_status(d.status) && self.has_document(&d.url) {
                 report.deletes += 1;
                 self.writer
                     .delete_term(Term::from_field_text(self.fields.url, &d.url));
@@ -471,7 +560,7 @@ impl Job<'_> {
         }
         let linkdb = self.crawl.linkdb_current();
         if parquet::dataset_complete(&linkdb) {
-            read_rows::<InlinkRecord>(&linkdb, i, |l| {
+            read_rows::<InlinkRow>(&linkdb, i, |l| {
                 // A page's links to itself (a heading's permalink, "top") say
                 // nothing about it from elsewhere: not anchors, not inlinks.
                 if l.url == l.from_url {
@@ -490,7 +579,7 @@ impl Job<'_> {
             })?;
         }
         if self.priors.scale.is_some() {
-            read_rows::<PageRankRecord>(&self.crawl.pagerank(), i, |r| {
+            read_rows::<RankRow>(&self.crawl.pagerank(), i, |r| {
                 if let Some(k) = known.get_mut(&r.url) {
                     k.pagerank = Some((r.score, r.in_degree));
                 }
@@ -498,8 +587,10 @@ impl Job<'_> {
         }
         for page in pages.values() {
             let url = &page.data.url;
-            self.writer
-                .delete_term(Term::from_field_text(self.fields.url, url));
+            if self.has_document(url) {
+                self.writer
+                    .delete_term(Term::from_field_text(self.fields.url, url));
+            }
             let Some(k) = known.get(url) else { continue };
             if page.data.noindex {
                 report.noindex += 1;
@@ -532,7 +623,7 @@ impl Job<'_> {
 
     /// Whether `dedup` turned the row back from `db_duplicate` since the last run (or
     /// ever, in a `--full` run): its page must be indexed again.
-    fn restored_since_last_run(&self, d: &CrawlDatum) -> bool {
+    fn restored_since_last_run(&self, d: &DbRow) -> bool {
         indexable_status(d.status)
             && d.metadata
                 .get(crate::dedup::RESTORED_KEY)
@@ -540,8 +631,13 @@ impl Job<'_> {
                 .is_some_and(|t| t >= self.since)
     }
 
-    /// Whether the last commit has a document for `url`.
+    /// Whether the index has a document for `url` before this run's changes: one of
+    /// the last commit's, unless `--full` emptied it. A URL without one needs no
+    /// delete (a delete is replayed against every segment the run writes).
     fn has_document(&self, url: &str) -> bool {
+        if self.emptied {
+            return false;
+        }
         let term = Term::from_field_text(self.fields.url, url);
         self.committed.doc_freq(&term).is_ok_and(|n| n > 0)
     }
@@ -559,8 +655,8 @@ impl Job<'_> {
             if missing.is_empty() {
                 break;
             }
-            let mut found: HashMap<String, ParseDataRecord> = HashMap::new();
-            read_rows::<ParseDataRecord>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
+            let mut found: HashMap<String, PageData> = HashMap::new();
+            read_rows::<PageData>(&seg.dataset(SegmentDataset::ParseData), i, |r| {
                 if missing.contains(&r.url) {
                     found.insert(r.url.clone(), r);
                 }
@@ -575,7 +671,7 @@ impl Job<'_> {
                 }
             })?;
             let mut times: HashMap<String, i64> = HashMap::new();
-            read_rows::<FetchRecord>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
+            read_rows::<FetchRow>(&seg.dataset(SegmentDataset::CrawlFetch), i, |r| {
                 if found.contains_key(&r.url) {
                     times.insert(r.url, r.fetch_time);
                 }
@@ -622,9 +718,6 @@ impl Job<'_> {
                 }
                 None if !text.is_empty() => doc.add_text(f.other_text, text),
                 None => {}
-            }
-            if !text.is_empty() {
-                doc.add_text(f.text, text);
             }
         }
         doc.add_text(f.url_words, url_words(&d.url));
@@ -721,7 +814,7 @@ fn find_line(hay: &str, line: &str) -> Option<usize> {
 }
 
 /// The page's `rel=canonical` when it names another URL.
-fn canonical_elsewhere(d: &ParseDataRecord) -> Option<&str> {
+fn canonical_elsewhere(d: &PageData) -> Option<&str> {
     d.canonical
         .as_deref()
         .filter(|c| !c.is_empty() && *c != d.url)

@@ -109,7 +109,7 @@ pub fn document_json(doc: &TantivyDocument, f: &Fields) -> Map<String, Json> {
         .collect();
     m.insert("anchors".into(), Json::Array(anchors));
     put_text(&mut m, "main_text", f.main_text);
-    put_text(&mut m, "text", f.text);
+    put_text(&mut m, "other_text", f.other_text);
     put_text(&mut m, "lang", f.lang);
     put_text(&mut m, "content_type", f.content_type);
     put_text(&mut m, "segment", f.segment);

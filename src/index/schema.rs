@@ -7,8 +7,7 @@
 //! | `title` | text (`trawl_text`) | yes | | `<title>` |
 //! | `anchors` | text | yes | | anchor texts of its inlinks, deduplicated, capped |
 //! | `main_text` | text | yes | | the main content |
-//! | `other_text` | text | | | the visible text outside the main content (all of it when none was found) |
-//! | `text` | | yes | | the whole visible text (snippets, the export) |
+//! | `other_text` | text | yes | | the visible text outside the main content (all of it when none was found) |
 //! | `url_words` | text | | | the words of the URL (host and path) |
 //! | `lang` | exact term | yes | | `<html lang>`, lowercase (`lang:en`) |
 //! | `content_type` | exact term | yes | | the content type parsed |
@@ -41,10 +40,8 @@ pub mod name {
     pub const ANCHORS: &str = "anchors";
     /// The main content.
     pub const MAIN_TEXT: &str = "main_text";
-    /// The visible text outside the main content (indexed, not stored).
+    /// The visible text outside the main content.
     pub const OTHER_TEXT: &str = "other_text";
-    /// The whole visible text (stored, not indexed).
-    pub const TEXT: &str = "text";
     /// The URL's words.
     pub const URL_WORDS: &str = "url_words";
     /// `<html lang>`.
@@ -82,8 +79,6 @@ pub struct Fields {
     pub main_text: Field,
     /// `other_text`.
     pub other_text: Field,
-    /// `text`.
-    pub text: Field,
     /// `url_words`.
     pub url_words: Field,
     /// `lang`.
@@ -122,8 +117,7 @@ pub fn schema() -> Schema {
     b.add_text_field(name::TITLE, text(true));
     b.add_text_field(name::ANCHORS, text(true));
     b.add_text_field(name::MAIN_TEXT, text(true));
-    b.add_text_field(name::OTHER_TEXT, text(false));
-    b.add_text_field(name::TEXT, TextOptions::default().set_stored());
+    b.add_text_field(name::OTHER_TEXT, text(true));
     b.add_text_field(name::URL_WORDS, text(false));
     b.add_text_field(name::LANG, STRING | STORED);
     b.add_text_field(name::CONTENT_TYPE, STRING | STORED);
@@ -168,7 +162,6 @@ impl Fields {
             anchors: get(name::ANCHORS)?,
             main_text: get(name::MAIN_TEXT)?,
             other_text: get(name::OTHER_TEXT)?,
-            text: get(name::TEXT)?,
             url_words: get(name::URL_WORDS)?,
             lang: get(name::LANG)?,
             content_type: get(name::CONTENT_TYPE)?,

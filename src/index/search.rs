@@ -495,7 +495,7 @@ impl Searcher {
                     .map(str::to_string)
             };
             let mut snippet = Snippet::default();
-            for field in [self.fields.main_text, self.fields.text] {
+            for field in [self.fields.main_text, self.fields.other_text] {
                 let Some(t) = text(field) else { continue };
                 let s = snippets.snippet(&t);
                 if !s.highlighted().is_empty() {

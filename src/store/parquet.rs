@@ -11,8 +11,8 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
@@ -312,6 +312,41 @@ pub fn read_batches(path: &Path) -> Result<impl Iterator<Item = Result<RecordBat
         .map_err(|e| Error::parquet(path, e))?;
     let p = path.to_path_buf();
     Ok(reader.map(move |b| b.map_err(|e| Error::arrow(p.display().to_string(), e))))
+}
+
+/// Reads only `columns` of a Parquet file, batch by batch, decoding each batch into
+/// `T`, a struct of those columns: a reader that needs a few small columns of wide
+/// rows (a crawldb row's status, not its metadata; a parse's title, not its links)
+/// leaves the others undecoded.
+pub fn read_part_columns<T: DeserializeOwned>(
+    path: &Path,
+    columns: &[&str],
+) -> Result<impl Iterator<Item = Result<Vec<T>>>> {
+    let file = File::open(path).at(path)?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let mut roots = Vec::with_capacity(columns.len());
+    for c in columns {
+        let i = builder.schema().index_of(c).map_err(|_| {
+            Error::crawl_dir(
+                path,
+                format!("the part has no `{c}` column: was it written by trawl?"),
+            )
+        })?;
+        roots.push(i);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let rows = batch_rows(builder.metadata());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(rows)
+        .build()
+        .map_err(|e| Error::parquet(path, e))?;
+    let p = path.to_path_buf();
+    Ok(reader.map(move |b| {
+        let b = b.map_err(|e| Error::arrow(p.display().to_string(), e))?;
+        serde_arrow::from_record_batch(&b).map_err(|e| Error::arrow(std::any::type_name::<T>(), e))
+    }))
 }
 
 /// Reads every row of a Parquet file.
