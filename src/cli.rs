@@ -90,6 +90,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
     ),
     (
+        "docparse",
+        "Extract a document's text, title and links (PDF) as JSON, as parse does",
+    ),
+    (
         "readdb",
         "Read the crawldb: stats, one URL, dumps, top scores",
     ),

@@ -302,6 +302,14 @@ pub struct ParseConfig {
     /// (decode, DOM, walk, main text); over it the page is `parse_failed`,
     /// reason `time_budget`. 0 = no budget.
     pub max_page_millis: u64,
+    /// Pages of a document (PDF) read at most; the rest is left out.
+    pub max_document_pages: usize,
+    /// Wall time in milliseconds the `docparse` helper gets per document; over it the
+    /// helper is stopped and the document is `parse_failed`, reason `time_budget`.
+    pub max_document_millis: u64,
+    /// Address space in MiB the `docparse` helper gets per document; over it the
+    /// document is `parse_failed`, reason `memory_budget`.
+    pub max_document_memory_mb: u64,
 }
 
 impl Default for ParseConfig {
@@ -312,6 +320,9 @@ impl Default for ParseConfig {
             ignore_nofollow_links: true,
             max_page_bytes: 8 * 1024 * 1024,
             max_page_millis: 10_000,
+            max_document_pages: 1000,
+            max_document_millis: 30_000,
+            max_document_memory_mb: 1024,
         }
     }
 }

@@ -142,6 +142,17 @@ const RULES: &[(&str, Rule, &str)] = &[
         Rule::Int(0, 86_400_000),
         "milliseconds",
     ),
+    ("parse.max_document_pages", Rule::Int(1, UNBOUNDED), "pages"),
+    (
+        "parse.max_document_millis",
+        Rule::Int(100, 86_400_000),
+        "milliseconds",
+    ),
+    (
+        "parse.max_document_memory_mb",
+        Rule::Int(64, 1_048_576),
+        "MiB",
+    ),
     (
         "updatedb.retry_interval",
         Rule::Int(0, MAX_INTERVAL_SECS),

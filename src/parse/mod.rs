@@ -4,9 +4,11 @@
 //! One page goes through [`page::parse_page`]: charset detection ([`charset`]),
 //! one DOM walk ([`html`]), link resolution ([`links`]), robots directives
 //! ([`robots_meta`]), main-content extraction ([`maintext`]) and signatures
-//! ([`signature`]). [`stage`] streams a segment through it.
+//! ([`signature`]). PDFs go through [`document`] instead. [`stage`] streams a segment
+//! through it.
 
 pub mod charset;
+pub mod document;
 pub mod html;
 pub mod links;
 pub mod maintext;

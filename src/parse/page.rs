@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::charset::{self, Decoded};
+use super::document::{self, Format};
 use super::html::{self, Extract};
 use super::links::{self, LinkOptions, ResolvedLink};
 use super::maintext;
@@ -48,6 +49,8 @@ pub struct PageOpts {
     pub max_page_millis: u64,
     /// The robots agent name (`<meta name=AGENT>`, `X-Robots-Tag: AGENT: ...`).
     pub agent: String,
+    /// The budget of each document (PDF) read.
+    pub documents: document::Limits,
 }
 
 impl PageOpts {
@@ -62,6 +65,11 @@ impl PageOpts {
             max_page_bytes: cfg.parse.max_page_bytes,
             max_page_millis: cfg.parse.max_page_millis,
             agent: cfg.fetch.robots_agent.clone(),
+            documents: document::Limits {
+                max_pages: cfg.parse.max_document_pages,
+                max_millis: cfg.parse.max_document_millis,
+                max_memory_mb: cfg.parse.max_document_memory_mb,
+            },
         }
     }
 }
@@ -106,7 +114,9 @@ pub enum DocKind {
     Html,
     /// Plain text.
     Text,
-    /// Anything else (images, PDF, binaries, ...).
+    /// A document read by [`document`] (PDF).
+    Document(Format),
+    /// Anything else (images, binaries, ...).
     Other,
 }
 
@@ -120,9 +130,17 @@ pub fn mime_of(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// Classifies a body by its Content-Type, sniffing when it is missing or generic.
+/// Classifies a body: a document by its first bytes whatever the Content-Type says
+/// (servers send PDFs as `text/html` or `application/octet-stream`), else by its
+/// Content-Type, sniffing when it is missing or generic.
 pub fn classify(content_type: Option<&str>, bytes: &[u8]) -> DocKind {
+    if let Some(f) = document::sniff(bytes) {
+        return DocKind::Document(f);
+    }
     let mime = content_type.map(mime_of).unwrap_or_default();
+    if let Some(f) = Format::from_media_type(&mime) {
+        return DocKind::Document(f);
+    }
     match mime.as_str() {
         "text/html" | "application/xhtml+xml" | "application/xhtml" => DocKind::Html,
         "text/plain" => DocKind::Text,
@@ -264,6 +282,9 @@ pub fn parse_page(input: &PageInput<'_>, opts: &PageOpts, policy: &UrlPolicy) ->
             ParsedPage::without_text(input, data)
         }
         DocKind::Text => parse_text(input, data, robots, tld.as_deref()),
+        DocKind::Document(format) => {
+            parse_document(input, opts, policy, &page_url, format, data, robots)
+        }
         DocKind::Html => parse_html(
             input,
             opts,
@@ -301,6 +322,85 @@ fn parse_text(
             main_text: None,
         },
         links: Vec::new(),
+    }
+}
+
+/// A document (PDF): read by the `docparse` helper within `opts.documents`, then
+/// signed and linked like an HTML page. Its whole text is its main text (a document
+/// has no navigation to leave out), a line per line of the document.
+fn parse_document(
+    input: &PageInput<'_>,
+    opts: &PageOpts,
+    policy: &UrlPolicy,
+    url: &Url,
+    format: Format,
+    mut data: ParseDataRecord,
+    robots: RobotsDirectives,
+) -> ParsedPage {
+    let declared = input.content_type.map(mime_of);
+    let detected = format.media_type();
+    if input.truncated {
+        return failed(
+            input,
+            "truncated",
+            format!(
+                "the {} was cut at fetch.max_content_bytes ({} bytes); raise it to parse \
+                 documents this large",
+                format.name(),
+                input.content.len()
+            ),
+        );
+    }
+    let ex = match document::isolate::extract(format, input.content, &opts.documents) {
+        Ok(ex) => ex,
+        Err(e) => {
+            let mut page = failed(input, e.reason(), e.to_string());
+            page.data
+                .metadata
+                .insert("format".into(), format.name().into());
+            return page;
+        }
+    };
+    data.content_type = Some(detected.to_string());
+    if let Some(d) = declared.filter(|d| d != detected) {
+        data.metadata.insert("declared_content_type".into(), d);
+    }
+    data.metadata.insert("format".into(), format.name().into());
+    data.metadata.extend(ex.metadata);
+    data.title = ex.title;
+    let lines: Vec<String> = ex
+        .text
+        .lines()
+        .map(collapse)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let main = lines.join("\n");
+    let text = collapse(&main);
+    let raw: Vec<html::RawLink> = ex
+        .links
+        .into_iter()
+        .map(|l| html::RawLink {
+            tag: "document",
+            href: l.href,
+            text: l.anchor,
+            alt: String::new(),
+            nofollow: false,
+        })
+        .collect();
+    let resolved = links::resolve(url, &raw, policy, &opts.links);
+    let (sig, simhash) = signature::sign(&main);
+    data.signature = Some(sig.unwrap_or_else(|| signature::bytes_signature(input.content)));
+    data.simhash = simhash;
+    data.outlinks = resolved.iter().map(|l| l.link.clone()).collect();
+    apply_robots(&mut data, robots);
+    ParsedPage {
+        data,
+        text: ParseTextRecord {
+            url: input.url.to_string(),
+            text,
+            main_text: (!main.is_empty()).then_some(main),
+        },
+        links: resolved,
     }
 }
 
@@ -500,6 +600,44 @@ mod tests {
         assert_eq!(classify(None, b"  <!DOCTYPE html><p>x"), DocKind::Html);
         assert_eq!(classify(None, b"hello"), DocKind::Text);
         assert_eq!(classify(None, &[0, 1, 2, 3]), DocKind::Other);
+    }
+
+    #[test]
+    fn documents_are_told_by_their_bytes_and_a_cut_one_is_not_read() {
+        let pdf = Format::Pdf;
+        assert_eq!(
+            classify(Some("text/html"), b"%PDF-1.7\n"),
+            DocKind::Document(pdf)
+        );
+        assert_eq!(
+            classify(Some("application/octet-stream"), b"\n%PDF-1.4"),
+            DocKind::Document(pdf)
+        );
+        assert_eq!(
+            classify(Some("application/pdf"), b"garbage"),
+            DocKind::Document(pdf)
+        );
+        assert_eq!(
+            classify(Some("text/html"), b"<p>%PDF-1.4</p>"),
+            DocKind::Html
+        );
+        let policy = UrlPolicy::new(&UrlConfig::default(), &[]).unwrap();
+        let p = parse_page(
+            &PageInput {
+                url: "http://a.test/r.pdf",
+                content_type: Some("application/pdf"),
+                headers: &[],
+                content: b"%PDF-1.4\n1 0 obj",
+                truncated: true,
+            },
+            &opts(),
+            &policy,
+        );
+        assert_eq!(
+            (p.data.status.as_str(), p.data.reason.as_str()),
+            ("parse_failed", "truncated")
+        );
+        assert!(p.data.metadata["error"].contains("fetch.max_content_bytes"));
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub fn generate(spec: &WebSpec) -> Result<Web> {
         hosts.extend(extra);
         sitemaps = files;
     }
+    if spec.documents {
+        let host = super::documents::docs_host(&policy)?;
+        seeds.push(format!("http://{}/", host.name));
+        hosts.push(host);
+    }
     Ok(Web {
         spec: spec.clone(),
         hosts,

@@ -18,6 +18,7 @@
 //! also reports errors as [`trawl::Error`] and writes files with
 //! [`trawl::store::parquet`]'s atomic helpers.
 
+pub mod documents;
 pub mod generate;
 pub mod hostile;
 pub mod html;

@@ -68,6 +68,10 @@ struct SpecArgs {
     /// sitemaps; pages only sitemaps name) and their home pages to the seeds.
     #[arg(long)]
     sitemaps: bool,
+    /// Add the document host (PDFs with text and links, a PDF served as text/html,
+    /// broken, huge, slow and bomb PDFs) and its home page to the seeds.
+    #[arg(long)]
+    documents: bool,
 }
 
 impl SpecArgs {
@@ -82,6 +86,7 @@ impl SpecArgs {
             hostile: self.hostile,
             generation: self.generation,
             sitemaps: self.sitemaps,
+            documents: self.documents,
         }
     }
 }

@@ -42,6 +42,8 @@ pub enum Kind {
     Sitemap,
     /// A page of the sitemap hosts no link points to: only sitemaps name it.
     Orphan,
+    /// A document of the document host (`--documents`): a PDF.
+    Document,
 }
 
 /// How the server delivers a response beyond its status, headers and body.

@@ -39,6 +39,10 @@ pub struct WebSpec {
     /// `testweb::xmlsitemaps`): XML, gzipped, index, text, oversized and malformed
     /// sitemaps, and pages only sitemaps name; their home pages join the seeds.
     pub sitemaps: bool,
+    /// Add the document host (`docs.web.test`; see `testweb::documents`): PDFs with
+    /// text and links, a PDF served as `text/html`, and broken, huge, slow and bomb
+    /// PDFs; its home page joins the seeds.
+    pub documents: bool,
 }
 
 impl Default for WebSpec {
@@ -53,6 +57,7 @@ impl Default for WebSpec {
             hostile: false,
             generation: 0,
             sitemaps: false,
+            documents: false,
         }
     }
 }
