@@ -19,7 +19,7 @@ WEB_FLAGS ?= --seed 42 --hosts 20 --pages 40 --sitemaps
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetch.resolve.*.web.test=$(WEB_ADDR)'
 
-.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium
+.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler
 
 help:
 	@echo "make build   - build every stage binary (release)"
@@ -96,6 +96,18 @@ chromium:
 	  fi; \
 	fi
 
+# poppler-utils' pdftotext, the reference of the document benchmark (docbench): installed
+# when missing and make runs as root with apt-get; otherwise that benchmark is skipped.
+poppler:
+	@if ! command -v pdftotext >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing poppler-utils for the document benchmark"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null; \
+	  else \
+	    echo "make: pdftotext is missing and this is not root: the document benchmark will be skipped (sudo apt-get install -y poppler-utils)"; \
+	  fi; \
+	fi
+
 # The Rust tests use the virtualenv's warcio to read trawl's WARC files back, its moto
 # server as an S3 endpoint, (tests/cluster.rs) its pyspark: a Spark standalone
 # cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs)
@@ -108,7 +120,7 @@ test-queries: build $(PYTHON)
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.
-bench: build $(PYTHON)
+bench: build $(PYTHON) poppler
 	PYTHON=$(PYTHON) scripts/bench.sh
 
 lint:

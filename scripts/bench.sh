@@ -66,6 +66,28 @@ for n in ${SCALE_SIZES:-1000000}; do
 done
 
 echo
+echo "== documents: PDF text through parse's docparse helper against poppler's pdftotext (token recall"
+echo "   and precision, MB/s) on the PDFs Debian's documentation packages ship"
+PDFS="$OUT/debian-pdfs"
+DEBS="r-doc-pdf gnuplot-doc asymptote-doc debian-reference-en xorg-docs"
+if [ ! -d "$PDFS" ] && command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
+  rm -rf "$OUT/debs" && mkdir -p "$OUT/debs" "$PDFS.tmp"
+  if (cd "$OUT/debs" && apt-get download -qq $DEBS 2>/dev/null); then
+    for d in "$OUT"/debs/*.deb; do dpkg-deb -x "$d" "$PDFS.tmp"; done
+    find "$PDFS.tmp" -name '*.pdf.gz' -exec gunzip -f {} +
+    mv "$PDFS.tmp" "$PDFS"
+  fi
+  rm -rf "$OUT/debs" "$PDFS.tmp"
+fi
+if ! command -v pdftotext >/dev/null; then
+  echo "   (skipped: pdftotext is missing; make bench installs poppler-utils when it runs as root)"
+elif [ ! -d "$PDFS" ]; then
+  echo "   (skipped: could not download $DEBS with apt-get)"
+else
+  "$BIN/docbench" --pdf-dir "$PDFS"
+fi
+
+echo
 echo "== search relevance: the Rust book (rust-docs) crawled from the test web as book.web.test, its h2/h3 headings"
 echo "   as queries (title field weighted 0), ranking weights tuned on half, MRR@10 / nDCG@10 on both halves"
 "$BIN/relbench" --dir "$OUT/relbench"

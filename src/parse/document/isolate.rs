@@ -12,7 +12,7 @@
 //! [`Outcome`], on its standard output.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -75,12 +75,22 @@ pub fn helper_path() -> Result<PathBuf, DocumentError> {
     Ok(exe.with_file_name(HELPER))
 }
 
-/// Reads `bytes` as a `format` document in the helper, within `limits`.
+/// Reads `bytes` as a `format` document in the helper ([`helper_path`]), within
+/// `limits`.
 pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracted, DocumentError> {
-    let path = helper_path()?;
+    extract_with(&helper_path()?, format, bytes, limits)
+}
+
+/// [`extract`] with the helper at `path`.
+pub fn extract_with(
+    path: &Path,
+    format: Format,
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<Extracted, DocumentError> {
     let started = Instant::now();
     let cpu_secs = limits.max_millis.div_ceil(1000) + 1;
-    let mut child = Command::new(&path)
+    let mut child = Command::new(path)
         .args(["--format", format.name()])
         .args(["--max-pages", &limits.max_pages.to_string()])
         .args(["--max-memory-mb", &limits.max_memory_mb.to_string()])
