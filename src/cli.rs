@@ -91,7 +91,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "docparse",
-        "Extract a document's text, title and links (PDF) as JSON, as parse does",
+        "Extract a document's text, title and links (PDF, office) as JSON, as parse does",
     ),
     (
         "readdb",

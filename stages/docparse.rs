@@ -13,7 +13,7 @@ use trawl::parse::document::{self, Format, isolate};
 #[command(
     name = "docparse",
     version,
-    about = "Extract a document's text, title, metadata and links (PDF) as JSON, as parse does",
+    about = "Extract a document's text, title, metadata and links (PDF, office) as JSON, as parse does",
     long_about = "Reads FILE (`-`: standard input) and prints one JSON object: \
 {\"ok\": {\"text\", \"title\", \"metadata\", \"links\"}} or {\"error\": \"why\"}. parse runs this \
 binary on every document it meets, with --max-memory-mb and --max-cpu-secs, and kills it after \
@@ -24,11 +24,14 @@ struct Args {
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// The format (default: recognized by the file's first bytes).
-    #[arg(long, value_name = "FORMAT", value_parser = ["pdf"])]
+    #[arg(long, value_name = "FORMAT", value_parser = ["pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp"])]
     format: Option<String>,
     /// Pages read at most.
     #[arg(long, default_value_t = document::Limits::default().max_pages, value_name = "N")]
     max_pages: usize,
+    /// Bytes of text kept at most.
+    #[arg(long, default_value_t = document::Limits::default().max_text_bytes, value_name = "N")]
+    max_text_bytes: usize,
     /// Limit this process's address space (MiB).
     #[arg(long, value_name = "MIB")]
     max_memory_mb: Option<u64>,
@@ -62,7 +65,7 @@ fn run() -> anyhow::Result<()> {
     }
     .with_context(|| {
         format!(
-            "{}: not a document docparse reads (PDF: the file starts with %PDF-)",
+            "{}: not a document docparse reads (PDF, DOCX, XLSX, PPTX, ODT, ODS, ODP)",
             args.file.display()
         )
     })?;
@@ -70,6 +73,7 @@ fn run() -> anyhow::Result<()> {
     isolate::serve(
         format,
         args.max_pages,
+        args.max_text_bytes,
         args.max_memory_mb,
         args.max_cpu_secs,
         &mut bytes.as_slice(),

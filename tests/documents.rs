@@ -1,4 +1,4 @@
-//! Documents (PDF) through the binaries: the test web's document host
+//! Documents (PDF, DOCX, XLSX, PPTX, ODT) through the binaries: the test web's document host
 //! (`testweb serve --documents`) crawled with `crawl`, each PDF's parse checked
 //! against what the test web wrote into it (title, text, link annotation, URL in the
 //! text), the PDF served as `text/html` recognized by its bytes, the hostile PDFs
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
-use testweb::documents::{DOCS_HOST, HUGE_PAGES, REPORT_PHRASES};
+use testweb::documents::{DOCS_HOST, HUGE_PAGES, OFFICE, REPORT_PHRASES, office_link};
 use trawl::records::{ParseDataRecord, ParseTextRecord};
 
 const WEB: &[&str] = &[
@@ -128,8 +128,58 @@ fn documents_are_parsed_linked_and_indexed_within_their_budgets() {
     assert_eq!(d.title.as_deref(), Some("A PDF in disguise"));
     assert_eq!(d.outlinks[0].url, url("/from-lying.html"));
 
-    // The pages only the PDFs link to were crawled.
+    // The office documents: title, text, hyperlink, the media type named.
     let statuses = crawldb_statuses(&crawl);
+    for (path, ctype, title, line) in OFFICE {
+        let (d, t) = &p[&url(path)];
+        assert_eq!(d.status, "parse_success", "{path}: {d:?}");
+        assert_eq!(d.title.as_deref(), Some(title), "{path}");
+        assert_eq!(d.content_type.as_deref(), Some(ctype), "{path}");
+        assert_eq!(
+            d.metadata["format"],
+            path.rsplit('.').next().unwrap(),
+            "{path}"
+        );
+        assert_eq!(d.metadata["author"], "The trawl test web", "{path}");
+        let main = t.main_text.as_deref().unwrap_or("");
+        assert!(
+            main.lines().any(|l| l.starts_with(line)),
+            "{path}: {line:?} in {main:?}"
+        );
+        let links: Vec<&str> = d.outlinks.iter().map(|o| o.url.as_str()).collect();
+        assert_eq!(links, map.urls[&url(path)].outlinks, "{path}");
+        assert_eq!(statuses[&url(&office_link(path))], "db_fetched", "{path}");
+    }
+    let (d, _) = &p[&url("/minutes.docx")];
+    assert_eq!(
+        d.outlinks[0].anchor, "the linked page",
+        "a DOCX link keeps its text"
+    );
+    let (d, _) = &p[&url("/survey.pptx")];
+    assert_eq!(d.metadata["pages"], "3", "a PPTX's slides are its pages");
+
+    // The feeds: items are outlinks, their titles the anchors.
+    for path in ["/news.rss", "/news.atom"] {
+        let (d, t) = &p[&url(path)];
+        let entry = &map.urls[&url(path)];
+        assert_eq!(d.status, "parse_success", "{path}: {d:?}");
+        assert_eq!(d.title, entry.title, "{path}");
+        assert_eq!(d.metadata["format"], "feed");
+        assert_eq!(d.metadata["items"], "2");
+        let links: Vec<&str> = d.outlinks.iter().map(|o| o.url.as_str()).collect();
+        assert_eq!(links, entry.outlinks, "{path}");
+        assert_eq!(d.outlinks[0].anchor, "Flood warning for the lower valley");
+        assert!(
+            t.text.contains("The new weir opens in spring."),
+            "{path}: {}",
+            t.text
+        );
+        for l in &entry.outlinks {
+            assert_eq!(statuses[l], "db_fetched", "{l}");
+        }
+    }
+
+    // The pages only the PDFs link to were crawled.
     for page in ["/linked.html", "/from-text.html", "/from-lying.html"] {
         assert_eq!(statuses[&url(page)], "db_fetched", "{page}");
     }

@@ -69,6 +69,7 @@ impl PageOpts {
                 max_pages: cfg.parse.max_document_pages,
                 max_millis: cfg.parse.max_document_millis,
                 max_memory_mb: cfg.parse.max_document_memory_mb,
+                max_text_bytes: cfg.parse.max_page_bytes,
             },
         }
     }
@@ -114,8 +115,10 @@ pub enum DocKind {
     Html,
     /// Plain text.
     Text,
-    /// A document read by [`document`] (PDF).
+    /// A document read by [`document`] (PDF, office formats).
     Document(Format),
+    /// An RSS or Atom feed ([`document::feed`]).
+    Feed,
     /// Anything else (images, binaries, ...).
     Other,
 }
@@ -140,6 +143,10 @@ pub fn classify(content_type: Option<&str>, bytes: &[u8]) -> DocKind {
     let mime = content_type.map(mime_of).unwrap_or_default();
     if let Some(f) = Format::from_media_type(&mime) {
         return DocKind::Document(f);
+    }
+    let html = matches!(mime.as_str(), "text/html" | "application/xhtml+xml");
+    if !html && document::feed::sniff(bytes) {
+        return DocKind::Feed;
     }
     match mime.as_str() {
         "text/html" | "application/xhtml+xml" | "application/xhtml" => DocKind::Html,
@@ -285,6 +292,7 @@ pub fn parse_page(input: &PageInput<'_>, opts: &PageOpts, policy: &UrlPolicy) ->
         DocKind::Document(format) => {
             parse_document(input, opts, policy, &page_url, format, data, robots)
         }
+        DocKind::Feed => parse_feed(input, opts, policy, &page_url, data, robots, tld.as_deref()),
         DocKind::Html => parse_html(
             input,
             opts,
@@ -366,6 +374,41 @@ fn parse_document(
         data.metadata.insert("declared_content_type".into(), d);
     }
     data.metadata.insert("format".into(), format.name().into());
+    with_extracted(input, opts, policy, url, ex, data, robots)
+}
+
+/// An RSS or Atom feed: decoded like a text page, read in this process (quick-xml,
+/// streaming); its items' links are its outlinks, their titles the anchors.
+fn parse_feed(
+    input: &PageInput<'_>,
+    opts: &PageOpts,
+    policy: &UrlPolicy,
+    url: &Url,
+    mut data: ParseDataRecord,
+    robots: RobotsDirectives,
+    tld: Option<&str>,
+) -> ParsedPage {
+    let dec = charset::decode(input.content, input.content_type, tld, false);
+    set_charset(&mut data, &dec);
+    let ex = match document::feed::extract(dec.text.as_bytes()) {
+        Ok(ex) => ex,
+        Err(e) => return failed(input, "document_failed", e),
+    };
+    data.metadata.insert("format".into(), "feed".into());
+    with_extracted(input, opts, policy, url, ex, data, robots)
+}
+
+/// A document's parse from what was extracted: title, metadata, text (all of it main
+/// text, a line per line), links resolved and filtered like a page's, signatures.
+fn with_extracted(
+    input: &PageInput<'_>,
+    opts: &PageOpts,
+    policy: &UrlPolicy,
+    url: &Url,
+    ex: document::Extracted,
+    mut data: ParseDataRecord,
+    robots: RobotsDirectives,
+) -> ParsedPage {
     data.metadata.extend(ex.metadata);
     data.title = ex.title;
     let lines: Vec<String> = ex

@@ -30,6 +30,39 @@ pub const REPORT_PHRASES: [&str; 3] = [
 ];
 /// The Content-Type of a PDF.
 pub const PDF_TYPE: &str = "application/pdf";
+/// The office documents: path, Content-Type, title, a line of text only it holds.
+pub const OFFICE: [(&str, &str, &str, &str); 4] = [
+    (
+        "/minutes.docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "Minutes of the Water Board",
+        "The board approved the new weir budget",
+    ),
+    (
+        "/gauges.xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "Gauge Readings",
+        "Northbank station reading high",
+    ),
+    (
+        "/survey.pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "Survey Slides",
+        "Kingfisher nests along the oxbow",
+    ),
+    (
+        "/notes.odt",
+        "application/vnd.oasis.opendocument.text",
+        "Field Notes",
+        "Otters seen below the footbridge",
+    ),
+];
+
+/// The page an office document at `path` links to (`/minutes.docx` → `/from-docx.html`).
+pub fn office_link(path: &str) -> String {
+    let ext = path.rsplit('.').next().unwrap_or("");
+    format!("/from-{ext}.html")
+}
 
 /// One page of a PDF: its lines of text and the URIs of its link annotations.
 #[derive(Debug, Clone, Default)]
@@ -255,6 +288,12 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
         "/huge.pdf",
         "/slow.pdf",
         "/bomb.pdf",
+        "/minutes.docx",
+        "/gauges.xlsx",
+        "/survey.pptx",
+        "/notes.odt",
+        "/news.rss",
+        "/news.atom",
     ];
     let mut home = PageBuilder::new("Documents", None, None);
     home.heading("Documents");
@@ -306,6 +345,85 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
     r.title = Some("Annual River Report".into());
     r.outlinks = vec![url("/linked.html"), url("/from-text.html")];
     add(r);
+    for (path, ctype, title, line) in OFFICE {
+        let target = office_link(path);
+        let page_title = format!("Linked from {path}");
+        let mut b = PageBuilder::new(&page_title, None, None);
+        b.heading(&page_title);
+        let (body, _) = b.finish();
+        let mut r = Resource::new(url(&target), target.clone(), Kind::Page, 200, body);
+        r.title = Some(page_title);
+        add(r);
+        let href = url(&target);
+        let doc_lines = [line, "Recorded by the river survey team"];
+        let d = super::office::Doc {
+            title,
+            lines: &doc_lines,
+            link: (&href, "the linked page"),
+        };
+        let body = match path.rsplit('.').next() {
+            Some("docx") => super::office::docx(&d),
+            Some("xlsx") => super::office::xlsx(&d),
+            Some("pptx") => super::office::pptx(&d),
+            _ => super::office::odt(&d),
+        };
+        let mut r = Resource::new(url(path), path.into(), Kind::Document, 200, body);
+        r.content_type = ctype;
+        r.title = Some(title.into());
+        r.outlinks = vec![href.clone()];
+        r.note = Some("an office document with a title, text and one hyperlink".into());
+        add(r);
+    }
+    // Two feeds of the same two items: RSS 2.0 and Atom (served as text/xml).
+    let items = [
+        ("/news/flood.html", "Flood warning for the lower valley"),
+        ("/news/weir.html", "The new weir opens in spring"),
+    ];
+    for (path, title) in items {
+        let mut b = PageBuilder::new(title, None, None);
+        b.heading(title);
+        let (body, _) = b.finish();
+        let mut r = Resource::new(url(path), path.into(), Kind::Page, 200, body);
+        r.title = Some(title.into());
+        add(r);
+    }
+    let mut rss = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<rss version=\"2.0\"><channel>\
+         <title>River News</title><link>http://docs.web.test/</link>\
+         <description>News of the river &amp; its valley</description>",
+    );
+    let mut atom = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\
+         <title>River News (Atom)</title>",
+    );
+    for (path, title) in items {
+        rss.push_str(&format!(
+            "<item><title>{title}</title><link>{}</link><description>&lt;p&gt;{title}.&lt;/p&gt;</description></item>",
+            url(path)
+        ));
+        atom.push_str(&format!(
+            "<entry><title>{title}</title><link href=\"{path}\"/><summary>{title}.</summary></entry>"
+        ));
+    }
+    rss.push_str("</channel></rss>\n");
+    atom.push_str("</feed>\n");
+    for (path, body, ctype, title) in [
+        ("/news.rss", rss, "application/rss+xml", "River News"),
+        ("/news.atom", atom, "text/xml", "River News (Atom)"),
+    ] {
+        let mut r = Resource::new(
+            url(path),
+            path.into(),
+            Kind::Document,
+            200,
+            body.into_bytes(),
+        );
+        r.content_type = ctype;
+        r.title = Some(title.into());
+        r.outlinks = items.iter().map(|(p, _)| url(p)).collect();
+        r.note = Some("a feed of two items: their links are its outlinks".into());
+        add(r);
+    }
     let lying = [PdfPage {
         lines: vec!["This PDF is served as text/html".into()],
         links: vec![url("/from-lying.html")],

@@ -25,6 +25,7 @@ pub mod html;
 pub mod links;
 pub mod log;
 pub mod model;
+pub mod office;
 pub mod rng;
 pub mod robots;
 pub mod server;

@@ -93,6 +93,7 @@ pub fn extract_with(
     let mut child = Command::new(path)
         .args(["--format", format.name()])
         .args(["--max-pages", &limits.max_pages.to_string()])
+        .args(["--max-text-bytes", &limits.max_text_bytes.to_string()])
         .args(["--max-memory-mb", &limits.max_memory_mb.to_string()])
         .args(["--max-cpu-secs", &cpu_secs.to_string()])
         .arg("-")
@@ -195,9 +196,11 @@ pub fn extract_with(
 
 /// The helper's side: limits this process, reads the document from `input`, and
 /// writes the [`Outcome`] as JSON to `output`.
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     format: Format,
     max_pages: usize,
+    max_text: usize,
     max_memory_mb: Option<u64>,
     max_cpu_secs: Option<u64>,
     input: &mut dyn Read,
@@ -230,12 +233,13 @@ pub fn serve(
     // The PDF library's panics are caught page by page; the default hook would print
     // each one.
     std::panic::set_hook(Box::new(|_| {}));
-    let outcome = match std::panic::catch_unwind(|| super::extract_here(format, &bytes, max_pages))
-    {
-        Ok(Ok(x)) => Outcome::Ok(x),
-        Ok(Err(e)) => Outcome::Error(e),
-        Err(p) => Outcome::Error(super::pdf::panic_message(p.as_ref())),
-    };
+    let outcome =
+        match std::panic::catch_unwind(|| super::extract_here(format, &bytes, max_pages, max_text))
+        {
+            Ok(Ok(x)) => Outcome::Ok(x),
+            Ok(Err(e)) => Outcome::Error(e),
+            Err(p) => Outcome::Error(super::pdf::panic_message(p.as_ref())),
+        };
     serde_json::to_writer(&mut *output, &outcome).map_err(std::io::Error::other)?;
     output.flush()
 }

@@ -1,5 +1,6 @@
-//! Documents that are not HTML: what `parse` extracts from a PDF (its text, title and
-//! metadata, and its links: link annotations and the URLs written in its text).
+//! Documents that are not HTML: what `parse` extracts from a PDF ([`pdf`]: its text,
+//! title and metadata, and its links: link annotations and the URLs written in its
+//! text) and from office documents ([`office`]: DOCX, XLSX, PPTX, ODT, ODS, ODP).
 //!
 //! A document is recognized by its bytes ([`sniff`]), whatever the server called it,
 //! and read in a process of its own ([`isolate`]: the `docparse` binary) under a page,
@@ -7,7 +8,9 @@
 //! budget: a panic, an endless loop or a decompression bomb in the PDF library ends
 //! the helper, never `parse`.
 
+pub mod feed;
 pub mod isolate;
+pub mod office;
 pub mod pdf;
 
 use std::collections::BTreeMap;
@@ -20,44 +23,94 @@ use serde::{Deserialize, Serialize};
 pub enum Format {
     /// PDF.
     Pdf,
+    /// Word (Office Open XML).
+    Docx,
+    /// Excel (Office Open XML).
+    Xlsx,
+    /// PowerPoint (Office Open XML).
+    Pptx,
+    /// OpenDocument text.
+    Odt,
+    /// OpenDocument spreadsheet.
+    Ods,
+    /// OpenDocument presentation.
+    Odp,
 }
+
+/// Every format with its name and media type.
+const FORMATS: [(Format, &str, &str); 7] = [
+    (Format::Pdf, "pdf", "application/pdf"),
+    (
+        Format::Docx,
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    (
+        Format::Xlsx,
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
+    (
+        Format::Pptx,
+        "pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ),
+    (
+        Format::Odt,
+        "odt",
+        "application/vnd.oasis.opendocument.text",
+    ),
+    (
+        Format::Ods,
+        "ods",
+        "application/vnd.oasis.opendocument.spreadsheet",
+    ),
+    (
+        Format::Odp,
+        "odp",
+        "application/vnd.oasis.opendocument.presentation",
+    ),
+];
 
 impl Format {
     /// The format's media type (`parse_data.content_type` of its documents).
     pub fn media_type(self) -> &'static str {
-        match self {
-            Format::Pdf => "application/pdf",
-        }
+        FORMATS.iter().find(|f| f.0 == self).map_or("", |f| f.2)
     }
 
     /// The format's name (`parse_data.metadata.format`, `docparse --format`).
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Pdf => "pdf",
-        }
+        FORMATS.iter().find(|f| f.0 == self).map_or("", |f| f.1)
     }
 
     /// The format named `name`.
     pub fn from_name(name: &str) -> Option<Format> {
-        match name {
-            "pdf" => Some(Format::Pdf),
-            _ => None,
-        }
+        FORMATS.iter().find(|f| f.1 == name).map(|f| f.0)
+    }
+
+    /// The names of every format (`docparse --format`).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        FORMATS.iter().map(|f| f.1)
     }
 
     /// The format a media type names (`application/pdf`, `application/x-pdf`).
     pub fn from_media_type(mime: &str) -> Option<Format> {
         match mime {
-            "application/pdf" | "application/x-pdf" | "application/acrobat" => Some(Format::Pdf),
-            _ => None,
+            "application/x-pdf" | "application/acrobat" => Some(Format::Pdf),
+            _ => FORMATS.iter().find(|f| f.2 == mime).map(|f| f.0),
         }
     }
 }
 
-/// The document format of a body, by its first bytes: `%PDF-` at the start, after at
-/// most a byte-order mark and whitespace. (PDF readers accept more junk before it; a
-/// sniffer that did would take an HTML page quoting `%PDF-` for a PDF.)
+/// The document format of a body, by its bytes: `%PDF-` at the start, after at most a
+/// byte-order mark and whitespace (PDF readers accept more junk before it; a sniffer
+/// that did would take an HTML page quoting `%PDF-` for a PDF); a zip archive whose
+/// part names (or ODF `mimetype`) make it an office document (its central directory
+/// is read, no part is inflated but the 100-byte `mimetype`).
 pub fn sniff(bytes: &[u8]) -> Option<Format> {
+    if bytes.starts_with(b"PK\x03\x04") {
+        return office::sniff_zip(bytes);
+    }
     let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let start = body
         .iter()
@@ -99,6 +152,9 @@ pub struct Limits {
     pub max_millis: u64,
     /// Address space of the helper in MiB.
     pub max_memory_mb: u64,
+    /// Bytes of text kept at most (`parse.max_page_bytes`); the rest is dropped and
+    /// `metadata.text_truncated` says so.
+    pub max_text_bytes: usize,
 }
 
 impl Default for Limits {
@@ -107,16 +163,34 @@ impl Default for Limits {
             max_pages: 1000,
             max_millis: 30_000,
             max_memory_mb: 1024,
+            max_text_bytes: 8 * 1024 * 1024,
         }
     }
 }
 
-/// Extracts a document in this process, with the page cap but no time or memory
-/// budget (the `docparse` helper and the benchmarks; `parse` goes through
-/// [`isolate::extract`]). A panic of the PDF library on one page loses that page only.
-pub fn extract_here(format: Format, bytes: &[u8], max_pages: usize) -> Result<Extracted, String> {
+/// Extracts a document in this process, with the page and text caps but no time or
+/// memory budget (the `docparse` helper; `parse` goes through [`isolate::extract`]). A
+/// panic of the PDF library on one page loses that page only.
+pub fn extract_here(
+    format: Format,
+    bytes: &[u8],
+    max_pages: usize,
+    max_text: usize,
+) -> Result<Extracted, String> {
     match format {
-        Format::Pdf => pdf::extract(bytes, max_pages),
+        Format::Pdf => {
+            let mut x = pdf::extract(bytes, max_pages)?;
+            if x.text.len() > max_text {
+                let mut end = max_text;
+                while !x.text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                x.text.truncate(end);
+                x.metadata.insert("text_truncated".into(), "true".into());
+            }
+            Ok(x)
+        }
+        _ => office::extract(format, bytes, max_pages, max_text),
     }
 }
 
