@@ -434,7 +434,8 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     let out = run_parse(&root, &cfg, &["--max-outlinks", "10"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("9 pages (9 success, 0 failed)"), "{stderr}");
+    // The "PDF" is one in name and signature only: the document helper cannot read it.
+    assert!(stderr.contains("9 pages (8 success, 1 failed)"), "{stderr}");
 
     let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
@@ -484,11 +485,22 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     assert_eq!(pt.main_text, None);
     assert_eq!(links_from("http://m.test/plain.txt"), 0);
 
-    // PDF and image: type and size recorded, no text, no outlinks, signature of the bytes.
-    for (url, ty, body) in [
-        ("http://m.test/doc.pdf", "application/pdf", &pdf),
-        ("http://m.test/pic.jpg", "image/jpeg", &jpeg),
-    ] {
+    // A broken PDF (no cross-reference table, no pages): read by the document helper,
+    // which says why it failed; no text, no links (docs/parse.md; tests/documents.rs
+    // has real ones).
+    let d = get("http://m.test/doc.pdf");
+    assert_eq!(
+        (d.status.as_str(), d.reason.as_str()),
+        ("parse_failed", "document_failed")
+    );
+    assert_eq!(md(d, "format").as_deref(), Some("pdf"));
+    assert!(md(d, "error").is_some_and(|e| !e.is_empty()), "{d:?}");
+    assert_eq!(md(d, "size"), Some(pdf.len().to_string()));
+    assert!(d.outlinks.is_empty() && d.title.is_none());
+    assert_eq!(text_of("http://m.test/doc.pdf").text, "");
+
+    // An image: type and size recorded, no text, no outlinks, signature of the bytes.
+    for (url, ty, body) in [("http://m.test/pic.jpg", "image/jpeg", &jpeg)] {
         let d = get(url);
         assert_eq!(
             (d.status.as_str(), d.reason.as_str()),
