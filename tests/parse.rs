@@ -500,7 +500,8 @@ fn metadata_non_html_robots_headers_and_outlink_cap() {
     assert_eq!(text_of("http://m.test/doc.pdf").text, "");
 
     // An image: type and size recorded, no text, no outlinks, signature of the bytes.
-    for (url, ty, body) in [("http://m.test/pic.jpg", "image/jpeg", &jpeg)] {
+    {
+        let (url, ty, body) = ("http://m.test/pic.jpg", "image/jpeg", &jpeg);
         let d = get(url);
         assert_eq!(
             (d.status.as_str(), d.reason.as_str()),
