@@ -31,6 +31,7 @@ pub mod store;
 pub mod tools;
 pub mod urls;
 pub mod warc;
+pub mod xml;
 
 pub use config::Config;
 pub use datum::{CrawlDatum, DbStatus, FetchStatus};

@@ -670,19 +670,7 @@ fn parse_xml(input: impl BufRead, ctx: &Context<'_>, out: &mut Parsed, over: &Ce
 /// `text`; an unknown one is kept as written, with a problem.
 fn push_entity(r: &quick_xml::events::BytesRef<'_>, text: &mut String, pos: u64, out: &mut Parsed) {
     let name = r.xml10_content().into_owned();
-    let resolved = match r.resolve_char_ref() {
-        Ok(Some(c)) => Some(c),
-        Ok(None) => match name.as_str() {
-            "amp" => Some('&'),
-            "lt" => Some('<'),
-            "gt" => Some('>'),
-            "quot" => Some('"'),
-            "apos" => Some('\''),
-            _ => None,
-        },
-        Err(_) => None,
-    };
-    match resolved {
+    match crate::xml::entity_char(r) {
         Some(c) => text.push(c),
         None => {
             out.problem(

@@ -312,12 +312,7 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
         ("/from-text.html", "Named in a PDF's text"),
         ("/from-lying.html", "Linked from the PDF served as HTML"),
     ] {
-        let mut b = PageBuilder::new(title, None, None);
-        b.heading(title);
-        let (body, _) = b.finish();
-        let mut r = Resource::new(url(path), path.into(), Kind::Page, 200, body);
-        r.title = Some(title.into());
-        add(r);
+        add(plain_page(&url(path), path, title));
     }
     let report = [
         PdfPage {
@@ -347,13 +342,11 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
     add(r);
     for (path, ctype, title, line) in OFFICE {
         let target = office_link(path);
-        let page_title = format!("Linked from {path}");
-        let mut b = PageBuilder::new(&page_title, None, None);
-        b.heading(&page_title);
-        let (body, _) = b.finish();
-        let mut r = Resource::new(url(&target), target.clone(), Kind::Page, 200, body);
-        r.title = Some(page_title);
-        add(r);
+        add(plain_page(
+            &url(&target),
+            &target,
+            &format!("Linked from {path}"),
+        ));
         let href = url(&target);
         let doc_lines = [line, "Recorded by the river survey team"];
         let d = super::office::Doc {
@@ -380,12 +373,7 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
         ("/news/weir.html", "The new weir opens in spring"),
     ];
     for (path, title) in items {
-        let mut b = PageBuilder::new(title, None, None);
-        b.heading(title);
-        let (body, _) = b.finish();
-        let mut r = Resource::new(url(path), path.into(), Kind::Page, 200, body);
-        r.title = Some(title.into());
-        add(r);
+        add(plain_page(&url(path), path, title));
     }
     let mut rss = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<rss version=\"2.0\"><channel>\
@@ -494,6 +482,16 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
         },
         resources,
     })
+}
+
+/// A page with a title and a heading and no links (what documents link to).
+fn plain_page(url: &str, path: &str, title: &str) -> Resource {
+    let mut b = PageBuilder::new(title, None, None);
+    b.heading(title);
+    let (body, _) = b.finish();
+    let mut r = Resource::new(url.into(), path.into(), Kind::Page, 200, body);
+    r.title = Some(title.into());
+    r
 }
 
 /// A PDF resource.

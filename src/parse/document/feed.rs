@@ -79,18 +79,7 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, String> {
             Event::Text(ref t) => text.push_str(&t.xml10_content()),
             Event::CData(t) => text.push_str(&t.into_inner()),
             Event::GeneralRef(ref r) => {
-                let c = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c),
-                    _ => match r.as_ref() {
-                        "amp" => Some('&'),
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "quot" => Some('"'),
-                        "apos" => Some('\''),
-                        _ => None,
-                    },
-                };
-                if let Some(c) = c {
+                if let Some(c) = crate::xml::entity_char(r) {
                     text.push(c);
                 }
             }

@@ -190,18 +190,7 @@ fn walk(zip: &mut Archive<'_>, name: &str, mut on: impl FnMut(Ev<'_>)) -> Result
             Event::Text(ref t) => on(Ev::Text(&t.xml10_content())),
             Event::CData(t) => on(Ev::Text(&t.into_inner())),
             Event::GeneralRef(ref r) => {
-                let c = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c),
-                    _ => match r.as_ref() {
-                        "amp" => Some('&'),
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "quot" => Some('"'),
-                        "apos" => Some('\''),
-                        _ => None,
-                    },
-                };
-                if let Some(c) = c {
+                if let Some(c) = crate::xml::entity_char(r) {
                     on(Ev::Text(c.encode_utf8(&mut [0; 4])));
                 }
             }
