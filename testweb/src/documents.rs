@@ -9,8 +9,6 @@ use std::io::Write;
 use super::html::PageBuilder;
 use super::model::{Host, Kind, Resource};
 use super::robots::Robots;
-use trawl::error::Result;
-use trawl::urls::UrlPolicy;
 
 /// The document host.
 pub const DOCS_HOST: &str = "docs.web.test";
@@ -275,7 +273,7 @@ impl BitWriter {
 }
 
 /// The document host.
-pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
+pub fn docs_host() -> Host {
     let url = |p: &str| format!("http://{DOCS_HOST}{p}");
     let mut resources = BTreeMap::new();
     let mut add = |r: Resource| {
@@ -470,8 +468,7 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
         write_pdf(Some("Bomb"), &[zeros_zlib(BOMB_BYTES)], &[], true, true),
         "a page whose content stream inflates to 512 MiB (3.4 MB deflated): a decompression bomb",
     ));
-    let _ = policy;
-    Ok(Host {
+    Host {
         name: DOCS_HOST.into(),
         robots: Robots {
             groups: None,
@@ -481,7 +478,7 @@ pub fn docs_host(policy: &UrlPolicy) -> Result<Host> {
             sitemaps: Vec::new(),
         },
         resources,
-    })
+    }
 }
 
 /// A page with a title and a heading and no links (what documents link to).

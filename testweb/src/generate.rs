@@ -57,7 +57,7 @@ pub fn generate(spec: &WebSpec) -> Result<Web> {
         sitemaps = files;
     }
     if spec.documents {
-        let host = super::documents::docs_host(&policy)?;
+        let host = super::documents::docs_host();
         seeds.push(format!("http://{}/", host.name));
         hosts.push(host);
     }

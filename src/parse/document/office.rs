@@ -180,13 +180,13 @@ fn walk(zip: &mut Archive<'_>, name: &str, mut on: impl FnMut(Ev<'_>)) -> Result
             )
         })?;
         match event {
-            Event::Start(ref s) => on(Ev::Start(&local(s.local_name().as_ref()), s)),
+            Event::Start(ref s) => on(Ev::Start(s.local_name().as_ref(), s)),
             Event::Empty(ref s) => {
-                let n = local(s.local_name().as_ref());
-                on(Ev::Start(&n, s));
-                on(Ev::End(&n));
+                let n = s.local_name();
+                on(Ev::Start(n.as_ref(), s));
+                on(Ev::End(n.as_ref()));
             }
-            Event::End(ref e) => on(Ev::End(&local(e.local_name().as_ref()))),
+            Event::End(ref e) => on(Ev::End(e.local_name().as_ref())),
             Event::Text(ref t) => on(Ev::Text(&t.xml10_content())),
             Event::CData(t) => on(Ev::Text(&t.into_inner())),
             Event::GeneralRef(ref r) => {
@@ -199,10 +199,6 @@ fn walk(zip: &mut Archive<'_>, name: &str, mut on: impl FnMut(Ev<'_>)) -> Result
         }
         buf.clear();
     }
-}
-
-fn local(name: &str) -> String {
-    name.to_string()
 }
 
 /// The attribute of `s` whose local name is `name`, entities resolved.
