@@ -250,6 +250,66 @@ pub struct FetchConfig {
     /// Verify server certificates (chain to a trusted root, name, validity); `false`
     /// accepts any certificate, like Nutch's `http.tls.certificates.check = false`.
     pub tls_verify: bool,
+    /// `[fetch.render]`: hosts whose pages run their scripts in headless Chromium.
+    pub render: RenderConfig,
+}
+
+/// `[fetch.render]`: JavaScript rendering in headless Chromium (off while `hosts` is
+/// empty). A rendered page's fetched response is stored as fetched; the DOM after its
+/// scripts ran goes beside it (`content.rendered`) and is what parse reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderConfig {
+    /// Host patterns (like `fetch.delays`' keys) whose HTML pages are rendered.
+    pub hosts: Vec<String>,
+    /// Host patterns the browser never requests anything from (ads, trackers).
+    pub block_hosts: Vec<String>,
+    /// Pages rendered at the same time (open tabs).
+    pub max_pages: usize,
+    /// Seconds one page may take, its subresources' politeness waits included; at
+    /// the budget the DOM is taken as it stands.
+    pub timeout: f64,
+    /// Seconds without a request in flight after the load event before the DOM is
+    /// taken (scripts that fetch data after load).
+    pub settle_time: f64,
+    /// The resource types (DevTools names) the browser may request; the others are
+    /// refused without a request.
+    pub resource_types: Vec<String>,
+    /// The Chromium binary; empty: `$TRAWL_CHROMIUM`, `/usr/bin/chromium`, or
+    /// `chromium` on PATH.
+    pub chromium: PathBuf,
+}
+
+/// The DevTools resource types `fetch.render.resource_types` may name.
+pub const RESOURCE_TYPES: &[&str] = &[
+    "Document",
+    "Script",
+    "XHR",
+    "Fetch",
+    "Stylesheet",
+    "Image",
+    "Media",
+    "Font",
+    "TextTrack",
+    "EventSource",
+    "Manifest",
+    "Other",
+];
+
+impl Default for RenderConfig {
+    fn default() -> Self {
+        RenderConfig {
+            hosts: Vec::new(),
+            block_hosts: Vec::new(),
+            max_pages: 2,
+            timeout: 30.0,
+            settle_time: 0.5,
+            resource_types: ["Document", "Script", "XHR", "Fetch"]
+                .map(String::from)
+                .to_vec(),
+            chromium: PathBuf::new(),
+        }
+    }
 }
 
 impl Default for FetchConfig {
@@ -282,6 +342,7 @@ impl Default for FetchConfig {
             follow_redirects: 0,
             ca_file: PathBuf::new(),
             tls_verify: true,
+            render: RenderConfig::default(),
         }
     }
 }
@@ -675,8 +736,9 @@ fn apply_set(raw: &mut toml::Table, set: &str) -> Result<()> {
     let Some(table) = table.as_table_mut() else {
         return Err(bad(format!("[{section}] is not a section")));
     };
-    // A free map's entries: `fetch.resolve.NAME=VALUE`.
-    let map = rules::free_map_of(section, rest);
+    // A free map's entries: `fetch.resolve.NAME=VALUE`; a subsection's keys:
+    // `fetch.render.KEY=VALUE`.
+    let map = rules::free_map_of(section, rest).or_else(|| rules::subsection_of(section, rest));
     match map {
         Some((name, entry)) => {
             let inner = table

@@ -121,6 +121,16 @@ pub struct ContentRecord {
     pub score: f64,
     /// Depth from the fetch list.
     pub depth: i32,
+    /// The DOM after the page's scripts ran in headless Chromium, serialized as HTML
+    /// (UTF-8), when the host is rendered (`[fetch.render]`); parse reads it instead of
+    /// `content`. Null when the page was not rendered.
+    #[serde(default)]
+    pub rendered: Option<String>,
+    /// How rendering went: `rendered`, `time_budget` (the DOM as it stood at
+    /// `fetch.render.timeout`), or `render_failed` (no DOM: the browser failed, see the
+    /// fetch log; parse reads `content`). Null when the page was not rendered.
+    #[serde(default)]
+    pub render_status: Option<String>,
 }
 
 mod serde_bytes_compat {
@@ -187,6 +197,8 @@ impl Record for ContentRecord {
                 Field::new("ip_address", DataType::Utf8, true),
                 Field::new("score", DataType::Float64, false),
                 Field::new("depth", DataType::Int32, false),
+                Field::new("rendered", DataType::Utf8, true),
+                Field::new("render_status", DataType::Utf8, true),
             ]
         })
     }
@@ -194,6 +206,7 @@ impl Record for ContentRecord {
     /// The body and the headers.
     fn heavy_bytes(&self) -> usize {
         self.content.len()
+            + self.rendered.as_ref().map_or(0, String::len)
             + self
                 .headers
                 .iter()
@@ -551,6 +564,33 @@ mod tests {
         assert_eq!(read_part_all::<R>(&p).unwrap(), rows);
     }
 
+    /// A `content` part written before rendering existed (no `rendered`,
+    /// `render_status`) still reads, both as null.
+    #[test]
+    fn content_without_the_render_columns_reads_as_not_rendered() {
+        let row = ContentRecord {
+            url: "http://a.test/".into(),
+            host: "a.test".into(),
+            fetch_time: 5,
+            http_status: 200,
+            content_type: Some("text/html".into()),
+            headers: Vec::new(),
+            content: b"<p>old</p>".to_vec(),
+            truncated: false,
+            ip_address: None,
+            score: 1.0,
+            depth: 0,
+            rendered: Some("dropped".into()),
+            render_status: Some("rendered".into()),
+        };
+        let batch = to_batch(std::slice::from_ref(&row)).unwrap();
+        let n = batch.num_columns();
+        let old = batch.project(&(0..n - 2).collect::<Vec<_>>()).unwrap();
+        let back = from_batch::<ContentRecord>(&old).unwrap();
+        assert_eq!(back[0].content, row.content);
+        assert_eq!((&back[0].rendered, &back[0].render_status), (&None, &None));
+    }
+
     #[test]
     fn every_record_type_roundtrips_through_parquet() {
         let mut d = CrawlDatum::unfetched(
@@ -596,6 +636,8 @@ mod tests {
             ip_address: Some("127.0.0.1".into()),
             score: 0.5,
             depth: 1,
+            rendered: Some("<html><body>after scripts</body></html>".into()),
+            render_status: Some("rendered".into()),
         }]);
         roundtrip(vec![ParseTextRecord {
             url: "u".into(),

@@ -7,12 +7,8 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
 use common::*;
 use testweb::documents::{DOCS_HOST, HUGE_PAGES, OFFICE, REPORT_PHRASES, office_link};
-use trawl::records::{ParseDataRecord, ParseTextRecord};
 
 const WEB: &[&str] = &[
     "--seed",
@@ -29,29 +25,6 @@ const MAX_PAGES: usize = 50;
 
 fn url(path: &str) -> String {
     format!("http://{DOCS_HOST}{path}")
-}
-
-/// Every segment's parse rows, the newest parse of each URL.
-fn parses(crawl: &Path) -> BTreeMap<String, (ParseDataRecord, ParseTextRecord)> {
-    let mut out = BTreeMap::new();
-    let mut segs: Vec<_> = std::fs::read_dir(crawl.join("segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    segs.sort();
-    for s in segs {
-        let data: Vec<ParseDataRecord> =
-            trawl::store::parquet::read_dataset(&s.join("parse_data")).unwrap();
-        let text: Vec<ParseTextRecord> =
-            trawl::store::parquet::read_dataset(&s.join("parse_text")).unwrap();
-        let mut text: BTreeMap<String, ParseTextRecord> =
-            text.into_iter().map(|t| (t.url.clone(), t)).collect();
-        for d in data {
-            let t = text.remove(&d.url).unwrap();
-            out.insert(d.url.clone(), (d, t));
-        }
-    }
-    out
 }
 
 #[test]

@@ -31,6 +31,8 @@ fn content(
         ip_address: Some("127.0.0.1".into()),
         score,
         depth,
+        rendered: None,
+        render_status: None,
     }
 }
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::MAX_INTERVAL_SECS;
 use super::{
-    Config, CountMode, GraphSource, PartitionKey, QueueMode, Schedule, Teleport, UrlScope,
+    Config, CountMode, GraphSource, PartitionKey, QueueMode, RESOURCE_TYPES, Schedule, Teleport,
+    UrlScope,
 };
 
 /// One day in seconds: the longest delay, timeout or wait a key may set.
@@ -130,6 +131,14 @@ const RULES: &[(&str, Rule, &str)] = &[
         "seconds (24 h, RFC 9309)",
     ),
     ("fetch.follow_redirects", Rule::Int(0, 20), ""),
+    ("fetch.render.max_pages", Rule::Int(1, 256), "pages"),
+    ("fetch.render.timeout", positive(3600.0), "seconds"),
+    ("fetch.render.settle_time", closed(0.0, 60.0), "seconds"),
+    (
+        "fetch.render.resource_types",
+        Rule::ListOf(RESOURCE_TYPES),
+        "",
+    ),
     ("parse.max_outlinks", Rule::Int(0, UNBOUNDED), ""),
     (
         "parse.max_anchor_length",
@@ -220,6 +229,27 @@ const MAP_RULES: &[(&str, Rule, &str)] = &[("fetch.delays", closed(0.0, DAY), "s
 
 /// Sections whose keys are free (host patterns), not a fixed set.
 const FREE_MAPS: &[&str] = &["fetch.delays", "fetch.resolve"];
+
+/// Sections inside a section, with fixed keys (`[fetch.render]`).
+const SUBSECTIONS: &[&str] = &["fetch.render"];
+
+/// `(subsection, key)` when `section.rest` names a key of a subsection
+/// (`fetch.render.timeout` is key `timeout` of `fetch.render`).
+pub(super) fn subsection_of<'a>(section: &str, rest: &'a str) -> Option<(&'a str, &'a str)> {
+    let (sub, key) = rest.split_once('.')?;
+    let full = format!("{section}.{sub}");
+    (SUBSECTIONS.contains(&full.as_str()) && !key.is_empty()).then_some((sub, key))
+}
+
+/// The value at a dotted `path` (`render.timeout`) inside `table`.
+fn get_path<'a>(table: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let mut parts = path.split('.');
+    let mut v = table.get(parts.next()?)?;
+    for p in parts {
+        v = v.as_table()?.get(p)?;
+    }
+    Some(v)
+}
 
 /// `(map, entry)` when `section.rest` names an entry of a free map
 /// (`fetch.resolve.*.web.test` is entry `*.web.test` of `fetch.resolve`).
@@ -321,10 +351,9 @@ fn show(v: &toml::Value) -> String {
     }
 }
 
-/// The value at `section.key` of a parsed document.
+/// The value at `section.key` (or `section.sub.key`) of a parsed document.
 fn lookup<'a>(table: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
-    let (section, name) = key.split_once('.')?;
-    table.get(section)?.as_table()?.get(name)
+    get_path(table, key)
 }
 
 /// The 1-based line where `path` (section, key, ...) is written in `text`, if found.
@@ -385,6 +414,13 @@ fn known_keys() -> Vec<String> {
         for (section, value) in &defaults {
             if let Some(t) = value.as_table() {
                 keys.extend(t.keys().map(|k| format!("{section}.{k}")));
+                for (k, v) in t {
+                    let sub = format!("{section}.{k}");
+                    if let (true, Some(inner)) = (SUBSECTIONS.contains(&sub.as_str()), v.as_table())
+                    {
+                        keys.extend(inner.keys().map(|k| format!("{sub}.{k}")));
+                    }
+                }
             }
         }
     }
@@ -427,8 +463,20 @@ pub(super) fn check_known(raw: &toml::Table, text: &str) -> Result<(), String> {
                 hint.as_deref(),
             );
         }
-        for key in table.keys() {
+        for (key, value) in table {
             let full = format!("{section}.{key}");
+            if SUBSECTIONS.contains(&full.as_str()) {
+                let Some(inner) = value.as_table() else {
+                    return refuse("key", &full, &[section, key], None);
+                };
+                for k in inner.keys() {
+                    let sub = format!("{full}.{k}");
+                    if !known.contains(&sub) {
+                        return refuse("key", &sub, &[section, key, k], nearest(&sub, &known));
+                    }
+                }
+                continue;
+            }
             if FREE_MAPS.contains(&full.as_str()) || known.contains(&full) {
                 continue;
             }
@@ -500,8 +548,12 @@ fn check_values(section: &str, values: &toml::Table, text: Option<&str>) -> Resu
         let Some(name) = in_section(key, section) else {
             continue;
         };
-        match values.get(name) {
-            Some(v) if !rule.accepts(v) => return refuse(key, &[section, name], v, rule, unit),
+        match get_path(values, name) {
+            Some(v) if !rule.accepts(v) => {
+                let mut path = vec![section];
+                path.extend(name.split('.'));
+                return refuse(key, &path, v, rule, unit);
+            }
             _ => {}
         }
     }

@@ -14,6 +14,7 @@ mod page;
 mod progress;
 mod queues;
 mod redirects;
+mod render;
 mod state;
 mod throughput;
 mod worker;
@@ -46,6 +47,7 @@ use crate::urls::UrlPolicy;
 
 use page::FetchItem;
 use queues::HostQueue;
+pub use render::RenderStats;
 use state::{Progress, Shared};
 pub use writer::WriteStats;
 
@@ -85,6 +87,8 @@ pub struct FetchReport {
     pub reached: bool,
     /// Hosts that failed to connect or resolve, by host: (reason, address tried).
     pub unreached: BTreeMap<String, (String, String)>,
+    /// What JavaScript rendering did (`[fetch.render]`).
+    pub render: RenderStats,
 }
 
 /// How many unreached hosts the unreachable warning names.
@@ -142,7 +146,11 @@ impl FetchReport {
             self.robots_cached,
             join(&self.stats.by_status),
             join(&self.stats.by_reason)
-        )
+        ) + &if self.render.any() {
+            format!("; {}", self.render.line())
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -286,6 +294,8 @@ struct TaskReport {
     interrupted: Option<String>,
     reached: bool,
     unreached: BTreeMap<String, (String, String)>,
+    #[serde(default)]
+    render: RenderStats,
 }
 
 impl TaskReport {
@@ -310,6 +320,7 @@ impl TaskReport {
         self.interrupted = self.interrupted.take().or(o.interrupted);
         self.reached |= o.reached;
         self.unreached.extend(o.unreached);
+        self.render.add(&o.render);
     }
 
     fn into_report(self, seg: &Segment) -> FetchReport {
@@ -328,6 +339,7 @@ impl TaskReport {
                 .map(|_| crate::signal::received().unwrap_or("a signal")),
             reached: self.reached,
             unreached: self.unreached,
+            render: self.render,
         }
     }
 }
@@ -561,6 +573,7 @@ fn run_task(
             .then(|| crate::signal::received().unwrap_or("a signal").to_string()),
         reached: run.reached,
         unreached: run.unreached,
+        render: run.render,
     };
     // A one-process run stopped by a signal still writes what it fetched.
     w.finish_anyway(&report)?;
@@ -730,6 +743,7 @@ fn new_shared(
         cut_notify: tokio::sync::Notify::new(),
         reached: AtomicBool::new(false),
         unreached: Mutex::new(BTreeMap::new()),
+        render: render::Renderer::new(&cfg.fetch.render)?,
     })
 }
 
@@ -769,7 +783,15 @@ async fn fetch_queues(
     }
     watch.abort();
     reporter.finish().await;
+    let render = match &shared.render {
+        Some(r) => {
+            r.shutdown().await;
+            r.stats()
+        }
+        None => RenderStats::default(),
+    };
     RunResult {
+        render,
         robots_log: take(&shared.robots_log),
         robots_fetched: take(&shared.robots_fetched),
         robots_cached_origins: shared.robots_cache.keys().cloned().collect(),
@@ -833,6 +855,7 @@ struct RunResult {
     interrupted: bool,
     reached: bool,
     unreached: BTreeMap<String, (String, String)>,
+    render: RenderStats,
 }
 
 /// Writes the `robots/` rows of partitions `own` (of `partitions`, by host) into

@@ -249,5 +249,7 @@ fn content_record(item: &FetchItem, rec: &FetchRecord, resp: Fetched, now: i64) 
         ip_address: resp.remote_addr.map(|a| a.ip().to_string()),
         score: item.score,
         depth: item.depth,
+        rendered: None,
+        render_status: None,
     }
 }

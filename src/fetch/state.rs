@@ -116,6 +116,8 @@ pub struct Shared {
     /// Hosts a request to which failed to connect (or resolve): host -> (reason, the
     /// port of the URL), see [`connect_failure`].
     pub unreached: Mutex<BTreeMap<String, (&'static str, u16)>>,
+    /// The browser of `[fetch.render]`, when some host is rendered.
+    pub render: Option<super::render::Renderer>,
 }
 
 impl Shared {

@@ -176,10 +176,16 @@ pub(super) async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem)
         (r, extra)
     })
     .await;
-    let Some((out, signal)) = fetched else {
+    let Some((mut out, signal)) = fetched else {
         // Cut by the time limit or a stop: the request counts as not attempted.
         return not_attempted(shared, item);
     };
+    if let (Some(renderer), Some(content)) = (&shared.render, out.content.as_mut())
+        && renderer.wants(content)
+    {
+        // Its subresources go through the queues' gates: the page's slot is free.
+        renderer.render(shared, content).await;
+    }
     let failure = out
         .record
         .http_status

@@ -1,5 +1,6 @@
 //! Talking to web servers politely: the one owner of "how an HTTP request is made".
 //!
+//! - [`browser`]: headless Chromium over the DevTools protocol (`[fetch.render]`);
 //! - [`client`]: the HTTP client (`reqwest` configured from `[fetch]`: timeouts, TLS,
 //!   size caps, the User-Agent), [`resolve`]: name lookups (`fetch.resolve`, counted);
 //! - [`robots`]: robots.txt (parsing, fetching, the segment's `robots` record) and
@@ -12,8 +13,9 @@
 //!
 //! The `fetch` stage and the `sitemap` stage both use this module; it imports neither.
 
+pub mod browser;
 pub mod client;
-mod hostpattern;
+pub(crate) mod hostpattern;
 pub mod outcome;
 pub mod politeness;
 pub mod resolve;

@@ -542,18 +542,38 @@ fn count_rows(path: &Path) -> Result<u64> {
     Ok(b.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
+/// The Content-Type a rendered DOM is parsed with: HTML serialized as UTF-8.
+const RENDERED_TYPE: &str = "text/html; charset=utf-8";
+
 /// Parses one content row, turning a panic (a bug in a parser dependency) into
 /// a `parse_failed` row instead of losing the segment.
 fn parse_guarded(r: &ContentRecord, opts: &PageOpts, policy: &UrlPolicy) -> ParsedPage {
-    let input = PageInput {
-        url: &r.url,
-        content_type: r.content_type.as_deref(),
-        headers: &r.headers,
-        content: &r.content,
-        truncated: r.truncated,
+    // A rendered page is parsed from the DOM its scripts left (UTF-8 whatever the
+    // response's charset was); its X-Robots-Tag headers still apply.
+    let input = match &r.rendered {
+        Some(dom) => PageInput {
+            url: &r.url,
+            content_type: Some(RENDERED_TYPE),
+            headers: &r.headers,
+            content: dom.as_bytes(),
+            truncated: r.truncated,
+        },
+        None => PageInput {
+            url: &r.url,
+            content_type: r.content_type.as_deref(),
+            headers: &r.headers,
+            content: &r.content,
+            truncated: r.truncated,
+        },
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        parse_page(&input, opts, policy)
+        let mut p = parse_page(&input, opts, policy);
+        if let Some(status) = &r.render_status {
+            p.data
+                .metadata
+                .insert("render_status".into(), status.clone());
+        }
+        p
     })) {
         Ok(p) => p,
         Err(_) => {
@@ -643,6 +663,8 @@ mod tests {
             ip_address: None,
             score: 0.9,
             depth: 2,
+            rendered: None,
+            render_status: None,
         }
     }
 

@@ -130,6 +130,8 @@ mod tests {
             ip_address: Some("127.0.0.1".into()),
             score: 1.0,
             depth: 0,
+            rendered: None,
+            render_status: None,
         }
     }
 

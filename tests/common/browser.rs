@@ -33,19 +33,9 @@ pub const MISSING: &str = "headless Chromium not found (looked at $TRAWL_CHROMIU
     TRAWL_CHROMIUM at a Chromium binary";
 
 /// The Chromium binary: `$TRAWL_CHROMIUM`, `/usr/bin/chromium`, or `chromium` /
-/// `chromium-browser` on PATH; None when there is none.
+/// `chromium-browser` on PATH (the library's lookup); None when there is none.
 pub fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRAWL_CHROMIUM") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let fixed = PathBuf::from("/usr/bin/chromium");
-    if fixed.is_file() {
-        return Some(fixed);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|d| [d.join("chromium"), d.join("chromium-browser")])
-        .find(|p| p.is_file())
+    trawl::net::browser::chromium_path(Path::new(""))
 }
 
 /// A headless Chromium with one page, closed and cleaned up on drop.

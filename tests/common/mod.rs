@@ -357,6 +357,37 @@ pub fn assert_polite(log: &[LogLine], map: &testweb::SiteMap, delay_ms: i64) -> 
     hosts
 }
 
+/// Every segment's parse rows, the newest parse of each URL.
+pub fn parses(
+    crawl: &Path,
+) -> BTreeMap<
+    String,
+    (
+        trawl::records::ParseDataRecord,
+        trawl::records::ParseTextRecord,
+    ),
+> {
+    let mut out = BTreeMap::new();
+    let mut segs: Vec<_> = std::fs::read_dir(crawl.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    segs.sort();
+    for s in segs {
+        let data: Vec<trawl::records::ParseDataRecord> =
+            trawl::store::parquet::read_dataset(&s.join("parse_data")).unwrap();
+        let text: Vec<trawl::records::ParseTextRecord> =
+            trawl::store::parquet::read_dataset(&s.join("parse_text")).unwrap();
+        let mut text: BTreeMap<String, trawl::records::ParseTextRecord> =
+            text.into_iter().map(|t| (t.url.clone(), t)).collect();
+        for d in data {
+            let t = text.remove(&d.url).unwrap();
+            out.insert(d.url.clone(), (d, t));
+        }
+    }
+    out
+}
+
 /// Writes `seeds` to a seed file in `dir` and injects them.
 pub fn inject_seeds(dir: &Path, crawl: &Path, config: &Path, seeds: &[String]) {
     let file = dir.join("seeds.txt");

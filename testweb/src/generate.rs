@@ -56,6 +56,15 @@ pub fn generate(spec: &WebSpec) -> Result<Web> {
         hosts.extend(extra);
         sitemaps = files;
     }
+    if spec.scripted {
+        let extra = super::scripted::scripted_hosts();
+        seeds.extend(
+            super::scripted::APP_HOSTS
+                .iter()
+                .map(|h| format!("http://{h}/")),
+        );
+        hosts.extend(extra);
+    }
     if spec.documents {
         let host = super::documents::docs_host();
         seeds.push(format!("http://{}/", host.name));

@@ -28,6 +28,7 @@ pub mod model;
 pub mod office;
 pub mod rng;
 pub mod robots;
+pub mod scripted;
 pub mod server;
 pub mod sitemap;
 pub mod spec;

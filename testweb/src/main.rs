@@ -72,6 +72,11 @@ struct SpecArgs {
     /// broken, huge, slow and bomb PDFs) and its home page to the seeds.
     #[arg(long)]
     documents: bool,
+    /// Add the scripted hosts (pages whose links and text only scripts write, a
+    /// third-party script host, an ad host, a tracker under /private/) and the two
+    /// application home pages to the seeds.
+    #[arg(long)]
+    scripted: bool,
 }
 
 impl SpecArgs {
@@ -87,6 +92,7 @@ impl SpecArgs {
             generation: self.generation,
             sitemaps: self.sitemaps,
             documents: self.documents,
+            scripted: self.scripted,
         }
     }
 }

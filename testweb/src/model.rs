@@ -44,6 +44,8 @@ pub enum Kind {
     Orphan,
     /// A document of the document host (`--documents`): a PDF.
     Document,
+    /// A script or the data a script fetches, of the scripted hosts (`--scripted`).
+    Script,
 }
 
 /// How the server delivers a response beyond its status, headers and body.

@@ -43,6 +43,11 @@ pub struct WebSpec {
     /// text and links, a PDF served as `text/html`, and broken, huge, slow and bomb
     /// PDFs; its home page joins the seeds.
     pub documents: bool,
+    /// Add the scripted hosts (`app.web.test`, `app-plain.web.test`, and the
+    /// third-party `cdn.web.test` and `ads.web.test`; see `testweb::scripted`): pages
+    /// whose links and text exist only after their scripts ran; the two application
+    /// home pages join the seeds.
+    pub scripted: bool,
 }
 
 impl Default for WebSpec {
@@ -58,6 +63,7 @@ impl Default for WebSpec {
             generation: 0,
             sitemaps: false,
             documents: false,
+            scripted: false,
         }
     }
 }

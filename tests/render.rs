@@ -1,0 +1,168 @@
+//! JavaScript rendering (`[fetch.render]`) through the binaries, in real headless
+//! Chromium: the test web's scripted hosts (`testweb serve --scripted`) crawled with
+//! `crawl`, one application host rendered and its twin not. What only scripts write
+//! (a catalogue built from XHR data, a third-party widget, a timer's line, item pages'
+//! titles) must show up on the rendered host alone; the response is still stored as
+//! fetched; a script that never ends is cut at the time budget. The server's request
+//! log must show the browser's requests kept to the crawl's politeness: nothing sent
+//! to the blocked ad host, nothing under robots.txt's `/private/`, the third party's
+//! robots.txt read before its script, every host's requests the delay apart.
+
+mod common;
+
+use common::*;
+use testweb::scripted::{
+    ADS_HOST, APP_HOSTS, APP_TEXT, BUSY, CDN_HOST, CDN_TEXT, ITEMS, NEVER_LINKED, TIMER_TEXT,
+};
+use trawl::records::ContentRecord;
+
+const WEB: &[&str] = &[
+    "--seed",
+    "5",
+    "--hosts",
+    "1",
+    "--pages",
+    "3",
+    "--seed-count",
+    "0",
+    "--scripted",
+];
+/// The crawl's delay between two requests to one host.
+const DELAY_MS: i64 = 250;
+
+fn at(host: &str, path: &str) -> String {
+    format!("http://{host}{path}")
+}
+
+#[test]
+fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
+    if browser::chromium().is_none() {
+        eprintln!("SKIPPED: {}", browser::MISSING);
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web = TestWeb::start(dir, WEB);
+    let map = site_map(dir, WEB);
+    let (app, plain) = (APP_HOSTS[0], APP_HOSTS[1]);
+    let config = write_config(
+        dir,
+        &web.addr,
+        DELAY_MS as f64 / 1000.0,
+        &format!(
+            "[fetch.render]\nhosts = [\"{app}\"]\nblock_hosts = [\"{ADS_HOST}\"]\n\
+             max_pages = 2\ntimeout = 4.0\nsettle_time = 0.3\n"
+        ),
+    );
+    let crawl = dir.join("crawl");
+    let seeds = dir.join("seeds.txt");
+    assert_eq!(map.seeds, [at(app, "/"), at(plain, "/")]);
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let out = run(
+        "crawl",
+        &crawl,
+        &config,
+        &["--seeds", seeds.to_str().unwrap(), "--rounds", "2"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "crawl failed: {err}");
+    let log = web.stop();
+
+    // What scripts link to was found and fetched on the rendered host only; what
+    // only blocked scripts link to, nowhere.
+    let db = crawldb_statuses(&crawl);
+    for (path, _) in ITEMS.iter().chain([&BUSY]) {
+        assert_eq!(
+            db.get(&at(app, path)).map(String::as_str),
+            Some("db_fetched"),
+            "{path} on {app}: {db:?}"
+        );
+        assert!(!db.contains_key(&at(plain, path)), "{path} on {plain}");
+    }
+    for path in NEVER_LINKED {
+        for host in APP_HOSTS {
+            assert!(!db.contains_key(&at(host, path)), "{host}{path}: {db:?}");
+        }
+    }
+
+    // parse read the DOM the scripts left on the rendered host, the response on the
+    // other.
+    let p = parses(&crawl);
+    let (d, t) = &p[&at(app, "/")];
+    assert_eq!(d.metadata["render_status"], "rendered", "{d:?}");
+    for text in [APP_TEXT, CDN_TEXT, TIMER_TEXT] {
+        assert!(t.text.contains(text), "{text:?} in {:?}", t.text);
+    }
+    let links: Vec<&str> = d.outlinks.iter().map(|o| o.url.as_str()).collect();
+    let want: Vec<String> = ITEMS
+        .iter()
+        .chain([&BUSY])
+        .map(|(path, _)| at(app, path))
+        .collect();
+    assert_eq!(links, want);
+    let (d, t) = &p[&at(plain, "/")];
+    assert!(!d.metadata.contains_key("render_status"), "{d:?}");
+    assert!(d.outlinks.is_empty(), "{:?}", d.outlinks);
+    assert!(!t.text.contains(APP_TEXT) && !t.text.contains(CDN_TEXT));
+    for (path, title) in ITEMS {
+        let (d, t) = &p[&at(app, path)];
+        assert_eq!(d.title.as_deref(), Some(title), "{path}");
+        assert!(t.text.contains("where the bird nests"), "{:?}", t.text);
+    }
+    // The script that never ends: cut at the budget, the response parsed instead.
+    let (d, t) = &p[&at(app, BUSY.0)];
+    assert_eq!(d.metadata["render_status"], "render_failed", "{d:?}");
+    assert_eq!(d.title.as_deref(), Some(BUSY.1));
+    assert!(t.text.contains("never ends"));
+
+    // The response is stored as fetched, the DOM beside it.
+    let mut content: Vec<ContentRecord> = Vec::new();
+    for seg in std::fs::read_dir(crawl.join("segments")).unwrap() {
+        let seg = seg.unwrap().path();
+        if seg.join("content").is_dir() {
+            content.extend(
+                trawl::store::parquet::read_dataset::<ContentRecord>(&seg.join("content")).unwrap(),
+            );
+        }
+    }
+    let home = content.iter().find(|c| c.url == at(app, "/")).unwrap();
+    let raw = String::from_utf8_lossy(&home.content);
+    assert!(raw.contains("<div id=\"app\"></div>") && !raw.contains(APP_TEXT));
+    assert!(home.rendered.as_deref().unwrap().contains(APP_TEXT));
+    let other = content.iter().find(|c| c.url == at(plain, "/")).unwrap();
+    assert_eq!((&other.rendered, &other.render_status), (&None, &None));
+
+    // The server's log: what the browser asked for, and how politely.
+    let requested = |host: &str, path: &str| {
+        log.iter()
+            .filter(|l| l.host == host && l.path == path)
+            .map(|l| l.time_ms)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        log.iter().all(|l| l.host != ADS_HOST),
+        "the blocked host was contacted"
+    );
+    assert!(
+        log.iter().all(|l| !l.path.starts_with("/private/")),
+        "a robots-disallowed script was requested"
+    );
+    for path in ["/app.js", "/api/items.json"] {
+        assert!(!requested(app, path).is_empty(), "{path} never requested");
+        assert!(requested(plain, path).is_empty(), "{plain}{path} requested");
+    }
+    let cdn_robots = requested(CDN_HOST, "/robots.txt");
+    let cdn_script = requested(CDN_HOST, "/lib.js");
+    assert_eq!(cdn_robots.len(), 1, "{log:?}");
+    assert!(!cdn_script.is_empty() && cdn_robots[0] <= cdn_script[0]);
+    // Each page was requested once: the browser got the fetched response.
+    assert_eq!(requested(app, "/").len(), 1);
+    let hosts = assert_polite(&log, &map, DELAY_MS);
+    assert_eq!(hosts, 3, "app, app-plain and cdn: {log:?}");
+
+    // The summary line says what rendering did.
+    assert!(
+        err.contains("rendered 2 (time_budget 0, failed 1)"),
+        "round 2's fetch summary: {err}"
+    );
+}
