@@ -83,16 +83,17 @@ test: test-rust test-python test-queries
 test-python: $(PYSPARK)
 	$(PYTHON) -m unittest discover -s cluster
 
-# Headless Chromium for the browser test (tests/search_web.rs): Debian's package,
-# installed when /usr/bin/chromium is missing and make runs as root with apt-get (the
-# CI); otherwise the test is skipped with a message saying how to install it.
+# Headless Chromium for the browser tests (tests/search_web.rs, tests/render.rs) and
+# the rendering benchmark (renderbench): Debian's package, installed when
+# /usr/bin/chromium is missing and make runs as root with apt-get (the CI); otherwise
+# they are skipped with a message saying how to install it.
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "make: installing Debian's chromium for the browser test"; \
+	    echo "make: installing Debian's chromium for the browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else \
-	    echo "make: /usr/bin/chromium is missing and this is not root: tests/search_web.rs will be skipped (install it with: sudo apt-get install -y chromium)"; \
+	    echo "make: /usr/bin/chromium is missing and this is not root: tests/search_web.rs and tests/render.rs will be skipped (install it with: sudo apt-get install -y chromium)"; \
 	  fi; \
 	fi
 
@@ -110,8 +111,8 @@ poppler:
 
 # The Rust tests use the virtualenv's warcio to read trawl's WARC files back, its moto
 # server as an S3 endpoint, (tests/cluster.rs) its pyspark: a Spark standalone
-# cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs)
-# headless Chromium.
+# cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs,
+# tests/render.rs) headless Chromium.
 test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium
 	$(CARGO) test --release
 
@@ -120,7 +121,7 @@ test-queries: build $(PYTHON)
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.
-bench: build $(PYTHON) poppler
+bench: build $(PYTHON) poppler chromium
 	PYTHON=$(PYTHON) scripts/bench.sh
 
 lint:

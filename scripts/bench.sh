@@ -88,6 +88,11 @@ else
 fi
 
 echo
+echo "== rendering: pages/s of fetch with [fetch.render] (headless Chromium, 1/2/4 tabs) beside fetch without it"
+echo "   and beside chromium --dump-dom (a process per page), on the test web's pages and its scripted hosts"
+"$BIN/renderbench" --dir "$OUT/renderbench"
+
+echo
 echo "== search relevance: the Rust book (rust-docs) crawled from the test web as book.web.test, its h2/h3 headings"
 echo "   as queries (title field weighted 0), ranking weights tuned on half, MRR@10 / nDCG@10 on both halves"
 "$BIN/relbench" --dir "$OUT/relbench"
