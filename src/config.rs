@@ -994,6 +994,61 @@ mod tests {
         assert!(Config::parse(ok, p).is_ok());
     }
 
+    /// `[fetch.render]` is a section inside `[fetch]`: its keys are checked like any
+    /// other (unknown ones refused with the nearest, values against their rule with
+    /// the line), and `--set fetch.render.KEY=VALUE` sets them.
+    #[test]
+    fn render_subsection_keys_are_checked_and_settable() {
+        let p = Path::new("t.toml");
+        let text = "[fetch.render]\nhosts = [\"*.app.test\"]\nmax_pages = 4\ntimeout = 10.0\n";
+        let cfg = Config::parse(text, p).unwrap();
+        assert_eq!(cfg.fetch.render.hosts, ["*.app.test"]);
+        assert_eq!(
+            (cfg.fetch.render.max_pages, cfg.fetch.render.timeout),
+            (4, 10.0)
+        );
+        for (text, want) in [
+            (
+                "[fetch.render]\ntimout = 3\n",
+                "unknown key fetch.render.timout (line 2); did you mean fetch.render.timeout?",
+            ),
+            (
+                "[fetch.render]\n\nmax_pages = 0\n",
+                "fetch.render.max_pages = 0 (line 3) is not allowed: expected an integer from 1 to 256 pages; the default is 2",
+            ),
+            (
+                "[fetch.render]\ntimeout = 0\n",
+                "fetch.render.timeout = 0 (line 2) is not allowed: expected a number above 0 and up to 3600 seconds",
+            ),
+            (
+                "[fetch.render]\nresource_types = [\"Script\", \"Pictures\"]\n",
+                "fetch.render.resource_types = [\"Script\", \"Pictures\"] (line 2) is not allowed: expected a non-empty list of \"Document\"",
+            ),
+            ("[fetch]\nrender = 3\n", "unknown key fetch.render"),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let sets = [
+            "fetch.render.hosts=[\"a.test\"]".to_string(),
+            "fetch.render.settle_time=0".to_string(),
+        ];
+        let cfg = Config::load_with(None, &sets).unwrap();
+        assert_eq!(cfg.fetch.render.hosts, ["a.test"]);
+        assert_eq!(cfg.fetch.render.settle_time, 0.0);
+        let e = Config::load_with(None, &["fetch.render.max_pages=999".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("(--set flags): fetch.render.max_pages = 999"),
+            "{e}"
+        );
+        let e = Config::load_with(None, &["fetch.render.tabs=2".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown key fetch.render.tabs"), "{e}");
+    }
+
     #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
         let p = Path::new("t.toml");
