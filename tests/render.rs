@@ -166,3 +166,86 @@ fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
         "round 2's fetch summary: {err}"
     );
 }
+
+/// The processes whose command line mentions `dir` (Chromium's profile is under it).
+fn processes_under(dir: &std::path::Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A fetch killed with SIGKILL while a page is being rendered leaves no Chromium
+/// behind (its watchdog kills the process group when the fetch's pipe closes), and
+/// the segment is fetched by the next run.
+#[test]
+fn a_killed_fetch_leaves_no_browser_and_reruns() {
+    if browser::chromium().is_none() {
+        eprintln!("SKIPPED: {}", browser::MISSING);
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let web = TestWeb::start(dir, WEB);
+    let app = APP_HOSTS[0];
+    let config = write_config(
+        dir,
+        &web.addr,
+        0.0,
+        &format!("[fetch.render]\nhosts = [\"{app}\"]\ntimeout = 60.0\n"),
+    );
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &[at(app, BUSY.0)]);
+    run_ok("generate", &crawl, &config, &[]);
+    let profiles = dir.join("tmp");
+    std::fs::create_dir(&profiles).unwrap();
+    let mut fetch = stage_command(bin("fetch"), &crawl, &config, &[])
+        .env("TMPDIR", &profiles)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while processes_under(&profiles).len() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "Chromium did not start under {}",
+            profiles.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The busy page holds its tab: the fetch is in the middle of rendering.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    fetch.kill().unwrap();
+    fetch.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !processes_under(&profiles).is_empty() {
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(10),
+            "Chromium outlived the killed fetch: {:?}",
+            processes_under(&profiles)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The rerun fetches the segment (the budget cut short this time).
+    let out = run(
+        "fetch",
+        &crawl,
+        &config,
+        &["--set", "fetch.render.timeout=1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("rendered 0 (time_budget 0, failed 1)"),
+        "{err}"
+    );
+}

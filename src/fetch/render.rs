@@ -274,6 +274,15 @@ impl Renderer {
         }
     }
 
+    /// Records a render cut before it ended (the time limit, or a signal's grace
+    /// period): no DOM, `render_failed`.
+    pub(super) fn cut(&self, content: &mut ContentRecord) {
+        tracing::debug!("{}: rendering cut (time limit or signal)", content.url);
+        content.rendered = None;
+        content.render_status = Some(RENDER_FAILED.into());
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Loads the page in `page`, answers its requests until it settles or the budget
     /// is over, and returns its DOM with the render status.
     async fn drive(

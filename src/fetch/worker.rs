@@ -183,8 +183,14 @@ pub(super) async fn handle(shared: &Shared, queue: &HostQueue, item: &FetchItem)
     if let (Some(renderer), Some(content)) = (&shared.render, out.content.as_mut())
         && renderer.wants(content)
     {
-        // Its subresources go through the queues' gates: the page's slot is free.
-        renderer.render(shared, content).await;
+        // Its subresources go through the queues' gates: the page's slot is free. Cut
+        // like a request in flight: at the time limit, or a signal's grace period.
+        let done = shared
+            .before_deadline(renderer.render(shared, content), false)
+            .await;
+        if done.is_none() {
+            renderer.cut(content);
+        }
     }
     let failure = out
         .record

@@ -30,6 +30,17 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// The shell around Chromium (`$0` is Chromium, `$@` its arguments): Chromium in the
+/// background with no input; a watchdog that kills the whole process group once its
+/// standard input (a pipe from the fetch process, kept as descriptor 3: a background
+/// job's own standard input is /dev/null) reaches its end; the shell waits for
+/// Chromium and exits with its status.
+const WATCHDOG: &str = "exec 3<&0; \"$0\" \"$@\" </dev/null 3<&- & c=$!; (cat <&3 >/dev/null; kill -9 0) & exec 3<&-; wait $c";
+
+/// The largest DevTools message read (a serialized DOM, a response body in base64).
+const MAX_MESSAGE: usize = 512 << 20;
 
 /// How long Chromium may take to start and open its DevTools port.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -234,20 +245,37 @@ impl Browser {
         let log2 = log
             .try_clone()
             .map_err(|e| start(format!("{}: {e}", log_path.display())))?;
-        let child = Command::new(exe)
+        // Chromium runs under a shell that watches this process: its standard input
+        // is a pipe from here, and when the pipe closes (this process ended, however
+        // it ended, even SIGKILL) the watchdog kills the process group, so no
+        // Chromium outlives the fetch. The shell exits with Chromium.
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg(exe)
             .args(chromium_args(&profile))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log2)
             .stderr(log)
             // Its own process group: the renderers and helpers are killed with it.
             .process_group(0)
             .spawn()
-            .map_err(|e| start(format!("cannot start: {e}")))?;
-        let mut process = Process { child, dir };
+            .map_err(|e| start(format!("cannot start /bin/sh to run it: {e}")))?;
+        let lifeline = child.stdin.take();
+        let mut process = Process {
+            child,
+            dir,
+            _lifeline: lifeline,
+        };
         let ws_url = process.devtools_url().await.map_err(start)?;
-        let (ws, _) = tokio_tungstenite::connect_async(ws_url.as_str())
-            .await
-            .map_err(|e| start(format!("websocket handshake with {ws_url}: {e}")))?;
+        // A page's DOM (and a fulfilled body, base64) can be tens of MB in one message.
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE))
+            .max_frame_size(Some(MAX_MESSAGE));
+        let (ws, _) =
+            tokio_tungstenite::connect_async_with_config(ws_url.as_str(), Some(config), true)
+                .await
+                .map_err(|e| start(format!("websocket handshake with {ws_url}: {e}")))?;
         let (mut sink, mut stream) = ws.split();
         let (out, mut rx) = mpsc::unbounded_channel::<Message>();
         let conn = Arc::new(Conn {
@@ -384,6 +412,8 @@ impl Page {
 struct Process {
     child: Child,
     dir: tempfile::TempDir,
+    /// The write end of the watchdog's pipe (see [`WATCHDOG`]).
+    _lifeline: Option<std::process::ChildStdin>,
 }
 
 impl Process {
