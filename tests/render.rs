@@ -132,6 +132,39 @@ fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
     let other = content.iter().find(|c| c.url == at(plain, "/")).unwrap();
     assert_eq!((&other.rendered, &other.render_status), (&None, &None));
 
+    // The WARC export of round 1 (both home pages): the response as the server sent
+    // it, and one conversion record with the rendered DOM, referring to it.
+    let mut segs: Vec<_> = std::fs::read_dir(crawl.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    segs.sort();
+    run_ok("warc", &crawl, &config, &[segs[0].to_str().unwrap()]);
+    let mut warc = String::new();
+    for f in std::fs::read_dir(crawl.join("warc")).unwrap() {
+        let bytes = std::fs::read(f.unwrap().path()).unwrap();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+            &mut warc,
+        )
+        .unwrap();
+    }
+    assert_eq!(warc.matches("WARC-Type: response").count(), 2);
+    let conversions: Vec<&str> = warc
+        .split("WARC/1.1\r\n")
+        .filter(|r| r.starts_with("WARC-Type: conversion"))
+        .collect();
+    assert_eq!(conversions.len(), 1, "{warc}");
+    let c = conversions[0];
+    assert!(
+        c.contains(&format!("WARC-Target-URI: {}", at(app, "/"))),
+        "{c}"
+    );
+    assert!(
+        c.contains("WARC-Refers-To: <urn:uuid:") && c.contains(APP_TEXT),
+        "{c}"
+    );
+
     // The server's log: what the browser asked for, and how politely.
     let requested = |host: &str, path: &str| {
         log.iter()

@@ -1,6 +1,7 @@
 //! Exporting a segment's `content` to gzipped WARC/1.1 files: for each fetched page
 //! a `request` record (the GET trawl sent) and a `response` record (status line,
-//! stored headers, payload), each file starting with a `warcinfo` record and rotated
+//! stored headers, payload), plus a `conversion` record of the rendered DOM for a page
+//! rendered in headless Chromium, each file starting with a `warcinfo` record and rotated
 //! at a size limit. Files are written under temporary names and renamed when the
 //! whole export is done, so a killed export leaves no half file under a final name.
 
@@ -331,7 +332,7 @@ fn export_parts(
                 info.user_agent.clone_from(&opts.user_agent);
                 match page_records(&rec, &info, segment.name()) {
                     Some(pair) => {
-                        files.write_pair(&pair)?;
+                        files.write_page(&pair)?;
                         stats.pages += 1;
                     }
                     None => {
@@ -382,8 +383,10 @@ fn conditional_headers(segment: &Segment) -> Result<HashMap<String, RequestInfo>
     Ok(out)
 }
 
-/// The request and response records of one page (warcinfo id filled in later).
-fn page_records(rec: &ContentRecord, info: &RequestInfo, segment: &str) -> Option<[WarcRecord; 2]> {
+/// The request and response records of one page (warcinfo id filled in later), and
+/// for a rendered page a `conversion` record of the DOM its scripts left (WARC/1.1
+/// 6.8: an alternative version of the response's content, `WARC-Refers-To` it).
+fn page_records(rec: &ContentRecord, info: &RequestInfo, segment: &str) -> Option<Vec<WarcRecord>> {
     let req_block = request_block(&rec.url, info)?;
     let date = warc_date(rec.fetch_time);
     let seed = format!("{segment}\n{}\n{}", rec.url, rec.fetch_time);
@@ -416,7 +419,17 @@ fn page_records(rec: &ContentRecord, info: &RequestInfo, segment: &str) -> Optio
     for (name, value) in resp.warc_fields {
         response.add(&name, value);
     }
-    Some([request, response])
+    let mut records = vec![request, response];
+    if let Some(dom) = &rec.rendered {
+        let id = record_id(format!("conversion\n{seed}").as_bytes());
+        let mut conversion = WarcRecord::new("conversion", &id, &date, dom.as_bytes().to_vec());
+        conversion
+            .add("WARC-Target-URI", rec.url.as_str())
+            .add("WARC-Refers-To", resp_id.as_str())
+            .add("Content-Type", "text/html; charset=utf-8");
+        records.push(conversion);
+    }
+    Some(records)
 }
 
 struct OpenFile {
@@ -516,7 +529,7 @@ impl<'a> FileSet<'a> {
         r
     }
 
-    fn write_pair(&mut self, pair: &[WarcRecord; 2]) -> Result<()> {
+    fn write_page(&mut self, records: &[WarcRecord]) -> Result<()> {
         let rotate = self
             .current
             .as_ref()
@@ -528,7 +541,7 @@ impl<'a> FileSet<'a> {
             self.open_next()?;
         }
         if let Some(f) = self.current.as_mut() {
-            for r in pair {
+            for r in records {
                 let mut r = r.clone();
                 r.headers
                     .insert(3, ("WARC-Warcinfo-ID".into(), f.warcinfo_id.clone()));
@@ -536,7 +549,7 @@ impl<'a> FileSet<'a> {
             }
             f.pairs += 1;
         }
-        self.records += 2;
+        self.records += records.len() as u64;
         Ok(())
     }
 
