@@ -33,13 +33,14 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::config::RenderConfig;
+use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::fetch::origins::robots_for;
 use crate::fetch::state::Shared;
-use crate::fetch::worker::gated;
+use crate::fetch::worker::{apply_signal, gated};
 use crate::net::browser::{Browser, BrowserError, Page, chromium_path};
 use crate::net::hostpattern::HostPatterns;
-use crate::net::outcome::classify_error;
+use crate::net::outcome::{HostSignal, classify_error, host_signal_for_status, parse_retry_after};
 use crate::net::robots::Robots;
 use crate::records::ContentRecord;
 
@@ -51,10 +52,13 @@ pub const TIME_BUDGET: &str = "time_budget";
 /// response).
 pub const RENDER_FAILED: &str = "render_failed";
 
-/// Times Chromium may fail to start in one run before rendering is given up.
+/// Times Chromium may be started in one run (the first start and restarts after it
+/// died or hung) before rendering is given up.
 const MAX_LAUNCHES: u32 = 3;
 /// Longest wait for the DOM after the budget is over (a script stuck in a loop).
 const DOM_GRACE: Duration = Duration::from_secs(5);
+/// Time beyond the budget and the DOM's grace after which Chromium counts as hung.
+const HUNG_MARGIN: Duration = Duration::from_secs(15);
 /// Response headers not passed to the browser: the body is already decoded and whole.
 const HOP_HEADERS: &[&str] = &[
     "content-encoding",
@@ -161,16 +165,30 @@ impl Renderer {
     }
 
     /// Whether the page of `content` is rendered: its host matches `fetch.render.hosts`
-    /// and it is HTML.
+    /// and it is HTML: declared HTML (or undeclared and starting with `<`), and not a
+    /// document or feed by its first bytes (a PDF served as `text/html` stays a PDF
+    /// for parse).
     pub fn wants(&self, content: &ContentRecord) -> bool {
+        let body = content
+            .content
+            .strip_prefix(b"\xEF\xBB\xBF")
+            .unwrap_or(&content.content);
+        let body = body.trim_ascii_start();
         let html = match content.content_type.as_deref() {
             Some(ct) => {
                 let ct = ct.to_ascii_lowercase();
                 ct.contains("text/html") || ct.contains("application/xhtml")
             }
-            None => content.content.trim_ascii_start().starts_with(b"<"),
+            None => body.starts_with(b"<"),
         };
-        html && self.hosts.get(&content.host).is_some()
+        let head = &body[..body.len().min(256)];
+        let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
+        let not_html = body.starts_with(b"%PDF-")
+            || body.starts_with(b"PK\x03\x04")
+            || ["<rss", "<feed", "<rdf:rdf"]
+                .iter()
+                .any(|m| lower.starts_with(m) || (lower.starts_with("<?xml") && lower.contains(m)));
+        html && !not_html && self.hosts.get(&content.host).is_some()
     }
 
     /// What rendering did so far.
@@ -204,6 +222,11 @@ impl Renderer {
         *slot = None;
         let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         if n > MAX_LAUNCHES {
+            if n == MAX_LAUNCHES + 1 {
+                tracing::error!(
+                    "rendering: Chromium stopped after {MAX_LAUNCHES} starts; the run's remaining pages are stored unrendered (render_status render_failed)"
+                );
+            }
             return None;
         }
         match Browser::launch(&self.exe).await {
@@ -234,15 +257,31 @@ impl Renderer {
     pub(super) async fn render(&self, shared: &Shared, content: &mut ContentRecord) {
         let _tab = self.tabs.acquire().await;
         let started = Instant::now();
+        // Every step is bounded: a Chromium that stops answering is dropped (killed)
+        // and started again for the next page.
+        let limit = self.timeout + DOM_GRACE + HUNG_MARGIN;
         let result = match self.browser().await {
-            Some(browser) => match browser.new_page().await {
-                Ok(mut page) => {
-                    let r = self.drive(shared, &mut page, content, started).await;
-                    page.close().await;
-                    r
+            Some(browser) => {
+                let run = async {
+                    let mut page = browser.new_page().await?;
+                    // The tab closes when `page` drops, also when this is cut.
+                    self.drive(shared, &mut page, content, started).await
+                };
+                match tokio::time::timeout(limit, run).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        tracing::warn!(
+                            "rendering {}: Chromium did not answer within {limit:?}; it is restarted",
+                            content.url
+                        );
+                        let mut slot = self.browser.lock().await;
+                        if slot.as_ref().is_some_and(|b| Arc::ptr_eq(b, &browser)) {
+                            *slot = None;
+                        }
+                        Err(BrowserError::Closed)
+                    }
                 }
-                Err(e) => Err(e),
-            },
+            }
             None => Err(BrowserError::Closed),
         };
         let c = &self.counters;
@@ -299,8 +338,10 @@ impl Renderer {
             json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}),
         )
         .await?;
-        let _navigated = page.send("Page.navigate", json!({"url": content.url}));
+        let mut navigated = Some(page.send("Page.navigate", json!({"url": content.url})));
         let mut inflight: FuturesUnordered<Pending<'_>> = FuturesUnordered::new();
+        // Requests paused and not answered yet (fetched in `inflight`).
+        let mut waiting: HashSet<String> = HashSet::new();
         let mut loaded = false;
         let mut document_served = false;
         let mut quiet_since = Instant::now();
@@ -309,13 +350,20 @@ impl Renderer {
             let step = tokio::select! {
                 ev = page.next_event() => Step::Event(ev),
                 Some((id, answer)) = inflight.next(), if !inflight.is_empty() => Step::Answered(id, answer),
+                r = async {
+                    match navigated.as_mut() {
+                        Some(rx) => rx.await,
+                        None => std::future::pending().await,
+                    }
+                }, if navigated.is_some() => Step::Navigated(r.ok().and_then(Result::ok)),
                 _ = tokio::time::sleep_until(deadline) => Step::Budget,
                 _ = tokio::time::sleep_until(settled_at.unwrap_or(deadline)), if settled_at.is_some() => Step::Settled,
             };
             match step {
                 Step::Event(None) => return Err(BrowserError::Closed),
                 Step::Event(Some(ev)) => match ev.method.as_str() {
-                    "Page.loadEventFired" => {
+                    // The load of about:blank, or of an error page, does not count.
+                    "Page.loadEventFired" if document_served => {
                         loaded = true;
                         quiet_since = Instant::now();
                     }
@@ -331,8 +379,9 @@ impl Renderer {
                             send_answer(page, &id, document_answer(content));
                             continue;
                         }
-                        match self.decide(p, kind) {
+                        match self.decide(shared, p, kind) {
                             Ok(url) => {
+                                waiting.insert(id.clone());
                                 inflight.push(Box::pin(async move {
                                     let a = self.subrequest(shared, url).await;
                                     (id, a)
@@ -344,43 +393,109 @@ impl Renderer {
                     _ => {}
                 },
                 Step::Answered(id, answer) => {
+                    waiting.remove(&id);
                     send_answer(page, &id, answer);
                     quiet_since = Instant::now();
+                }
+                Step::Navigated(answer) => {
+                    navigated = None;
+                    let error = answer
+                        .as_ref()
+                        .and_then(|v| v["errorText"].as_str())
+                        .filter(|e| !e.is_empty());
+                    if let Some(e) = error {
+                        return Err(BrowserError::Command {
+                            method: "Page.navigate".into(),
+                            message: e.to_string(),
+                        });
+                    }
                 }
                 Step::Budget => break TIME_BUDGET,
                 Step::Settled => break RENDERED,
             }
         };
-        // Requests still waiting for their queue are dropped with `inflight`; the tab
-        // is closed after the DOM is read.
+        // Requests still waiting for their queue are dropped with `inflight` (their
+        // queues keep their distance) and fail in the page, so that no script waits
+        // on them while the DOM is read.
         drop(inflight);
+        for id in waiting {
+            send_answer(page, &id, Answer::Fail("Aborted"));
+        }
         let grace = deadline
             .saturating_duration_since(Instant::now())
             .max(DOM_GRACE);
-        let expr = "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + (document.documentElement ? document.documentElement.outerHTML : '')";
-        let dom = tokio::time::timeout(
-            grace,
-            page.call(
-                "Runtime.evaluate",
-                json!({"expression": expr, "returnByValue": true}),
-            ),
-        )
-        .await
-        .map_err(|_| BrowserError::Command {
-            method: "Runtime.evaluate".into(),
-            message: format!("the page's scripts held it for {grace:?} past its budget"),
-        })??;
-        match dom["result"]["value"].as_str() {
-            Some(html) => Ok((html.to_string(), status)),
-            None => Err(BrowserError::Command {
+        let dom = self
+            .read_dom(page, shared.cfg.max_content_bytes, grace)
+            .await?;
+        let url = dom["url"].as_str().unwrap_or_default();
+        let html = dom["html"].as_str();
+        match html {
+            Some(html) if url != "about:blank" && !url.starts_with("chrome-error:") => {
+                Ok((html.to_string(), status))
+            }
+            _ => Err(BrowserError::Command {
                 method: "Runtime.evaluate".into(),
-                message: format!("no DOM returned: {}", dom["exceptionDetails"]),
+                message: format!("no DOM of the page (the tab shows {url:?})"),
             }),
         }
     }
 
-    /// Whether a paused request may be fetched (its URL) or is refused.
-    fn decide(&self, p: &Value, kind: &str) -> std::result::Result<url::Url, Answer> {
+    /// The tab's URL and DOM (cut to `cap` characters in the page), as
+    /// `{"url", "html"}`; requests the page makes meanwhile are refused.
+    async fn read_dom(
+        &self,
+        page: &mut Page,
+        cap: usize,
+        grace: Duration,
+    ) -> std::result::Result<Value, BrowserError> {
+        let expr = format!(
+            "({{url: document.URL, html: ((document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + (document.documentElement ? document.documentElement.outerHTML : '')).slice(0, {cap})}})"
+        );
+        let mut answer = page.send(
+            "Runtime.evaluate",
+            json!({"expression": expr, "returnByValue": true}),
+        );
+        let until = Instant::now() + grace;
+        loop {
+            tokio::select! {
+                r = &mut answer => {
+                    let v = r.map_err(|_| BrowserError::Closed)??;
+                    return match v.get("exceptionDetails") {
+                        Some(e) => Err(BrowserError::Command {
+                            method: "Runtime.evaluate".into(),
+                            message: format!("the DOM could not be read: {e}"),
+                        }),
+                        None => Ok(v["result"]["value"].clone()),
+                    };
+                }
+                ev = page.next_event() => match ev {
+                    None => return Err(BrowserError::Closed),
+                    Some(ev) if ev.method == "Fetch.requestPaused" => {
+                        let id = ev.params["requestId"].as_str().unwrap_or_default();
+                        send_answer(page, id, Answer::Fail("Aborted"));
+                    }
+                    Some(_) => {}
+                },
+                _ = tokio::time::sleep_until(until) => {
+                    return Err(BrowserError::Command {
+                        method: "Runtime.evaluate".into(),
+                        message: format!("the page's scripts held it for {grace:?} past its budget"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether a paused request may be fetched (its URL) or is refused: a resource
+    /// type not allowed, a method other than GET, a blocked host, or (a task of a
+    /// partitioned fetch) a host of a partition another task fetches, whose
+    /// politeness that task keeps.
+    fn decide(
+        &self,
+        shared: &Shared,
+        p: &Value,
+        kind: &str,
+    ) -> std::result::Result<url::Url, Answer> {
         let c = &self.counters;
         let refuse = |counter: &AtomicU64| {
             counter.fetch_add(1, Ordering::Relaxed);
@@ -395,9 +510,14 @@ impl Renderer {
             return Err(refuse(&c.blocked));
         };
         let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
+        let foreign = shared
+            .own
+            .as_ref()
+            .is_some_and(|(own, pt)| !own.contains(&pt.of_host(&host)));
         if !self.types.contains(kind)
             || !method.eq_ignore_ascii_case("GET")
             || self.blocked.get(&host).is_some()
+            || foreign
         {
             tracing::debug!("rendering: refused {method} {url} ({kind})");
             return Err(refuse(&c.blocked));
@@ -427,13 +547,34 @@ impl Renderer {
         }
         let cap = shared.cfg.max_content_bytes;
         let got = gated(shared, &queue, || async {
-            (shared.http.get(&url, &[], cap).await, None)
+            let r = shared.http.get(&url, &[], cap).await;
+            // What the answer says about the host, as for a page: Retry-After waits,
+            // failures count towards fetch.max_host_exceptions.
+            let signal = match &r {
+                Ok(f) if (200..400).contains(&f.status) => HostSignal::Continue,
+                Ok(f) => {
+                    let retry_after = f
+                        .header("retry-after")
+                        .and_then(|v| parse_retry_after(v, now_millis()));
+                    host_signal_for_status(f.status, retry_after)
+                }
+                Err(e) if classify_error(e.as_ref()) == "dns_failure" => HostSignal::DnsFailure,
+                Err(_) => HostSignal::Failure,
+            };
+            let extra = match signal {
+                HostSignal::RetryAfter(d) => Some(d),
+                _ => None,
+            };
+            ((r, signal), extra)
         })
         .await;
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let Some((got, signal)) = got else {
+            return Answer::Fail("Aborted");
+        };
+        apply_signal(shared, &queue, &host, signal);
         match got {
-            None => Answer::Fail("Aborted"),
-            Some(Err(e)) => {
+            Err(e) => {
                 let reason = classify_error(e.as_ref());
                 tracing::debug!("rendering: {url}: {reason}: {e}");
                 shared.record_contact(&url, &host, Some(reason));
@@ -444,7 +585,7 @@ impl Renderer {
                     _ => "Failed",
                 })
             }
-            Some(Ok(f)) => {
+            Ok(f) => {
                 shared.record_contact(&url, &host, None);
                 let headers = f
                     .headers
@@ -473,6 +614,8 @@ type Pending<'a> = Pin<Box<dyn Future<Output = (String, Answer)> + Send + 'a>>;
 enum Step {
     Event(Option<crate::net::browser::Event>),
     Answered(String, Answer),
+    /// `Page.navigate` answered (its result, `None` when it failed).
+    Navigated(Option<Value>),
     Budget,
     Settled,
 }
@@ -582,6 +725,12 @@ mod tests {
         assert!(r.wants(&row("www.app.test", Some("text/html; charset=utf-8"), b"x")));
         assert!(r.wants(&row("www.app.test", None, b"  <!doctype html>")));
         assert!(!r.wants(&row("www.app.test", Some("application/pdf"), b"%PDF")));
+        // Documents and feeds by their bytes, whatever the server calls them.
+        assert!(!r.wants(&row("www.app.test", Some("text/html"), b"%PDF-1.4 ...")));
+        assert!(!r.wants(&row("www.app.test", Some("text/html"), b"PK\x03\x04...")));
+        let rss = b"<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel>";
+        assert!(!r.wants(&row("www.app.test", None, rss)));
+        assert!(r.wants(&row("www.app.test", None, b"<?xml version=\"1.0\"?><html>")));
         assert!(!r.wants(&row("app.test", Some("text/html"), b"<p>")));
         assert!(Renderer::new(&RenderConfig::default()).unwrap().is_none());
         let missing = RenderConfig {

@@ -90,6 +90,13 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = (T, Option<Duration>)>,
 {
+    // Whatever happens from here (cut, stopped, or this future dropped mid-request by
+    // a render that ended), the queue keeps its distance from now.
+    let mut finish = Finish {
+        queue,
+        cfg: &shared.cfg,
+        armed: true,
+    };
     let ready = shared
         .before_deadline(
             Box::pin(async {
@@ -110,17 +117,31 @@ where
             let started = Instant::now();
             let r = shared.before_deadline(request(), false).await;
             if let Some((_, extra_wait)) = &r {
+                finish.armed = false;
                 queue.finished_request(*extra_wait, Some(started.elapsed()), &shared.cfg);
             }
             r.map(|(t, _)| t)
         }
         None => None,
     };
-    if r.is_none() {
-        // Cut: nothing more is sent, but keep the distance anyway.
-        queue.finished_request(None, None, &shared.cfg);
-    }
+    // Cut: nothing more is sent, but the distance is kept anyway (`finish` drops).
     r
+}
+
+/// Records the end of a gated request that did not end normally (cut, or its future
+/// dropped): the queue's next start is then a delay from now.
+struct Finish<'a> {
+    queue: &'a HostQueue,
+    cfg: &'a crate::config::FetchConfig,
+    armed: bool,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.queue.finished_request(None, None, self.cfg);
+        }
+    }
 }
 
 /// Counts a request waiting for its queue's next allowed start while it lives (also
@@ -210,7 +231,7 @@ fn not_attempted(shared: &Shared, item: &FetchItem) -> Output {
 
 /// Applies what a response says about its host to its queue (failures counted,
 /// a host that does not resolve or asks to wait too long closed).
-fn apply_signal(shared: &Shared, queue: &HostQueue, host: &str, signal: HostSignal) {
+pub(super) fn apply_signal(shared: &Shared, queue: &HostQueue, host: &str, signal: HostSignal) {
     match signal {
         HostSignal::Continue => lock(&queue.state).failures = 0,
         HostSignal::Failure => count_failure(shared, queue),

@@ -37,7 +37,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 /// standard input (a pipe from the fetch process, kept as descriptor 3: a background
 /// job's own standard input is /dev/null) reaches its end; the shell waits for
 /// Chromium and exits with its status.
-const WATCHDOG: &str = "exec 3<&0; \"$0\" \"$@\" </dev/null 3<&- & c=$!; (cat <&3 >/dev/null; kill -9 0) & exec 3<&-; wait $c";
+const WATCHDOG: &str = "exec 3<&0; \"$0\" \"$@\" </dev/null 3<&- & c=$!; (cat <&3 >/dev/null; kill -s KILL 0) & exec 3<&-; wait $c";
 
 /// The largest DevTools message read (a serialized DOM, a response body in base64).
 const MAX_MESSAGE: usize = 512 << 20;
@@ -115,6 +115,12 @@ fn chromium_args(profile: &Path) -> Vec<String> {
         "--host-resolver-rules=MAP * ~NOTFOUND",
         "--proxy-server=http://127.0.0.1:9",
         "--proxy-bypass-list=<-loopback>",
+        // WebRTC's UDP would go around the proxy: none.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+        // Cross-site frames stay in the page's process, where its requests pause.
+        "--disable-site-isolation-trials",
+        "--disable-features=IsolateOrigins,site-per-process",
         "--window-size=1280,1024",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
@@ -337,6 +343,10 @@ impl Browser {
             )
             .await?;
         let Some(session) = attached["sessionId"].as_str().map(str::to_string) else {
+            drop(
+                self.conn
+                    .send(None, "Target.closeTarget", json!({"targetId": target_id})),
+            );
             return Err(BrowserError::Command {
                 method: "Target.attachToTarget".into(),
                 message: format!("no sessionId in {attached}"),
@@ -355,9 +365,7 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.conn.out.send(Message::text(
-            json!({"id": 0, "method": "Browser.close"}).to_string(),
-        ));
+        // Its profile is thrown away: nothing to flush, the group is killed at once.
         for t in &self.tasks {
             t.abort();
         }
@@ -393,18 +401,18 @@ impl Page {
     pub async fn next_event(&mut self) -> Option<Event> {
         self.events.recv().await
     }
+}
 
-    /// Closes the tab (its renderer too, even one stuck in a script).
-    pub async fn close(self) {
+impl Drop for Page {
+    /// Closes the tab (its renderer too, even one stuck in a script), also when the
+    /// render using it was cut.
+    fn drop(&mut self) {
         lock(&self.conn.sessions).remove(&self.session);
-        let _ = self
-            .conn
-            .call(
-                None,
-                "Target.closeTarget",
-                json!({"targetId": self.target_id}),
-            )
-            .await;
+        drop(self.conn.send(
+            None,
+            "Target.closeTarget",
+            json!({"targetId": self.target_id}),
+        ));
     }
 }
 
@@ -445,14 +453,6 @@ impl Process {
 
     /// Kills the whole process group and reaps the browser.
     fn kill(&mut self) {
-        let started = Instant::now();
-        // Browser.close was sent: give Chromium a moment to exit on its own.
-        while started.elapsed() < Duration::from_millis(500) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
         if let Some(pid) = i32::try_from(self.child.id())
             .ok()
             .and_then(rustix::process::Pid::from_raw)
