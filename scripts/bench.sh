@@ -88,6 +88,11 @@ else
 fi
 
 echo
+echo "== main text: 4-gram shingle precision / recall / F1 of parse_text.main_text on the public article extraction"
+echo "   benchmark (181 pages vendored in bench/data; ids 8-f held out of tuning) and on the shared Readability pages"
+"$BIN/articlebench"
+
+echo
 echo "== rendering: pages/s of fetch with [fetch.render] (headless Chromium, 1/2/4 tabs) beside fetch without it"
 echo "   and beside chromium --dump-dom (a process per page), on the test web's pages and its scripted hosts"
 "$BIN/renderbench" --dir "$OUT/renderbench"

@@ -5,6 +5,7 @@
 //! Nothing here ships in the library: this crate uses trawl only through its public
 //! API (and the test web's [`testweb::TestCa`] for HTTPS runs).
 
+pub mod articles;
 pub mod benchgen;
 pub mod corpus;
 pub mod fakefetch;
