@@ -32,9 +32,13 @@ struct Args {
     /// The vendored benchmark (html/<id>.html.gz, ground-truth.json).
     #[arg(long, default_value = "bench/data/article-extraction-benchmark")]
     data: PathBuf,
-    /// Print the N worst held-out pages by F1.
+    /// Print the N worst pages of the tuning half by F1 (never the held-out ones: they
+    /// are not looked at).
     #[arg(long, default_value_t = 0)]
     worst: usize,
+    /// Print the main text and the annotation of this page of the tuning half.
+    #[arg(long)]
+    show: Option<String>,
 }
 
 trawl::global_allocator!();
@@ -162,15 +166,24 @@ fn run() -> anyhow::Result<()> {
         bytes as f64 / 1e6,
         bytes as f64 / 1e6 / secs
     );
+    if let Some(show) = &args.show {
+        anyhow::ensure!(!articles::held_out(show), "{show} is held out of tuning");
+        for ((id, _, _, want), got) in pages.iter().zip(&got) {
+            if id == show {
+                println!("--- main text\n{got}\n--- annotated\n{want}");
+            }
+        }
+    }
     if args.worst > 0 {
-        let mut held: Vec<(f64, &str)> = counts
+        let mut tuning: Vec<(Scores, &str)> = counts
             .iter()
-            .filter(|(h, _, _)| *h)
-            .map(|(_, id, c)| (articles::scores(&[*c]).f1, *id))
+            .filter(|(h, _, _)| !*h)
+            .map(|(_, id, c)| (articles::scores(&[*c]), *id))
             .collect();
-        held.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (f1, id) in held.iter().take(args.worst) {
-            println!("  {f1:.3} {id}");
+        tuning.sort_by(|a, b| a.0.f1.total_cmp(&b.0.f1));
+        println!("worst pages of the tuning half (F1, precision, recall, id):");
+        for (s, id) in tuning.iter().take(args.worst) {
+            println!("  {:.3} {:.3} {:.3} {id}", s.f1, s.precision, s.recall);
         }
     }
     Ok(())
