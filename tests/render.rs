@@ -36,8 +36,7 @@ fn at(host: &str, path: &str) -> String {
 
 #[test]
 fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
-    if browser::chromium().is_none() {
-        eprintln!("SKIPPED: {}", browser::MISSING);
+    if !browser::available() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -221,8 +220,7 @@ fn processes_under(dir: &std::path::Path) -> Vec<u32> {
 /// the segment is fetched by the next run.
 #[test]
 fn a_killed_fetch_leaves_no_browser_and_reruns() {
-    if browser::chromium().is_none() {
-        eprintln!("SKIPPED: {}", browser::MISSING);
+    if !browser::available() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

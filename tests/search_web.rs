@@ -111,8 +111,7 @@ fn artifact(name: &str) -> PathBuf {
 
 #[test]
 fn the_search_page_works_in_a_real_browser() {
-    if browser::chromium().is_none() {
-        eprintln!("SKIPPED: {}", browser::MISSING);
+    if !browser::available() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

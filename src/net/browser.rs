@@ -93,41 +93,48 @@ pub fn chromium_path(configured: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Chromium's command line: headless, a fresh profile, nothing running in the
-/// background, no name resolution and a dead proxy (see the module docs).
+/// The flags every headless Chromium of the project runs with (the renderer's, the
+/// tests' browser driver's): headless, nothing running in the background (updates,
+/// sync, metrics upload, QUIC), DevTools on a loopback port of its choosing.
+pub const HEADLESS_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--mute-audio",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
+/// The renderer's command line: [`HEADLESS_FLAGS`], a fresh profile, no name
+/// resolution, a dead proxy and no WebRTC (see the module docs), cross-site frames in
+/// the page's process (where their requests pause).
 fn chromium_args(profile: &Path) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-default-apps",
-        "--disable-dev-shm-usage",
-        "--metrics-recording-only",
-        "--password-store=basic",
-        "--mute-audio",
+    let own = [
         "--host-resolver-rules=MAP * ~NOTFOUND",
         "--proxy-server=http://127.0.0.1:9",
         "--proxy-bypass-list=<-loopback>",
-        // WebRTC's UDP would go around the proxy: none.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-        // Cross-site frames stay in the page's process, where its requests pause.
         "--disable-site-isolation-trials",
         "--disable-features=IsolateOrigins,site-per-process",
         "--window-size=1280,1024",
-        "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
+    let mut args: Vec<String> = HEADLESS_FLAGS
+        .iter()
+        .chain(own.iter())
+        .map(|s| s.to_string())
+        .collect();
     args.push(format!("--user-data-dir={}", profile.display()));
     args.push("about:blank".into());
     args

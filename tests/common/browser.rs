@@ -38,6 +38,15 @@ pub fn chromium() -> Option<PathBuf> {
     trawl::net::browser::chromium_path(Path::new(""))
 }
 
+/// Whether Chromium is installed; prints why the test is skipped when it is not.
+pub fn available() -> bool {
+    let found = chromium().is_some();
+    if !found {
+        eprintln!("SKIPPED: {MISSING}");
+    }
+    found
+}
+
 /// A headless Chromium with one page, closed and cleaned up on drop.
 pub struct Browser {
     // Dropped after `ws` (fields drop in order): Browser::drop asks Chromium to close,
@@ -66,27 +75,11 @@ impl Browser {
         std::fs::create_dir(&profile).expect("create the Chromium profile directory");
         let log = std::fs::File::create(dir.path().join("chromium.log")).expect("chromium.log");
         let child = Command::new(exe)
+            .args(trawl::net::browser::HEADLESS_FLAGS)
             .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-extensions",
-                "--disable-default-apps",
-                "--disable-dev-shm-usage",
-                "--metrics-recording-only",
-                "--password-store=basic",
                 "--hide-scrollbars",
-                "--mute-audio",
                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
                 "--window-size=1200,900",
-                "--remote-debugging-address=127.0.0.1",
-                "--remote-debugging-port=0",
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
