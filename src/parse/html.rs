@@ -57,6 +57,14 @@ pub struct ElemInfo {
     pub boiler_depth: u32,
 }
 
+impl ElemInfo {
+    /// Whether it looks like boilerplate itself (its class/id, or nav, footer, aside,
+    /// header, form, menu).
+    pub fn is_boiler(&self) -> bool {
+        self.class_weight < 0 || tag_is_boiler(self.tag)
+    }
+}
+
 /// What the walk found.
 #[derive(Debug, Clone, Default)]
 pub struct Extract {

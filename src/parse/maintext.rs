@@ -12,8 +12,9 @@
 //! 3. The best element is the main candidate; siblings (same parent) scoring at
 //!    least `max(10, 0.2 * best)` join it, as in readability.
 //! 4. The main text is every block inside the chosen elements, except blocks with
-//!    link density above 0.5 and blocks under more boilerplate-looking elements
-//!    (nav/footer/aside/header/form or negative class/id) than the candidate.
+//!    link density above 0.5 and blocks inside a boilerplate-looking element
+//!    (nav/footer/aside/header/form or negative class/id) below the candidate that
+//!    holds less than half of the candidate's text.
 //!
 //! Blocks are joined by newlines. Pages with no candidate get `None`.
 
@@ -95,7 +96,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     };
     let top = climb(ex, &finals, &scored, top);
     let chosen = with_siblings(ex, &d, &finals, &scored, top);
-    let out = blocks_text(ex, chosen);
+    let out = blocks_text(ex, &d, chosen);
     if out.is_empty() {
         return fallback(ex);
     }
@@ -208,14 +209,19 @@ fn with_siblings(
 }
 
 /// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
-/// blocks and blocks under more boilerplate than their element.
-fn blocks_text(ex: &Extract, chosen: Vec<usize>) -> String {
+/// blocks and blocks inside a boilerplate-looking box of the element (see
+/// [`boxed_in`]).
+fn blocks_text(ex: &Extract, d: &Density, chosen: Vec<usize>) -> String {
     let mut out = String::new();
     for i in chosen {
         let el = &ex.elems[i];
-        for b in &ex.blocks[el.start..el.end] {
+        let total = d.chars[el.end] - d.chars[el.start];
+        for (j, b) in ex.blocks[el.start..el.end].iter().enumerate() {
             let c = b.text.chars().count().max(1);
-            if b.link_chars as f64 / c as f64 > 0.5 || b.boiler_depth > el.boiler_depth {
+            if b.link_chars as f64 / c as f64 > 0.5 {
+                continue;
+            }
+            if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total) {
                 continue;
             }
             if !out.is_empty() {
@@ -225,6 +231,26 @@ fn blocks_text(ex: &Extract, chosen: Vec<usize>) -> String {
         }
     }
     out
+}
+
+/// Whether block `block` sits in a boilerplate-looking element (class/id or tag)
+/// below the candidate `top` that holds less than half of `top`'s `total` chars: a
+/// share bar or a related box inside the article. A boilerplate-looking element that
+/// holds most of the text wraps the content itself (page builders call every box a
+/// "widget").
+fn boxed_in(ex: &Extract, d: &Density, block: usize, top: usize, total: usize) -> bool {
+    let mut e = ex.blocks[block].elem;
+    while let Some(x) = e {
+        if x == top {
+            break;
+        }
+        let el = &ex.elems[x];
+        if el.is_boiler() && 2 * (d.chars[el.end] - d.chars[el.start]) < total {
+            return true;
+        }
+        e = el.parent;
+    }
+    false
 }
 
 /// For pages with no scorable paragraph (short pages): the blocks outside
@@ -271,6 +297,29 @@ mod tests {
             !m.contains("Sidebar") && !m.contains("Copyright") && !m.contains("About us"),
             "{m}"
         );
+    }
+
+    /// Page builders (Elementor, ...) call every box a widget: the article's own
+    /// wrapper looks like boilerplate, yet holds the article; a share box inside the
+    /// article still goes.
+    #[test]
+    fn boilerplate_named_wrappers_of_the_article_keep_it() {
+        let para =
+            "A paragraph of the press release, with commas, names, and enough words to be content.";
+        let html = format!(
+            "<body><div class='elementor-widget-wrap'><div class='elementor-widget elementor-widget-theme-post-content'>\
+             <div class='elementor-widget-container'><p>{para}</p><p>{para}</p><p>{para}</p>\
+             <div class='share-box'><p>Share this article with your friends, colleagues, and family now.</p></div>\
+             </div></div></div><div><a href=/top>Scroll to top</a></div></body>"
+        );
+        let ex = walk(&scraper::Html::parse_document(&html), "trawl");
+        let m = main_text(&ex).unwrap();
+        assert_eq!(
+            m.matches("A paragraph of the press release").count(),
+            3,
+            "{m}"
+        );
+        assert!(!m.contains("Share this") && !m.contains("Scroll"), "{m}");
     }
 
     #[test]
