@@ -263,7 +263,6 @@ const NEGATIVE: &[&str] = &[
     "shoutbox",
     "shopping",
     "taboola",
-    "tweet",
     "signup",
 ];
 const POSITIVE: &[&str] = &[

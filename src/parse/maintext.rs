@@ -16,6 +16,9 @@
 //!    (nav/footer/aside/header/form or negative class/id) below the candidate that
 //!    holds less than half of the candidate's text.
 //!
+//! 5. A first line that repeats the page's `<title>` (the heading; "Headline | Site"
+//!    counts) is dropped: the title is a field of its own.
+//!
 //! Blocks are joined by newlines. Pages with no candidate get `None`.
 
 use super::html::Extract;
@@ -97,6 +100,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     let top = climb(ex, &finals, &scored, top);
     let chosen = with_siblings(ex, &d, &finals, &scored, top);
     let out = blocks_text(ex, &d, chosen);
+    let out = without_title(out, ex.title.as_deref());
     if out.is_empty() {
         return fallback(ex);
     }
@@ -233,6 +237,30 @@ fn blocks_text(ex: &Extract, d: &Density, chosen: Vec<usize>) -> String {
     out
 }
 
+/// `text` without its first line when that line repeats the page's `<title>` (the
+/// article's heading: the title is a field of its own, not the start of the body). A
+/// heading that is the title, or is in it ("Headline | Site"), or holds it, counts.
+fn without_title(text: String, title: Option<&str>) -> String {
+    let Some(title) = title else {
+        return text;
+    };
+    let norm = |s: &str| -> String {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    let (f, t) = (norm(first), norm(title));
+    let repeats = f.split(' ').count() >= 3 && !t.is_empty() && (t.contains(&f) || f.contains(&t));
+    if repeats && !rest.trim().is_empty() {
+        rest.to_string()
+    } else {
+        text
+    }
+}
+
 /// Whether block `block` sits in a boilerplate-looking element (class/id or tag)
 /// below the candidate `top` that holds less than half of `top`'s `total` chars: a
 /// share bar or a related box inside the article. A boilerplate-looking element that
@@ -320,6 +348,29 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains("Share this") && !m.contains("Scroll"), "{m}");
+    }
+
+    #[test]
+    fn the_title_is_not_repeated_at_the_top() {
+        let t = "Rivers Rise After the Storm\nThe water came up overnight.".to_string();
+        for title in [
+            "Rivers Rise After the Storm",
+            "Rivers rise after the storm | Valley News",
+        ] {
+            assert_eq!(
+                without_title(t.clone(), Some(title)),
+                "The water came up overnight."
+            );
+        }
+        // Another first line, a short one, or nothing after it: kept.
+        assert_eq!(without_title(t.clone(), Some("Valley News")), t);
+        let short = "Storm\nThe water came up.".to_string();
+        assert_eq!(without_title(short.clone(), Some("Storm")), short);
+        let alone = "Rivers Rise After the Storm".to_string();
+        assert_eq!(
+            without_title(alone.clone(), Some("Rivers Rise After the Storm")),
+            alone
+        );
     }
 
     #[test]
