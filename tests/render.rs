@@ -116,8 +116,7 @@ fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
 
     // The response is stored as fetched, the DOM beside it.
     let mut content: Vec<ContentRecord> = Vec::new();
-    for seg in std::fs::read_dir(crawl.join("segments")).unwrap() {
-        let seg = seg.unwrap().path();
+    for seg in segment_dirs(&crawl) {
         if seg.join("content").is_dir() {
             content.extend(
                 trawl::store::parquet::read_dataset::<ContentRecord>(&seg.join("content")).unwrap(),
@@ -133,11 +132,7 @@ fn rendered_hosts_reveal_what_scripts_write_and_stay_polite() {
 
     // The WARC export of round 1 (both home pages): the response as the server sent
     // it, and one conversion record with the rendered DOM, referring to it.
-    let mut segs: Vec<_> = std::fs::read_dir(crawl.join("segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    segs.sort();
+    let segs = segment_dirs(&crawl);
     run_ok("warc", &crawl, &config, &[segs[0].to_str().unwrap()]);
     let mut warc = String::new();
     for f in std::fs::read_dir(crawl.join("warc")).unwrap() {

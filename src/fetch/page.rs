@@ -9,8 +9,7 @@ use crate::datum::{CrawlDatum, FetchStatus, now_millis};
 use crate::fetch::writer::Output;
 use crate::net::client::{Fetched, Http};
 use crate::net::outcome::{
-    HostSignal, classify_error, classify_http, host_signal_for_status, parse_retry_after,
-    redirect_status,
+    HostSignal, classify_error, classify_http, failure_signal, redirect_status, response_signal,
 };
 use crate::records::{ContentRecord, FetchRecord, Header};
 use crate::urls::UrlPolicy;
@@ -142,14 +141,9 @@ pub async fn fetch_page(
         Err(e) => {
             let reason = classify_error(e.as_ref());
             tracing::debug!("{}: {reason}: {e}", item.url);
-            let signal = if reason == "dns_failure" {
-                HostSignal::DnsFailure
-            } else {
-                HostSignal::Failure
-            };
             return (
                 item.without_response(FetchStatus::FetchRetry, reason),
-                signal,
+                failure_signal(reason),
             );
         }
     };
@@ -170,17 +164,8 @@ pub async fn fetch_page(
         rec.etag = rec.etag.or_else(|| item.etag().cloned());
         rec.last_modified = rec.last_modified.or_else(|| item.last_modified().cloned());
     }
-    let retry_after = if matches!(code, 429 | 503) {
-        resp.header("retry-after")
-            .and_then(|v| parse_retry_after(v, now))
-    } else {
-        None
-    };
-    let signal = if status == FetchStatus::FetchSuccess {
-        HostSignal::Continue
-    } else {
-        host_signal_for_status(code, retry_after)
-    };
+    // A 2xx or 3xx is Continue.
+    let signal = response_signal(code, resp.header("retry-after"), now);
     let content = if status == FetchStatus::FetchSuccess {
         if resp.truncated {
             rec.reason = "truncated".to_string();
@@ -228,6 +213,18 @@ fn status_of(
     }
 }
 
+/// Response headers as the `content` dataset stores them: in order, names lowercase,
+/// values as text (invalid UTF-8 replaced).
+pub(super) fn stored_headers(headers: &reqwest::header::HeaderMap) -> Vec<Header> {
+    headers
+        .iter()
+        .map(|(n, v)| Header {
+            name: n.as_str().to_string(),
+            value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
+        })
+        .collect()
+}
+
 /// The content row of a page fetched (2xx) at `now`, whose crawl_fetch row is `rec`.
 fn content_record(item: &FetchItem, rec: &FetchRecord, resp: Fetched, now: i64) -> ContentRecord {
     ContentRecord {
@@ -236,14 +233,7 @@ fn content_record(item: &FetchItem, rec: &FetchRecord, resp: Fetched, now: i64) 
         fetch_time: now,
         http_status: i32::from(resp.status),
         content_type: rec.content_type.clone(),
-        headers: resp
-            .headers
-            .iter()
-            .map(|(n, v)| Header {
-                name: n.as_str().to_string(),
-                value: String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            })
-            .collect(),
+        headers: stored_headers(&resp.headers),
         content: resp.body,
         truncated: resp.truncated,
         ip_address: resp.remote_addr.map(|a| a.ip().to_string()),

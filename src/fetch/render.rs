@@ -36,13 +36,14 @@ use crate::config::RenderConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::fetch::origins::robots_for;
+use crate::fetch::page::stored_headers;
 use crate::fetch::state::Shared;
 use crate::fetch::worker::{apply_signal, gated};
 use crate::net::browser::{Browser, BrowserError, Page, chromium_path};
 use crate::net::hostpattern::HostPatterns;
-use crate::net::outcome::{HostSignal, classify_error, host_signal_for_status, parse_retry_after};
+use crate::net::outcome::{HostSignal, classify_error, failure_signal, response_signal};
 use crate::net::robots::Robots;
-use crate::records::ContentRecord;
+use crate::records::{ContentRecord, Header};
 
 /// `render_status` of a page whose DOM was taken after its scripts settled.
 pub const RENDERED: &str = "rendered";
@@ -376,7 +377,8 @@ impl Renderer {
                         let kind = p["resourceType"].as_str().unwrap_or("Other");
                         if kind == "Document" && !document_served {
                             document_served = true;
-                            send_answer(page, &id, document_answer(content));
+                            let status = u16::try_from(content.http_status).unwrap_or(200);
+                            fulfill(page, &id, status, &content.headers, &content.content);
                             continue;
                         }
                         match self.decide(shared, p, kind) {
@@ -547,25 +549,23 @@ impl Renderer {
         }
         let cap = shared.cfg.max_content_bytes;
         let got = gated(shared, &queue, || async {
-            let r = shared.http.get(&url, &[], cap).await;
             // What the answer says about the host, as for a page: Retry-After waits,
             // failures count towards fetch.max_host_exceptions.
-            let signal = match &r {
-                Ok(f) if (200..400).contains(&f.status) => HostSignal::Continue,
+            let (got, signal) = match shared.http.get(&url, &[], cap).await {
                 Ok(f) => {
-                    let retry_after = f
-                        .header("retry-after")
-                        .and_then(|v| parse_retry_after(v, now_millis()));
-                    host_signal_for_status(f.status, retry_after)
+                    let signal = response_signal(f.status, f.header("retry-after"), now_millis());
+                    (Ok(f), signal)
                 }
-                Err(e) if classify_error(e.as_ref()) == "dns_failure" => HostSignal::DnsFailure,
-                Err(_) => HostSignal::Failure,
+                Err(e) => {
+                    let reason = classify_error(e.as_ref());
+                    (Err((reason, e.to_string())), failure_signal(reason))
+                }
             };
             let extra = match signal {
                 HostSignal::RetryAfter(d) => Some(d),
                 _ => None,
             };
-            ((r, signal), extra)
+            ((got, signal), extra)
         })
         .await;
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -574,8 +574,7 @@ impl Renderer {
         };
         apply_signal(shared, &queue, &host, signal);
         match got {
-            Err(e) => {
-                let reason = classify_error(e.as_ref());
+            Err((reason, e)) => {
                 tracing::debug!("rendering: {url}: {reason}: {e}");
                 shared.record_contact(&url, &host, Some(reason));
                 Answer::Fail(match reason {
@@ -587,19 +586,9 @@ impl Renderer {
             }
             Ok(f) => {
                 shared.record_contact(&url, &host, None);
-                let headers = f
-                    .headers
-                    .iter()
-                    .map(|(n, v)| {
-                        (
-                            n.as_str().to_string(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect();
                 Answer::Fulfill {
                     status: f.status,
-                    headers,
+                    headers: stored_headers(&f.headers),
                     body: f.body,
                 }
             }
@@ -625,30 +614,17 @@ enum Answer {
     /// With this response.
     Fulfill {
         status: u16,
-        headers: Vec<(String, String)>,
+        headers: Vec<Header>,
         body: Vec<u8>,
     },
     /// As failed, with this network error (a DevTools `ErrorReason`).
     Fail(&'static str),
 }
 
-/// The page's own request, answered with the response already fetched.
-fn document_answer(content: &ContentRecord) -> Answer {
-    Answer::Fulfill {
-        status: u16::try_from(content.http_status).unwrap_or(200),
-        headers: content
-            .headers
-            .iter()
-            .map(|h| (h.name.clone(), h.value.clone()))
-            .collect(),
-        body: content.content.clone(),
-    }
-}
-
 /// Sends the answer to paused request `id` (not awaited: the loop goes on).
 fn send_answer(page: &Page, id: &str, answer: Answer) {
-    let (method, params) = match answer {
-        Answer::Fail(reason) => (
+    match answer {
+        Answer::Fail(reason) => page.post(
             "Fetch.failRequest",
             json!({"requestId": id, "errorReason": reason}),
         ),
@@ -656,24 +632,27 @@ fn send_answer(page: &Page, id: &str, answer: Answer) {
             status,
             headers,
             body,
-        } => {
-            let headers: Vec<Value> = headers
-                .into_iter()
-                .filter(|(n, _)| !HOP_HEADERS.contains(&n.to_ascii_lowercase().as_str()))
-                .map(|(n, v)| json!({"name": n, "value": v}))
-                .collect();
-            (
-                "Fetch.fulfillRequest",
-                json!({
-                    "requestId": id,
-                    "responseCode": status,
-                    "responseHeaders": headers,
-                    "body": base64::engine::general_purpose::STANDARD.encode(&body),
-                }),
-            )
-        }
-    };
-    page.post(method, params);
+        } => fulfill(page, id, status, &headers, &body),
+    }
+}
+
+/// Answers paused request `id` with a response (the page's own request with the
+/// stored response, borrowed from its content row).
+fn fulfill(page: &Page, id: &str, status: u16, headers: &[Header], body: &[u8]) {
+    let headers: Vec<Value> = headers
+        .iter()
+        .filter(|h| !HOP_HEADERS.contains(&h.name.to_ascii_lowercase().as_str()))
+        .map(|h| json!({"name": h.name, "value": h.value}))
+        .collect();
+    page.post(
+        "Fetch.fulfillRequest",
+        json!({
+            "requestId": id,
+            "responseCode": status,
+            "responseHeaders": headers,
+            "body": base64::engine::general_purpose::STANDARD.encode(body),
+        }),
+    );
 }
 
 /// `s` cut to at most `cap` bytes, at a character boundary.

@@ -325,15 +325,6 @@ impl Browser {
         self.tasks[1].is_finished()
     }
 
-    /// Chromium's version string (`Browser.getVersion`'s product), e.g. `Chrome/131.0`.
-    pub async fn version(&self) -> Result<String, BrowserError> {
-        let v = self
-            .conn
-            .call(None, "Browser.getVersion", json!({}))
-            .await?;
-        Ok(v["product"].as_str().unwrap_or("unknown").to_string())
-    }
-
     /// Opens a new blank tab and attaches to it.
     pub async fn new_page(&self) -> Result<Page, BrowserError> {
         let target = self

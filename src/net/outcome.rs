@@ -51,6 +51,28 @@ pub fn host_signal_for_status(code: u16, retry_after: Option<Duration>) -> HostS
     }
 }
 
+/// What a response with status `code` means for its host; its Retry-After header
+/// (`retry_after`, read at `now_ms`) counts on a 429 or 503. The one rule for pages and
+/// for the requests a rendering browser makes.
+pub fn response_signal(code: u16, retry_after: Option<&str>, now_ms: i64) -> HostSignal {
+    let wait = if matches!(code, 429 | 503) {
+        retry_after.and_then(|v| parse_retry_after(v, now_ms))
+    } else {
+        None
+    };
+    host_signal_for_status(code, wait)
+}
+
+/// What a request that got no response (`reason`, from [`classify_error`]) means for
+/// its host: a name that does not resolve closes it, anything else is a failure.
+pub fn failure_signal(reason: &str) -> HostSignal {
+    if reason == "dns_failure" {
+        HostSignal::DnsFailure
+    } else {
+        HostSignal::Failure
+    }
+}
+
 /// Parses a Retry-After header: delta seconds or an HTTP date (relative to `now_ms`).
 pub fn parse_retry_after(value: &str, now_ms: i64) -> Option<Duration> {
     let v = value.trim();

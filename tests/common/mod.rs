@@ -368,12 +368,7 @@ pub fn parses(
     ),
 > {
     let mut out = BTreeMap::new();
-    let mut segs: Vec<_> = std::fs::read_dir(crawl.join("segments"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    segs.sort();
-    for s in segs {
+    for s in segment_dirs(crawl) {
         let data: Vec<trawl::records::ParseDataRecord> =
             trawl::store::parquet::read_dataset(&s.join("parse_data")).unwrap();
         let text: Vec<trawl::records::ParseTextRecord> =
@@ -386,6 +381,16 @@ pub fn parses(
         }
     }
     out
+}
+
+/// The crawl's segment directories, oldest first.
+pub fn segment_dirs(crawl: &Path) -> Vec<PathBuf> {
+    let mut segs: Vec<PathBuf> = std::fs::read_dir(crawl.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    segs.sort();
+    segs
 }
 
 /// Writes `seeds` to a seed file in `dir` and injects them.
