@@ -808,3 +808,155 @@ fn charset_samples() -> Vec<(&'static str, &'static str)> {
     );
     samples
 }
+
+/// A page of the vendored article extraction benchmark (bench/data, tuning half).
+fn benchmark_page(id: &str) -> Vec<u8> {
+    use std::io::Read;
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/data/article-extraction-benchmark/html");
+    let name = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with(id))
+        .unwrap_or_else(|| panic!("no page {id} in {}", dir.display()));
+    let gz = std::fs::read(dir.join(name)).unwrap();
+    let mut html = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut html)
+        .unwrap();
+    html
+}
+
+/// Hard cases of main text, through the binary: real pages of the article
+/// benchmark's tuning half (docs/parse.md, "Main text") and two pages that are not
+/// articles.
+#[test]
+fn main_text_hard_cases() {
+    // (page, url, lines that must be there, text that must not)
+    let cases: &[(&str, &str, &[&str], &[&str])] = &[
+        // The article's wrapper is named like boilerplate (`box article
+        // modal-enabled`, `entry-content-read-more`); the photo credit and the
+        // dateline go; the headline is the title, not the first line.
+        (
+            "432362",
+            "http://nypost.test/plague",
+            &["A case of the bubonic plague was reported in China over the weekend"],
+            &["Shutterstock", "4:10pm", "Chinese hunter catches"],
+        ),
+        // Tweets embedded in a "social-media-embed" box are quoted text; the
+        // newsletter and author-contact tail goes.
+        (
+            "3f65af",
+            "http://nj.test/meth",
+            &["Yes this is real and yes the state spent nearly half a million dollars on it"],
+            &["Subscribe to NJ.com", "may be reached at"],
+        ),
+        // A gallery's captions and photo credits go.
+        (
+            "05844",
+            "http://sfchronicle.test/cars",
+            &["Toyota is displaying a rechargeable hybrid version of the RAV4"],
+            &["Photo: Damian Dovarganes", "Caption"],
+        ),
+        // "Posted: Fri 6:45 PM, Feb 16, 2018 |" and "Updated: ..." datelines go.
+        (
+            "3ce1c8",
+            "http://kwch.test/swim",
+            &["Trinity Academy junior Ben Patton added to his collection of state titles"],
+            &["Posted:", "Updated:"],
+        ),
+        // "Advert" slots inside the article and the magazine's subscription tail go.
+        (
+            "612cd2",
+            "http://morebikes.test/clymer",
+            &["I’ve worked on my own vehicles since I was 17"],
+            &[
+                "Advert\n",
+                "Click here for more information",
+                "Tell us what YOU think",
+            ],
+        ),
+        // The lede sits in a summary box of its own next to the body.
+        (
+            "4a44ab",
+            "http://rt.test/bolivia",
+            &["Three people have died during protests in Bolivia"],
+            &["Like this story? Share it with a friend!", "© Reuters"],
+        ),
+    ];
+    let mut rows: Vec<ContentRecord> = cases
+        .iter()
+        .map(|(id, url, _, _)| content(url, "text/html", benchmark_page(id), 1.0, 0, vec![]))
+        .collect();
+    let mut nav = String::from("<nav><ul>");
+    for i in 0..25 {
+        nav.push_str(&format!("<li><a href=/s{i}>Section number {i}</a></li>"));
+    }
+    nav.push_str("</ul></nav>");
+    let mut home = format!("<html><head><title>Valley News</title></head><body>{nav}<main>");
+    for i in 0..10 {
+        home.push_str(&format!(
+            "<article><h2><a href=/story/{i}>Headline of story {i} about the valley</a></h2>\
+             <p>Floods and repairs, story {i}.</p><a href=/weather>Weather</a></article>"
+        ));
+    }
+    home.push_str("</main></body></html>");
+    let form = format!(
+        "<html><body>{nav}<form action=/login><h1>Sign in</h1><label>User name</label><input name=u>\
+         <label>Password</label><input type=password name=p><button>Sign in</button></form></body></html>"
+    );
+    rows.push(content(
+        "http://valley.test/",
+        "text/html",
+        home.into_bytes(),
+        1.0,
+        0,
+        vec![],
+    ));
+    rows.push(content(
+        "http://valley.test/login",
+        "text/html",
+        form.into_bytes(),
+        1.0,
+        0,
+        vec![],
+    ));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let out = run_parse(&root, &cfg, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
+    let main_of = |url: &str| {
+        text.iter()
+            .find(|t| t.url == url)
+            .unwrap_or_else(|| panic!("no parse_text row for {url}"))
+            .main_text
+            .clone()
+    };
+    for (id, url, there, gone) in cases {
+        let main = main_of(url).unwrap_or_else(|| panic!("{id}: no main text"));
+        // Paragraphs are lines of their own.
+        assert!(main.lines().count() >= 3, "{id}: {main}");
+        for t in *there {
+            assert!(
+                main.lines().any(|l| l.starts_with(t)),
+                "{id}: no line starting {t:?} in\n{main}"
+            );
+        }
+        for t in *gone {
+            assert!(!main.contains(t), "{id}: {t:?} in\n{main}");
+        }
+    }
+    // Not articles: no main text; their words stay in `text`.
+    for url in ["http://valley.test/", "http://valley.test/login"] {
+        assert_eq!(main_of(url), None, "{url}");
+        let t = text.iter().find(|t| t.url == url).unwrap();
+        assert!(t.text.contains("Section number 24"), "{url}: {}", t.text);
+    }
+}

@@ -132,6 +132,22 @@ fn score(tp: f64, wrong: f64, other_wrong: f64) -> f64 {
     }
 }
 
+/// The share of `line`'s shingles that `text` also has (1 for a line without words):
+/// what `--show` marks lines by.
+pub fn covered(line: &str, text: &str) -> f64 {
+    let l = shingles(line);
+    if l.is_empty() {
+        return 1.0;
+    }
+    let t = shingles(text);
+    let total: u32 = l.values().sum();
+    let hit: u32 = l
+        .iter()
+        .map(|(k, &n)| n.min(t.get(k).copied().unwrap_or(0)))
+        .sum();
+    f64::from(hit) / f64::from(total)
+}
+
 /// Whether a benchmark id is held out of tuning (ids starting with `8`-`f`).
 pub fn held_out(id: &str) -> bool {
     id.chars()

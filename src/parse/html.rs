@@ -55,13 +55,17 @@ pub struct ElemInfo {
     pub class_weight: i32,
     /// Boilerplate-looking ancestors (itself excluded).
     pub boiler_depth: u32,
+    /// Whether it looks like boilerplate itself: a boilerplate-like class or id (even
+    /// next to a content-like one: `share-text`, `comment-content`), a caption, credit
+    /// or dateline class, or the tag (nav, footer, aside, header, form, menu, figure,
+    /// figcaption).
+    pub boiler: bool,
 }
 
 impl ElemInfo {
-    /// Whether it looks like boilerplate itself (its class/id, or nav, footer, aside,
-    /// header, form, menu).
+    /// Whether it looks like boilerplate itself (see [`ElemInfo::boiler`]).
     pub fn is_boiler(&self) -> bool {
-        self.class_weight < 0 || tag_is_boiler(self.tag)
+        self.boiler
     }
 }
 
@@ -228,7 +232,6 @@ const NEGATIVE: &[&str] = &[
     "sidebar",
     "sponsor",
     "advert",
-    "ad-",
     "share",
     "social",
     "related",
@@ -270,27 +273,76 @@ const POSITIVE: &[&str] = &[
     "story", "column",
 ];
 
-/// Readability's class/id weight: -25 for boilerplate-like names, +25 for
-/// content-like ones (both may apply).
-pub fn class_weight(class: &str, id: &str) -> i32 {
-    let mut w = 0;
-    for s in [class, id] {
+/// Names (substrings of a class or id) of what is never the article's text even
+/// inside it: captions and photo credits.
+const CAPTION: &[&str] = &["caption", "credit"];
+/// Class or id words (whole words: `date` is not `update`) of datelines and ad slots.
+const CAPTION_WORDS: &[&str] = &[
+    "date",
+    "dateline",
+    "time",
+    "timestamp",
+    "published",
+    "updated",
+    "ad",
+    "ads",
+];
+
+/// What an element's class and id say about it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassKind {
+    /// Readability's weight: -25 for boilerplate-like names, +25 for content-like
+    /// ones (both may apply, per attribute).
+    pub weight: i32,
+    /// Whether a boilerplate-like name is there (whatever else is).
+    pub boiler: bool,
+    /// Whether it names a caption, a credit, a dateline or an ad slot.
+    pub caption: bool,
+}
+
+/// The [`ClassKind`] of an element's `class` and `id`.
+pub fn class_kind(class: &str, id: &str) -> ClassKind {
+    let mut k = ClassKind::default();
+    for (s, is_id) in [(class, false), (id, true)] {
         if s.is_empty() {
             continue;
         }
         let l = s.to_ascii_lowercase();
-        if NEGATIVE.iter().any(|n| l.contains(n)) {
-            w -= 25;
+        // An id of four words or more is a heading's slug
+        // (`getting-into-trouble-with-shared-history`), not a role.
+        let slug = is_id && l.split(['-', '_']).filter(|w| !w.is_empty()).count() >= 4;
+        if !slug && NEGATIVE.iter().any(|n| l.contains(n)) {
+            k.weight -= 25;
+            k.boiler = true;
         }
         if POSITIVE.iter().any(|p| l.contains(p)) {
-            w += 25;
+            k.weight += 25;
+        }
+        // `no_caption`, `has-caption`: about the element's child, not itself.
+        let names_caption = |n: &str| {
+            CAPTION.iter().any(|c| n.contains(c))
+                && !["no", "has", "with"].iter().any(|p| n.starts_with(p))
+        };
+        if l.split_ascii_whitespace().any(names_caption)
+            || l.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| CAPTION_WORDS.contains(&w))
+        {
+            k.caption = true;
         }
     }
-    w
+    k
+}
+
+/// Readability's class/id weight (see [`ClassKind::weight`]).
+pub fn class_weight(class: &str, id: &str) -> i32 {
+    class_kind(class, id).weight
 }
 
 fn tag_is_boiler(tag: &str) -> bool {
-    matches!(tag, "nav" | "footer" | "aside" | "header" | "form" | "menu")
+    matches!(
+        tag,
+        "nav" | "footer" | "aside" | "header" | "form" | "menu" | "figure" | "figcaption"
+    )
 }
 
 struct LinkFrame {
@@ -460,12 +512,21 @@ impl Walker<'_> {
             self.flush();
             return self.open_block(a, tag);
         }
+        // An inline caption, credit or dateline (`<span class=caption>`) is a block
+        // of its own, so that main text can leave it out.
+        if (tag == "span" || tag == "small" || tag == "time" || tag == "em")
+            && a.get("class").is_some_and(|c| class_kind(c, "").caption)
+        {
+            self.flush();
+            return self.open_block(a, "span");
+        }
         Frame::Plain
     }
 
     fn open_block(&mut self, a: &Attrs<'_>, tag: &'static str) -> Frame {
-        let cw = class_weight(a.get("class").unwrap_or(""), a.get("id").unwrap_or(""));
-        let boiler = cw < 0 || tag_is_boiler(tag);
+        let kind = class_kind(a.get("class").unwrap_or(""), a.get("id").unwrap_or(""));
+        let cw = kind.weight;
+        let boiler = kind.boiler || kind.caption || tag_is_boiler(tag);
         let idx = self.out.elems.len();
         self.out.elems.push(ElemInfo {
             tag,
@@ -474,6 +535,7 @@ impl Walker<'_> {
             end: self.out.blocks.len(),
             class_weight: cw,
             boiler_depth: self.boiler,
+            boiler,
         });
         self.block_stack.push(idx);
         if boiler {

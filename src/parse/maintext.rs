@@ -21,7 +21,8 @@
 //!
 //! Blocks are joined by newlines. Pages with no candidate get `None`.
 
-use super::html::Extract;
+use super::boilerplate;
+use super::html::{Block, Extract};
 
 fn tag_bonus(tag: &str) -> f64 {
     match tag {
@@ -97,10 +98,16 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     let Some((top, _)) = best else {
         return fallback(ex);
     };
+    let core = top;
     let top = climb(ex, &finals, &scored, top);
     let chosen = with_siblings(ex, &d, &finals, &scored, top);
-    let out = blocks_text(ex, &d, chosen);
-    let out = without_title(out, ex.title.as_deref());
+    let kept = blocks_text(ex, &d, chosen, core);
+    if !kept.iter().any(|b| paragraph(b)) {
+        // Not an article: a home page, a listing, a form.
+        return short_text(ex);
+    }
+    let texts: Vec<&str> = kept.iter().map(|b| b.text.as_str()).collect();
+    let out = without_title(texts.join("\n"), ex.title.as_deref());
     if out.is_empty() {
         return fallback(ex);
     }
@@ -201,6 +208,18 @@ fn with_siblings(
             let ld = d.of(el.start, el.end);
             let last_text = ex.blocks[el.end - 1].text.trim_end();
             (len > 80 && ld < 0.25) || (ld == 0.0 && last_text.ends_with('.'))
+        } else if matches!(el.tag, "div" | "section" | "blockquote")
+            && !el.is_boiler()
+            && el.end > el.start
+        {
+            // A lede or summary in a box of its own: linkless prose, no boilerplate
+            // inside (an image box's caption).
+            let len = d.chars[el.end] - d.chars[el.start];
+            len > 80
+                && d.of(el.start, el.end) == 0.0
+                && ex.blocks[el.start..el.end]
+                    .iter()
+                    .all(|b| b.boiler_depth == el.boiler_depth)
         } else {
             false
         };
@@ -215,8 +234,21 @@ fn with_siblings(
 /// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
 /// blocks and blocks inside a boilerplate-looking box of the element (see
 /// [`boxed_in`]).
-fn blocks_text(ex: &Extract, d: &Density, chosen: Vec<usize>) -> String {
-    let mut out = String::new();
+fn blocks_text<'a>(
+    ex: &'a Extract,
+    d: &Density,
+    chosen: Vec<usize>,
+    core: usize,
+) -> Vec<&'a Block> {
+    // The best-scoring element and its ancestors hold the article, whatever their
+    // names say (`<div class="box article modal-enabled">`).
+    let mut holds = vec![false; ex.elems.len()];
+    let mut e = Some(core);
+    while let Some(x) = e {
+        holds[x] = true;
+        e = ex.elems[x].parent;
+    }
+    let mut kept: Vec<&Block> = Vec::new();
     for i in chosen {
         let el = &ex.elems[i];
         let total = d.chars[el.end] - d.chars[el.start];
@@ -225,16 +257,87 @@ fn blocks_text(ex: &Extract, d: &Density, chosen: Vec<usize>) -> String {
             if b.link_chars as f64 / c as f64 > 0.5 {
                 continue;
             }
-            if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total) {
+            if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total, &holds) {
                 continue;
             }
-            if !out.is_empty() {
-                out.push('\n');
+            if boilerplate::is_label(&b.text) || dateline(ex, b) {
+                continue;
             }
-            out.push_str(&b.text);
+            kept.push(b);
         }
     }
-    out
+    // A byline opens the article, promotional lines close it.
+    let head = kept
+        .iter()
+        .take_while(|b| boilerplate::is_byline(&b.text))
+        .count();
+    let mut end = kept.len()
+        - kept[head..]
+            .iter()
+            .rev()
+            .take_while(|b| boilerplate::is_promo(&b.text))
+            .count();
+    // Short lines after the last sentence of prose, outside lists and tables: tags,
+    // names, "Related Roundup", widget titles.
+    if let Some(last) = kept[head..end].iter().rposition(|b| prose(&b.text)) {
+        let last = head + last;
+        if kept[last + 1..end]
+            .iter()
+            .all(|b| b.text.split_whitespace().count() < 8 && !in_list(ex, b))
+        {
+            end = last + 1;
+        }
+    }
+    kept.truncate(end);
+    kept.drain(..head);
+    kept
+}
+
+/// Non-space chars of a block that is a paragraph of prose (about a sentence).
+const PARAGRAPH_CHARS: usize = 60;
+
+/// Whether block `b` is a paragraph: [`PARAGRAPH_CHARS`] non-space chars or more,
+/// under a quarter of them in links. A page whose main text holds none is not an
+/// article.
+fn paragraph(b: &Block) -> bool {
+    let chars = b.text.chars().filter(|c| !c.is_whitespace()).count();
+    chars >= PARAGRAPH_CHARS && 4 * b.link_chars < chars
+}
+
+/// Whether `text` reads as prose: ten words or more ending a sentence.
+fn prose(text: &str) -> bool {
+    text.split_whitespace().count() >= 10
+        && text
+            .trim_end()
+            .ends_with(['.', '!', '?', '"', '”', '»', ')', '。', '！', '？'])
+}
+
+/// Whether block `b` is a list item or a table cell.
+fn in_list(ex: &Extract, b: &Block) -> bool {
+    b.elem
+        .is_some_and(|e| matches!(ex.elems[e].tag, "li" | "td" | "th" | "dt" | "dd"))
+}
+
+/// Whether block `b` is a dateline ([`boilerplate::is_dateline`]) outside headings,
+/// lists and tables (where dates are content: a timeline, a schedule) and quotes (an
+/// embedded post's date line is part of the quote).
+fn dateline(ex: &Extract, b: &Block) -> bool {
+    let tag = b.elem.map_or("", |e| ex.elems[e].tag);
+    if matches!(
+        tag,
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "li" | "td" | "th" | "dt" | "dd" | "pre"
+    ) || !boilerplate::is_dateline(&b.text)
+    {
+        return false;
+    }
+    let mut e = b.elem;
+    while let Some(x) = e {
+        if ex.elems[x].tag == "blockquote" {
+            return false;
+        }
+        e = ex.elems[x].parent;
+    }
+    true
 }
 
 /// `text` without its first line when that line repeats the page's `<title>` (the
@@ -265,15 +368,27 @@ fn without_title(text: String, title: Option<&str>) -> String {
 /// below the candidate `top` that holds less than half of `top`'s `total` chars: a
 /// share bar or a related box inside the article. A boilerplate-looking element that
 /// holds most of the text wraps the content itself (page builders call every box a
-/// "widget").
-fn boxed_in(ex: &Extract, d: &Density, block: usize, top: usize, total: usize) -> bool {
+/// "widget"). A block in a quotation is never boxed in.
+fn boxed_in(
+    ex: &Extract,
+    d: &Density,
+    block: usize,
+    top: usize,
+    total: usize,
+    holds: &[bool],
+) -> bool {
     let mut e = ex.blocks[block].elem;
     while let Some(x) = e {
         if x == top {
             break;
         }
         let el = &ex.elems[x];
-        if el.is_boiler() && 2 * (d.chars[el.end] - d.chars[el.start]) < total {
+        if el.tag == "blockquote" {
+            // A quotation (an embedded post in its "social embed" box) is the
+            // article's text: share bars and related boxes quote nothing.
+            return false;
+        }
+        if el.is_boiler() && !holds[x] && 2 * (d.chars[el.end] - d.chars[el.start]) < total {
             return true;
         }
         e = el.parent;
@@ -281,26 +396,57 @@ fn boxed_in(ex: &Extract, d: &Density, block: usize, top: usize, total: usize) -
     false
 }
 
-/// For pages with no scorable paragraph (short pages): the blocks outside
-/// boilerplate with at most half their text in links, else every block.
-fn fallback(ex: &Extract) -> Option<String> {
-    let keep = |strict: bool| -> String {
-        let mut out = String::new();
-        for b in &ex.blocks {
+/// Text of at most this many non-space chars is a short page's main text.
+const SHORT_PAGE_CHARS: usize = 200;
+
+/// The blocks outside boilerplate with at most half their text in links, else every
+/// block: the text of a page without a candidate.
+fn plain_blocks(ex: &Extract) -> Vec<&Block> {
+    let strict: Vec<&Block> = ex
+        .blocks
+        .iter()
+        .filter(|b| {
             let c = b.text.chars().count().max(1);
-            if strict && (b.boiler_depth > 0 || b.link_chars as f64 / c as f64 > 0.5) {
-                continue;
-            }
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&b.text);
-        }
-        out
-    };
-    let s = keep(true);
-    let s = if s.is_empty() { keep(false) } else { s };
+            b.boiler_depth == 0 && b.link_chars as f64 / c as f64 <= 0.5
+        })
+        .collect();
+    if strict.is_empty() {
+        ex.blocks.iter().collect()
+    } else {
+        strict
+    }
+}
+
+fn join(blocks: &[&Block]) -> Option<String> {
+    let texts: Vec<&str> = blocks.iter().map(|b| b.text.as_str()).collect();
+    let s = texts.join("\n");
     (!s.is_empty()).then_some(s)
+}
+
+/// The main text of a page that is not an article: its [`plain_blocks`] when they
+/// are short (a one-line page), else nothing.
+fn short_text(ex: &Extract) -> Option<String> {
+    let blocks = plain_blocks(ex);
+    let chars: usize = blocks
+        .iter()
+        .map(|b| b.text.chars().filter(|c| !c.is_whitespace()).count())
+        .sum();
+    if chars <= SHORT_PAGE_CHARS {
+        join(&blocks)
+    } else {
+        None
+    }
+}
+
+/// For pages with no candidate (text straight in `<body>`, short pages): the
+/// [`plain_blocks`] when one is a paragraph, else the [`short_text`].
+fn fallback(ex: &Extract) -> Option<String> {
+    let blocks = plain_blocks(ex);
+    if blocks.iter().any(|b| paragraph(b)) {
+        join(&blocks)
+    } else {
+        short_text(ex)
+    }
 }
 
 #[cfg(test)]
@@ -382,5 +528,80 @@ mod tests {
         assert_eq!(main_text(&ex).as_deref(), Some("x"));
         let ex = walk(&scraper::Html::parse_document("<body> </body>"), "trawl");
         assert_eq!(main_text(&ex), None);
+    }
+
+    fn main_of(html: &str) -> Option<String> {
+        main_text(&walk(&scraper::Html::parse_document(html), "trawl"))
+    }
+
+    const PARA: &str = "A paragraph of the story itself, with commas, names, places, and enough words to be content.";
+
+    /// Home pages, listings and forms are not articles: no main text, however much
+    /// navigation they have.
+    #[test]
+    fn non_articles_get_no_main_text() {
+        let mut nav = String::from("<nav><ul>");
+        for i in 0..30 {
+            nav.push_str(&format!("<li><a href=/s{i}>Section number {i}</a></li>"));
+        }
+        nav.push_str("</ul></nav>");
+        let mut teasers = String::from("<div class=stories>");
+        for i in 0..12 {
+            teasers.push_str(&format!(
+                "<div class=teaser><h2><a href=/story/{i}>Headline of story number {i} on the river</a></h2>\
+                 <p>Storms, floods and repairs: story {i}.</p><a href=/c/{i}>Weather</a></div>"
+            ));
+        }
+        teasers.push_str("</div>");
+        assert_eq!(main_of(&format!("<body>{nav}{teasers}</body>")), None);
+        let form = format!(
+            "<body>{nav}<form><label>User name</label><input name=u><label>Password</label>\
+             <input type=password name=p><p>Forgot your password? Ask the desk.</p></form></body>"
+        );
+        assert_eq!(main_of(&form), None);
+        // The same navigation around an article: the article.
+        let article =
+            format!("<body>{nav}<div class=story><p>{PARA}</p><p>{PARA}</p></div></body>");
+        assert_eq!(main_of(&article).unwrap(), format!("{PARA}\n{PARA}"));
+        // A one-line page keeps its line.
+        assert_eq!(
+            main_of("<body><div><div>Lorem ipsum dolor sit amet.</div></div></body>").as_deref(),
+            Some("Lorem ipsum dolor sit amet.")
+        );
+    }
+
+    /// Captions, credits, datelines, bylines, widget labels and promotional tails
+    /// go; an embedded post quoted in a "social" box and a lede in a box of its own
+    /// stay; an article wrapper named like a modal keeps its article.
+    #[test]
+    fn boilerplate_inside_the_article() {
+        let html = format!(
+            "<body><div class='box article modal-enabled'><div class=entry-content-read-more>\
+             <p class=byline>By Jane Doe</p><p class=meta-line>Updated 1:39 am EST, November 20, 2019</p>\
+             <div class=summary>The lede of the story, in a box of its own, says what happened today.</div>\
+             <p>{PARA}</p><figure><img src=a.jpg><figcaption>The river at dawn, seen from the bridge (Photo: Jane Doe)</figcaption></figure>\
+             <p>{PARA}</p><div><span class=img-credit>Reuters / John Roe</span></div>\
+             <p class='dpsp-share-text'>Sharing is caring!</p><div>Advertisement</div>\
+             <div class=social-media-embed><blockquote class=twitter-tweet><p>The water is up to the second step of the town hall this morning.</p>\
+             — River Watch (@riverwatch) November 18, 2019</blockquote></div>\
+             <p>{PARA}</p><p>Get the latest updates in your inbox. Subscribe to our newsletters.</p>\
+             </div></div></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.starts_with("The lede of the story"), "{m}");
+        assert_eq!(m.matches("A paragraph of the story").count(), 3, "{m}");
+        assert!(m.contains("second step of the town hall"), "{m}");
+        assert!(m.contains("(@riverwatch) November 18, 2019"), "{m}");
+        for gone in [
+            "Jane Doe",
+            "Updated",
+            "river at dawn",
+            "Reuters",
+            "Sharing",
+            "Advertisement",
+            "Subscribe",
+        ] {
+            assert!(!m.contains(gone), "{gone} in {m}");
+        }
     }
 }

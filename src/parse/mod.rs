@@ -7,6 +7,7 @@
 //! ([`signature`]). PDFs go through [`document`] instead. [`stage`] streams a segment
 //! through it.
 
+pub mod boilerplate;
 pub mod charset;
 pub mod document;
 pub mod html;

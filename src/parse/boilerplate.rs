@@ -1,0 +1,347 @@
+//! Boilerplate recognised by its words, for main text: the blocks a page wraps
+//! around an article inside the article's own element, which markup alone does not
+//! tell apart (the page names no class, or names it like the article).
+//!
+//! - [`is_label`]: a block that is only a widget's label ("Advertisement", "Share",
+//!   "Close"), or a credit line with a `©`, anywhere.
+//! - [`is_dateline`]: a short block holding a date or time ("Updated 1:39 am EST,
+//!   Wednesday, November 20, 2019"), anywhere but in headings and lists.
+//! - [`is_byline`]: "By Jane Doe", at the top.
+//! - [`is_promo`]: a newsletter, follow-us, share-it, copyright or author-contact
+//!   line, at the end.
+//!
+//! The word lists are English first, with the commonest equivalents in German,
+//! French, Spanish, Italian, Portuguese, Indonesian and Russian.
+
+/// Labels that are never the article's text when they are a block of their own: ad
+/// slots, share buttons, widget chrome (compared lowercased, without the punctuation
+/// around them).
+const LABELS: &[&str] = &[
+    "ad",
+    "ads",
+    "advert",
+    "advertisement",
+    "advertising",
+    "sponsored",
+    "anzeige",
+    "werbung",
+    "publicité",
+    "publicidad",
+    "pubblicità",
+    "publicidade",
+    "iklan",
+    "реклама",
+    "close",
+    "caption",
+    "enlarge image",
+    "share",
+    "share this",
+    "share this article",
+    "share this story",
+    "sharing is caring",
+    "tweet",
+    "pinterest",
+    "facebook",
+    "twitter",
+    "linkedin",
+    "whatsapp",
+    "email",
+    "print",
+    "comments",
+    "comment",
+    "leave a comment",
+    "post comment",
+    "read more",
+    "continue reading",
+    "related",
+    "related articles",
+    "related stories",
+    "trending",
+    "trending now",
+    "most popular",
+    "more",
+    "previous post",
+    "next post",
+    "this slideshow requires javascript",
+];
+
+/// Whether `text` is one of the [`LABELS`], or a photo credit: a line of at most 40
+/// words with a `©` ("... La Paz, November 19, 2019. © Reuters / David Mercado").
+pub fn is_label(text: &str) -> bool {
+    let t = text.trim_matches(|c: char| !c.is_alphanumeric());
+    (t.len() <= 40 && LABELS.contains(&t.to_lowercase().as_str()))
+        || (text.contains('©') && text.split_whitespace().count() <= 40)
+}
+
+/// Month names and their abbreviations (English, German, French, Spanish, Italian,
+/// Portuguese, Indonesian).
+const MONTHS: &[&str] = &[
+    "jan",
+    "january",
+    "feb",
+    "february",
+    "mar",
+    "march",
+    "apr",
+    "april",
+    "may",
+    "jun",
+    "june",
+    "jul",
+    "july",
+    "aug",
+    "august",
+    "sep",
+    "sept",
+    "september",
+    "oct",
+    "october",
+    "nov",
+    "november",
+    "dec",
+    "december",
+    "januar",
+    "februar",
+    "märz",
+    "mai",
+    "juni",
+    "juli",
+    "oktober",
+    "dezember",
+    "janvier",
+    "février",
+    "mars",
+    "avril",
+    "juin",
+    "juillet",
+    "août",
+    "septembre",
+    "octobre",
+    "novembre",
+    "décembre",
+    "enero",
+    "febrero",
+    "marzo",
+    "abril",
+    "mayo",
+    "junio",
+    "julio",
+    "agosto",
+    "septiembre",
+    "octubre",
+    "noviembre",
+    "diciembre",
+    "gennaio",
+    "febbraio",
+    "aprile",
+    "maggio",
+    "giugno",
+    "luglio",
+    "settembre",
+    "ottobre",
+    "dicembre",
+    "janeiro",
+    "fevereiro",
+    "março",
+    "maio",
+    "junho",
+    "julho",
+    "setembro",
+    "outubro",
+    "dezembro",
+    "januari",
+    "februari",
+    "maret",
+    "agustus",
+    "desember",
+];
+
+/// Words of at most this many make a dateline.
+const DATELINE_WORDS: usize = 12;
+
+/// Whether `text` is a dateline: at most [`DATELINE_WORDS`] words with a clock time
+/// (`6:45`), a numeric date (`11/18/19`, `2019-11-20`, `19.11.2019`), or a year
+/// next to a month name.
+pub fn is_dateline(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() || words.len() > DATELINE_WORDS {
+        return false;
+    }
+    let (mut year, mut month) = (false, false);
+    for w in &words {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if is_clock(w) || is_numeric_date(w) {
+            return true;
+        }
+        if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
+            year |= matches!(w.parse::<u32>(), Ok(1990..=2039));
+        } else if w.len() <= 10 {
+            month |= MONTHS.contains(&w.to_lowercase().as_str());
+        }
+    }
+    year && month
+}
+
+/// `6:45`, `17:27:46`.
+fn is_clock(w: &str) -> bool {
+    let parts: Vec<&str> = w.split(':').collect();
+    parts.len() >= 2
+        && parts.len() <= 3
+        && parts[0].len() <= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[1..].iter().all(|p| p.len() == 2)
+}
+
+/// `11/18/19`, `2019-11-20`, `19.11.2019`: three runs of digits split by one of `/-.`
+/// with a year (2 or 4 digits) first or last.
+fn is_numeric_date(w: &str) -> bool {
+    for sep in ['/', '-', '.'] {
+        let parts: Vec<&str> = w.split(sep).collect();
+        if parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()))
+            && (parts[0].len() == 4 || parts[2].len() == 4 || parts.iter().all(|p| p.len() <= 2))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `text` is a byline: "By Jane Doe", "Written by Jane Doe" (at most 10 words).
+pub fn is_byline(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let n = words.clone().count();
+    let first = words.next().unwrap_or("").to_lowercase();
+    let mut next = words.next().unwrap_or("");
+    if first == "written" && next.eq_ignore_ascii_case("by") {
+        next = words.next().unwrap_or("");
+    } else if !["by", "von", "par", "por", "di", "oleh"].contains(&first.as_str()) {
+        return false;
+    }
+    // A name follows: "By the time ..." is a sentence.
+    n <= 10 && next.chars().next().is_some_and(char::is_uppercase)
+}
+
+/// Phrases of the lines a site appends to every article: newsletters, follow-us and
+/// share-it calls, copyright, contact lines, tag lists.
+const PROMO: &[&str] = &[
+    "subscribe",
+    "newsletter",
+    "sign up",
+    "signup",
+    "follow us",
+    "follow him",
+    "follow her",
+    "follow me",
+    "follow them",
+    "on twitter",
+    "on facebook",
+    "on instagram",
+    "share it",
+    "share this",
+    "click here",
+    "all rights reserved",
+    "©",
+    "copyright",
+    "be reached at",
+    "email us",
+    "contact us",
+    "like this story",
+    "related tags",
+    "tags:",
+    "filed under",
+    "tell us what",
+    "see more photos",
+    "read more",
+    "more stories",
+    "abonnieren",
+    "abonnez",
+    "suscríbete",
+    "iscriviti",
+    "assine",
+];
+
+/// Words of at most this many make a promotional line.
+const PROMO_WORDS: usize = 60;
+
+/// Whether `text` is a promotional or contact line (see [`PROMO`]), at most
+/// [`PROMO_WORDS`] words.
+pub fn is_promo(text: &str) -> bool {
+    if text.split_whitespace().count() > PROMO_WORDS {
+        return false;
+    }
+    let l = text.to_lowercase();
+    PROMO.iter().any(|p| l.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        for t in [
+            "Advertisement",
+            "ADVERT",
+            "  Share this: ",
+            "Sharing is caring!",
+            "Iklan",
+        ] {
+            assert!(is_label(t), "{t}");
+        }
+        assert!(is_label(
+            "A cyclist rides past the plant. © Reuters / David Mercado"
+        ));
+        for t in [
+            "Share this with your friends today",
+            "Advertising works",
+            "",
+        ] {
+            assert!(!is_label(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn datelines() {
+        for t in [
+            "Updated 1:39 am EST, Wednesday, November 20, 2019",
+            "Posted: Fri 6:45 PM, Feb 16, 2018 |",
+            "By Justine Coleman - 11/18/19 11:04 PM EST",
+            "2019-11-20 17:27:46 Marcus De Guzman",
+            "sexta-feira, 22 de outubro de 2010 às 20:13",
+            "Published 19.11.2019",
+            "November 18, 2019",
+        ] {
+            assert!(is_dateline(t), "{t}");
+        }
+        for t in [
+            "The plant opened in March 2019 and closed a year later, its workers said.",
+            "In 2019 the river rose.",
+            "The ratio was 3:1 against.",
+            "",
+        ] {
+            assert!(!is_dateline(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn bylines_and_promos() {
+        assert!(is_byline("By Jane Doe, Staff Writer"));
+        assert!(is_byline("Written by Regan"));
+        assert!(!is_byline("By the time the water rose, the town had left."));
+        assert!(!is_byline("Bystanders saw it."));
+        assert!(is_promo(
+            "Get the latest updates right in your inbox. Subscribe to our newsletters."
+        ));
+        assert!(is_promo(
+            "Amy may be reached at amy@example.com. Follow her on Twitter."
+        ));
+        assert!(!is_promo(
+            "The council met on Tuesday to discuss the budget."
+        ));
+    }
+}
