@@ -269,8 +269,8 @@ const NEGATIVE: &[&str] = &[
     "signup",
 ];
 const POSITIVE: &[&str] = &[
-    "article", "body", "content", "entry", "hentry", "main", "page", "post", "text", "blog",
-    "story", "column",
+    "article", "body", "content", "entry", "hentry", "main", "post", "text", "blog", "story",
+    "column",
 ];
 
 /// Names (substrings of a class or id) of what is never the article's text even
