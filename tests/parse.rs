@@ -140,6 +140,25 @@ fn pages() -> Vec<ContentRecord> {
     ]
 }
 
+/// Builds a crawl of `rows` in a new temporary directory, writes `config` as its
+/// trawl.toml and runs parse with `extra` flags; asserts it succeeded. Returns the
+/// directory (kept alive), the segment and parse's stderr.
+fn parse_rows(
+    rows: Vec<ContentRecord>,
+    config: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, PathBuf, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("crawl");
+    let seg = build_crawl(&root, rows, true);
+    let cfg = tmp.path().join("trawl.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = run_parse(&root, &cfg, extra);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (tmp, seg, stderr)
+}
+
 fn write_config(root: &Path) -> PathBuf {
     let p = root.join("trawl.toml");
     std::fs::write(&p, "[parse]\nmax_page_bytes = 5000\n").unwrap();
@@ -571,14 +590,7 @@ fn time_budget_fails_the_page_not_the_stage() {
             vec![],
         ),
     ];
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("crawl");
-    let seg = build_crawl(&root, rows, true);
-    let cfg = tmp.path().join("trawl.toml");
-    std::fs::write(&cfg, "").unwrap();
-    let out = run_parse(&root, &cfg, &["--max-page-millis", "1"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (_tmp, seg, stderr) = parse_rows(rows, "", &["--max-page-millis", "1"]);
     assert!(stderr.contains("2 pages (1 success, 1 failed)"), "{stderr}");
     let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     let big = data.iter().find(|d| d.url == "http://t.test/big").unwrap();
@@ -733,20 +745,10 @@ fn link_sources_base_anchors_and_nofollow_config() {
             vec![],
         ),
     ];
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("crawl");
-    let seg = build_crawl(&root, rows, true);
-    let cfg = tmp.path().join("trawl.toml");
-    std::fs::write(
-        &cfg,
+    let (_tmp, seg, _) = parse_rows(
+        rows,
         "[parse]\nignore_nofollow_links = false\nmax_anchor_length = 5\n",
-    )
-    .unwrap();
-    let out = run_parse(&root, &cfg, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &[],
     );
     let data: Vec<ParseDataRecord> = parquet::read_dataset(&seg.join("parse_data")).unwrap();
     let get = |u: &str| data.iter().find(|d| d.url == u).unwrap();
@@ -923,14 +925,7 @@ fn main_text_hard_cases() {
         vec![],
     ));
 
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("crawl");
-    let seg = build_crawl(&root, rows, true);
-    let cfg = tmp.path().join("trawl.toml");
-    std::fs::write(&cfg, "").unwrap();
-    let out = run_parse(&root, &cfg, &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (_tmp, seg, _) = parse_rows(rows, "", &[]);
     let text: Vec<ParseTextRecord> = parquet::read_dataset(&seg.join("parse_text")).unwrap();
     let main_of = |url: &str| {
         text.iter()

@@ -10,16 +10,23 @@
 //!    pre/td/blockquote +3, lists/forms -3, headings/th -5) and the class/id
 //!    weight is +25 for content-like names and -25 for boilerplate-like names.
 //! 3. The best element is the main candidate; siblings (same parent) scoring at
-//!    least `max(10, 0.2 * best)` join it, as in readability.
+//!    least `max(10, 0.2 * best)` join it, as in readability, and so do linkless
+//!    paragraphs and lede boxes next to it.
 //! 4. The main text is every block inside the chosen elements, except blocks with
-//!    link density above 0.5 and blocks inside a boilerplate-looking element
-//!    (nav/footer/aside/header/form or negative class/id) below the candidate that
-//!    holds less than half of the candidate's text.
-//!
+//!    link density above 0.5, blocks inside a boilerplate-looking element (tag, or
+//!    class/id: [`super::html::ElemInfo::boiler`]) below the candidate that holds
+//!    less than half of the candidate's text and is not an ancestor of the best
+//!    element, and the lines [`super::boilerplate`] recognizes by their words:
+//!    labels and datelines anywhere, bylines at the top, promotional lines and
+//!    short lines after the last sentence at the end. Quotations stay.
 //! 5. A first line that repeats the page's `<title>` (the heading; "Headline | Site"
 //!    counts) is dropped: the title is a field of its own.
+//! 6. A page whose main text holds no paragraph of prose (60 non-space chars, under a
+//!    quarter in links) is not an article (a home page, a listing, a form): `None`,
+//!    unless all its plain text is short (a one-line page keeps it).
 //!
-//! Blocks are joined by newlines. Pages with no candidate get `None`.
+//! Blocks are joined by newlines. Pages with no candidate get their plain text under
+//! the same rule 6; pages with no text get `None`.
 
 use super::boilerplate;
 use super::html::{Block, Extract};
@@ -417,6 +424,7 @@ fn plain_blocks(ex: &Extract) -> Vec<&Block> {
     }
 }
 
+/// The blocks' texts, a line each (`None` when empty).
 fn join(blocks: &[&Block]) -> Option<String> {
     let texts: Vec<&str> = blocks.iter().map(|b| b.text.as_str()).collect();
     let s = texts.join("\n");
