@@ -71,6 +71,15 @@ $(PYSPARK): $(PYTHON)
 
 cluster-venv: $(PYSPARK)
 
+# The peers of the main-text benchmark (articlebench, bench/peers/extract.py):
+# trafilatura and readability-lxml from PyPI, one after the other (pip 23's resolver
+# trips over their shared lxml[html-clean] extra when asked for both at once).
+PEERS := $(VENV)/.article-peers-installed
+$(PEERS): $(PYTHON)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'trafilatura>=2,<3'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'readability-lxml>=0.8,<1'
+	touch $@
+
 cluster-demo: build $(PYSPARK)
 	PYTHON=$(PYTHON) BIN=$(BIN) scripts/cluster-demo.sh
 
@@ -121,7 +130,7 @@ test-queries: build $(PYTHON)
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.
-bench: build $(PYTHON) poppler chromium
+bench: build $(PYTHON) $(PEERS) poppler chromium
 	PYTHON=$(PYTHON) scripts/bench.sh
 
 lint:

@@ -13,6 +13,9 @@
 # against DuckDB (2 threads, $PYTHON: the virtualenv `make bench` creates), e.g.
 # SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
 # crawl under $BENCH_OUT; docs/crawldb.md, "At scale").
+# WCXB names a copy of the WCXB benchmark (git clone
+# https://github.com/Murrough-Foley/web-content-extraction-benchmark) for the main-text
+# benchmark's second public set; without it that set is skipped with a message.
 # SEARCH_PAGES (default 100000) is the size of the synthetic index the query latency
 # is measured on (docs/search.md).
 set -euo pipefail
@@ -88,9 +91,13 @@ else
 fi
 
 echo
-echo "== main text: 4-gram shingle precision / recall / F1 of parse_text.main_text on the public article extraction"
-echo "   benchmark (181 pages vendored in bench/data; ids 8-f held out of tuning) and on the shared Readability pages"
-"$BIN/articlebench"
+echo "== main text: 4-gram shingle precision / recall / F1 of parse_text.main_text beside trafilatura and"
+echo "   readability-lxml on the Zyte article extraction benchmark (181 pages vendored in bench/data; ids 8-f held"
+echo "   out of tuning), WCXB when WCXB=DIR names a copy (its test split held out) and the shared Readability pages"
+WCXB=${WCXB:-${TRAWL_WCXB:-}}
+"$PYTHON" bench/peers/extract.py --out "$OUT/article-peers.json" ${WCXB:+--wcxb "$WCXB"} \
+  --corpora "${TRAWL_CORPORA:-../shared/corpora}"
+"$BIN/articlebench" --peers "$OUT/article-peers.json" ${WCXB:+--wcxb "$WCXB"}
 
 echo
 echo "== rendering: pages/s of fetch with [fetch.render] (headless Chromium, 1/2/4 tabs) beside fetch without it"

@@ -303,8 +303,11 @@ impl CommonArgs {
 /// Logs to stderr through `tracing`, filtered by `RUST_LOG` (default `info`); colour
 /// codes only when stderr is a terminal.
 pub fn init_logging() {
+    // html5ever reports every tree-construction step it simplifies ("foster parenting
+    // not implemented") as a warning: thousands a segment of real pages, none of them
+    // actionable, so its warnings are off unless RUST_LOG asks for them.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,html5ever=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

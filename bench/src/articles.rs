@@ -11,6 +11,10 @@
 //! their harmonic mean.
 
 use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use trawl::error::{Error, IoContext, Result};
 
 /// Shingle length.
 pub const SHINGLE: usize = 4;
@@ -153,6 +157,137 @@ pub fn held_out(id: &str) -> bool {
     id.chars()
         .next()
         .is_some_and(|c| matches!(c, '8'..='9' | 'a'..='f'))
+}
+
+/// Whether a page may be looked at while tuning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// Rules may be found on it (`--worst`, `--show`).
+    Tuning,
+    /// Never looked at page by page: only its set's figures are printed.
+    HeldOut,
+}
+
+/// One annotated page of a benchmark set.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// `zyte/<id>`, `wcxb/<id>` or `readability/<name>`: what `--show` takes and the
+    /// peers' outputs are keyed by.
+    pub key: String,
+    /// Tuning or held out.
+    pub split: Split,
+    /// The annotated page type (`article` for every page of the Zyte set and the
+    /// Readability pages; WCXB's own label otherwise).
+    pub kind: String,
+    /// The page's URL (links and the title rule use it).
+    pub url: String,
+    /// The page as saved.
+    pub html: Vec<u8>,
+    /// The annotated main text.
+    pub truth: String,
+}
+
+fn gunzip(path: &Path) -> Result<Vec<u8>> {
+    let gz = std::fs::read(path).at(path)?;
+    let mut html = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut html)
+        .map_err(|e| Error::input(path.display().to_string(), format!("not gzip: {e}")))?;
+    Ok(html)
+}
+
+fn json_file(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).at(path)?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::input(path.display().to_string(), format!("invalid JSON: {e}")))
+}
+
+/// The Zyte (Scrapinghub) article extraction benchmark as vendored in
+/// bench/data/article-extraction-benchmark: `ground-truth.json` (id -> url,
+/// articleBody) and `html/<id>.html.gz`. Ids `8`-`f` are held out ([`held_out`]).
+pub fn load_zyte(dir: &Path) -> Result<Vec<Page>> {
+    let truth_path = dir.join("ground-truth.json");
+    let truth = json_file(&truth_path)?;
+    let truth = truth.as_object().ok_or_else(|| {
+        Error::input(
+            truth_path.display().to_string(),
+            "not a JSON object of pages",
+        )
+    })?;
+    let mut out = Vec::with_capacity(truth.len());
+    for (id, v) in truth {
+        out.push(Page {
+            key: format!("zyte/{id}"),
+            split: if held_out(id) {
+                Split::HeldOut
+            } else {
+                Split::Tuning
+            },
+            kind: "article".into(),
+            url: v["url"].as_str().unwrap_or("http://example.com/").into(),
+            html: gunzip(&dir.join("html").join(format!("{id}.html.gz")))?,
+            truth: v["articleBody"].as_str().unwrap_or_default().into(),
+        });
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}
+
+/// WCXB, the Web Content eXtraction Benchmark (Murrough Foley, CC-BY-4.0; 2,008
+/// pages of 7 labelled types, <https://github.com/Murrough-Foley/web-content-extraction-benchmark>):
+/// `<split>/ground-truth/<id>.json` (`url`, the page type in
+/// `_internal.page_type.primary`, `ground_truth.main_content`) and
+/// `<split>/html/<id>.html.gz`. Its `test` split is held out, its `dev` split is for
+/// tuning, less the dev pages that are test pages too (139 ids of WCXB 1.0 are in
+/// both splits, and 3 more dev pages have a test page's URL): those are held out,
+/// once, under their test id.
+pub fn load_wcxb(dir: &Path) -> Result<Vec<Page>> {
+    let mut out: Vec<Page> = Vec::new();
+    let mut test_ids = std::collections::HashSet::new();
+    let mut test_urls = std::collections::HashSet::new();
+    for (split, role) in [("test", Split::HeldOut), ("dev", Split::Tuning)] {
+        let gt_dir = dir.join(split).join("ground-truth");
+        let mut ids: Vec<String> = std::fs::read_dir(&gt_dir)
+            .at(&gt_dir)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".json"))
+                    .map(str::to_string)
+            })
+            .collect();
+        ids.sort();
+        for id in ids {
+            let gt = json_file(&gt_dir.join(format!("{id}.json")))?;
+            let url = gt["url"]
+                .as_str()
+                .unwrap_or("http://example.com/")
+                .to_string();
+            if role == Split::HeldOut {
+                test_ids.insert(id.clone());
+                test_urls.insert(url.clone());
+            } else if test_ids.contains(&id) || test_urls.contains(&url) {
+                continue;
+            }
+            out.push(Page {
+                key: format!("wcxb/{id}"),
+                split: role,
+                kind: gt["_internal"]["page_type"]["primary"]
+                    .as_str()
+                    .unwrap_or("unknown")
+                    .into(),
+                html: gunzip(&dir.join(split).join("html").join(format!("{id}.html.gz")))?,
+                truth: gt["ground_truth"]["main_content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+                url,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
 }
 
 #[cfg(test)]

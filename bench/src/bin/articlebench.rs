@@ -1,13 +1,20 @@
 //! `articlebench`: main-text quality (4-gram shingle precision, recall, F1; see
-//! `trawl_bench::articles`) of what `parse` writes as `parse_text.main_text`, on two
-//! sets: the public article extraction benchmark vendored under
-//! bench/data/article-extraction-benchmark (181 annotated article pages; ids `8`-`f`
-//! held out of tuning, `0`-`7` the tuning half), and the shared Readability test pages
-//! (`<corpora>/pages`, expected.html's visible text as the truth). Pages go through
-//! the same `parse_page` as the parse stage, with the default configuration; parse
-//! MB/s on the benchmark pages is printed too.
+//! `trawl_bench::articles`) of what `parse` writes as `parse_text.main_text`, on:
+//! - the public article extraction benchmark of Zyte (Scrapinghub) vendored under
+//!   bench/data/article-extraction-benchmark (181 annotated article pages; ids `8`-`f`
+//!   held out of tuning, `0`-`7` the tuning half);
+//! - WCXB, when `--wcxb DIR` (or `$TRAWL_WCXB`) points at a copy of it (2,008 pages
+//!   of 7 types; its `dev` split for tuning, its `test` split held out; articles are
+//!   the scored sets, the other types are printed for the non-article rule);
+//! - the shared Readability test pages (`<corpora>/pages`, expected.html's visible
+//!   text as the truth).
+//!
+//! Pages go through the same `parse_page` as the parse stage, with the default
+//! configuration; parse MB/s is printed too. With `--peers FILE` (what
+//! bench/peers/extract.py writes: trafilatura's and readability-lxml's texts of the
+//! same pages), the peers are scored beside trawl on every set.
 
-use std::io::Read;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -17,35 +24,42 @@ use rayon::prelude::*;
 use trawl::config::Config;
 use trawl::parse::page::{PageInput, PageOpts, parse_page};
 use trawl::urls::UrlPolicy;
-use trawl_bench::articles::{self, Counts, Scores};
+use trawl_bench::articles::{self, Counts, Page, Scores, Split};
 use trawl_bench::corpus;
 
-/// The goals of issue 20 on the held-out half.
+/// The goals of issue 20 on the held-out half of the Zyte set.
 const GOAL_F1: f64 = 0.97;
 const GOAL_PRECISION: f64 = 0.95;
 
 #[derive(Debug, Parser)]
 #[command(
-    about = "Main-text quality: 4-gram shingle P/R/F1 on the article extraction benchmark and the Readability pages"
+    about = "Main-text quality: 4-gram shingle P/R/F1 on the article extraction benchmark, WCXB and the Readability pages"
 )]
 struct Args {
-    /// The vendored benchmark (html/<id>.html.gz, ground-truth.json).
+    /// The vendored Zyte benchmark (html/<id>.html.gz, ground-truth.json).
     #[arg(long, default_value = "bench/data/article-extraction-benchmark")]
     data: PathBuf,
-    /// Print the N worst pages of the tuning half by F1 (never the held-out ones: they
-    /// are not looked at).
+    /// A copy of WCXB (metadata.json, dev/, test/); skipped when not given.
+    #[arg(long, env = "TRAWL_WCXB")]
+    wcxb: Option<PathBuf>,
+    /// The peers' texts of the same pages (bench/peers/extract.py), scored beside trawl.
+    #[arg(long)]
+    peers: Option<PathBuf>,
+    /// Print the N worst tuning pages by F1 (never held-out ones: they are not
+    /// looked at).
     #[arg(long, default_value_t = 0)]
     worst: usize,
-    /// Print the main text and the annotation of this page of the tuning half.
+    /// Print the main text and the annotation of this tuning page: a Zyte id prefix
+    /// (4 chars or more), `wcxb/<id>` or `readability/<name>`.
     #[arg(long)]
     show: Option<String>,
-    /// While tuning: print no held-out figure
+    /// While tuning: print no held-out figure.
     #[arg(long)]
     tuning: bool,
-    /// Write the per-page scores of the tuning half and the Readability pages to this
-    /// file (id, precision, recall, F1), to compare two versions page by page
+    /// Write the per-page scores of the tuning pages to this file (key, precision,
+    /// recall, F1), to compare two versions page by page.
     #[arg(long)]
-    scores: Option<std::path::PathBuf>,
+    scores: Option<PathBuf>,
 }
 
 trawl::global_allocator!();
@@ -89,11 +103,71 @@ fn show_diff(got: &str, want: &str) {
     }
 }
 
+/// One scored set: which pages, and whether it is held out.
+struct Set {
+    name: &'static str,
+    held_out: bool,
+    pick: fn(&Page) -> bool,
+}
+
+fn zyte(p: &Page) -> bool {
+    p.key.starts_with("zyte/")
+}
+fn wcxb_article(p: &Page) -> bool {
+    p.key.starts_with("wcxb/") && p.kind == "article"
+}
+
+const SETS: &[Set] = &[
+    Set {
+        name: "Zyte article benchmark, held out (ids 8-f)",
+        held_out: true,
+        pick: |p| zyte(p) && p.split == Split::HeldOut,
+    },
+    Set {
+        name: "Zyte article benchmark, tuning half (ids 0-7)",
+        held_out: false,
+        pick: |p| zyte(p) && p.split == Split::Tuning,
+    },
+    Set {
+        name: "WCXB articles, test split (held out)",
+        held_out: true,
+        pick: |p| wcxb_article(p) && p.split == Split::HeldOut,
+    },
+    Set {
+        name: "WCXB articles, dev split (tuning)",
+        held_out: false,
+        pick: |p| wcxb_article(p) && p.split == Split::Tuning,
+    },
+    Set {
+        name: "shared Readability pages (expected.html)",
+        held_out: false,
+        pick: |p| p.key.starts_with("readability/"),
+    },
+];
+
 fn line(name: &str, s: &Scores) {
     println!(
-        "{name:<44} {:>5} {:>9.3} {:>9.3} {:>9.3}",
+        "{name:<48} {:>5} {:>9.3} {:>9.3} {:>9.3}",
         s.pages, s.precision, s.recall, s.f1
     );
+}
+
+/// The peers' texts: extractor -> page key -> text.
+type Peers = Vec<(String, HashMap<String, String>)>;
+
+fn read_peers(path: &std::path::Path) -> anyhow::Result<Peers> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let map: std::collections::BTreeMap<String, HashMap<String, String>> = serde_json::from_str(
+        &text,
+    )
+    .with_context(|| {
+        format!(
+            "{}: not a JSON object of extractor -> page -> text (bench/peers/extract.py writes it)",
+            path.display()
+        )
+    })?;
+    Ok(map.into_iter().collect())
 }
 
 fn run() -> anyhow::Result<()> {
@@ -102,153 +176,155 @@ fn run() -> anyhow::Result<()> {
     let cfg = Config::default();
     let opts = PageOpts::from_config(&cfg);
     let policy = UrlPolicy::new(&cfg.urls, &[])?;
-    if let Some(show) = &args.show {
-        anyhow::ensure!(!articles::held_out(show), "{show} is held out of tuning");
-        anyhow::ensure!(show.len() >= 4, "--show needs at least 4 chars of an id");
+
+    let mut pages = articles::load_zyte(&args.data)?;
+    match &args.wcxb {
+        Some(dir) => pages.extend(articles::load_wcxb(dir)?),
+        None => println!(
+            "(WCXB: skipped; clone https://github.com/Murrough-Foley/web-content-extraction-benchmark and pass --wcxb DIR or TRAWL_WCXB=DIR)"
+        ),
     }
-    let truth_path = args.data.join("ground-truth.json");
-    let text = std::fs::read_to_string(&truth_path)
-        .with_context(|| format!("reading {}", truth_path.display()))?;
-    let truth: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a JSON object", truth_path.display()))?;
-    let mut pages = Vec::new();
-    for (id, v) in &truth {
-        // `--show` reads one page only (the figures printed are that page's).
-        if args
-            .show
-            .as_ref()
-            .is_some_and(|p| !id.starts_with(p.as_str()))
-        {
-            continue;
+    match corpus::corpora_dir() {
+        Some(dir) => {
+            for p in corpus::load_pages(&dir)? {
+                pages.push(Page {
+                    key: format!("readability/{}", p.name),
+                    split: Split::Tuning,
+                    kind: "article".into(),
+                    url: corpus::PAGE_URL.into(),
+                    truth: corpus::visible_text(&p.expected),
+                    html: p.source,
+                });
+            }
         }
-        let path = args.data.join("html").join(format!("{id}.html.gz"));
-        let gz = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let mut html = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..])
-            .read_to_end(&mut html)
-            .with_context(|| format!("{}: not gzip", path.display()))?;
-        let url = v["url"]
-            .as_str()
-            .unwrap_or("http://example.com/")
-            .to_string();
-        let body = v["articleBody"].as_str().unwrap_or_default().to_string();
-        pages.push((id.clone(), url, html, body));
+        None => println!("(shared Readability pages: skipped, no ../shared/corpora)"),
     }
-    let bytes: usize = pages.iter().map(|p| p.2.len()).sum();
+    if let Some(show) = &args.show {
+        let show = if show.contains('/') {
+            show.clone()
+        } else {
+            anyhow::ensure!(show.len() >= 4, "--show needs at least 4 chars of an id");
+            format!("zyte/{show}")
+        };
+        let page = pages
+            .iter()
+            .find(|p| p.key.starts_with(&show))
+            .with_context(|| format!("--show {show}: no such page"))?;
+        anyhow::ensure!(
+            page.split == Split::Tuning,
+            "{} is held out of tuning",
+            page.key
+        );
+        let got = main_text(&page.html, &page.url, &opts, &policy);
+        let c = articles::compare(&page.truth, &got);
+        let s = articles::scores(&[c]);
+        println!(
+            "{} ({}, {}): precision {:.3} recall {:.3} F1 {:.3}",
+            page.key, page.kind, page.url, s.precision, s.recall, s.f1
+        );
+        show_diff(&got, &page.truth);
+        return Ok(());
+    }
+    let peers = match &args.peers {
+        Some(p) => read_peers(p)?,
+        None => Vec::new(),
+    };
+
+    let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build()?;
     let started = Instant::now();
     let got: Vec<String> = pool.install(|| {
         pages
             .par_iter()
-            .map(|(_, url, html, _)| main_text(html, url, &opts, &policy))
+            .map(|p| main_text(&p.html, &p.url, &opts, &policy))
             .collect()
     });
     let secs = started.elapsed().as_secs_f64();
-    let counts: Vec<(bool, &str, Counts)> = pages
-        .iter()
-        .zip(&got)
-        .map(|((id, _, _, want), got)| {
-            (
-                articles::held_out(id),
-                id.as_str(),
-                articles::compare(want, got),
-            )
-        })
-        .collect();
-    // Every benchmark page is an article: one without main text is the non-article
-    // rule misfiring (docs/parse.md).
-    let empty = |held: bool| {
+    let counts: Vec<Counts> = pool.install(|| {
         pages
-            .iter()
+            .par_iter()
             .zip(&got)
-            .filter(|((id, ..), g)| articles::held_out(id) == held && g.is_empty())
-            .count()
-    };
-    let pick = |held: Option<bool>| -> Vec<Counts> {
-        counts
-            .iter()
-            .filter(|(h, _, _)| held.is_none_or(|x| x == *h))
-            .map(|(_, _, c)| *c)
+            .map(|(p, g)| articles::compare(&p.truth, g))
             .collect()
-    };
+    });
+
     println!(
-        "{:<44} {:>5} {:>9} {:>9} {:>9}",
-        "set", "pages", "precision", "recall", "F1"
+        "{:<48} {:>5} {:>9} {:>9} {:>9}",
+        "set / extractor", "pages", "precision", "recall", "F1"
     );
-    let held = articles::scores(&pick(Some(true)));
-    if !args.tuning {
-        line("article benchmark, held out (ids 8-f)", &held);
+    let mut goal = None;
+    for set in SETS {
+        if set.held_out && args.tuning {
+            continue;
+        }
+        let idx: Vec<usize> = (0..pages.len())
+            .filter(|&i| (set.pick)(&pages[i]))
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        println!("{}", set.name);
+        let ours = articles::scores(&idx.iter().map(|&i| counts[i]).collect::<Vec<_>>());
+        line("  trawl", &ours);
+        if set.held_out && set.name.starts_with("Zyte") {
+            goal = Some(ours);
+        }
+        for (name, texts) in &peers {
+            let c: Vec<Counts> = idx
+                .iter()
+                .map(|&i| {
+                    let p = &pages[i];
+                    articles::compare(&p.truth, texts.get(&p.key).map_or("", String::as_str))
+                })
+                .collect();
+            if idx.iter().all(|&i| texts.contains_key(&pages[i].key)) {
+                line(&format!("  {name}"), &articles::scores(&c));
+            }
+        }
+        let empty = idx.iter().filter(|&&i| got[i].is_empty()).count();
+        if empty > 0 {
+            println!("  (trawl: {empty} of these articles got no main text: rule 6 misfiring)");
+        }
     }
-    let mut per_page: Vec<(String, Scores)> = counts
+    // WCXB's other page types: no truth of an article's kind, but what the
+    // non-article rule (docs/parse.md, rule 6) does with them.
+    let mut kinds: Vec<&str> = pages
         .iter()
-        .filter(|(h, _, _)| !*h)
-        .map(|(_, id, c)| (id.to_string(), articles::scores(&[*c])))
+        .filter(|p| p.key.starts_with("wcxb/") && p.kind != "article")
+        .filter(|p| p.split == Split::Tuning || !args.tuning)
+        .map(|p| p.kind.as_str())
         .collect();
-    line(
-        "article benchmark, tuning half (ids 0-7)",
-        &articles::scores(&pick(Some(false))),
-    );
-    if !args.tuning {
-        line("article benchmark, all", &articles::scores(&pick(None)));
-    }
-    let shared_show = args
-        .show
-        .as_deref()
-        .and_then(|s| s.strip_prefix("readability/"));
-    match corpus::corpora_dir().filter(|_| args.show.is_none() || shared_show.is_some()) {
-        Some(dir) => {
-            let mut shared = corpus::load_pages(&dir)?;
-            if let Some(name) = shared_show {
-                shared.retain(|p| p.name == name);
-                for p in &shared {
-                    let got = main_text(&p.source, corpus::PAGE_URL, &opts, &policy);
-                    let doc = scraper::Html::parse_document(&String::from_utf8_lossy(&p.expected));
-                    let ex = trawl::parse::html::walk(&doc, "");
-                    let want: Vec<&str> = ex.blocks.iter().map(|b| b.text.as_str()).collect();
-                    show_diff(&got, &want.join("\n"));
-                }
-            }
-            let c: Vec<Counts> = pool.install(|| {
-                shared
-                    .par_iter()
-                    .map(|p| {
-                        let got = main_text(&p.source, corpus::PAGE_URL, &opts, &policy);
-                        articles::compare(&corpus::visible_text(&p.expected), &got)
-                    })
-                    .collect()
-            });
-            for (p, c) in shared.iter().zip(&c) {
-                per_page.push((format!("readability/{}", p.name), articles::scores(&[*c])));
-            }
-            line(
-                "shared Readability pages (expected.html)",
-                &articles::scores(&c),
+    kinds.sort_unstable();
+    kinds.dedup();
+    if !kinds.is_empty() {
+        println!(
+            "WCXB pages that are not articles{} (annotated with their main content; trawl gives a non-article none):",
+            if args.tuning { ", dev split" } else { "" }
+        );
+        for kind in kinds {
+            let idx: Vec<usize> = (0..pages.len())
+                .filter(|&i| {
+                    let p = &pages[i];
+                    p.key.starts_with("wcxb/")
+                        && p.kind == kind
+                        && (p.split == Split::Tuning || !args.tuning)
+                })
+                .collect();
+            let empty = idx.iter().filter(|&&i| got[i].is_empty()).count();
+            let s = articles::scores(&idx.iter().map(|&i| counts[i]).collect::<Vec<_>>());
+            println!(
+                "  {kind:<14} {:>4} pages, {:>3} without main text; trawl P {:.3} R {:.3} F1 {:.3}",
+                idx.len(),
+                empty,
+                s.precision,
+                s.recall,
+                s.f1
             );
         }
-        None => println!("(shared Readability pages: skipped, no ../shared/corpora)"),
     }
-    if let Some(path) = &args.scores {
-        let mut out = String::new();
-        for (id, s) in &per_page {
-            out.push_str(&format!(
-                "{id}\t{:.4}\t{:.4}\t{:.4}\n",
-                s.precision, s.recall, s.f1
-            ));
-        }
-        std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
-    }
-    println!(
-        "articles given no main text (taken for non-articles): {} of the tuning half{}",
-        empty(false),
-        if args.tuning {
-            String::new()
-        } else {
-            format!(", {} held out", empty(true))
-        }
-    );
-    if !args.tuning {
+    if let Some(held) = goal {
         println!(
-            "goal on the held-out half: F1 >= {GOAL_F1}, precision >= {GOAL_PRECISION}: {}",
+            "goal on the Zyte held-out half: F1 >= {GOAL_F1}, precision >= {GOAL_PRECISION}: {}",
             if held.f1 >= GOAL_F1 && held.precision >= GOAL_PRECISION {
                 "met"
             } else {
@@ -257,27 +333,34 @@ fn run() -> anyhow::Result<()> {
         );
     }
     println!(
-        "parse of the benchmark pages (2 threads, whole parse_page): {:.1} MB in {secs:.2} s = {:.1} MB/s",
+        "parse of the {} pages (2 threads, whole parse_page): {:.1} MB in {secs:.2} s = {:.1} MB/s",
+        pages.len(),
         bytes as f64 / 1e6,
         bytes as f64 / 1e6 / secs
     );
-    if let Some(show) = &args.show {
-        for ((id, _, _, want), got) in pages.iter().zip(&got) {
-            if id.starts_with(show.as_str()) {
-                show_diff(got, want);
-            }
+    let tuning: Vec<usize> = (0..pages.len())
+        .filter(|&i| pages[i].split == Split::Tuning && pages[i].kind == "article")
+        .collect();
+    if let Some(path) = &args.scores {
+        let mut out = String::new();
+        for &i in &tuning {
+            let s = articles::scores(&[counts[i]]);
+            out.push_str(&format!(
+                "{}\t{:.4}\t{:.4}\t{:.4}\n",
+                pages[i].key, s.precision, s.recall, s.f1
+            ));
         }
+        std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
     }
     if args.worst > 0 {
-        let mut tuning: Vec<(Scores, &str)> = counts
+        let mut worst: Vec<(Scores, &str)> = tuning
             .iter()
-            .filter(|(h, _, _)| !*h)
-            .map(|(_, id, c)| (articles::scores(&[*c]), *id))
+            .map(|&i| (articles::scores(&[counts[i]]), pages[i].key.as_str()))
             .collect();
-        tuning.sort_by(|a, b| a.0.f1.total_cmp(&b.0.f1));
-        println!("worst pages of the tuning half (F1, precision, recall, id):");
-        for (s, id) in tuning.iter().take(args.worst) {
-            println!("  {:.3} {:.3} {:.3} {id}", s.f1, s.precision, s.recall);
+        worst.sort_by(|a, b| a.0.f1.total_cmp(&b.0.f1));
+        println!("worst tuning pages (F1, precision, recall, page):");
+        for (s, key) in worst.iter().take(args.worst) {
+            println!("  {:.3} {:.3} {:.3} {key}", s.f1, s.precision, s.recall);
         }
     }
     Ok(())
