@@ -60,6 +60,10 @@ pub struct ElemInfo {
     /// or dateline class, or the tag (nav, footer, aside, header, form, menu, figure,
     /// figcaption).
     pub boiler: bool,
+    /// Whether its boilerplate look comes only from a name that page builders also
+    /// give the article's own boxes (`widget`, `meta`, `header`, ...; see
+    /// [`ClassKind::weak`]).
+    pub weak_boiler: bool,
 }
 
 impl ElemInfo {
@@ -208,8 +212,11 @@ impl<'a> Attrs<'a> {
 }
 
 /// `hidden` attribute, or an inline style with `display:none` / `visibility:hidden`.
+/// React's streamed server rendering sends a page's content late in a hidden
+/// segment (`<div hidden id="S:0">`) that its script swaps into place on load: that
+/// content is what a reader sees, so such a segment is visible.
 fn hidden_by_attr(a: &Attrs<'_>) -> bool {
-    if a.get("hidden").is_some() {
+    if a.get("hidden").is_some() && !a.get("id").is_some_and(react_segment) {
         return true;
     }
     a.get("style").is_some_and(|st| {
@@ -222,51 +229,67 @@ fn hidden_by_attr(a: &Attrs<'_>) -> bool {
     })
 }
 
+/// Whether `id` names a segment of React's streamed server rendering: `S:` and a
+/// hexadecimal number.
+fn react_segment(id: &str) -> bool {
+    id.strip_prefix("S:")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Class and id names of what is not the article (readability's "unlikely
+/// candidates" and negative names, and more).
 const NEGATIVE: &[&str] = &[
     "comment",
-    "meta",
     "footer",
     "footnote",
     "foot",
-    "nav",
     "sidebar",
     "sponsor",
     "advert",
     "share",
     "social",
     "related",
-    "menu",
-    "widget",
     "banner",
-    "breadcrumb",
     "promo",
     "masthead",
     "popup",
     "cookie",
     "subscribe",
     "newsletter",
-    "skip",
-    "toolbar",
     "byline",
     "author",
-    "tags",
     "combx",
-    "community",
     "disqus",
-    "extra",
-    "header",
-    "hidden",
     "login",
     "modal",
     "outbrain",
-    "pager",
-    "pagination",
-    "print",
     "rss",
     "shoutbox",
     "shopping",
     "taboola",
     "signup",
+];
+/// Negative names that page builders and CSS-module sites also give the article's
+/// own boxes (`elementor-widget-text-editor`, `WidgetWrapper_...`, `entry-meta`
+/// next to `entry-content`), and names of lists of links (`nav`, `menu`, `tags`),
+/// which a box of prose is not whatever it is called (`content-nav-section`): weak
+/// evidence, overruled by prose inside.
+const WEAK_NEGATIVE: &[&str] = &[
+    "nav",
+    "menu",
+    "breadcrumb",
+    "skip",
+    "toolbar",
+    "tags",
+    "pager",
+    "pagination",
+    "widget",
+    "meta",
+    "extra",
+    "header",
+    "hidden",
+    "print",
+    "community",
 ];
 const POSITIVE: &[&str] = &[
     "article", "body", "content", "entry", "hentry", "main", "post", "text", "blog", "story",
@@ -296,6 +319,8 @@ pub struct ClassKind {
     pub weight: i32,
     /// Whether a boilerplate-like name is there (whatever else is).
     pub boiler: bool,
+    /// Whether the only boilerplate-like names are weak ones ([`WEAK_NEGATIVE`]).
+    pub weak: bool,
     /// Whether it names a caption, a credit, a dateline or an ad slot.
     pub caption: bool,
 }
@@ -303,6 +328,7 @@ pub struct ClassKind {
 /// The [`ClassKind`] of an element's `class` and `id`.
 pub fn class_kind(class: &str, id: &str) -> ClassKind {
     let mut k = ClassKind::default();
+    let mut strong = false;
     for (s, is_id) in [(class, false), (id, true)] {
         if s.is_empty() {
             continue;
@@ -311,9 +337,15 @@ pub fn class_kind(class: &str, id: &str) -> ClassKind {
         // An id of four words or more is a heading's slug
         // (`getting-into-trouble-with-shared-history`), not a role.
         let slug = is_id && l.split(['-', '_']).filter(|w| !w.is_empty()).count() >= 4;
-        if !slug && NEGATIVE.iter().any(|n| l.contains(n)) {
-            k.weight -= 25;
-            k.boiler = true;
+        if !slug {
+            if NEGATIVE.iter().any(|n| l.contains(n)) {
+                k.weight -= 25;
+                k.boiler = true;
+                strong = true;
+            } else if WEAK_NEGATIVE.iter().any(|n| l.contains(n)) {
+                k.weight -= 25;
+                k.boiler = true;
+            }
         }
         if POSITIVE.iter().any(|p| l.contains(p)) {
             k.weight += 25;
@@ -330,6 +362,7 @@ pub fn class_kind(class: &str, id: &str) -> ClassKind {
             k.caption = true;
         }
     }
+    k.weak = k.boiler && !strong;
     k
 }
 
@@ -536,6 +569,7 @@ impl Walker<'_> {
             class_weight: cw,
             boiler_depth: self.boiler,
             boiler,
+            weak_boiler: kind.weak && !kind.caption && !tag_is_boiler(tag),
         });
         self.block_stack.push(idx);
         if boiler {
@@ -708,6 +742,12 @@ mod tests {
         assert_eq!(e.title.as_deref(), Some("A title"));
         assert_eq!(e.lang.as_deref(), Some("de"));
         assert_eq!(e.text(), "Hello world next line");
+        // React's streamed segment is swapped into view by its script: visible.
+        let e = ex(
+            "<body><template id=B:0></template><div hidden id=S:0><p>Streamed</p></div>\
+            <div hidden id=S:x><p>Not a segment</p></div><div hidden id=S:><p>Nor this</p></div></body>",
+        );
+        assert_eq!(e.text(), "Streamed");
     }
 
     #[test]

@@ -1,22 +1,31 @@
 //! Main-content extraction: a readability-like scoring of block-level elements
-//! by the text density and link density of the blocks they contain.
+//! by the text density and link density of the blocks they contain, widened to the
+//! region that holds the page's prose.
 //!
 //! 1. Every text block (a run of visible text between block-level boundaries)
 //!    of at least 25 chars and link density below 0.5 earns
-//!    `1 + commas + min(chars / 100, 3)` points; its enclosing block element
-//!    gets them in full, the parent half, the grandparent a third.
+//!    `1 + commas (at most 10) + min(chars / 100, 3)` points; its enclosing block
+//!    element gets them in full, the parent half, the grandparent a third.
 //! 2. An element's final score is `(points + tag bonus + class/id weight) *
 //!    (1 - link density)`, where the tag bonus follows readability (div +5,
 //!    pre/td/blockquote +3, lists/forms -3, headings/th -5) and the class/id
 //!    weight is +25 for content-like names and -25 for boilerplate-like names.
-//! 3. The best element is the main candidate; siblings (same parent) scoring at
-//!    least `max(10, 0.2 * best)` join it, as in readability, and so do linkless
-//!    paragraphs and lede boxes next to it.
+//! 3. The best element is the main candidate. When three others of the five best
+//!    score three quarters of its score, the candidate is their lowest common
+//!    ancestor with it (readability's "alternative candidates"); then it climbs as in
+//!    readability. When it holds under 30% of the page's prose region (the smallest
+//!    element with 80% of the chars of the page's prose paragraphs), the article is
+//!    spread over more boxes than the scores reach, and the region is the candidate.
+//!    Siblings (same parent) scoring at least `max(10, 0.2 * best)` join it, as in
+//!    readability, and so do linkless paragraphs and lede boxes next to it.
 //! 4. The main text is every block inside the chosen elements, except blocks with
 //!    link density above 0.5, blocks inside a boilerplate-looking element (tag, or
 //!    class/id: [`super::html::ElemInfo::boiler`]) below the candidate that holds
 //!    less than half of the candidate's text and is not an ancestor of the best
-//!    element, and the lines [`super::boilerplate`] recognizes by their words:
+//!    element (an element named only weakly so, `widget` or `nav`, that holds a
+//!    paragraph of prose and few links is the article's), blocks of an element that
+//!    repeats an earlier one block for block (a page's variants for phone, tablet
+//!    and desktop), and the lines [`super::boilerplate`] recognizes by their words:
 //!    labels and datelines anywhere, bylines at the top, promotional lines and
 //!    short lines after the last sentence at the end. Quotations stay.
 //! 5. A first line that repeats the page's `<title>` (the heading; "Headline | Site"
@@ -106,7 +115,9 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         return fallback(ex);
     };
     let core = top;
+    let top = common_ancestor(ex, &finals, top);
     let top = climb(ex, &finals, &scored, top);
+    let top = prose_region(ex, &d, top, core);
     let chosen = with_siblings(ex, &d, &finals, &scored, top);
     let kept = blocks_text(ex, &d, chosen, core);
     if !kept.iter().any(|b| paragraph(b)) {
@@ -120,6 +131,10 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     }
     Some(out)
 }
+
+/// At most this many commas count in a block: a list of names or tags in one
+/// paragraph ("thanks to A, B, C, ...") is not the article.
+const COMMA_CAP: f64 = 10.0;
 
 /// Step 1: the points each element earns from the text blocks under it, and whether
 /// it earned any.
@@ -137,7 +152,7 @@ fn block_points(ex: &Extract, d: &Density) -> (Vec<f64>, Vec<bool>) {
             .chars()
             .filter(|&ch| ch == ',' || ch == '，' || ch == '、')
             .count();
-        let p = 1.0 + commas as f64 + (c as f64 / 100.0).min(3.0);
+        let p = 1.0 + (commas as f64).min(COMMA_CAP) + (c as f64 / 100.0).min(3.0);
         // The block's own element is the "paragraph"; its ancestors are scored.
         let mut e = b.elem.and_then(|x| ex.elems[x].parent);
         for level in 0..5 {
@@ -153,6 +168,116 @@ fn block_points(ex: &Extract, d: &Density) -> (Vec<f64>, Vec<bool>) {
         }
     }
     (points, scored)
+}
+
+/// Readability: the best candidates. When at least three others of the five best score
+/// three quarters of the best's score or more, the article is split among them (its
+/// sections, a page builder's boxes): the candidate becomes the lowest ancestor of
+/// the best that holds three of them.
+fn common_ancestor(ex: &Extract, finals: &[f64], top: usize) -> usize {
+    const TOP_CANDIDATES: usize = 5;
+    const MIN_ALTERNATIVES: usize = 3;
+    let mut best: Vec<(usize, f64)> = finals
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, s)| s > f64::MIN)
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let alternatives: Vec<usize> = best
+        .iter()
+        .take(TOP_CANDIDATES)
+        .filter(|&&(i, s)| i != top && s >= 0.75 * finals[top])
+        .map(|&(i, _)| i)
+        .collect();
+    if alternatives.len() < MIN_ALTERNATIVES {
+        return top;
+    }
+    let is_ancestor = |a: usize, mut e: usize| {
+        while let Some(p) = ex.elems[e].parent {
+            if p == a {
+                return true;
+            }
+            e = p;
+        }
+        false
+    };
+    let mut parent = ex.elems[top].parent;
+    while let Some(p) = parent {
+        let el = &ex.elems[p];
+        if el.tag == "body" || el.tag == "html" {
+            break;
+        }
+        if alternatives.iter().filter(|&&c| is_ancestor(p, c)).count() >= MIN_ALTERNATIVES {
+            return p;
+        }
+        parent = el.parent;
+    }
+    top
+}
+
+/// Share of the page's prose that the region holding it must hold.
+const REGION_SHARE: f64 = 0.8;
+/// The candidate holding under this share of the region's prose is a part of the
+/// article, not all of it.
+const TOP_SHARE: f64 = 0.3;
+
+/// The page's prose region: the smallest element that holds [`REGION_SHARE`] of the
+/// chars of the page's prose (paragraphs outside strongly boilerplate-named boxes and
+/// `nav`, `footer`, `aside`, `header`, `form`, `menu`). When the candidate `top`
+/// holds under half of that region's prose, the article is spread over more boxes
+/// than the scores reach (sections of a few paragraphs each, deep in a page
+/// builder's grid): the region is the candidate.
+fn prose_region(ex: &Extract, d: &Density, top: usize, core: usize) -> usize {
+    // The best element and its ancestors hold the article whatever their names (as in
+    // [`blocks_text`]), as does a wrapper of half the page.
+    let mut holds = vec![false; ex.elems.len()];
+    let mut e = Some(core);
+    while let Some(x) = e {
+        holds[x] = true;
+        e = ex.elems[x].parent;
+    }
+    let page = d.chars[ex.blocks.len()];
+    let strong = |x: usize| {
+        let e = &ex.elems[x];
+        e.is_boiler()
+            && !e.weak_boiler
+            && !holds[x]
+            && 2 * (d.chars[e.end] - d.chars[e.start]) < page
+    };
+    // Prefix sums of prose chars over the blocks.
+    let mut prose = Vec::with_capacity(ex.blocks.len() + 1);
+    prose.push(0usize);
+    for (i, b) in ex.blocks.iter().enumerate() {
+        let mut good = paragraph(b) && !comma_list(&b.text);
+        let mut e = b.elem;
+        while good && let Some(x) = e {
+            good = !strong(x);
+            e = ex.elems[x].parent;
+        }
+        prose.push(prose[i] + if good { d.block_chars[i] } else { 0 });
+    }
+    let total = prose[ex.blocks.len()];
+    if total == 0 {
+        return top;
+    }
+    let of = |x: usize| prose[ex.elems[x].end] - prose[ex.elems[x].start];
+    let region = (0..ex.elems.len())
+        .filter(|&x| of(x) as f64 >= REGION_SHARE * total as f64)
+        .min_by_key(|&x| ex.elems[x].end - ex.elems[x].start);
+    match region {
+        Some(r)
+            if ex.elems[r].tag != "body"
+                && ex.elems[r].tag != "html"
+                && (of(top) as f64) < TOP_SHARE * of(r) as f64
+                // A page whose prose is mostly not counted (the article in a box
+                // named like navigation): the region would be a stray paragraph.
+                && of(r) > d.chars[ex.elems[top].end] - d.chars[ex.elems[top].start] =>
+        {
+            r
+        }
+        _ => top,
+    }
 }
 
 /// Readability: from the best element `top`, climbs while an ancestor scores higher,
@@ -255,6 +380,7 @@ fn blocks_text<'a>(
         holds[x] = true;
         e = ex.elems[x].parent;
     }
+    let copies = copies(ex, d, &chosen);
     let mut kept: Vec<&Block> = Vec::new();
     for i in chosen {
         let el = &ex.elems[i];
@@ -268,6 +394,9 @@ fn blocks_text<'a>(
                 continue;
             }
             if boilerplate::is_label(&b.text) || dateline(ex, b) {
+                continue;
+            }
+            if copies[el.start + j] {
                 continue;
             }
             kept.push(b);
@@ -300,6 +429,50 @@ fn blocks_text<'a>(
     kept
 }
 
+/// Blocks of an element that repeats an earlier element word for word, block for
+/// block (at least two blocks and [`SHORT_PAGE_CHARS`] chars): a page that carries
+/// its article twice or thrice (a page builder's variants for phone, tablet and
+/// desktop, each hidden by a style sheet) gives it once. A paragraph repeated on its
+/// own (a pull quote) stays.
+fn copies(ex: &Extract, d: &Density, chosen: &[usize]) -> Vec<bool> {
+    use std::hash::{Hash, Hasher};
+    let mut out = vec![false; ex.blocks.len()];
+    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let ranges: Vec<(usize, usize)> = chosen
+        .iter()
+        .map(|&c| (ex.elems[c].start, ex.elems[c].end))
+        .collect();
+    for (i, el) in ex.elems.iter().enumerate() {
+        if el.end < el.start + 2
+            || d.chars[el.end] - d.chars[el.start] < SHORT_PAGE_CHARS
+            || !ranges.iter().any(|&(s, e)| s <= el.start && el.end <= e)
+        {
+            continue;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        for b in &ex.blocks[el.start..el.end] {
+            b.text.hash(&mut h);
+        }
+        match seen.entry(h.finish()) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                let f = &ex.elems[*first.get()];
+                let same = f.end - f.start == el.end - el.start
+                    && ex.blocks[f.start..f.end]
+                        .iter()
+                        .zip(&ex.blocks[el.start..el.end])
+                        .all(|(a, b)| a.text == b.text);
+                if same && el.start >= f.end {
+                    out[el.start..el.end].iter_mut().for_each(|x| *x = true);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+        }
+    }
+    out
+}
+
 /// Non-space chars of a block that is a paragraph of prose (about a sentence).
 const PARAGRAPH_CHARS: usize = 60;
 
@@ -309,6 +482,16 @@ const PARAGRAPH_CHARS: usize = 60;
 fn paragraph(b: &Block) -> bool {
     let chars = b.text.chars().filter(|c| !c.is_whitespace()).count();
     chars >= PARAGRAPH_CHARS && 4 * b.link_chars < chars
+}
+
+/// Whether `text` is a list written out with commas (names, tags, places: a comma
+/// for every four words or fewer, ten commas or more), not prose.
+fn comma_list(text: &str) -> bool {
+    let commas = text
+        .chars()
+        .filter(|&c| c == ',' || c == '，' || c == '、')
+        .count();
+    commas >= 10 && 4 * commas >= text.split_whitespace().count()
 }
 
 /// Whether `text` reads as prose: ten words or more ending a sentence.
@@ -395,12 +578,24 @@ fn boxed_in(
             // article's text: share bars and related boxes quote nothing.
             return false;
         }
-        if el.is_boiler() && !holds[x] && 2 * (d.chars[el.end] - d.chars[el.start]) < total {
+        if el.is_boiler()
+            && !holds[x]
+            && 2 * (d.chars[el.end] - d.chars[el.start]) < total
+            && !(el.weak_boiler && prose_box(ex, d, x))
+        {
             return true;
         }
         e = el.parent;
     }
     false
+}
+
+/// Whether element `x` reads as a box of the article's prose: a [`paragraph`] in it and
+/// under a quarter of its chars in links. A weakly boilerplate-named box
+/// (`elementor-widget-text-editor`) that does is the article's.
+fn prose_box(ex: &Extract, d: &Density, x: usize) -> bool {
+    let el = &ex.elems[x];
+    d.of(el.start, el.end) < 0.25 && ex.blocks[el.start..el.end].iter().any(paragraph)
 }
 
 /// Text of at most this many non-space chars is a short page's main text.
@@ -610,6 +805,110 @@ mod tests {
             "Subscribe",
         ] {
             assert!(!m.contains(gone), "{gone} in {m}");
+        }
+    }
+
+    /// Sections of `depth` nested page-builder boxes, each with a heading and
+    /// `paras[i]` paragraphs of its own.
+    fn sections(paras: &[usize], depth: usize, class: &str) -> String {
+        let mut out = String::new();
+        for (i, &n) in paras.iter().enumerate() {
+            out.push_str("<section>");
+            for _ in 0..depth {
+                out.push_str(&format!("<div class='{class}'>"));
+            }
+            out.push_str(&format!("<h2>Part {i} of the story</h2>"));
+            for j in 0..n {
+                out.push_str(&format!("<p>{PARA} Part {i}, line {j}.</p>"));
+            }
+            for _ in 0..depth {
+                out.push_str("</div>");
+            }
+            out.push_str("</section>");
+        }
+        out
+    }
+
+    /// An article cut into sections, shallow or deep in a grid, is given whole
+    /// (also when one section is longer than the others, so that it alone scores
+    /// best); the related box after it is not.
+    #[test]
+    fn an_article_split_into_sections_is_given_whole() {
+        let related = "<div class=related><h3>Read next</h3><p>Another story, with commas, names, and places in it, for the reader.</p></div>";
+        for paras in [[2, 2, 2, 2, 2, 2], [4, 2, 2, 2, 2, 2]] {
+            for depth in [1, 3, 7] {
+                let html = format!(
+                    "<body><nav><a href=/>Home</a></nav><main><article>{}{related}</article></main></body>",
+                    sections(&paras, depth, "row")
+                );
+                let m = main_of(&html).unwrap();
+                for i in 0..6 {
+                    assert!(
+                        m.contains(&format!("Part {i}, line 1.")),
+                        "depth {depth}, part {i}: {m}"
+                    );
+                    assert!(m.contains(&format!("Part {i} of the story")), "{m}");
+                }
+                assert!(!m.contains("Another story"), "depth {depth}: {m}");
+            }
+        }
+    }
+
+    /// Page builders name every box a widget (`elementor-widget-text-editor`), a
+    /// section wrapper may be named like navigation: prose inside overrules such
+    /// names, not a share or related box's.
+    #[test]
+    fn weak_boilerplate_names_yield_to_prose() {
+        let html = format!(
+            "<body><div class=content-nav-section>{}             <div class='share-box'><p>Share this article with your friends, colleagues, and family now please.</p></div>             </div><div class='menu'><ul><li><a href=/a>About</a></li><li><a href=/b>Blog</a></li></ul></div></body>",
+            sections(
+                &[2, 2, 2, 2],
+                4,
+                "elementor-widget elementor-widget-text-editor"
+            )
+        );
+        let m = main_of(&html).unwrap();
+        for i in 0..4 {
+            assert!(m.contains(&format!("Part {i}, line 1.")), "part {i}: {m}");
+        }
+        assert!(!m.contains("Share this") && !m.contains("About"), "{m}");
+    }
+
+    /// A page that carries its article thrice (variants for phone, tablet and
+    /// desktop) gives it once; a paragraph repeated on its own stays.
+    #[test]
+    fn variants_of_the_article_are_given_once() {
+        let body =
+            format!("<h2>The heading</h2><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} Three.</p>");
+        let html = format!(
+            "<body><main><div class='ssr-variant hidden-a'>{body}</div><div class='ssr-variant hidden-b'>{body}</div>             <div class='ssr-variant hidden-c'>{body}</div></main></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert_eq!(m.matches("Three.").count(), 1, "{m}");
+        assert_eq!(m.matches("The heading").count(), 1, "{m}");
+        let quoted =
+            format!("<body><article><p>{PARA}</p><p>{PARA}</p><p>{PARA} End.</p></article></body>");
+        assert_eq!(main_of(&quoted).unwrap().matches(PARA).count(), 3);
+    }
+
+    /// A list of names with a hundred commas is not the article it thanks: it
+    /// neither outscores the article's sections nor counts as its prose.
+    #[test]
+    fn a_list_of_names_does_not_outscore_the_article() {
+        let names: Vec<String> = (0..120).map(|i| format!("Name{i} Surname{i}")).collect();
+        let names = format!("<p>Thanks to {}.</p>", names.join(", "));
+        for html in [
+            format!(
+                "<body><div class=main><div class=story><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} Three.</p></div></div>\
+                 <div class=acknowledgements><div>{names}</div></div></body>"
+            ),
+            format!(
+                "<body><main><div class=s><p>{PARA}</p><p>{PARA} Two.</p></div><div class=s><p>{PARA} Three.</p>\
+                 <p>{PARA} Four.</p></div><div class=s>{names}</div></main></body>"
+            ),
+        ] {
+            let m = main_of(&html).unwrap();
+            assert!(m.contains("Two.") && m.contains("Three."), "{m}");
         }
     }
 }
