@@ -69,9 +69,36 @@ const LABELS: &[&str] = &[
 /// words with a `©` ("... La Paz, November 19, 2019. © Reuters / David Mercado").
 pub fn is_label(text: &str) -> bool {
     let t = text.trim_matches(|c: char| !c.is_alphanumeric());
-    (t.len() <= 40 && LABELS.contains(&t.to_lowercase().as_str()))
+    let l = t.to_lowercase();
+    (t.len() <= 40 && LABELS.contains(&l.as_str()))
         || (text.contains('©') && text.split_whitespace().count() <= 40)
+        || (t.split_whitespace().count() <= 5
+            && LABEL_OPENINGS.iter().any(|o| {
+                l.strip_prefix(o)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ':', '[']))
+            }))
 }
+
+/// Openings of the titles of a site's boxes of links to more of it ("Related
+/// articles", "See also", "More from The Times"), a title of five words or fewer.
+const LABEL_OPENINGS: &[&str] = &[
+    "related",
+    "see also",
+    "you may also like",
+    "you might also like",
+    "read next",
+    "more from",
+    "more stories",
+    "recommended for you",
+    "recommended reading",
+    "continue reading",
+    "weitere artikel",
+    "lire aussi",
+    "à lire aussi",
+    "leia também",
+    "lee también",
+    "leggi anche",
+];
 
 /// Month names and their abbreviations (English, German, French, Spanish, Italian,
 /// Portuguese, Indonesian).
@@ -248,6 +275,9 @@ const PROMO: &[&str] = &[
     "©",
     "copyright",
     "be reached at",
+    "reporting by",
+    "editing by",
+    "writing by",
     "email us",
     "contact us",
     "like this story",
@@ -276,6 +306,40 @@ pub fn is_promo(text: &str) -> bool {
     }
     let l = text.to_lowercase();
     PROMO.iter().any(|p| l.contains(p))
+}
+
+/// Openings of an author's presentation after the article ("About the author",
+/// "Über den Autor"), compared lowercased.
+const AUTHOR_BIO: &[&str] = &[
+    "about the author",
+    "about the authors",
+    "about the writer",
+    "about the contributor",
+    "about the expert",
+    "about the reviewer",
+    "meet the author",
+    "author bio",
+    "über den autor",
+    "über die autorin",
+    "à propos de l'auteur",
+    "à propos de l’auteur",
+    "sobre el autor",
+    "sobre la autora",
+    "sobre o autor",
+    "sull'autore",
+    "sull’autore",
+];
+
+/// Whether `text` opens an author's presentation: a heading such as "About the
+/// author", or a paragraph starting "About the author:".
+pub fn is_author_bio(text: &str) -> bool {
+    let l = text.trim_start().to_lowercase();
+    AUTHOR_BIO.iter().any(|p| {
+        l.strip_prefix(p).is_some_and(|rest| {
+            let rest = rest.trim_start();
+            rest.is_empty() || rest.starts_with([':', '-', '–', '—', '|'])
+        })
+    })
 }
 
 #[cfg(test)]
@@ -343,5 +407,43 @@ mod tests {
         assert!(!is_promo(
             "The council met on Tuesday to discuss the budget."
         ));
+        assert!(is_promo(
+            "(Reporting by Greg Roe; additional reporting by Ann Poe; editing by Mark Doe.)"
+        ));
+    }
+
+    #[test]
+    fn author_bios_and_box_titles() {
+        for t in [
+            "About the Author",
+            "About the author: Craig is a photographer based in Porto.",
+            "Über den Autor",
+            "ABOUT THE AUTHORS",
+        ] {
+            assert!(is_author_bio(t), "{t}");
+        }
+        for t in [
+            "About the study",
+            "About the authority of the court",
+            "Author",
+        ] {
+            assert!(!is_author_bio(t), "{t}");
+        }
+        for t in [
+            "Related articles",
+            "Related:",
+            "See also[edit]",
+            "More from The Valley News",
+            "You may also like",
+        ] {
+            assert!(is_label(t), "{t}");
+        }
+        for t in [
+            "Related work shows the river rose faster than the models said.",
+            "Relatedness",
+            "More from less: how the valley saves water each summer",
+        ] {
+            assert!(!is_label(t), "{t}");
+        }
     }
 }

@@ -219,6 +219,12 @@ fn hidden_by_attr(a: &Attrs<'_>) -> bool {
     if a.get("hidden").is_some() && !a.get("id").is_some_and(react_segment) {
         return true;
     }
+    if a.get("class").is_some_and(|c| {
+        c.split_ascii_whitespace()
+            .any(|w| SCREEN_READER_ONLY.iter().any(|s| w.eq_ignore_ascii_case(s)))
+    }) {
+        return true;
+    }
     a.get("style").is_some_and(|st| {
         let compact: String = st
             .chars()
@@ -228,6 +234,20 @@ fn hidden_by_attr(a: &Attrs<'_>) -> bool {
         compact.contains("display:none") || compact.contains("visibility:hidden")
     })
 }
+
+/// Class names of text for screen readers only, which the style sheets of the
+/// common frameworks (Bootstrap, WordPress, Drupal, ...) move off screen: "Share on
+/// Facebook (opens in a new window)", "Skip to content".
+const SCREEN_READER_ONLY: &[&str] = &[
+    "sr-only",
+    "screen-reader-text",
+    "screen-reader-only",
+    "visually-hidden",
+    "visuallyhidden",
+    "u-visually-hidden",
+    "element-invisible",
+    "a11y-hidden",
+];
 
 /// Whether `id` names a segment of React's streamed server rendering: `S:` and a
 /// hexadecimal number.
@@ -748,6 +768,12 @@ mod tests {
             <div hidden id=S:x><p>Not a segment</p></div><div hidden id=S:><p>Nor this</p></div></body>",
         );
         assert_eq!(e.text(), "Streamed");
+        // Text for screen readers only is not on the screen.
+        let e = ex(
+            "<body><p>Shared <span class='sr-only'>(opens in a new window)</span></p>\
+            <a class='screen-reader-text skip-link' href=#main>Skip to content</a></body>",
+        );
+        assert_eq!(e.text(), "Shared");
     }
 
     #[test]

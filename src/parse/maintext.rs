@@ -125,7 +125,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         return short_text(ex);
     }
     let texts: Vec<&str> = kept.iter().map(|b| b.text.as_str()).collect();
-    let out = without_title(texts.join("\n"), ex.title.as_deref());
+    let out = texts.join("\n");
     if out.is_empty() {
         return fallback(ex);
     }
@@ -220,7 +220,7 @@ fn common_ancestor(ex: &Extract, finals: &[f64], top: usize) -> usize {
 const REGION_SHARE: f64 = 0.8;
 /// The candidate holding under this share of the region's prose is a part of the
 /// article, not all of it.
-const TOP_SHARE: f64 = 0.3;
+const TOP_SHARE: f64 = 0.35;
 
 /// The page's prose region: the smallest element that holds [`REGION_SHARE`] of the
 /// chars of the page's prose (paragraphs outside strongly boilerplate-named boxes and
@@ -334,7 +334,7 @@ fn with_siblings(
             continue;
         }
         let ok = if scored[i] {
-            finals[i] >= sib_threshold
+            finals[i] >= sib_threshold && (el.weak_boiler || !el.is_boiler())
         } else if el.tag == "p" && el.end > el.start {
             let len = d.chars[el.end] - d.chars[el.start];
             let ld = d.of(el.start, el.end);
@@ -401,6 +401,22 @@ fn blocks_text<'a>(
             }
             kept.push(b);
         }
+    }
+    // An author's presentation in the second half ends the article.
+    if let Some(bio) = kept
+        .iter()
+        .skip(kept.len() / 2)
+        .position(|b| boilerplate::is_author_bio(&b.text))
+    {
+        kept.truncate(kept.len() / 2 + bio);
+    }
+    // The headline opens the body: the page's own heading (`h1`) or a line that
+    // repeats the `<title>`. It is a field of its own (`title`, `metadata.h1`).
+    if kept.len() > 1
+        && (kept[0].elem.is_some_and(|e| ex.elems[e].tag == "h1")
+            || repeats_title(&kept[0].text, ex.title.as_deref()))
+    {
+        kept.remove(0);
     }
     // A byline opens the article, promotional lines close it.
     let head = kept
@@ -530,12 +546,12 @@ fn dateline(ex: &Extract, b: &Block) -> bool {
     true
 }
 
-/// `text` without its first line when that line repeats the page's `<title>` (the
-/// article's heading: the title is a field of its own, not the start of the body). A
-/// heading that is the title, or is in it ("Headline | Site"), or holds it, counts.
-fn without_title(text: String, title: Option<&str>) -> String {
+/// Whether `line` repeats the page's `<title>` (the article's heading: the title is a
+/// field of its own, not the start of the body): a line of three words or more that
+/// is the title, or is in it ("Headline | Site"), or holds it.
+fn repeats_title(line: &str, title: Option<&str>) -> bool {
     let Some(title) = title else {
-        return text;
+        return false;
     };
     let norm = |s: &str| -> String {
         s.split(|c: char| !c.is_alphanumeric())
@@ -544,14 +560,8 @@ fn without_title(text: String, title: Option<&str>) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
-    let (f, t) = (norm(first), norm(title));
-    let repeats = f.split(' ').count() >= 3 && !t.is_empty() && (t.contains(&f) || f.contains(&t));
-    if repeats && !rest.trim().is_empty() {
-        rest.to_string()
-    } else {
-        text
-    }
+    let (f, t) = (norm(line), norm(title));
+    f.split(' ').count() >= 3 && !t.is_empty() && (t.contains(&f) || f.contains(&t))
 }
 
 /// Whether block `block` sits in a boilerplate-looking element (class/id or tag)
@@ -663,12 +673,12 @@ mod tests {
         let html = format!(
             "<body><nav><ul><li><a href=/>Home</a></li><li><a href=/a>About us and more</a></li></ul></nav>\
              <div class=sidebar><p>Sidebar text that is long enough to be a block, with a comma.</p></div>\
-             <div class=post><h1>Title</h1><p>{para}</p><p>{para}</p><p>{para} <a href=/x>a link</a></p></div>\
+             <div class=post><h2>Heading</h2><p>{para}</p><p>{para}</p><p>{para} <a href=/x>a link</a></p></div>\
              <footer><p>Copyright footer text that is long enough, sadly, to be a block.</p></footer></body>"
         );
         let ex = walk(&scraper::Html::parse_document(&html), "trawl");
         let m = main_text(&ex).unwrap();
-        assert!(m.contains("Title"), "{m}");
+        assert!(m.starts_with("Heading\n"), "{m}");
         assert_eq!(m.matches("This is a long paragraph").count(), 3, "{m}");
         assert!(
             !m.contains("Sidebar") && !m.contains("Copyright") && !m.contains("About us"),
@@ -701,25 +711,30 @@ mod tests {
 
     #[test]
     fn the_title_is_not_repeated_at_the_top() {
-        let t = "Rivers Rise After the Storm\nThe water came up overnight.".to_string();
+        let line = "Rivers Rise After the Storm";
         for title in [
             "Rivers Rise After the Storm",
             "Rivers rise after the storm | Valley News",
         ] {
+            assert!(repeats_title(line, Some(title)), "{title}");
+        }
+        // Another line, or a short one: not the title.
+        assert!(!repeats_title(line, Some("Valley News")));
+        assert!(!repeats_title("Storm", Some("Storm")));
+        assert!(!repeats_title(line, None));
+        // Through the extraction: the headline (the title, or the page's h1) goes,
+        // and the byline under it; a page of one line keeps it.
+        for (title, h) in [("Rivers Rise After the Storm", "h2"), ("Valley News", "h1")] {
+            let html = format!(
+                "<head><title>{title}</title></head><body><article><{h}>Rivers Rise After the Storm</{h}>\
+                 <p>By Jane Doe</p><p>{PARA}</p><p>{PARA}</p></article></body>"
+            );
             assert_eq!(
-                without_title(t.clone(), Some(title)),
-                "The water came up overnight."
+                main_of(&html).unwrap(),
+                format!("{PARA}\n{PARA}"),
+                "{title}"
             );
         }
-        // Another first line, a short one, or nothing after it: kept.
-        assert_eq!(without_title(t.clone(), Some("Valley News")), t);
-        let short = "Storm\nThe water came up.".to_string();
-        assert_eq!(without_title(short.clone(), Some("Storm")), short);
-        let alone = "Rivers Rise After the Storm".to_string();
-        assert_eq!(
-            without_title(alone.clone(), Some("Rivers Rise After the Storm")),
-            alone
-        );
     }
 
     #[test]

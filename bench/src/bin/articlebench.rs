@@ -56,6 +56,10 @@ struct Args {
     /// While tuning: print no held-out figure.
     #[arg(long)]
     tuning: bool,
+    /// Write every tuning page's main text, marked as `--show` marks it, to
+    /// DIR/<set>_<id>.txt (the held-out pages are not written).
+    #[arg(long)]
+    dump: Option<PathBuf>,
     /// Write the per-page scores of the tuning pages to this file (key, precision,
     /// recall, F1), to compare two versions page by page.
     #[arg(long)]
@@ -83,24 +87,23 @@ fn main_text(html: &[u8], url: &str, opts: &PageOpts, policy: &UrlPolicy) -> Str
         .unwrap_or_default()
 }
 
-/// Prints the extracted text marking lines mostly not annotated, then the annotated
-/// lines mostly missed.
-fn show_diff(got: &str, want: &str) {
-    println!("--- main text (`+` lines: mostly not annotated)");
+/// The extracted text with the lines mostly not annotated marked `+`, then the
+/// annotated lines mostly missed marked `-`.
+fn diff(got: &str, want: &str) -> String {
+    let mut out = String::from("--- main text (`+` lines: mostly not annotated)\n");
     for l in got.lines() {
-        println!(
-            "{} {l}",
-            if articles::covered(l, want) < 0.5 {
-                "+"
-            } else {
-                " "
-            }
-        );
+        let mark = if articles::covered(l, want) < 0.5 {
+            "+"
+        } else {
+            " "
+        };
+        out.push_str(&format!("{mark} {l}\n"));
     }
-    println!("--- annotated lines mostly missed");
+    out.push_str("--- annotated lines mostly missed\n");
     for l in want.lines().filter(|l| articles::covered(l, got) < 0.5) {
-        println!("- {l}");
+        out.push_str(&format!("- {l}\n"));
     }
+    out
 }
 
 /// One scored set: which pages, and whether it is held out.
@@ -222,7 +225,7 @@ fn run() -> anyhow::Result<()> {
             "{} ({}, {}): precision {:.3} recall {:.3} F1 {:.3}",
             page.key, page.kind, page.url, s.precision, s.recall, s.f1
         );
-        show_diff(&got, &page.truth);
+        print!("{}", diff(&got, &page.truth));
         return Ok(());
     }
     let peers = match &args.peers {
@@ -351,6 +354,14 @@ fn run() -> anyhow::Result<()> {
             ));
         }
         std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(dir) = &args.dump {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for &i in &tuning {
+            let path = dir.join(format!("{}.txt", pages[i].key.replace('/', "_")));
+            std::fs::write(&path, diff(&got[i], &pages[i].truth))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
     }
     if args.worst > 0 {
         let mut worst: Vec<(Scores, &str)> = tuning
