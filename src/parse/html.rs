@@ -353,7 +353,9 @@ pub fn class_kind(class: &str, id: &str) -> ClassKind {
         if s.is_empty() {
             continue;
         }
-        let l = s.to_ascii_lowercase();
+        // Drupal marks a node shown on the front page `node--promoted`: a state,
+        // not a promotion box.
+        let l = s.to_ascii_lowercase().replace("promoted", "");
         // An id of four words or more is a heading's slug
         // (`getting-into-trouble-with-shared-history`), not a role.
         let slug = is_id && l.split(['-', '_']).filter(|w| !w.is_empty()).count() >= 4;
@@ -750,6 +752,18 @@ mod tests {
 
     fn ex(s: &str) -> Extract {
         walk(&Html::parse_document(s), "trawl")
+    }
+
+    #[test]
+    fn class_names_say_what_a_box_is() {
+        let promo = class_kind("promo-box", "");
+        assert!(promo.boiler && !promo.weak && promo.weight < 0);
+        // Drupal's `node--promoted` is a state of the article, not a promotion.
+        let node = class_kind("node node--type-recipe node--promoted", "");
+        assert!(!node.boiler && node.weight == 0, "{node:?}");
+        let widget = class_kind("elementor-widget-text-editor", "");
+        assert!(widget.boiler && widget.weak);
+        assert_eq!(class_weight("entry-content", ""), 25);
     }
 
     #[test]

@@ -117,7 +117,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     let core = top;
     let top = common_ancestor(ex, &finals, top);
     let top = climb(ex, &finals, &scored, top);
-    let top = prose_region(ex, &d, top, core);
+    let top = prose_region(ex, &d, &finals, top, core);
     let chosen = with_siblings(ex, &d, &finals, &scored, top);
     let kept = blocks_text(ex, &d, chosen, core);
     if !kept.iter().any(|b| paragraph(b)) {
@@ -228,7 +228,7 @@ const TOP_SHARE: f64 = 0.35;
 /// holds under half of that region's prose, the article is spread over more boxes
 /// than the scores reach (sections of a few paragraphs each, deep in a page
 /// builder's grid): the region is the candidate.
-fn prose_region(ex: &Extract, d: &Density, top: usize, core: usize) -> usize {
+fn prose_region(ex: &Extract, d: &Density, finals: &[f64], top: usize, core: usize) -> usize {
     // The best element and its ancestors hold the article whatever their names (as in
     // [`blocks_text`]), as does a wrapper of half the page.
     let mut holds = vec![false; ex.elems.len()];
@@ -269,7 +269,8 @@ fn prose_region(ex: &Extract, d: &Density, top: usize, core: usize) -> usize {
         Some(r)
             if ex.elems[r].tag != "body"
                 && ex.elems[r].tag != "html"
-                && (of(top) as f64) < TOP_SHARE * of(r) as f64
+                && ((of(top) as f64) < TOP_SHARE * of(r) as f64
+                    || second_part(ex, d, finals, r, top, core) && 3 * of(top) < 2 * of(r))
                 // A page whose prose is mostly not counted (the article in a box
                 // named like navigation): the region would be a stray paragraph.
                 && of(r) > d.chars[ex.elems[top].end] - d.chars[ex.elems[top].start] =>
@@ -279,6 +280,34 @@ fn prose_region(ex: &Extract, d: &Density, top: usize, core: usize) -> usize {
         _ => top,
     }
 }
+
+/// Whether region `r` holds, beside the candidate `top`, an element scoring at
+/// least [`SECOND_PART`] of the best's score and a third of its text: the article's
+/// other half.
+fn second_part(
+    ex: &Extract,
+    d: &Density,
+    finals: &[f64],
+    r: usize,
+    top: usize,
+    core: usize,
+) -> bool {
+    let (rs, re) = (ex.elems[r].start, ex.elems[r].end);
+    let (ts, te) = (ex.elems[top].start, ex.elems[top].end);
+    let top_chars = d.chars[te] - d.chars[ts];
+    ex.elems.iter().enumerate().any(|(x, el)| {
+        el.start >= rs
+            && el.end <= re
+            && (el.end <= ts || el.start >= te)
+            && finals[x] >= SECOND_PART * finals[core]
+            && 3 * (d.chars[el.end] - d.chars[el.start]) >= top_chars
+            // Not a copy of the article (a page builder's variant for phones).
+            && ex.blocks[el.start].text != ex.blocks[ex.elems[core].start].text
+    })
+}
+
+/// See [`second_part`].
+const SECOND_PART: f64 = 0.6;
 
 /// Readability: from the best element `top`, climbs while an ancestor scores higher,
 /// or holds nothing else.
@@ -411,12 +440,17 @@ fn blocks_text<'a>(
         kept.truncate(kept.len() / 2 + bio);
     }
     // The headline opens the body: the page's own heading (`h1`) or a line that
-    // repeats the `<title>`. It is a field of its own (`title`, `metadata.h1`).
-    if kept.len() > 1
-        && (kept[0].elem.is_some_and(|e| ex.elems[e].tag == "h1")
-            || repeats_title(&kept[0].text, ex.title.as_deref()))
+    // repeats the `<title>`. It is a field of its own (`title`, `metadata.h1`), and
+    // short lines above it (a kicker, a banner) are not the article.
+    let headline = kept.iter().take(4).position(|b| {
+        b.elem.is_some_and(|e| ex.elems[e].tag == "h1")
+            || repeats_title(&b.text, ex.title.as_deref())
+    });
+    if let Some(h) = headline
+        && h + 1 < kept.len()
+        && !kept[..h].iter().any(|b| paragraph(b))
     {
-        kept.remove(0);
+        kept.drain(..=h);
     }
     // A byline opens the article, promotional lines close it.
     let head = kept
@@ -430,13 +464,23 @@ fn blocks_text<'a>(
             .take_while(|b| boilerplate::is_promo(&b.text))
             .count();
     // Short lines after the last sentence of prose, outside lists and tables: tags,
-    // names, "Related Roundup", widget titles.
+    // names, "Related Roundup", widget titles; and a list of links to other stories
+    // there, each item a headline with a link in it ("More Great Stories").
     if let Some(last) = kept[head..end].iter().rposition(|b| prose(&b.text)) {
         let last = head + last;
-        if kept[last + 1..end]
+        let tail = &kept[last + 1..end];
+        let linked_items = tail
             .iter()
-            .all(|b| b.text.split_whitespace().count() < 8 && !in_list(ex, b))
-        {
+            .filter(|b| in_list(ex, b) && b.link_chars > 0)
+            .count();
+        if tail.iter().all(|b| {
+            let words = words(&b.text);
+            if in_list(ex, b) {
+                linked_items >= 3 && b.link_chars > 0 && words < 25
+            } else {
+                words < 8
+            }
+        }) {
             end = last + 1;
         }
     }
@@ -510,9 +554,19 @@ fn comma_list(text: &str) -> bool {
     commas >= 10 && 4 * commas >= text.split_whitespace().count()
 }
 
+/// Words in `text`: separated by spaces, or two Chinese or Japanese characters to a
+/// word (those scripts write no spaces).
+fn words(text: &str) -> usize {
+    let cjk = text
+        .chars()
+        .filter(|&c| matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}'))
+        .count();
+    text.split_whitespace().count() + cjk / 2
+}
+
 /// Whether `text` reads as prose: ten words or more ending a sentence.
 fn prose(text: &str) -> bool {
-    text.split_whitespace().count() >= 10
+    words(text) >= 10
         && text
             .trim_end()
             .ends_with(['.', '!', '?', '"', '”', '»', ')', '。', '！', '？'])
@@ -925,5 +979,78 @@ mod tests {
             let m = main_of(&html).unwrap();
             assert!(m.contains("Two.") && m.contains("Three."), "{m}");
         }
+    }
+
+    /// A list of links to other stories after the article's last sentence goes with
+    /// its label; a list inside the article, or one without links, stays.
+    #[test]
+    fn a_trailing_list_of_stories_leaves_the_article() {
+        let stories: String = (0..4)
+            .map(|i| format!("<li>Story {i} of the week, <a href=/s{i}>read it here</a></li>"))
+            .collect();
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} End.</p>\
+             <div>More Great Stories</div><ul>{stories}</ul></article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.ends_with("End."), "{m}");
+        let steps: String = (0..4)
+            .map(|i| format!("<li>Step {i}: mix the flour</li>"))
+            .collect();
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} End.</p><ul>{steps}</ul></article></body>"
+        );
+        assert!(main_of(&html).unwrap().ends_with("Step 3: mix the flour"));
+    }
+
+    /// A kicker or a promotion banner above the headline goes with the headline.
+    #[test]
+    fn lines_above_the_headline_are_not_the_article() {
+        let html = format!(
+            "<head><title>Rivers Rise After the Storm - Valley News</title></head><body><main>\
+             <h2>New Laptops Now Available</h2><div>Weather</div><h1>Rivers Rise After the Storm</h1>\
+             <p>{PARA}</p><p>{PARA} Two.</p></main></body>"
+        );
+        assert_eq!(main_of(&html).unwrap(), format!("{PARA}\n{PARA} Two."));
+        // A paragraph above the title's line is the article's: nothing goes.
+        let html = format!(
+            "<head><title>Rivers</title></head><body><main><p>{PARA} Lede.</p>\
+             <h2>Rivers</h2><p>{PARA}</p><p>{PARA} Two.</p></main></body>"
+        );
+        assert!(main_of(&html).unwrap().starts_with(PARA), "lede kept");
+    }
+
+    /// An article in two boxes of a page (an introduction with one heading, the
+    /// steps with another) is given whole when the second box scores close to the
+    /// first; a run of teasers of similar score does not pull in the page.
+    #[test]
+    fn an_article_in_two_boxes_is_given_whole() {
+        let part = |name: &str, n: usize| -> String {
+            let ps: String = (0..n)
+                .map(|j| format!("<p>{PARA} {name}, line {j}.</p>"))
+                .collect();
+            format!(
+                "<div class=wrap><div class=inner><div class=box><h2>{name}</h2>{ps}</div></div></div>"
+            )
+        };
+        let html = format!(
+            "<body><div class=page><section>{}<div class=spacer><div class=x>{}</div></div></section></div>\
+             <footer><p>Copyright, all rights reserved, the company, its owners, and agents.</p></footer></body>",
+            part("Before you begin", 4),
+            part("The steps", 6)
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Before you begin, line 3."), "{m}");
+        assert!(m.contains("The steps, line 5."), "{m}");
+        assert!(!m.contains("Copyright"), "{m}");
+    }
+
+    #[test]
+    fn words_of_scripts_without_spaces() {
+        assert_eq!(words("three plain words"), 3);
+        assert_eq!(words("谷歌在2014年收购的人工智能公司"), 1 + 12 / 2);
+        assert!(prose(
+            "这款产品具有极其重要的意义，因为这意味着未来的人工智能技术可能不需要人类来教它。"
+        ));
     }
 }
