@@ -327,12 +327,14 @@ fn run() -> anyhow::Result<()> {
     }
     if let Some(held) = goal {
         println!(
-            "goal on the Zyte held-out half: F1 >= {GOAL_F1}, precision >= {GOAL_PRECISION}: {}",
+            "goal on the Zyte held-out half: F1 >= {GOAL_F1}, precision >= {GOAL_PRECISION}: {} (F1 {:.4}, precision {:.4})",
             if held.f1 >= GOAL_F1 && held.precision >= GOAL_PRECISION {
                 "met"
             } else {
                 "not met"
-            }
+            },
+            held.f1,
+            held.precision
         );
     }
     println!(
