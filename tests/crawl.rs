@@ -328,12 +328,14 @@ fn the_stop_file_stops_after_the_stage_and_wait_waits() {
     let s = setup();
     let stop = s.crawl.join("STOP");
     let mut child = s.spawn(&["--rounds", "5", "--wait", "1s"]);
-    wait_until("round 1 has its fetch list", || {
+    // Fetch has started (its state directory is there, not only the fetch list):
+    // a STOP written between generate and fetch would stop before fetch.
+    wait_until("round 1's fetch has started", || {
         s.journal().is_some_and(|j| {
             !j["current"]["record"]["segments"]
                 .as_array()
                 .is_none_or(|a| a.is_empty())
-        })
+        }) && s.crawl.join("fetch_state").exists()
     });
     std::fs::write(&stop, "").unwrap();
     let out = finish(child);

@@ -13,11 +13,13 @@
 //! 3. The best element is the main candidate. When three others of the five best
 //!    score three quarters of its score, the candidate is their lowest common
 //!    ancestor with it (readability's "alternative candidates"); then it climbs as in
-//!    readability. When it holds under 30% of the page's prose region (the smallest
-//!    element with 80% of the chars of the page's prose paragraphs), the article is
-//!    spread over more boxes than the scores reach, and the region is the candidate.
-//!    Siblings (same parent) scoring at least `max(10, 0.2 * best)` join it, as in
-//!    readability, and so do linkless paragraphs and lede boxes next to it.
+//!    readability. When it holds under 35% of the page's prose region (the smallest
+//!    element with 80% of the chars of the page's prose paragraphs), or under two
+//!    thirds of it while another element there scores 0.6 of the best with a third
+//!    of its text (the article's second box), the article is spread over more boxes
+//!    than the scores reach, and the region is the candidate. Siblings (same parent)
+//!    scoring at least `max(10, 0.2 * best)` join it, as in readability, and so do
+//!    linkless paragraphs and lede boxes next to it.
 //! 4. The main text is every block inside the chosen elements, except blocks with
 //!    link density above 0.5, blocks inside a boilerplate-looking element (tag, or
 //!    class/id: [`super::html::ElemInfo::boiler`]) below the candidate that holds
@@ -26,10 +28,14 @@
 //!    paragraph of prose and few links is the article's), blocks of an element that
 //!    repeats an earlier one block for block (a page's variants for phone, tablet
 //!    and desktop), and the lines [`super::boilerplate`] recognizes by their words:
-//!    labels and datelines anywhere, bylines at the top, promotional lines and
-//!    short lines after the last sentence at the end. Quotations stay.
-//! 5. A first line that repeats the page's `<title>` (the heading; "Headline | Site"
-//!    counts) is dropped: the title is a field of its own.
+//!    labels and datelines anywhere, bylines at the top, an author's presentation
+//!    in the second half and what follows it, promotional lines, short lines and
+//!    lists of links to other stories after the last sentence at the end.
+//!    Quotations stay.
+//! 5. The headline (the page's `h1` or a line that repeats its `<title>`;
+//!    "Headline | Site" counts) among the first four lines is dropped with the lines
+//!    above it (a kicker, a banner) unless one of them is a paragraph: the title is a
+//!    field of its own.
 //! 6. A page whose main text holds no paragraph of prose (60 non-space chars, under a
 //!    quarter in links) is not an article (a home page, a listing, a form): `None`,
 //!    unless all its plain text is short (a one-line page keeps it).
