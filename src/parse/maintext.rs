@@ -308,7 +308,8 @@ fn second_part(
             && finals[x] >= SECOND_PART * finals[core]
             && 3 * (d.chars[el.end] - d.chars[el.start]) >= top_chars
             // Not a copy of the article (a page builder's variant for phones).
-            && ex.blocks[el.start].text != ex.blocks[ex.elems[core].start].text
+            && ex.blocks.get(el.start).map(|b| &b.text)
+                != ex.blocks.get(ex.elems[core].start).map(|b| &b.text)
     })
 }
 
