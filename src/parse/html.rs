@@ -355,7 +355,10 @@ pub fn class_kind(class: &str, id: &str) -> ClassKind {
         }
         // Drupal marks a node shown on the front page `node--promoted`: a state,
         // not a promotion box.
-        let l = s.to_ascii_lowercase().replace("promoted", "");
+        let mut l = s.to_ascii_lowercase();
+        if l.contains("promoted") {
+            l = l.replace("promoted", "");
+        }
         // An id of four words or more is a heading's slug
         // (`getting-into-trouble-with-shared-history`), not a role.
         let slug = is_id && l.split(['-', '_']).filter(|w| !w.is_empty()).count() >= 4;
