@@ -15,7 +15,7 @@ pub const DOCS_HOST: &str = "docs.web.test";
 /// Pages of `/huge.pdf`.
 pub const HUGE_PAGES: usize = 2000;
 /// Pages of `/slow.pdf`.
-pub const SLOW_PAGES: usize = 40;
+pub const SLOW_PAGES: usize = 100;
 /// `Tj` operators on each page of `/slow.pdf`.
 pub const SLOW_OPERATORS: usize = 100_000;
 /// Bytes `/bomb.pdf`'s content stream inflates to.
@@ -459,7 +459,7 @@ pub fn docs_host() -> Host {
         &url("/slow.pdf"),
         "/slow.pdf",
         write_pdf(Some("Slow"), &slow, &[], true, true),
-        "40 pages of 100,000 text operators each (about 50 KB deflated): seconds to read, \
+        "100 pages of 100,000 text operators each (about 150 KB deflated): seconds to read, \
          a page at a time in little memory",
     ));
     add(doc(
