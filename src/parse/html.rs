@@ -249,6 +249,17 @@ const SCREEN_READER_ONLY: &[&str] = &[
     "a11y-hidden",
 ];
 
+/// Parts of class names of pop-ups shown on hover: tooltips, popovers, hover cards.
+const POPUP: &[&str] = &["tooltip", "popover", "hovercard", "hover-card", "rollover"];
+
+/// Whether `class` names a pop-up ([`POPUP`]).
+fn popup_named(class: &str) -> bool {
+    class.split_ascii_whitespace().any(|w| {
+        let w = w.to_ascii_lowercase();
+        POPUP.iter().any(|p| w.contains(p))
+    })
+}
+
 /// Whether `id` names a segment of React's streamed server rendering: `S:` and a
 /// hexadecimal number.
 fn react_segment(id: &str) -> bool {
@@ -422,12 +433,17 @@ enum Frame {
     Link,
     /// `<title>`.
     Title,
+    /// An inline element named as a pop-up's trigger (decrements the trigger counter
+    /// on close).
+    Trigger,
 }
 
 struct Walker<'a> {
     agent: &'a str,
     out: Extract,
     hidden: u32,
+    /// Inline elements named as pop-ups ([`POPUP`]) the walk is in.
+    popups: u32,
     boiler: u32,
     block_stack: Vec<usize>,
     buf: String,
@@ -570,6 +586,17 @@ impl Walker<'_> {
             self.flush();
             return self.open_block(a, tag);
         }
+        // A pop-up card inside its trigger (`<span class="tooltip">name<span
+        // class="tooltiptext">...</span></span>`, a person's hover card of links in the
+        // middle of a sentence) is shown on hover only: not text.
+        if a.get("class").is_some_and(popup_named) {
+            if self.popups > 0 {
+                self.hidden += 1;
+                return Frame::Hidden;
+            }
+            self.popups += 1;
+            return Frame::Trigger;
+        }
         // An inline caption, credit or dateline (`<span class=caption>`) is a block
         // of its own, so that main text can leave it out.
         if (tag == "span" || tag == "small" || tag == "time" || tag == "em")
@@ -607,6 +634,7 @@ impl Walker<'_> {
         match frame {
             Frame::Plain => {}
             Frame::Hidden => self.hidden -= 1,
+            Frame::Trigger => self.popups -= 1,
             Frame::Title => {
                 self.in_title = false;
                 self.out.title = self
@@ -706,6 +734,7 @@ pub fn walk(doc: &Html, agent: &str) -> Extract {
         agent,
         out: Extract::default(),
         hidden: 0,
+        popups: 0,
         boiler: 0,
         block_stack: Vec::new(),
         buf: String::new(),
@@ -791,6 +820,15 @@ mod tests {
             <a class='screen-reader-text skip-link' href=#main>Skip to content</a></body>",
         );
         assert_eq!(e.text(), "Shared");
+        // A pop-up card inside its trigger shows on hover only; its links stay links.
+        let e = ex(
+            "<body><p>Gov. <span class='rollover-people'><a href=/p/noem>Kristi Noem</a>\
+            <span class='rollover-people-block'><a href=/p/noem>Kristi Lynn Noem</a> \
+            <a href=/s/1>Another story</a></span></span> (R) said so. \
+            <span class='tooltip'>Hover<span class='tooltiptext'>Tip text</span></span></p></body>",
+        );
+        assert_eq!(e.text(), "Gov. Kristi Noem (R) said so. Hover");
+        assert!(e.links.iter().any(|l| l.href == "/s/1"));
     }
 
     #[test]

@@ -422,8 +422,7 @@ fn blocks_text<'a>(
         let el = &ex.elems[i];
         let total = d.chars[el.end] - d.chars[el.start];
         for (j, b) in ex.blocks[el.start..el.end].iter().enumerate() {
-            let c = b.text.chars().count().max(1);
-            if b.link_chars as f64 / c as f64 > 0.5 {
+            if mostly_links(b) {
                 continue;
             }
             if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total, &holds) {
@@ -538,6 +537,17 @@ fn copies(ex: &Extract, d: &Density, chosen: &[usize]) -> Vec<bool> {
         }
     }
     out
+}
+
+/// Chars outside links that make a link-heavy block a sentence of the article.
+const UNLINKED_SENTENCE: usize = 80;
+
+/// Whether block `b` is over half links and not a sentence of prose besides: a
+/// paragraph that names a person with a hover card of links inside it (a pop-up the
+/// style sheet hides) keeps its sentence.
+fn mostly_links(b: &Block) -> bool {
+    let c = b.text.chars().count().max(1);
+    2 * b.link_chars > c && (c - b.link_chars.min(c) < UNLINKED_SENTENCE || !prose(&b.text))
 }
 
 /// Non-space chars of a block that is a paragraph of prose (about a sentence).
@@ -986,6 +996,24 @@ mod tests {
             let m = main_of(&html).unwrap();
             assert!(m.contains("Two.") && m.contains("Three."), "{m}");
         }
+    }
+
+    /// A sentence over half links (references, "in my lists of X, Y and Z") stays
+    /// when its own words make a sentence; a line of links does not.
+    #[test]
+    fn a_sentence_of_links_stays_a_line_of_links_leaves() {
+        let lists = "<a href=/a>the best hotels in the world</a>, \
+            <a href=/b>the best luxury hotels in Oman</a>, <a href=/c>the best spas</a>";
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>{PARA} Two.</p>\
+             <p>This resort also features in my top ten lists of {lists}, and it is one \
+             I return to every single year.</p><p>{PARA} End.</p>\
+             <p><a href=/x>Home</a> <a href=/y>Hotels of the year and more</a> \
+             <a href=/z>Spas</a> and news</p></article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("top ten lists of the best hotels"), "{m}");
+        assert!(!m.contains("Hotels of the year"), "{m}");
     }
 
     /// A list of links to other stories after the article's last sentence goes with
