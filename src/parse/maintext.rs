@@ -124,7 +124,7 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     let top = common_ancestor(ex, &finals, top);
     let top = climb(ex, &finals, &scored, top);
     let top = prose_region(ex, &d, &finals, top, core);
-    let chosen = with_siblings(ex, &d, &finals, &scored, top);
+    let chosen = with_siblings(ex, &d, &finals, &scored, top, core);
     let kept = blocks_text(ex, &d, chosen, core);
     if !kept.iter().any(|b| paragraph(b)) {
         // Not an article: a home page, a listing, a form.
@@ -361,6 +361,7 @@ fn with_siblings(
     finals: &[f64],
     scored: &[bool],
     top: usize,
+    core: usize,
 ) -> Vec<usize> {
     let sib_threshold = (finals[top] * 0.2).max(10.0);
     let top_el = &ex.elems[top];
@@ -369,7 +370,14 @@ fn with_siblings(
         if i == top || el.parent != top_el.parent || el.parent.is_none() {
             continue;
         }
-        let ok = if scored[i] {
+        // A box of the page builder's grid holding a part of the article as strong
+        // as the second part of [`prose_region`]: its wrappers dilute its own score.
+        let part = (el.weak_boiler || !el.is_boiler())
+            && finals[core] > 0.0
+            && part_inside(ex, d, finals, i, SECOND_PART * finals[core]);
+        let ok = if part {
+            true
+        } else if scored[i] {
             finals[i] >= sib_threshold && (el.weak_boiler || !el.is_boiler())
         } else if el.tag == "p" && el.end > el.start {
             let len = d.chars[el.end] - d.chars[el.start];
@@ -397,6 +405,22 @@ fn with_siblings(
     }
     chosen.sort_by_key(|&i| ex.elems[i].start);
     chosen
+}
+
+/// Whether an element inside `x` that does not look like boilerplate scores at
+/// least `min` and holds most of `x`'s text: one part of the article (not a listing
+/// of teasers, each scoring well on its own).
+fn part_inside(ex: &Extract, d: &Density, finals: &[f64], x: usize, min: f64) -> bool {
+    let (start, end) = (ex.elems[x].start, ex.elems[x].end);
+    let chars = d.chars[end] - d.chars[start];
+    ex.elems[x + 1..]
+        .iter()
+        .zip(&finals[x + 1..])
+        // Elements come in document order: `x`'s descendants follow it.
+        .take_while(|(e, _)| e.start < end)
+        .any(|(e, &s)| {
+            s >= min && !e.is_boiler() && 2 * (d.chars[e.end] - d.chars[e.start]) >= chars
+        })
 }
 
 /// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
@@ -1078,6 +1102,38 @@ mod tests {
         assert!(m.contains("Before you begin, line 3."), "{m}");
         assert!(m.contains("The steps, line 5."), "{m}");
         assert!(!m.contains("Copyright"), "{m}");
+    }
+
+    /// A page builder's blocks side by side: an intro wrapped deeper than the body
+    /// (so that its wrapper scores little) is still a part of the article when what
+    /// it wraps scores like a part of it; the teasers beside them are not.
+    #[test]
+    fn a_deeply_wrapped_part_of_the_article_is_in_it() {
+        let intro = "Salt, pepper, oil, garlic, onions, lemons, thyme, bay leaves, and a pinch \
+            of sugar go in first, in that order.";
+        let intro: String = (0..3).map(|_| format!("<p>{intro}</p>")).collect();
+        let body: String = (0..9)
+            .map(|j| format!("<p>{PARA} Body, line {j}.</p>"))
+            .collect();
+        let teasers: String = (0..4)
+            .map(|i| {
+                format!(
+                    "<div class=teaser><h3><a href=/s{i}>Teaser {i}: the headline of \
+                     another story</a></h3><p>What it says, in brief...</p></div>"
+                )
+            })
+            .collect();
+        let html = format!(
+            "<body><div class=page>\
+             <div class=block><div class=wrap><div class=inner><div class=text>{intro}</div></div></div></div>\
+             <div class=block><img src=a.jpg></div>\
+             <div class=wrap><div class=inner><div class=text>{body}</div></div></div>\
+             <div class=more>{teasers}</div></div></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.starts_with("Salt, pepper"), "{m}");
+        assert!(m.contains("Body, line 8."), "{m}");
+        assert!(!m.contains("Teaser"), "{m}");
     }
 
     #[test]
