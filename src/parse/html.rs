@@ -252,11 +252,14 @@ const SCREEN_READER_ONLY: &[&str] = &[
 /// Parts of class names of pop-ups shown on hover: tooltips, popovers, hover cards.
 const POPUP: &[&str] = &["tooltip", "popover", "hovercard", "hover-card", "rollover"];
 
-/// Whether `class` names a pop-up ([`POPUP`]).
+/// Whether `class` names a pop-up ([`POPUP`], any case). The walk asks it of every
+/// inline element with a class: it compares in place, without a lowercased copy.
 fn popup_named(class: &str) -> bool {
-    class.split_ascii_whitespace().any(|w| {
-        let w = w.to_ascii_lowercase();
-        POPUP.iter().any(|p| w.contains(p))
+    let class = class.as_bytes();
+    POPUP.iter().any(|p| {
+        class
+            .windows(p.len())
+            .any(|w| w.eq_ignore_ascii_case(p.as_bytes()))
     })
 }
 
@@ -825,7 +828,7 @@ mod tests {
             "<body><p>Gov. <span class='rollover-people'><a href=/p/noem>Kristi Noem</a>\
             <span class='rollover-people-block'><a href=/p/noem>Kristi Lynn Noem</a> \
             <a href=/s/1>Another story</a></span></span> (R) said so. \
-            <span class='tooltip'>Hover<span class='tooltiptext'>Tip text</span></span></p></body>",
+            <span class='ToolTip'>Hover<span class='tooltiptext'>Tip text</span></span></p></body>",
         );
         assert_eq!(e.text(), "Gov. Kristi Noem (R) said so. Hover");
         assert!(e.links.iter().any(|l| l.href == "/s/1"));

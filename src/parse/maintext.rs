@@ -567,8 +567,9 @@ fn copies(ex: &Extract, d: &Density, chosen: &[usize]) -> Vec<bool> {
 const UNLINKED_SENTENCE: usize = 80;
 
 /// Whether block `b` is over half links and not a sentence of prose besides: a
-/// paragraph that names a person with a hover card of links inside it (a pop-up the
-/// style sheet hides) keeps its sentence.
+/// sentence that cites its sources or links a list of places ("in my lists of the
+/// best hotels in Oman, the best spas, ...") keeps its place; a line of links does
+/// not.
 fn mostly_links(b: &Block) -> bool {
     let c = b.text.chars().count().max(1);
     2 * b.link_chars > c && (c - b.link_chars.min(c) < UNLINKED_SENTENCE || !prose(&b.text))
