@@ -123,9 +123,10 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     let core = top;
     let top = common_ancestor(ex, &finals, top);
     let top = climb(ex, &finals, &scored, top);
-    let top = prose_region(ex, &d, &finals, top, core);
+    let holds = article_chain(ex, core);
+    let top = prose_region(ex, &d, &finals, &holds, top, core);
     let chosen = with_siblings(ex, &d, &finals, &scored, top, core);
-    let kept = blocks_text(ex, &d, chosen, core);
+    let kept = blocks_text(ex, &d, chosen, &holds);
     if !kept.iter().any(|b| paragraph(b)) {
         // Not an article: a home page, a listing, a form.
         return short_text(ex);
@@ -234,15 +235,16 @@ const TOP_SHARE: f64 = 0.35;
 /// holds under half of that region's prose, the article is spread over more boxes
 /// than the scores reach (sections of a few paragraphs each, deep in a page
 /// builder's grid): the region is the candidate.
-fn prose_region(ex: &Extract, d: &Density, finals: &[f64], top: usize, core: usize) -> usize {
-    // The best element and its ancestors hold the article whatever their names (as in
-    // [`blocks_text`]), as does a wrapper of half the page.
-    let mut holds = vec![false; ex.elems.len()];
-    let mut e = Some(core);
-    while let Some(x) = e {
-        holds[x] = true;
-        e = ex.elems[x].parent;
-    }
+/// `holds` is [`article_chain`]: those elements hold the article whatever their
+/// names, as does a wrapper of half the page.
+fn prose_region(
+    ex: &Extract,
+    d: &Density,
+    finals: &[f64],
+    holds: &[bool],
+    top: usize,
+    core: usize,
+) -> usize {
     let page = d.chars[ex.blocks.len()];
     let strong = |x: usize| {
         let e = &ex.elems[x];
@@ -423,23 +425,27 @@ fn part_inside(ex: &Extract, d: &Density, finals: &[f64], x: usize, min: f64) ->
         })
 }
 
-/// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
-/// blocks and blocks inside a boilerplate-looking box of the element (see
-/// [`boxed_in`]).
-fn blocks_text<'a>(
-    ex: &'a Extract,
-    d: &Density,
-    chosen: Vec<usize>,
-    core: usize,
-) -> Vec<&'a Block> {
-    // The best-scoring element and its ancestors hold the article, whatever their
-    // names say (`<div class="box article modal-enabled">`).
+/// The best-scoring element `core` and its ancestors, marked by index: they hold the
+/// article, whatever their names say (`<div class="box article modal-enabled">`).
+fn article_chain(ex: &Extract, core: usize) -> Vec<bool> {
     let mut holds = vec![false; ex.elems.len()];
     let mut e = Some(core);
     while let Some(x) = e {
         holds[x] = true;
         e = ex.elems[x].parent;
     }
+    holds
+}
+
+/// Step 4: the blocks of the `chosen` elements, one per line, except link-heavy
+/// blocks and blocks inside a boilerplate-looking box of the element (see
+/// [`boxed_in`]; `holds` is [`article_chain`]).
+fn blocks_text<'a>(
+    ex: &'a Extract,
+    d: &Density,
+    chosen: Vec<usize>,
+    holds: &[bool],
+) -> Vec<&'a Block> {
     let copies = copies(ex, d, &chosen);
     let mut kept: Vec<&Block> = Vec::new();
     for i in chosen {
@@ -449,7 +455,7 @@ fn blocks_text<'a>(
             if mostly_links(b) {
                 continue;
             }
-            if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total, &holds) {
+            if b.boiler_depth > el.boiler_depth && boxed_in(ex, d, el.start + j, i, total, holds) {
                 continue;
             }
             if boilerplate::is_label(&b.text) || dateline(ex, b) {
