@@ -430,8 +430,9 @@ enum Frame {
     Plain,
     /// A hidden element (decrements the hidden counter on close).
     Hidden,
-    /// A block element (index into elems).
-    Block(usize, bool),
+    /// A block element (index into elems; whether it counts as boilerplate is its
+    /// [`ElemInfo::boiler`] when it closes).
+    Block(usize),
     /// A link (pops the link frame on close).
     Link,
     /// `<title>`.
@@ -612,6 +613,19 @@ impl Walker<'_> {
     }
 
     fn open_block(&mut self, a: &Attrs<'_>, tag: &'static str) -> Frame {
+        // A `figure` is boilerplate by its tag because it mostly frames a picture;
+        // one that frames a table or a listing (`<figure class="wp-block-table">`, as
+        // WordPress writes every table) frames the article's own content.
+        if matches!(tag, "table" | "pre")
+            && let Some(&f) = self.block_stack.last()
+            && let Some(fig) = self.out.elems.get_mut(f)
+            && fig.tag == "figure"
+            && fig.boiler
+            && fig.class_weight >= 0
+        {
+            fig.boiler = false;
+            self.boiler = self.boiler.saturating_sub(1);
+        }
         let kind = class_kind(a.get("class").unwrap_or(""), a.get("id").unwrap_or(""));
         let cw = kind.weight;
         let boiler = kind.boiler || kind.caption || tag_is_boiler(tag);
@@ -630,7 +644,7 @@ impl Walker<'_> {
         if boiler {
             self.boiler += 1;
         }
-        Frame::Block(idx, boiler)
+        Frame::Block(idx)
     }
 
     fn close(&mut self, frame: Frame) {
@@ -658,11 +672,11 @@ impl Walker<'_> {
                     });
                 }
             }
-            Frame::Block(idx, boiler) => self.close_block(idx, boiler),
+            Frame::Block(idx) => self.close_block(idx),
         }
     }
 
-    fn close_block(&mut self, idx: usize, boiler: bool) {
+    fn close_block(&mut self, idx: usize) {
         self.flush();
         if let Some((level, h)) = self.heading.take() {
             // Only the heading's own block closes it.
@@ -680,8 +694,10 @@ impl Walker<'_> {
                 self.heading = Some((level, h));
             }
         }
+        let mut boiler = false;
         if let Some(e) = self.out.elems.get_mut(idx) {
             e.end = self.out.blocks.len();
+            boiler = e.boiler;
         }
         self.block_stack.pop();
         if boiler {

@@ -33,7 +33,7 @@
 //!    lists of links to other stories after the last sentence at the end.
 //!    Quotations stay.
 //! 5. The headline (the page's `h1` or a line that repeats its `<title>`;
-//!    "Headline | Site" counts) among the first four lines is dropped with the lines
+//!    "Headline | Site" counts) among the first eight lines is dropped with the lines
 //!    above it (a kicker, a banner) unless one of them is a paragraph: the title is a
 //!    field of its own.
 //! 6. A page whose main text holds no paragraph of prose (60 non-space chars, under a
@@ -104,7 +104,9 @@ pub fn main_text(ex: &Extract) -> Option<String> {
     }
     let d = Density::new(ex);
     let (points, scored) = block_points(ex, &d);
+    let fenced = fenced(ex);
     let mut best: Option<(usize, f64)> = None;
+    let mut best_fenced: Option<(usize, f64)> = None;
     let mut finals = vec![f64::MIN; n];
     for (i, el) in ex.elems.iter().enumerate() {
         if !scored[i] || el.tag == "body" || el.tag == "html" {
@@ -113,10 +115,19 @@ pub fn main_text(ex: &Extract) -> Option<String> {
         let s = (points[i] + tag_bonus(el.tag) + el.class_weight as f64)
             * (1.0 - d.of(el.start, el.end));
         finals[i] = s;
-        if best.is_none_or(|(_, b)| s > b) {
-            best = Some((i, s));
+        let slot = if fenced[i] {
+            &mut best_fenced
+        } else {
+            &mut best
+        };
+        if slot.is_none_or(|(_, b)| s > b) {
+            *slot = Some((i, s));
         }
     }
+    let best = match (best, best_fenced) {
+        (Some(open), Some(boxed)) if FENCED_LEAD * open.1 < boxed.1 => Some(boxed),
+        (open, boxed) => open.or(boxed),
+    };
     let Some((top, _)) = best else {
         return fallback(ex);
     };
@@ -175,6 +186,26 @@ fn block_points(ex: &Extract, d: &Density) -> (Vec<f64>, Vec<bool>) {
         }
     }
     (points, scored)
+}
+
+/// A candidate fenced off in a box that is not the article's is the best only when
+/// it scores this many times the best outside such boxes: comments longer than
+/// the article lose to it, an article in a box named like a sidebar keeps its place.
+const FENCED_LEAD: f64 = 4.0;
+
+/// The elements inside a box that is a `footer`, `aside` or `nav`, or is named
+/// like boilerplate by its class or id and not like content (`comments`,
+/// `sidebar`; not `sidebar-content`), whatever its size: readability's "unlikely
+/// candidates", which compete only when nothing else does (see [`FENCED_LEAD`]).
+fn fenced(ex: &Extract) -> Vec<bool> {
+    let mut fenced = vec![false; ex.elems.len()];
+    for (i, el) in ex.elems.iter().enumerate() {
+        // Elements come in document order: the parent's flag is set.
+        fenced[i] = el.parent.is_some_and(|p| fenced[p])
+            || matches!(el.tag, "footer" | "aside" | "nav")
+            || (el.is_boiler() && !el.weak_boiler && el.class_weight < 0);
+    }
+    fenced
 }
 
 /// Readability: the best candidates. When at least three others of the five best score
@@ -236,7 +267,7 @@ const TOP_SHARE: f64 = 0.35;
 /// than the scores reach (sections of a few paragraphs each, deep in a page
 /// builder's grid): the region is the candidate.
 /// `holds` is [`article_chain`]: those elements hold the article whatever their
-/// names, as does a wrapper of half the page.
+/// names.
 fn prose_region(
     ex: &Extract,
     d: &Density,
@@ -245,13 +276,9 @@ fn prose_region(
     top: usize,
     core: usize,
 ) -> usize {
-    let page = d.chars[ex.blocks.len()];
     let strong = |x: usize| {
         let e = &ex.elems[x];
-        e.is_boiler()
-            && !e.weak_boiler
-            && !holds[x]
-            && 2 * (d.chars[e.end] - d.chars[e.start]) < page
+        e.is_boiler() && !e.weak_boiler && !holds[x]
     };
     // Prefix sums of prose chars over the blocks.
     let mut prose = Vec::with_capacity(ex.blocks.len() + 1);
@@ -307,7 +334,7 @@ fn second_part(
         el.start >= rs
             && el.end <= re
             && (el.end <= ts || el.start >= te)
-            && finals[x] >= SECOND_PART * finals[core]
+            && finals[x] >= part_share(d, el) * finals[core]
             && 3 * (d.chars[el.end] - d.chars[el.start]) >= top_chars
             // Not a copy of the article (a page builder's variant for phones).
             && ex.blocks.get(el.start).map(|b| &b.text)
@@ -317,6 +344,22 @@ fn second_part(
 
 /// See [`second_part`].
 const SECOND_PART: f64 = 0.6;
+/// [`SECOND_PART`] for a box nearly without links (under [`LINKLESS`] of its
+/// chars): related stories and teasers link to their pages, a part of the article
+/// need not.
+const LINKLESS_PART: f64 = 0.5;
+/// See [`LINKLESS_PART`].
+const LINKLESS: f64 = 0.02;
+
+/// The share of the best's score that makes `el` a part of the article
+/// ([`SECOND_PART`] or [`LINKLESS_PART`]).
+fn part_share(d: &Density, el: &super::html::ElemInfo) -> f64 {
+    if d.of(el.start, el.end) < LINKLESS {
+        LINKLESS_PART
+    } else {
+        SECOND_PART
+    }
+}
 
 /// Readability: from the best element `top`, climbs while an ancestor scores higher,
 /// or holds nothing else.
@@ -376,7 +419,7 @@ fn with_siblings(
         // as the second part of [`prose_region`]: its wrappers dilute its own score.
         let part = (el.weak_boiler || !el.is_boiler())
             && finals[core] > 0.0
-            && part_inside(ex, d, finals, i, SECOND_PART * finals[core]);
+            && part_inside(ex, d, finals, i, part_share(d, el) * finals[core]);
         let ok = if part {
             true
         } else if scored[i] {
@@ -476,9 +519,10 @@ fn blocks_text<'a>(
         kept.truncate(kept.len() / 2 + bio);
     }
     // The headline opens the body: the page's own heading (`h1`) or a line that
-    // repeats the `<title>`. It is a field of its own (`title`, `metadata.h1`), and
-    // short lines above it (a kicker, a banner) are not the article.
-    let headline = kept.iter().take(4).position(|b| {
+    // repeats the `<title>`, among the first [`HEADLINE_LINES`]. It is a field of
+    // its own (`title`, `metadata.h1`), and short lines above it (a kicker, a
+    // banner, the "A+ A-" of a font-size control) are not the article.
+    let headline = kept.iter().take(HEADLINE_LINES).position(|b| {
         b.elem.is_some_and(|e| ex.elems[e].tag == "h1")
             || repeats_title(&b.text, ex.title.as_deref())
     });
@@ -524,6 +568,9 @@ fn blocks_text<'a>(
     kept.drain(..head);
     kept
 }
+
+/// The headline is looked for among this many first lines of the main text.
+const HEADLINE_LINES: usize = 8;
 
 /// Blocks of an element that repeats an earlier element word for word, block for
 /// block (at least two blocks and [`SHORT_PAGE_CHARS`] chars): a page that carries
@@ -1150,5 +1197,80 @@ mod tests {
         assert!(prose(
             "这款产品具有极其重要的意义，因为这意味着未来的人工智能技术可能不需要人类来教它。"
         ));
+    }
+
+    #[test]
+    fn comments_longer_than_the_article_do_not_replace_it() {
+        let paras: String = (0..4)
+            .map(|j| format!("<p>{PARA} Story {j}.</p>"))
+            .collect();
+        let comments: String = (0..20)
+            .map(|j| format!("<li><p>{PARA} Reader {j} says so, at length, twice.</p></li>"))
+            .collect();
+        let html = format!(
+            "<body><div class=main><h1>Title</h1>{paras}</div>\
+             <ul class=comments>{comments}</ul></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Story 2."), "{m}");
+        assert!(!m.contains("Reader"), "{m}");
+        // A footer's disclaimer is no more the article than comments are.
+        let html = format!(
+            "<body><div class=main><p>{PARA} Story.</p></div><footer><div>\
+             {}</div></footer></body>",
+            (0..4)
+                .map(|j| format!("<p>{PARA} Disclaimer {j}.</p>"))
+                .collect::<String>()
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Story."), "{m}");
+        assert!(!m.contains("Disclaimer"), "{m}");
+        // Nothing else on the page: the box is what there is.
+        let html = format!("<body><div class=sidebar>{paras}</div></body>");
+        assert!(main_of(&html).unwrap().contains("Story 2."));
+    }
+
+    #[test]
+    fn a_table_in_a_figure_is_the_articles() {
+        let html = format!(
+            "<body><article><p>{PARA} Before.</p><figure class=wp-block-table><table>\
+             <tr><td>Pros</td><td>Cons</td></tr><tr><td>Fast to build</td><td>Costly</td></tr>\
+             </table><figcaption>Table 1: a caption</figcaption></figure><p>{PARA} After.</p>\
+             <figure><img src=a.jpg><figcaption>A photo of the author</figcaption></figure>\
+             </article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Fast to build\nCostly"), "{m}");
+        assert!(!m.contains("Table 1"), "{m}");
+        assert!(!m.contains("photo of the author"), "{m}");
+    }
+
+    #[test]
+    fn a_linkless_part_between_pictures_is_in_the_article() {
+        // A site builder's text boxes between galleries: the parts after the first
+        // score about half of it (under the 0.6 that a box with links needs).
+        let text = |from: usize, n: usize| -> String {
+            let ps: String = (from..from + n)
+                .map(|j| format!("<p>{PARA} Step {j}.</p>"))
+                .collect();
+            format!("<div class=box><div class=inner><div class=rich>{ps}</div></div></div>")
+        };
+        let gallery = "<div class=box><div class=gallery><img src=a.jpg></div></div>";
+        let teasers: String = (0..3)
+            .map(|j| {
+                format!(
+                    "<p><a href=/s{j}>Another story {j}, as sites headline it</a>: in brief.</p>"
+                )
+            })
+            .collect();
+        let html = format!(
+            "<body><div class=page>{}{gallery}{}{gallery}<div class=box><div class=inner>\
+             <div class=rich>{teasers}</div></div></div></div></body>",
+            text(0, 6),
+            text(6, 3)
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Step 0.") && m.contains("Step 8."), "{m}");
+        assert!(!m.contains("Another story"), "{m}");
     }
 }
