@@ -16,6 +16,8 @@
 # WCXB names a copy of the WCXB benchmark (git clone
 # https://github.com/Murrough-Foley/web-content-extraction-benchmark) for the main-text
 # benchmark's second public set; without it that set is skipped with a message.
+# TRAFILATURA names a clone of https://github.com/adbar/trafilatura: its evaluation pages
+# (snippets that must and must not be in the main text) are reported as a tuning set.
 # SEARCH_PAGES (default 100000) is the size of the synthetic index the query latency
 # is measured on (docs/search.md).
 set -euo pipefail
@@ -97,7 +99,9 @@ echo "   out of tuning), WCXB when WCXB=DIR names a copy (its test split held ou
 WCXB=${WCXB:-${TRAWL_WCXB:-}}
 "$PYTHON" bench/peers/extract.py --out "$OUT/article-peers.json" ${WCXB:+--wcxb "$WCXB"} \
   --corpora "${TRAWL_CORPORA:-../shared/corpora}"
-"$BIN/articlebench" --peers "$OUT/article-peers.json" ${WCXB:+--wcxb "$WCXB"}
+TRAFILATURA=${TRAFILATURA:-${TRAWL_TRAFILATURA:-}}
+"$BIN/articlebench" --peers "$OUT/article-peers.json" ${WCXB:+--wcxb "$WCXB"} \
+  ${TRAFILATURA:+--trafilatura "$TRAFILATURA"}
 
 echo
 echo "== rendering: pages/s of fetch with [fetch.render] (headless Chromium, 1/2/4 tabs) beside fetch without it"

@@ -290,9 +290,129 @@ pub fn load_wcxb(dir: &Path) -> Result<Vec<Page>> {
     Ok(out)
 }
 
+/// A page of trafilatura's evaluation set (`tests/evaldata.json` of
+/// github.com/adbar/trafilatura, pages in `tests/eval` and `tests/cache`): snippets
+/// its main text must hold (`with`) and must not (`without`).
+pub struct SnippetPage {
+    /// The page's URL (the key of evaldata.json).
+    pub url: String,
+    /// The page.
+    pub html: Vec<u8>,
+    /// Snippets of the main text.
+    pub with: Vec<String>,
+    /// Snippets of the page outside the main text.
+    pub without: Vec<String>,
+}
+
+/// The pages of trafilatura's evaluation set in a clone `dir` of its repository
+/// (entries whose file is missing are skipped).
+pub fn load_trafilatura(dir: &Path) -> Result<Vec<SnippetPage>> {
+    let index = dir.join("tests").join("evaldata.json");
+    let data = json_file(&index)?;
+    let entries = data.as_object().ok_or_else(|| {
+        Error::input(
+            index.display().to_string(),
+            "not a JSON object of url -> {file, with, without}",
+        )
+    })?;
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (url, e) in entries {
+        let Some(file) = e["file"].as_str() else {
+            continue;
+        };
+        let html = ["eval", "cache"]
+            .iter()
+            .map(|d| dir.join("tests").join(d).join(file))
+            .find(|p| p.is_file());
+        let Some(html) = html else { continue };
+        out.push(SnippetPage {
+            url: url.clone(),
+            html: std::fs::read(&html).at(&html)?,
+            with: strings(&e["with"]),
+            without: strings(&e["without"]),
+        });
+    }
+    Ok(out)
+}
+
+/// Snippet counts of one page: `with` snippets found and missed, `without`
+/// snippets kept and left out (whitespace runs compare as one space).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SnippetCounts {
+    /// `with` snippets in the text.
+    pub found: usize,
+    /// `with` snippets not in it.
+    pub missed: usize,
+    /// `without` snippets in it.
+    pub kept: usize,
+    /// `without` snippets not in it.
+    pub left_out: usize,
+}
+
+impl SnippetCounts {
+    /// Adds another page's counts.
+    pub fn add(&mut self, o: SnippetCounts) {
+        self.found += o.found;
+        self.missed += o.missed;
+        self.kept += o.kept;
+        self.left_out += o.left_out;
+    }
+}
+
+/// Counts the snippets of `page` in `text`.
+pub fn snippets(page: &SnippetPage, text: &str) -> SnippetCounts {
+    let norm = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = norm(text);
+    let mut c = SnippetCounts::default();
+    for w in &page.with {
+        if text.contains(&norm(w)) {
+            c.found += 1;
+        } else {
+            c.missed += 1;
+        }
+    }
+    for w in &page.without {
+        if text.contains(&norm(w)) {
+            c.kept += 1;
+        } else {
+            c.left_out += 1;
+        }
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippets_compare_whitespace_collapsed() {
+        let page = SnippetPage {
+            url: "u".into(),
+            html: Vec::new(),
+            with: vec!["the  story\n goes".into(), "missing".into()],
+            without: vec!["Read more".into(), "footer".into()],
+        };
+        let c = snippets(&page, "The day: the story goes on.\nRead more");
+        assert_eq!(
+            c,
+            SnippetCounts {
+                found: 1,
+                missed: 1,
+                kept: 1,
+                left_out: 1
+            }
+        );
+    }
 
     #[test]
     fn shingle_metric_by_hand() {

@@ -42,6 +42,11 @@ struct Args {
     /// A copy of WCXB (metadata.json, dev/, test/); skipped when not given.
     #[arg(long, env = "TRAWL_WCXB")]
     wcxb: Option<PathBuf>,
+    /// A clone of github.com/adbar/trafilatura: its evaluation pages
+    /// (tests/evaldata.json, snippets the main text must and must not hold) are
+    /// reported as one more tuning set; skipped when not given.
+    #[arg(long, env = "TRAWL_TRAFILATURA")]
+    trafilatura: Option<PathBuf>,
     /// The peers' texts of the same pages (bench/peers/extract.py), scored beside trawl.
     #[arg(long)]
     peers: Option<PathBuf>,
@@ -343,6 +348,30 @@ fn run() -> anyhow::Result<()> {
         bytes as f64 / 1e6,
         bytes as f64 / 1e6 / secs
     );
+    if let Some(dir) = &args.trafilatura {
+        let snippet_pages = articles::load_trafilatura(dir)?;
+        let mut c = articles::SnippetCounts::default();
+        for n in pool.install(|| {
+            snippet_pages
+                .par_iter()
+                .map(|p| articles::snippets(p, &main_text(&p.html, &p.url, &opts, &policy)))
+                .collect::<Vec<_>>()
+        }) {
+            c.add(n);
+        }
+        let ratio = |a: usize, b: usize| a as f64 / (a + b).max(1) as f64;
+        let (p, r) = (ratio(c.found, c.kept), ratio(c.found, c.missed));
+        println!(
+            "trafilatura's evaluation pages (tuning; {} pages, snippets): main-text snippets found {} of {}, \
+             outside snippets kept {} of {}; precision {p:.3} recall {r:.3} F1 {:.3}",
+            snippet_pages.len(),
+            c.found,
+            c.found + c.missed,
+            c.kept,
+            c.kept + c.left_out,
+            2.0 * p * r / (p + r).max(f64::MIN_POSITIVE)
+        );
+    }
     let tuning: Vec<usize> = (0..pages.len())
         .filter(|&i| pages[i].split == Split::Tuning && pages[i].kind == "article")
         .collect();
