@@ -10,16 +10,19 @@
 //!    (1 - link density)`, where the tag bonus follows readability (div +5,
 //!    pre/td/blockquote +3, lists/forms -3, headings/th -5) and the class/id
 //!    weight is +25 for content-like names and -25 for boilerplate-like names.
-//! 3. The best element is the main candidate. When three others of the five best
+//! 3. The best element is the main candidate; an element inside a `footer`, `aside`
+//!    or `nav`, or inside a box named like boilerplate and not like content
+//!    (readability's "unlikely candidates": comments, a sidebar), is it only when it
+//!    scores 4 times the best outside such boxes. When three others of the five best
 //!    score three quarters of its score, the candidate is their lowest common
 //!    ancestor with it (readability's "alternative candidates"); then it climbs as in
 //!    readability. When it holds under 35% of the page's prose region (the smallest
 //!    element with 80% of the chars of the page's prose paragraphs), or under two
-//!    thirds of it while another element there scores 0.6 of the best with a third
-//!    of its text (the article's second box), the article is spread over more boxes
-//!    than the scores reach, and the region is the candidate. Siblings (same parent)
-//!    scoring at least `max(10, 0.2 * best)` join it, as in readability, and so do
-//!    linkless paragraphs and lede boxes next to it.
+//!    thirds of it while another element there scores 0.6 of the best (0.5 with
+//!    almost no links) with a third of its text (the article's second box), the
+//!    article is spread over more boxes than the scores reach, and the region is the
+//!    candidate. Siblings (same parent) scoring at least `max(10, 0.2 * best)` join
+//!    it, as in readability, and so do linkless paragraphs and lede boxes next to it.
 //! 4. The main text is every block inside the chosen elements, except blocks with
 //!    link density above 0.5, blocks inside a boilerplate-looking element (tag, or
 //!    class/id: [`super::html::ElemInfo::boiler`]) below the candidate that holds
