@@ -202,23 +202,28 @@ fn json_file(path: &Path) -> Result<serde_json::Value> {
         .map_err(|e| Error::input(path.display().to_string(), format!("invalid JSON: {e}")))
 }
 
+/// A JSON file that must hold an object; `what` names its entries for the error.
+fn json_object(path: &Path, what: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
+    match json_file(path)? {
+        serde_json::Value::Object(m) => Ok(m),
+        _ => Err(Error::input(
+            path.display().to_string(),
+            format!("not a JSON object of {what}"),
+        )),
+    }
+}
+
 /// The Zyte (Scrapinghub) article extraction benchmark as vendored in
 /// bench/data/article-extraction-benchmark: `ground-truth.json` (id -> url,
 /// articleBody) and `html/<id>.html.gz`. Ids `8`-`f` are held out ([`held_out`]).
 pub fn load_zyte(dir: &Path) -> Result<Vec<Page>> {
     let truth_path = dir.join("ground-truth.json");
-    let truth = json_file(&truth_path)?;
-    let truth = truth.as_object().ok_or_else(|| {
-        Error::input(
-            truth_path.display().to_string(),
-            "not a JSON object of pages",
-        )
-    })?;
+    let truth = json_object(&truth_path, "pages")?;
     let mut out = Vec::with_capacity(truth.len());
     for (id, v) in truth {
         out.push(Page {
             key: format!("zyte/{id}"),
-            split: if held_out(id) {
+            split: if held_out(&id) {
                 Split::HeldOut
             } else {
                 Split::Tuning
@@ -308,13 +313,7 @@ pub struct SnippetPage {
 /// (entries whose file is missing are skipped).
 pub fn load_trafilatura(dir: &Path) -> Result<Vec<SnippetPage>> {
     let index = dir.join("tests").join("evaldata.json");
-    let data = json_file(&index)?;
-    let entries = data.as_object().ok_or_else(|| {
-        Error::input(
-            index.display().to_string(),
-            "not a JSON object of url -> {file, with, without}",
-        )
-    })?;
+    let entries = json_object(&index, "url -> {file, with, without}")?;
     let strings = |v: &serde_json::Value| -> Vec<String> {
         v.as_array()
             .map(|a| {
@@ -335,7 +334,7 @@ pub fn load_trafilatura(dir: &Path) -> Result<Vec<SnippetPage>> {
             .find(|p| p.is_file());
         let Some(html) = html else { continue };
         out.push(SnippetPage {
-            url: url.clone(),
+            url,
             html: std::fs::read(&html).at(&html)?,
             with: strings(&e["with"]),
             without: strings(&e["without"]),
