@@ -124,12 +124,16 @@ const LABELS: &[&str] = &[
     "поделиться",
 ];
 
-/// Whether `text` is one of the [`LABELS`], or a photo credit: a line of at most 40
-/// words with a `©` ("... La Paz, November 19, 2019. © Reuters / David Mercado").
+/// Whether `text` is one of the [`LABELS`], a photo credit (a line of at most 40
+/// words with a `©`: "... La Paz, November 19, 2019. © Reuters / David Mercado"), or
+/// a script's placeholder ("Loading prices for your region…", see [`LOADING`]).
 pub fn is_label(text: &str) -> bool {
     let t = text.trim_matches(|c: char| !c.is_alphanumeric());
     let l = t.to_lowercase();
     (t.len() <= 40 && LABELS.contains(&l.as_str()))
+        || ((text.trim_end().ends_with('…') || text.trim_end().ends_with("..."))
+            && t.split_whitespace().count() <= 6
+            && LOADING.iter().any(|o| l.starts_with(o)))
         || (text.contains('©') && text.split_whitespace().count() <= 40)
         || (t.split_whitespace().count() <= 5
             && LABEL_OPENINGS.iter().any(|o| {
@@ -137,6 +141,20 @@ pub fn is_label(text: &str) -> bool {
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ':', '[']))
             }))
 }
+
+/// Openings of the lines a script replaces once it has fetched what they stand for,
+/// ending with an ellipsis: "Loading…", "Loading specifications...", "Wird geladen…".
+const LOADING: &[&str] = &[
+    "loading",
+    "wird geladen",
+    "lädt",
+    "chargement",
+    "cargando",
+    "caricamento",
+    "carregando",
+    "ładowanie",
+    "загрузка",
+];
 
 /// Openings of the titles of a site's boxes of links to more of it ("Related
 /// articles", "See also", "More from The Times"), a title of five words or fewer.
@@ -186,6 +204,30 @@ const LABEL_OPENINGS: &[&str] = &[
     "читайте также",
     "смотрите также",
     "по теме",
+    "credit:",
+    "credits:",
+    "photo:",
+    "image:",
+    "foto:",
+    "bild:",
+    "titelbild:",
+    "quelle:",
+    "print recipe",
+    "rezept drucken",
+    "mehr zum",
+    "mehr themen",
+    "weitere informationen",
+    "weiterführende informationen",
+    "empfehlungen aus der redaktion",
+    "das könnte dich",
+    "diesen artikel teilen",
+    "war der artikel",
+    "keine kommentare",
+    "jump to recipe",
+    "valora esta noticia",
+    "más sobre",
+    "mehr zu",
+    "mehr interessantes",
 ];
 
 /// Month names and their abbreviations (English, German, French, Spanish, Italian,
@@ -380,6 +422,21 @@ const PROMO: &[&str] = &[
     "letters to the editor",
     "download our app",
     "download the app",
+    "for ios and android",
+    "if you enjoyed",
+    "support our work",
+    "supporting our work",
+    "what you think about this article",
+    "bookmark the permalink",
+    "this entry was posted in",
+    "get the latest news",
+    "to post a comment",
+    "logged in to comment",
+    "um kommentare zu schreiben",
+    "unlimited digital access",
+    "support independent journalism",
+    "donate",
+    "cc-by",
     "abonnieren",
     "folgen sie uns",
     "folge uns",
@@ -462,6 +519,9 @@ mod tests {
             "Zobacz także",
             "Veja Também:",
             "Читайте также",
+            "Loading…",
+            "Loading prices for your region…",
+            "Wird geladen ...",
         ] {
             assert!(is_label(t), "{t}");
         }
@@ -473,6 +533,9 @@ mod tests {
             "Advertising works",
             "Lesen Sie auch, was die Kommission dazu im Jahr 2019 schrieb",
             "The contents of the report",
+            "Loading the dishwasher",
+            "Loading times fell by half.",
+            "Loading the truck took the crew of six all night...",
             "",
         ] {
             assert!(!is_label(t), "{t}");

@@ -216,6 +216,9 @@ impl<'a> Attrs<'a> {
 /// segment (`<div hidden id="S:0">`) that its script swaps into place on load: that
 /// content is what a reader sees, so such a segment is visible.
 fn hidden_by_attr(a: &Attrs<'_>) -> bool {
+    if collapsed_panel(a) {
+        return false;
+    }
     if a.get("hidden").is_some() && !a.get("id").is_some_and(react_segment) {
         return true;
     }
@@ -233,6 +236,24 @@ fn hidden_by_attr(a: &Attrs<'_>) -> bool {
             .to_ascii_lowercase();
         compact.contains("display:none") || compact.contains("visibility:hidden")
     })
+}
+
+/// An accordion's or a tab set's panel (WAI-ARIA: `role="region"` or `"tabpanel"`,
+/// or labelled by its heading with `aria-labelledby`): hidden by an inline style
+/// until the reader opens it, its text is the page's (an FAQ's answers, a guide's
+/// steps). So is an element `hidden="until-found"` (the browser opens it when a
+/// search finds its text). A dialog labelled the same way (a newsletter pop-up)
+/// stays hidden.
+fn collapsed_panel(a: &Attrs<'_>) -> bool {
+    if a.get("hidden")
+        .is_some_and(|h| h.eq_ignore_ascii_case("until-found"))
+    {
+        return true;
+    }
+    match a.get("role") {
+        Some(r) => r.eq_ignore_ascii_case("region") || r.eq_ignore_ascii_case("tabpanel"),
+        None => a.get("aria-labelledby").is_some(),
+    }
 }
 
 /// Class names of text for screen readers only, which the style sheets of the
@@ -833,6 +854,14 @@ mod tests {
             <div hidden id=S:x><p>Not a segment</p></div><div hidden id=S:><p>Nor this</p></div></body>",
         );
         assert_eq!(e.text(), "Streamed");
+        // An accordion's or a tab set's collapsed panel opens on a click: its text is
+        // the page's; a dialog labelled the same way (a pop-up) is not.
+        let e = ex("<body><h3 id=q1>Q1?</h3>\
+            <div id=p1 role=region aria-labelledby=q1 style='display:none'><p>A1.</p></div>\
+            <section role=tabpanel hidden><p>Tab two.</p></section>\
+            <dd aria-labelledby=q3 hidden><p>A3.</p></dd><div hidden=until-found><p>Found.</p></div>\
+            <div role=dialog aria-labelledby=t style='display:none'><p>Subscribe!</p></div></body>");
+        assert_eq!(e.text(), "Q1? A1. Tab two. A3. Found.");
         // Text for screen readers only is not on the screen.
         let e = ex(
             "<body><p>Shared <span class='sr-only'>(opens in a new window)</span></p>\

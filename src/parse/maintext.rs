@@ -540,31 +540,40 @@ fn blocks_text<'a>(
         .iter()
         .take_while(|b| boilerplate::is_byline(&b.text))
         .count();
-    let mut end = kept.len()
-        - kept[head..]
+    let mut end = kept.len();
+    // Until neither rule cuts more: a "Donate" line after the newsletter call, the
+    // call after a "While you are here…".
+    loop {
+        let before = end;
+        end -= kept[head..end]
             .iter()
             .rev()
             .take_while(|b| boilerplate::is_promo(&b.text))
             .count();
-    // Short lines after the last sentence of prose, outside lists and tables: tags,
-    // names, "Related Roundup", widget titles; and a list of links to other stories
-    // there, each item a headline with a link in it ("More Great Stories").
-    if let Some(last) = kept[head..end].iter().rposition(|b| prose(&b.text)) {
-        let last = head + last;
-        let tail = &kept[last + 1..end];
-        let linked_items = tail
-            .iter()
-            .filter(|b| in_list(ex, b) && b.link_chars > 0)
-            .count();
-        if tail.iter().all(|b| {
-            let words = words(&b.text);
-            if in_list(ex, b) {
-                linked_items >= 3 && b.link_chars > 0 && words < 25
-            } else {
-                words < 8
+        // Short lines after the last sentence of prose, outside lists and tables:
+        // tags, names, "Related Roundup", widget titles; and a list of links to
+        // other stories there, each item a headline with a link in it ("More Great
+        // Stories").
+        if let Some(last) = kept[head..end].iter().rposition(|b| prose(&b.text)) {
+            let last = head + last;
+            let tail = &kept[last + 1..end];
+            let linked_items = tail
+                .iter()
+                .filter(|b| in_list(ex, b) && b.link_chars > 0)
+                .count();
+            if tail.iter().all(|b| {
+                let words = words(&b.text);
+                if in_list(ex, b) {
+                    linked_items >= 3 && b.link_chars > 0 && words < 25
+                } else {
+                    words < 8
+                }
+            }) {
+                end = last + 1;
             }
-        }) {
-            end = last + 1;
+        }
+        if end == before {
+            break;
         }
     }
     kept.truncate(end);
@@ -1275,5 +1284,44 @@ mod tests {
         let m = main_of(&html).unwrap();
         assert!(m.contains("Step 0.") && m.contains("Step 8."), "{m}");
         assert!(!m.contains("Another story"), "{m}");
+    }
+
+    /// The tail rules take turns: a short sign-off after the call to support the
+    /// site, a "While you are here…" before it.
+    #[test]
+    fn promotions_and_short_lines_at_the_end_go_together() {
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} End.</p>\
+             <p>While you are here…</p>\
+             <p>If you enjoyed reading this post, would you consider supporting our work? Just click here.</p>\
+             <p>All the best, Max</p></article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.ends_with("End."), "{m}");
+        // A script's placeholder is not the article's.
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>Loading prices for your region…</p>\
+             <p>{PARA} Two.</p><p>{PARA} End.</p></article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(!m.contains("Loading"), "{m}");
+    }
+
+    /// An FAQ's answers in collapsed accordion panels (`display:none` until a click)
+    /// are the page's text.
+    #[test]
+    fn collapsed_accordion_answers_are_in_the_article() {
+        let faq: String = (0..4)
+            .map(|i| {
+                format!(
+                    "<div><button aria-controls=a{i}>Question {i}?</button>\
+                     <div id=a{i} role=region aria-labelledby=q{i} style='display:none'>\
+                     <p>{PARA} Answer {i}.</p></div></div>"
+                )
+            })
+            .collect();
+        let html = format!("<body><article><p>{PARA}</p><p>{PARA} Two.</p>{faq}</article></body>");
+        let m = main_of(&html).unwrap();
+        assert!(m.contains("Answer 0.") && m.contains("Answer 3."), "{m}");
     }
 }
