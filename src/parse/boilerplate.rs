@@ -498,6 +498,24 @@ pub fn is_author_bio(text: &str) -> bool {
     })
 }
 
+/// Whether `text` is the heading of a presentation of the publisher, the company
+/// or the writer that closes a press release or a post: "About SiliconANGLE
+/// Media", "About Us", "Über Moritz Bachmann"; at most five words, a capitalized
+/// name after "About" / "Über" (not "About the phrase ...", a section of the
+/// article).
+pub fn is_about_heading(text: &str) -> bool {
+    let t = text.trim();
+    let mut words = t.split_whitespace();
+    let n = words.clone().count();
+    let first = words.next().unwrap_or("");
+    let next = words.next().unwrap_or("");
+    (2..=5).contains(&n)
+        && !t.ends_with(['.', '?', '!', ':'])
+        && (first == "About" || first == "Über" || first == "ABOUT")
+        && next.chars().next().is_some_and(char::is_uppercase)
+        && !["The", "This", "These", "Those", "THE"].contains(&next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -617,6 +635,27 @@ mod tests {
             "More from less: how the valley saves water each summer",
         ] {
             assert!(!is_label(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn about_headings() {
+        for t in [
+            "About SiliconANGLE Media",
+            "About Us",
+            "Über Moritz Bachmann",
+            "ABOUT ACME",
+        ] {
+            assert!(is_about_heading(t), "{t}");
+        }
+        for t in [
+            "About the Osprey Atmos AG",
+            "About filing your tax return",
+            "About",
+            "About Acme: the company was founded in 1990.",
+            "About Python and its many uses in science today",
+        ] {
+            assert!(!is_about_heading(t), "{t}");
         }
     }
 }

@@ -521,6 +521,15 @@ fn blocks_text<'a>(
     {
         kept.truncate(kept.len() / 2 + bio);
     }
+    // So does the publisher's presentation closing a press release or a post: a
+    // heading "About <name>" among the last [`ABOUT_TAIL`] lines.
+    if kept.len() >= 2 * ABOUT_TAIL
+        && let Some(about) = kept[kept.len() - ABOUT_TAIL..]
+            .iter()
+            .position(|b| boilerplate::is_about_heading(&b.text))
+    {
+        kept.truncate(kept.len() - ABOUT_TAIL + about);
+    }
     // The headline opens the body: the page's own heading (`h1`) or a line that
     // repeats the `<title>`, among the first [`HEADLINE_LINES`]. It is a field of
     // its own (`title`, `metadata.h1`), and short lines above it (a kicker, a
@@ -580,6 +589,9 @@ fn blocks_text<'a>(
     kept.drain(..head);
     kept
 }
+
+/// See the publisher's presentation in [`blocks_text`].
+const ABOUT_TAIL: usize = 4;
 
 /// The headline is looked for among this many first lines of the main text.
 const HEADLINE_LINES: usize = 8;
@@ -1323,5 +1335,18 @@ mod tests {
         let html = format!("<body><article><p>{PARA}</p><p>{PARA} Two.</p>{faq}</article></body>");
         let m = main_of(&html).unwrap();
         assert!(m.contains("Answer 0.") && m.contains("Answer 3."), "{m}");
+    }
+
+    /// A press release closes with the company's presentation under "About <name>".
+    #[test]
+    fn the_publishers_presentation_closes_the_article() {
+        let html = format!(
+            "<body><article><p>{PARA}</p><p>{PARA} Two.</p><p>{PARA} Three.</p>\
+             <p>{PARA} Four.</p><p>{PARA} Five.</p><p>{PARA} End.</p><h3>About Acme Media</h3>\
+             <p>Acme Media is a recognized leader in digital media, with offices in ten cities.</p>\
+             </article></body>"
+        );
+        let m = main_of(&html).unwrap();
+        assert!(m.ends_with("End."), "{m}");
     }
 }
