@@ -32,8 +32,9 @@
 //!    repeats an earlier one block for block (a page's variants for phone, tablet
 //!    and desktop), and the lines [`super::boilerplate`] recognizes by their words:
 //!    labels and datelines anywhere, bylines at the top, an author's presentation
-//!    in the second half and what follows it, promotional lines, short lines and
-//!    lists of links to other stories after the last sentence at the end.
+//!    in the second half and what follows it (and a heading "About <name>" among the
+//!    last lines), and at the end promotional lines, taking turns with short lines
+//!    and lists of links to other stories after the last sentence.
 //!    Quotations stay.
 //! 5. The headline (the page's `h1` or a line that repeats its `<title>`;
 //!    "Headline | Site" counts) among the first eight lines is dropped with the lines
