@@ -19,10 +19,10 @@ WEB_FLAGS ?= --seed 42 --hosts 20 --pages 40 --sitemaps
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetch.resolve.*.web.test=$(WEB_ADDR)'
 
-.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler
+.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler java
 
 help:
-	@echo "make build   - build every stage binary (release)"
+	@echo "make build   - build trawl (one executable; every stage also runs under its own name, a link to it) and the test web and benchmarks"
 	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
 	@echo "make round   - one round (generate fetch parse updatedb linkdb pagerank index sitemap) on CRAWL_DIR=$(CRAWL_DIR)"
 	@echo "make crawl   - the crawl driver: ROUNDS=$(ROUNDS) rounds on CRAWL_DIR=$(CRAWL_DIR) (SEEDS=FILE to inject first), stops when nothing is due"
@@ -35,8 +35,11 @@ help:
 	@echo "make lint    - cargo fmt --check and clippy -D warnings"
 	@echo "make clean   - remove build output, crawls and the Python virtualenv"
 
+# One executable, `trawl`; `trawl --install-links` names every stage after it in
+# $(BIN) (inject, fetch, ...: links to trawl), so the stage names run as before.
 build:
 	$(CARGO) build --release --bins
+	$(BIN)/trawl --install-links
 
 # round.sh exits 3 when nothing was due (not an error for make), any other non-zero
 # code when a stage failed (make stops with an error).
@@ -106,6 +109,19 @@ chromium:
 	  fi; \
 	fi
 
+# Java for the Spark tests (tests/cluster.rs): Debian's headless JRE, installed when
+# `java` is missing and make runs as root with apt-get; otherwise those tests are
+# skipped (and fail under CI=true).
+java:
+	@if ! command -v java >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing Debian's default-jre-headless for the Spark tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; \
+	  else \
+	    echo "make: java is missing and this is not root: tests/cluster.rs will be skipped (sudo apt-get install -y default-jre-headless)"; \
+	  fi; \
+	fi
+
 # poppler-utils' pdftotext, the reference of the document benchmark (docbench): installed
 # when missing and make runs as root with apt-get; otherwise that benchmark is skipped.
 poppler:
@@ -122,8 +138,15 @@ poppler:
 # server as an S3 endpoint, (tests/cluster.rs) its pyspark: a Spark standalone
 # cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs,
 # tests/render.rs) headless Chromium.
-test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium
+# Every test that runs against a real component (Spark, the S3 server, Chromium,
+# warcio, the shared corpora) adds a line to target/tmp/real-components.txt, printed
+# after the tests; under CI=true a test whose component is missing fails instead of
+# skipping.
+test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium java
+	@rm -f target/tmp/real-components.txt
 	$(CARGO) test --release
+	@echo "make test: tests that ran against real components:"
+	@sort target/tmp/real-components.txt 2>/dev/null | awk -F'\t' '{print "  " $$1 ": " $$2}' || true
 
 test-queries: build $(PYTHON)
 	$(STAGE_ENV) DEMO_ADDR=$(WEB_ADDR) WEB_FLAGS="$(WEB_FLAGS)" scripts/demo.sh

@@ -65,7 +65,10 @@ def main(argv):
     record(stage="(app start)", seconds=app_start, tasks=0)
     try:
         first = args.runs[0].split("=", 1)[1].split(":", 1)[0] if args.runs else "-"
-        partitions = trawl_spark.read_partitions(os.path.abspath(first), args.config, None)
+        plan = trawl_spark.read_plan(
+            os.path.abspath(args.bin_dir), os.path.abspath(first), args.config
+        )
+        partitions = plan["partitions"]
         tasks = args.tasks or partitions
         driver = trawl_spark.Driver(
             sc,
@@ -108,7 +111,8 @@ def main(argv):
                 copy = fresh_copy(os.path.abspath(crawl), args.copies, f"{mode}-{stage}")
                 driver.crawl_dir = copy
                 t = time.monotonic()
-                driver.stage(stage, [os.path.join(copy, "segments", segment)], "bench")
+                step = next(s for s in plan["round"] if s["stage"] == stage)
+                driver.step(step, [os.path.join(copy, "segments", segment)], "bench", partitions)
                 seconds = time.monotonic() - t
                 best = seconds if best is None else min(best, seconds)
                 shutil.rmtree(copy, ignore_errors=True)

@@ -59,31 +59,63 @@ class Names(unittest.TestCase):
         self.assertEqual(ts.resolve_location("rel"), os.path.join(os.getcwd(), "rel"))
 
 
-class Partitions(unittest.TestCase):
-    def test_from_the_crawldb_then_the_config_then_the_default(self):
-        with tempfile.TemporaryDirectory() as d:
-            crawl = os.path.join(d, "crawl")
-            config = os.path.join(d, "t.toml")
-            with open(config, "w") as f:
-                f.write("[crawl]\npartitions = 5\n")
-            self.assertEqual(ts.read_partitions(crawl, None, None), 8)
-            self.assertEqual(ts.read_partitions(crawl, config, None), 5)
-            meta = os.path.join(crawl, "crawldb", "current")
-            os.makedirs(meta)
-            with open(os.path.join(meta, "_meta.json"), "w") as f:
-                json.dump({"partitions": 12}, f)
-            self.assertEqual(ts.read_partitions(crawl, config, None), 12)
-            self.assertEqual(ts.read_partitions(crawl, config, 3), 3)
+# The shape of `trawl plan round` (docs/cluster.md, "The plan"), for the pure helpers;
+# tests/cluster.rs runs the real plan on a real cluster.
+FETCH = {
+    "stage": "fetch", "segment": "takes",
+    "units": [{"run": "tasks", "flags": [], "all": False}, {"run": "commit"}],
+    "ok": [0, 5], "outcomes": [[5, "unreachable"]], "leases": True,
+    "after_unreachable": False, "optional": None,
+}
+PAGERANK = {
+    "stage": "pagerank", "segment": "none",
+    "units": [
+        {"run": "tasks", "flags": ["--pass", "scores"], "all": True},
+        {"run": "tasks", "flags": ["--pass", "rewrite"], "all": False},
+        {"run": "commit"},
+    ],
+    "ok": [0], "outcomes": [], "leases": False, "after_unreachable": False, "optional": None,
+}
+HOSTDB = {
+    "stage": "hostdb", "segment": "none", "units": [{"run": "whole"}], "ok": [0],
+    "outcomes": [], "leases": False, "after_unreachable": True, "optional": None,
+}
 
-    def test_object_store_count_needs_the_binaries(self):
-        # On an object store the count comes from `readdb --partitions`; without the
-        # binaries the error says what to give.
+
+class Plan(unittest.TestCase):
+    def test_outcomes_are_the_plans(self):
+        self.assertEqual(ts.outcome(FETCH, 5), "unreachable")
+        self.assertIsNone(ts.outcome(FETCH, 0))
+        self.assertIsNone(ts.outcome(PAGERANK, 5))
+
+    def test_units_are_announced_with_their_task_counts(self):
+        specs = ts.partition_sets(4, 2)
+        self.assertEqual(ts.describe_units(FETCH, specs, 4), "2 tasks over 4 partitions, commit")
+        self.assertEqual(
+            ts.describe_units(PAGERANK, specs, 4),
+            "pass scores: 1 tasks over every partition (not partitioned yet), "
+            "pass rewrite: 2 tasks over 4 partitions, commit",
+        )
+        self.assertIn("not partitioned yet", ts.describe_units(HOSTDB, specs, 4))
+
+    def test_commands_run_the_one_binary(self):
+        self.assertEqual(
+            ts.trawl_command("/b", "fetch", "/c", "/t.toml", ["seg"]),
+            ["/b/trawl", "fetch", "--crawl-dir", "/c", "--config", "/t.toml", "seg"],
+        )
+        self.assertEqual(ts.trawl_command("/b", "plan", "/c", None), ["/b/trawl", "plan", "--crawl-dir", "/c"])
+
+    def test_the_plan_needs_the_binary(self):
+        # Without trawl's binary the error says what to give.
         with tempfile.TemporaryDirectory() as empty:
             with self.assertRaises(ts.StepFailed) as e:
-                ts.read_partitions("s3://bucket/crawl", None, None, bin_dir=empty)
+                ts.read_plan(empty, "/nonexistent/crawl", None)
         self.assertIn("--bin-dir", str(e.exception))
-        self.assertIn("--partitions", str(e.exception))
-        self.assertEqual(ts.read_partitions("s3://bucket/crawl", None, 16), 16)
+
+    def test_plan_options(self):
+        args = ts.parse_args(["round", "--crawl-dir", "/c", "--warc", "--no-dedup"])
+        self.assertEqual(ts.plan_args(args), ["--warc", "--no-dedup"])
+        self.assertEqual(ts.plan_args(ts.parse_args(["inject", "s.txt", "--crawl-dir", "/c"])), [])
 
 
 class CommandLines(unittest.TestCase):
@@ -94,14 +126,15 @@ class CommandLines(unittest.TestCase):
         )
         self.assertTrue(args.sitemaps and args.warc)
         flags = ts.round_flags(args)
-        # The sitemap tasks hold the fetch leases: they get the fetch tasks' limit.
-        self.assertEqual(flags["sitemap"], ["--time-limit", "60"])
-        self.assertEqual(flags["fetch"], ["--time-limit", "60"])
+        # The steps that hold fetch leases (the plan's `leases`: fetch, sitemap) get
+        # this time limit.
+        self.assertEqual(flags["time_limit"], 60)
+        self.assertEqual(flags["fetch"], [])
         self.assertEqual(flags["warc"], ["--prefix", "cc"])
         self.assertEqual(flags["generate"], ["--top-n", "5"])
         plain = ts.round_flags(ts.parse_args(["round", "--crawl-dir", "/c"]))
         self.assertFalse(ts.parse_args(["round", "--crawl-dir", "/c"]).sitemaps)
-        self.assertEqual(plain["sitemap"], ["--time-limit", f"{ts.DEFAULT_FETCH_TIME_LIMIT:g}"])
+        self.assertEqual(plain["time_limit"], ts.DEFAULT_FETCH_TIME_LIMIT)
 
     def test_warc_subcommand(self):
         args = ts.parse_args(["warc", "20260101000000", "/x/segments/2", "--crawl-dir", "/c"])

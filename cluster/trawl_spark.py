@@ -18,17 +18,18 @@ installs the finished attempts. No row of the crawl passes through Spark: the
 binaries read and write the crawl directory (a shared filesystem or an object store)
 themselves, and the tasks return only their summary lines.
 
-A round is generate (histogram pass, cut-off, select pass, commit) -> fetch -> parse
--> updatedb -> linkdb -> pagerank (one scores task over all partitions, then rewrite
-tasks), as scripts/round.sh runs them in one process; with --sitemaps, each round
-starts with sitemap tasks (the sitemaps of each partition's hosts, under the
-partitions' fetch leases, then the commit merging their URLs into the crawldb), and
-with --warc it ends with the round's segment exported as WARC files by warc tasks
-(`warc SEGMENT...` exports given segments the same way). Generate finding nothing due
-(its commit's exit code 3) ends the rounds early with exit code 3; fetch reaching no
-server (5) applies the segment (parse, updatedb, linkdb), skips pagerank and stops with
-5; any other failure stops with the failed step's exit code (1 when a Spark job failed
-after its retries).
+What a round runs is not spelled here: the driver asks trawl (`trawl plan round`,
+docs/cluster.md "The plan") and gets every step of the round `crawl` runs in one
+process, in the same order (generate, fetch, parse, updatedb, linkdb, dedup, pagerank,
+sitemap, hostdb, index), each with its units (partition tasks and their passes,
+driver-side steps, the commit, or the stage run whole as one task when it has no
+partition tasks yet), the exit codes that are not failures, the codes that are
+outcomes of the round (nothing due ends the rounds; no server reached runs the steps
+that record failures, then stops), which steps hold fetch leases (their tasks get a
+time limit, the lease's length) and the crawl's partition count. With --warc the round
+ends with the segment's WARC export; `warc SEGMENT...` exports given segments the same
+way. Any other failure stops with the failed step's exit code (1 when a Spark job
+failed after its retries).
 
 The binaries must exist at the same path on every node (--bin-dir, default: the
 checkout's target/release) and --crawl-dir and --config must name the same data on
@@ -50,16 +51,18 @@ import time
 import threading
 import tomllib
 
-# Exit codes of the stage binaries (docs/exit-codes.md).
+# The driver's own exit codes: a Spark job failed after its retries; a usage error.
+# Every other code is a step's own, passed on.
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_NOTHING_DUE = 3
-EXIT_UNREACHABLE = 5
+EXIT_USAGE = 2
 
-# The round's stages that take the segment and their extra-flags option.
-SEGMENT_STAGES = ["fetch", "parse", "updatedb", "linkdb"]
-# Every stage of a round with an extra-flags option.
-ROUND_STAGES = ["sitemap", "generate"] + SEGMENT_STAGES + ["pagerank", "warc"]
+# The stages with an extra-flags option (--X-flags) on the command line; which of them
+# a round runs, and how, is the plan's.
+FLAG_STAGES = [
+    "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap",
+    "hostdb", "index", "warc",
+]
 # A fetch task needs a time limit: its partitions' leases expire after it (seconds).
 DEFAULT_FETCH_TIME_LIMIT = 1800.0
 # The driver's environment variables passed to the executors when the crawl
@@ -147,59 +150,74 @@ def is_object_store(crawl_dir):
     return "://" in crawl_dir
 
 
-def read_partitions(crawl_dir, config, override, bin_dir=None):
-    """The crawl's partition count: --partitions when given, else `partitions` of
-    `<crawl>/crawldb/current/_meta.json` (on an object store as `readdb --partitions`
-    reads it: no part data is downloaded), else (no crawldb yet: inject) the config's
-    `crawl.partitions` (default 8)."""
-    if override is not None:
-        return override
-    if is_object_store(crawl_dir):
-        argv = [os.path.join(bin_dir or ".", "readdb"), "--crawl-dir", crawl_dir, "--partitions"]
-        if config:
-            argv += ["--config", config]
-        with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
-            try:
-                proc = subprocess.run(
-                    argv + ["--work-dir", work],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            except OSError as e:
-                raise StepFailed(
-                    EXIT_ERROR,
-                    f"cannot run {argv[0]} to read the partition count of {crawl_dir}: {e}; "
-                    "give --bin-dir (the directory of trawl's binaries) or --partitions",
-                ) from e
-        if proc.returncode == 0 and proc.stdout.strip().isdigit():
-            return int(proc.stdout.strip())
-        if "no crawldb" not in proc.stderr and "no such crawl directory" not in proc.stderr:
-            raise StepFailed(
-                proc.returncode or EXIT_ERROR,
-                f"cannot read the partition count of {crawl_dir}: {shlex.join(argv)}\n"
-                f"{tail(proc.stderr)}",
+def trawl_command(bin_dir, stage, crawl_dir, config, stage_args=()):
+    """The command line of `trawl STAGE` on `crawl_dir`, without task flags."""
+    argv = [os.path.join(bin_dir, "trawl"), stage, "--crawl-dir", crawl_dir]
+    if config:
+        argv += ["--config", config]
+    return argv + list(stage_args)
+
+
+def read_plan(bin_dir, crawl_dir, config, plan_args=()):
+    """What a round runs, as trawl says (`trawl plan round`, docs/cluster.md): the
+    steps, the partition count, the steps left out on this crawl directory."""
+    argv = trawl_command(bin_dir, "plan", crawl_dir, config, ["round"] + list(plan_args))
+    with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
+        if is_object_store(crawl_dir):
+            argv += ["--work-dir", work]
+        try:
+            proc = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True,
             )
-        meta = None
-    else:
-        meta = os.path.join(crawl_dir, "crawldb", "current", "_meta.json")
-    if meta and os.path.exists(meta):
-        try:
-            with open(meta, encoding="utf-8") as f:
-                return int(json.load(f)["partitions"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except OSError as e:
             raise StepFailed(
-                1, f"cannot read `partitions` from {meta}: {e}; is the crawldb complete?"
+                EXIT_ERROR,
+                f"cannot run {argv[0]}: {e}; give --bin-dir (the directory of trawl's binary)",
             ) from e
-    partitions = 8
-    if config and "://" not in config:
-        try:
-            with open(config, "rb") as f:
-                partitions = int(tomllib.load(f).get("crawl", {}).get("partitions", 8))
-        except (OSError, ValueError, TypeError, tomllib.TOMLDecodeError) as e:
-            raise StepFailed(2, f"cannot read crawl.partitions from {config}: {e}") from e
-    return partitions
+    if proc.returncode != 0:
+        raise StepFailed(
+            proc.returncode if proc.returncode > 0 else EXIT_ERROR,
+            f"cannot read the round's plan: {shlex.join(argv)}\n{tail(proc.stderr)}",
+        )
+    try:
+        plan = json.loads(proc.stdout)
+    except ValueError as e:
+        raise StepFailed(EXIT_ERROR, f"{shlex.join(argv)} printed no JSON plan: {e}") from e
+    if plan.get("plan_version") != 1:
+        raise StepFailed(
+            EXIT_ERROR,
+            f"plan version {plan.get('plan_version')!r} of {argv[0]} is not 1: this driver and "
+            "the binary are from different versions of trawl",
+        )
+    return plan
+
+
+def outcome(step, code):
+    """What exit code `code` of `step` means for the round (`nothing_due`,
+    `unreachable`), or None."""
+    for c, what in step["outcomes"]:
+        if c == code:
+            return what
+    return None
+
+
+def describe_units(step, specs, partitions):
+    """The line that announces a step: its job and how its units run."""
+    parts = []
+    for unit in step["units"]:
+        if unit["run"] == "tasks":
+            what = " ".join(unit["flags"]).replace("--pass ", "pass ") or "tasks"
+            n = 1 if unit["all"] else len(specs)
+            over = "every partition (not partitioned yet)" if unit["all"] else f"{partitions} partitions"
+            parts.append(f"{what}: {n} tasks over {over}" if what != "tasks" else f"{n} tasks over {over}")
+        elif unit["run"] == "driver":
+            parts.append(" ".join(unit["flags"]).lstrip("-") + " in the driver")
+        elif unit["run"] == "commit":
+            parts.append("commit")
+        elif unit["run"] == "whole":
+            parts.append("1 task running the whole stage (not partitioned yet)")
+    return ", ".join(parts)
 
 
 # ---------------------------------------------------------------------------------
@@ -220,10 +238,11 @@ def _die_with_parent():
         pass  # not Linux: the binary may outlive a killed task (leases still guard)
 
 
-def make_task(stage, command, job, ok_codes, extra_flags=()):
+def make_task(stage, command, crawl_dir, job, ok_codes, extra_flags=()):
     """The function a Spark task runs on its executor for one `(index, spec)` element:
-    run `command + task flags + extra_flags`, raise on a non-zero exit (Spark retries
-    the task), return what the driver prints."""
+    run `command + task flags + extra_flags` (no task flags when `job` is None: the
+    stage runs whole), raise on a non-zero exit (Spark retries the task), return what
+    the driver prints."""
 
     def run(element):
         from pyspark import TaskContext
@@ -231,12 +250,13 @@ def make_task(stage, command, job, ok_codes, extra_flags=()):
         _index, spec = element
         ctx = TaskContext.get()
         attempt = attempt_id(ctx.stageId(), ctx.partitionId(), ctx.attemptNumber())
-        argv = command + task_flags(job, spec, attempt) + list(extra_flags)
+        flags = task_flags(job, spec, attempt) if job else []
+        argv = command + flags + list(extra_flags)
         started = time.monotonic()
         # On an object store the task runs on a scratch mirror of its own under the
         # worker's local dir, removed when the task ends.
         work = None
-        if is_object_store(command[2]):
+        if is_object_store(crawl_dir):
             local = (os.environ.get("SPARK_LOCAL_DIRS") or "").split(",")[0] or None
             work = tempfile.mkdtemp(prefix=f"trawl-task-{attempt}-", dir=local)
             argv += ["--work-dir", work]
@@ -261,7 +281,7 @@ def make_task(stage, command, job, ok_codes, extra_flags=()):
                 else f"exit code {proc.returncode}"
             )
             raise RuntimeError(
-                f"{stage} task --partitions {spec} --attempt {attempt} on "
+                f"{stage} task {'--partitions ' + spec if job else '(whole stage)'} --attempt {attempt} on "
                 f"{socket.gethostname()} failed ({how}) after {seconds:.1f}s: "
                 f"{shlex.join(argv)}\n{tail(proc.stderr)}"
             )
@@ -297,22 +317,22 @@ class Driver:
     def command(self, stage, stage_args, task=False):
         """A stage's command line without the task flags, for a task or the driver."""
         bin_dir, config = (self.task_bin_dir, self.task_config) if task else (self.bin_dir, self.config)
-        argv = [os.path.join(bin_dir, stage), "--crawl-dir", self.crawl_dir]
-        if config:
-            argv += ["--config", config]
-        return argv + list(stage_args)
+        return trawl_command(bin_dir, stage, self.crawl_dir, config, stage_args)
 
     def say(self, text):
         print(text, flush=True)
 
-    def partitions(self):
-        return read_partitions(
-            self.crawl_dir, self.config, self.partitions_override, self.bin_dir
-        )
+    def plan(self, plan_args=()):
+        """The round's plan (`trawl plan round`); --partitions overrides its count."""
+        plan = read_plan(self.bin_dir, self.crawl_dir, self.config, plan_args)
+        if self.partitions_override is not None:
+            plan["partitions"] = self.partitions_override
+        return plan
 
-    def run_job(self, stage, what, command, job, specs, ok_codes=(EXIT_OK,), extra=()):
+    def run_job(self, stage, what, command, job, specs, ok_codes=(EXIT_OK,), extra=(), whole=False):
         """One Spark job: a task per partition set running `command` + task flags +
-        `extra`. Returns the tasks' results."""
+        `extra` (with `whole`, one task running `command` alone). Returns the tasks'
+        results."""
         group = f"{job}-{what.replace(' ', '-')}"
         self.sc.setJobGroup(group, f"trawl {stage} {what} (job {job}, {len(specs)} tasks)")
         rdd = self.sc.parallelize(list(enumerate(specs)), len(specs))
@@ -322,7 +342,8 @@ class Driver:
         )
         progress.start()
         try:
-            return rdd.map(make_task(stage, command, job, set(ok_codes), extra)).collect()
+            task = make_task(stage, command, self.crawl_dir, None if whole else job, set(ok_codes), extra)
+            return rdd.map(task).collect()
         except Exception as e:  # py4j's Py4JJavaError: the job failed after its retries
             raise StepFailed(
                 EXIT_ERROR,
@@ -368,11 +389,12 @@ class Driver:
         """A job of tasks running `command` (e.g. `true`: Spark's own cost per task)."""
         return self.run_job("noop", "tasks", [command], job, specs)
 
-    def spark_tasks(self, stage, what, stage_args, job, specs, ok_codes=(EXIT_OK,), extra=()):
-        """A stage's Spark job: a task per partition set. Prints each task's summary line."""
+    def spark_tasks(self, stage, what, stage_args, job, specs, ok_codes=(EXIT_OK,), extra=(), whole=False):
+        """A stage's Spark job: a task per partition set (with `whole`, one task running
+        the stage whole). Prints each task's summary line."""
         started = time.monotonic()
         results = self.run_job(
-            stage, what, self.command(stage, stage_args, task=True), job, specs, ok_codes, extra
+            stage, what, self.command(stage, stage_args, task=True), job, specs, ok_codes, extra, whole
         )
         retried = sum(1 for r in results if r["retry"] > 0)
         self.say(
@@ -408,92 +430,107 @@ class Driver:
             )
         return proc.returncode, proc.stdout
 
-    def stage(self, stage, stage_args, label, ok=(EXIT_OK,)):
-        """A partitioned stage: tasks over every partition set, then the commit; `ok`
-        are the exit codes of its tasks and its commit that are not failures."""
+    def step(self, step, stage_args, label, partitions):
+        """One step of the plan: its units in order (partition tasks, driver-side
+        steps, the commit, or the stage whole as one task). Returns (exit code, stdout)
+        of its last unit."""
+        stage = step["stage"]
+        ok = tuple(step["ok"])
         job = new_job_id(f"{label}-{stage}")
-        specs = partition_sets(self.partitions(), self.tasks)
-        self.say(f"{stage}: job {job}, {len(specs)} tasks over {self.partitions()} partitions")
-        self.spark_tasks(stage, "tasks", stage_args, job, specs, ok)
-        code, _ = self.driver_step(stage, stage_args, ["--job", job, "--commit"], ok)
+        specs = partition_sets(partitions, self.tasks)
+        self.say(f"{stage}: job {job}, {describe_units(step, specs, partitions)}")
+        code, out = EXIT_OK, ""
+        for unit in step["units"]:
+            run = unit["run"]
+            if run == "tasks":
+                what = " ".join(unit["flags"]).replace("--pass ", "pass ") or "tasks"
+                sets = ["all"] if unit["all"] else specs
+                self.spark_tasks(stage, what, stage_args, job, sets, ok, unit["flags"])
+            elif run == "driver":
+                self.driver_step(stage, stage_args, ["--job", job] + unit["flags"])
+            elif run == "commit":
+                code, out = self.driver_step(stage, stage_args, ["--job", job, "--commit"], ok)
+            elif run == "whole":
+                results = self.spark_tasks(stage, "whole", stage_args, job, ["whole"], ok, whole=True)
+                code = results[0]["code"]
+            else:
+                raise StepFailed(EXIT_ERROR, f"{stage}: unit {run!r} of the plan is not known to this driver")
+        return code, out
+
+    def job(self, stage, stage_args, label, plan):
+        """A stage run as a job of its own (inject, warc): its plan step."""
+        step = plan["jobs"][stage]
+        code, _ = self.step(step, stage_args, label, plan["partitions"])
         return code
 
-    def inject(self, seeds, extra):
-        stage_args = [resolve_location(s) for s in seeds] + extra
-        return self.stage("inject", stage_args, "inject")
-
-    def generate(self, label, stage_args):
-        """generate: histogram pass, cut-off, select pass, commit. Returns the new
-        segment's path, or None when nothing is due."""
-        job = new_job_id(f"{label}-generate")
-        specs = partition_sets(self.partitions(), self.tasks)
-        self.say(f"generate: job {job}, {len(specs)} tasks over {self.partitions()} partitions")
-        # A task's partitions may have nothing due; only the commit decides (exit 3).
-        ok = (EXIT_OK, EXIT_NOTHING_DUE)
-        self.spark_tasks("generate", "pass histogram", stage_args, job, specs, ok, ["--pass", "histogram"])
-        self.driver_step("generate", stage_args, ["--job", job, "--cutoff"])
-        self.spark_tasks("generate", "pass select", stage_args, job, specs, ok, ["--pass", "select"])
-        code, out = self.driver_step(
-            "generate", stage_args, ["--job", job, "--commit"], (EXIT_OK, EXIT_NOTHING_DUE)
-        )
-        if code == EXIT_NOTHING_DUE:
-            return None
-        lines = out.strip().splitlines()
-        if not lines:
-            raise StepFailed(EXIT_ERROR, f"generate --job {job} --commit printed no segment")
-        return lines[-1].strip()
-
-    def pagerank(self, label, stage_args):
-        """pagerank: one scores task over all partitions, rewrite tasks, commit."""
-        job = new_job_id(f"{label}-pagerank")
-        specs = partition_sets(self.partitions(), self.tasks)
-        self.say(f"pagerank: job {job}, 1 scores task, then {len(specs)} rewrite tasks")
-        # The scores pass is one task over every partition (the whole graph).
-        self.spark_tasks("pagerank", "pass scores", stage_args, job, ["all"], extra=["--pass", "scores"])
-        self.spark_tasks("pagerank", "pass rewrite", stage_args, job, specs, extra=["--pass", "rewrite"])
-        code, _ = self.driver_step("pagerank", stage_args, ["--job", job, "--commit"])
-        return code
-
-    def round(self, number, flags, sitemaps=False, warc=False):
-        """One round; returns its exit code (0, 3 nothing due, 5 unreachable). With
-        `sitemaps`, sitemap tasks first; with `warc`, the segment's WARC export last."""
+    def round(self, number, plan, flags):
+        """One round as the plan says; returns its exit code and outcome: (0, None),
+        or the code of an outcome and its name (`nothing_due`, `unreachable`)."""
         label = f"r{number}"
-        if sitemaps:
-            self.stage("sitemap", flags["sitemap"], label)
-        segment = self.generate(label, flags["generate"])
-        if segment is None:
-            self.say("round: no URLs are due")
-            return EXIT_NOTHING_DUE
-        if is_object_store(self.crawl_dir):
-            # The commit printed its scratch mirror's path: stages name it by name.
-            segment = os.path.basename(segment.rstrip("/"))
-        self.say(f"round {number}: segment {segment}")
-        code = self.stage("fetch", [segment] + flags["fetch"], label, (EXIT_OK, EXIT_UNREACHABLE))
-        for stage in ["parse", "updatedb", "linkdb"]:
-            self.stage(stage, [segment] + flags[stage], label)
-        if code == EXIT_UNREACHABLE:
-            self.say(
-                f"round: WARNING: fetch reached no server (exit code 5): every URL of {segment} "
-                "failed to connect; the failures are recorded in the crawldb; pagerank skipped"
-            )
-            return EXIT_UNREACHABLE
-        self.pagerank(label, flags["pagerank"])
-        if warc:
-            self.stage("warc", [segment] + flags["warc"], label)
-        return EXIT_OK
+        for skipped in plan["skipped"]:
+            self.say(f"{skipped['stage']}: left out of the round: {skipped['reason']}")
+        segment = None
+        stopped = None
+        for step in plan["round"]:
+            stage = step["stage"]
+            if stopped is not None and not step["after_unreachable"]:
+                self.say(f"{stage}: skipped: fetch reached no server")
+                continue
+            stage_args = list(flags.get(stage, []))
+            if step["leases"] and "--time-limit" not in stage_args:
+                stage_args += ["--time-limit", f"{flags['time_limit']:g}"]
+            if step["segment"] == "takes":
+                if segment is None:
+                    raise StepFailed(EXIT_ERROR, f"{stage} takes the round's segment, but no step made one")
+                stage_args = [segment] + stage_args
+            code, out = self.step(step, stage_args, label, plan["partitions"])
+            what = outcome(step, code)
+            if what == "nothing_due":
+                self.say("round: no URLs are due")
+                return code, what
+            if what == "unreachable":
+                stopped = code
+                self.say(
+                    f"round: WARNING: fetch reached no server (exit code {code}): every URL of "
+                    f"{segment} failed to connect; the steps that record the failures run, then "
+                    "the crawl stops"
+                )
+            if step["segment"] == "makes":
+                lines = out.strip().splitlines()
+                if not lines:
+                    raise StepFailed(EXIT_ERROR, f"{stage} --commit printed no segment")
+                segment = lines[-1].strip()
+                if is_object_store(self.crawl_dir):
+                    # The commit printed its scratch mirror's path: stages name it by name.
+                    segment = os.path.basename(segment.rstrip("/"))
+                self.say(f"round {number}: segment {segment}")
+        if stopped is not None:
+            return stopped, "unreachable"
+        return EXIT_OK, None
 
 
 def round_flags(args):
-    """Each round stage's extra flags: --X-flags, generate's --top-n, and the time
-    limit of the fetch and sitemap tasks (their leases' length)."""
-    flags = {stage: shlex.split(getattr(args, f"{stage}_flags")) for stage in ROUND_STAGES}
+    """Each stage's extra flags (--X-flags, generate's --top-n) and `time_limit`: the
+    time limit of the tasks that hold fetch leases (the leases' length)."""
+    flags = {stage: shlex.split(getattr(args, f"{stage}_flags")) for stage in FLAG_STAGES}
     if args.top_n is not None:
         flags["generate"] = ["--top-n", str(args.top_n)] + flags["generate"]
-    limit = args.fetch_time_limit or config_time_limit(args.config) or DEFAULT_FETCH_TIME_LIMIT
-    for stage in ["fetch", "sitemap"]:
-        if "--time-limit" not in flags[stage]:
-            flags[stage] += ["--time-limit", f"{limit:g}"]
+    flags["time_limit"] = (
+        args.fetch_time_limit or config_time_limit(args.config) or DEFAULT_FETCH_TIME_LIMIT
+    )
     return flags
+
+
+def plan_args(args):
+    """`trawl plan round` options from the driver's."""
+    out = []
+    if getattr(args, "warc", False):
+        out.append("--warc")
+    if getattr(args, "no_dedup", False):
+        out.append("--no-dedup")
+    if getattr(args, "no_index", False):
+        out.append("--no-index")
+    return out
 
 
 def config_time_limit(config):
@@ -531,7 +568,7 @@ def parse_args(argv):
     common.add_argument(
         "--bin-dir",
         default=os.path.join(REPO, "target", "release"),
-        help="directory of trawl's binaries on every node (default: %(default)s)",
+        help="directory of trawl's binary (`trawl`) on every node (default: %(default)s)",
     )
     common.add_argument(
         "--task-bin-dir",
@@ -552,7 +589,8 @@ def parse_args(argv):
     common.add_argument(
         "--partitions",
         type=int,
-        help="the crawl's partition count, when the driver cannot read crawldb/current/_meta.json",
+        help="the crawl's partition count (default: the plan's, `trawl plan round`: the crawldb's, "
+        "else crawl.partitions of --config)",
     )
     common.add_argument("--verbose", action="store_true", help="print each driver-side command")
 
@@ -576,10 +614,12 @@ def parse_args(argv):
     rnd.add_argument(
         "--sitemaps",
         action="store_true",
-        help="start every round with sitemap tasks (their time limit is the fetch tasks')",
+        help="kept for old command lines: every round runs the sitemap step now, as `crawl` does",
     )
     rnd.add_argument("--warc", action="store_true", help="end every round with its segment's WARC export")
-    for stage in ROUND_STAGES:
+    rnd.add_argument("--no-dedup", action="store_true", help="leave dedup out of the rounds (as crawl --no-dedup)")
+    rnd.add_argument("--no-index", action="store_true", help="leave the search index out of the rounds (as crawl --no-index)")
+    for stage in FLAG_STAGES:
         rnd.add_argument(
             f"--{stage}-flags", default="", help=f"extra {stage} flags (one shell-quoted string)"
         )
@@ -619,30 +659,33 @@ def main(argv):
     args = parse_args(argv)
     if args.tasks is not None and args.tasks < 1:
         print(f"trawl_spark: --tasks must be at least 1, not {args.tasks}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     started = time.monotonic()
     sc = spark_context(args)
     try:
         driver = Driver(sc, args)
+        plan = driver.plan(plan_args(args))
         if driver.tasks is None:
-            driver.tasks = driver.partitions()
+            driver.tasks = plan["partitions"]
         if args.command == "inject":
-            driver.inject(args.seeds, shlex.split(args.inject_flags))
-            code = EXIT_OK
+            stage_args = [resolve_location(s) for s in args.seeds] + shlex.split(args.inject_flags)
+            code = driver.job("inject", stage_args, "inject", plan)
         elif args.command == "warc":
             extra = shlex.split(args.warc_flags)
+            code = EXIT_OK
             for segment in args.segments:
                 # A bare name is one under the crawl's segments/; a path is made absolute.
                 where = resolve_location(segment) if os.sep in segment else segment
-                driver.stage("warc", [where] + extra, "warc")
-            code = EXIT_OK
+                code = driver.job("warc", [where] + extra, "warc", plan)
         else:
             flags = round_flags(args)
             code = EXIT_OK
             for number in range(1, args.rounds + 1):
                 driver.say(f"== round {number} of {args.rounds} (Spark master {sc.master})")
-                code = driver.round(number, flags, args.sitemaps, args.warc)
-                if code == EXIT_NOTHING_DUE:
+                if number > 1:
+                    plan = driver.plan(plan_args(args))
+                code, what = driver.round(number, plan, flags)
+                if what == "nothing_due":
                     driver.say(f"trawl_spark: nothing left to crawl after {number - 1} rounds")
                     break
                 if code != EXIT_OK:

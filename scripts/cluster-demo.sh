@@ -5,9 +5,10 @@
 # (default 2) one-core workers on 127.0.0.1 (cluster/spark-local.sh), injects the
 # web's seeds and runs ROUNDS (default 3) rounds through Spark (cluster/trawl_spark.py:
 # every stage a Spark job of partition tasks running trawl's binaries, then its
-# commit), prints what was crawled (readdb --stats), then crawls the same web the same
-# way in one process (the binaries without task flags) and shows that both crawldbs
-# hold the same URLs with the same status and signature (cluster/compare_crawldb.py).
+# commit), prints what was crawled (readdb --stats), then crawls the same web with
+# `crawl` in one process (the same round: the Spark driver runs `trawl plan round`) and
+# shows that both crawldbs hold the same URLs with the same status and signature
+# (cluster/compare_crawldb.py).
 # The cluster and the web are stopped at the end, also when a step fails.
 #
 # CLUSTER_DEMO_DIR (default: crawl-cluster) is wiped first, but only if an earlier
@@ -103,25 +104,10 @@ echo "== crawled through Spark: crawldb statistics (readdb --stats)"
 "$BIN/readdb" --crawl-dir "$DIR/spark-crawl" --config "$CONFIG" --stats
 
 echo
-echo "== the same crawl in one process (the binaries without task flags)"
+echo "== the same crawl by \`crawl\` in one process (the round trawl_spark.py ran: trawl plan round)"
 one=$DIR/local-crawl
-stage() { "$BIN/$1" --crawl-dir "$one" --config "$CONFIG" "${@:2}"; }
-stage inject "$DIR/seeds.txt"
-for r in $(seq "$ROUNDS"); do
-  rc=0
-  segment=$(stage generate --top-n "$TOP_N") || rc=$?
-  if [ "$rc" -eq 3 ]; then
-    echo "cluster-demo: one process: nothing left to crawl after $((r - 1)) rounds"
-    break
-  elif [ "$rc" -ne 0 ]; then
-    exit "$rc"
-  fi
-  stage fetch --delay "$DELAY" "$segment"
-  stage parse "$segment"
-  stage updatedb "$segment"
-  stage linkdb "$segment"
-  stage pagerank
-done
+"$BIN/crawl" --crawl-dir "$one" --config "$CONFIG" --seeds "$DIR/seeds.txt" --rounds "$ROUNDS" \
+  --size-fetchlist "$TOP_N" --set "fetch.delay=$DELAY"
 
 echo
 echo "== the two crawldbs, by URL, status and signature"

@@ -36,93 +36,198 @@ pub mod exit {
     pub const CORRUPT: u8 = 7;
 }
 
-/// Every command of the `trawl` umbrella, in the order `trawl --help` lists them:
-/// `(name, one line)`. Each is a binary of its own beside `trawl` (`trawl fetch ..`
-/// runs `fetch ..`); a test checks the list against the binaries Cargo.toml builds.
-pub const COMMANDS: &[(&str, &str)] = &[
-    (
-        "crawl",
-        "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
-    ),
-    ("inject", "Inject seed URLs into the crawldb"),
-    ("generate", "Generate fetch lists (segments) of due URLs"),
-    (
-        "fetch",
-        "Fetch a segment's fetch list into crawl_fetch, content and robots",
-    ),
-    (
-        "parse",
-        "Parse a fetched segment: text, metadata, outlinks, signatures",
-    ),
-    ("updatedb", "Merge fetched segments into the crawldb"),
-    ("linkdb", "Invert segments' outlinks into the link database"),
-    (
-        "dedup",
-        "Mark duplicate pages in the crawldb as db_duplicate",
-    ),
-    (
-        "hostdb",
-        "Update the host database: URL counts, fetch failures, robots.txt per host",
-    ),
-    (
-        "pagerank",
-        "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
-    ),
-    (
-        "sitemap",
-        "Fetch sitemaps and merge their URLs into the crawldb",
-    ),
-    (
-        "index",
-        "Build or update the search index, or export it as JSON Lines",
-    ),
-    ("search", "Search the crawl's index, or serve a search page"),
-    (
-        "readhostdb",
-        "Read the host database: one host, the failing hosts, or a dump",
-    ),
-    (
-        "report",
-        "Write crawl/report.html: rounds, statuses, hosts, response times, sizes, depth",
-    ),
-    (
-        "check",
-        "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
-    ),
-    (
-        "docparse",
-        "Extract a document's text, title and links (PDF, office) as JSON, as parse does",
-    ),
-    (
-        "readdb",
-        "Read the crawldb: stats, one URL, dumps, top scores",
-    ),
-    ("readseg", "Read segments: list them, dump their datasets"),
-    (
-        "readlinkdb",
-        "Read the linkdb: one URL's inlinks, or a dump",
-    ),
-    (
-        "warc",
-        "Export a segment's content as gzipped WARC/1.1 files",
-    ),
-    (
-        "mergesegs",
-        "Merge segments into one new segment (newest fetch of each URL wins)",
-    ),
-    (
-        "prunesegs",
-        "Free disk: delete the content and parse_text of applied segments",
-    ),
-    (
-        "repartition",
-        "Change the partition count or key of a crawl",
-    ),
-    (
-        "gc",
-        "Remove unreferenced objects from an object-store crawl directory",
-    ),
+/// A command of `trawl`: a stage, a tool, or the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Command {
+    /// Its name: `trawl NAME`, and the name of its link to `trawl` (`NAME ARGS`).
+    pub name: &'static str,
+    /// One line for `trawl --help`.
+    pub about: &'static str,
+    /// It changes the crawl (and so keeps `status.json` current); read tools leave
+    /// the crawl directory as it was.
+    pub writes: bool,
+}
+
+/// The registry: every command of `trawl`, in the order `trawl --help` lists them.
+/// The executable's dispatch (`stages/main.rs`), its help, the links `trawl
+/// --install-links` makes, the stages that keep `status.json` ([`Command::writes`])
+/// and the round's steps ([`crate::round`], checked by a test) derive from it.
+pub const COMMANDS: &[Command] = &[
+    Command {
+        name: "crawl",
+        about: "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
+        writes: true,
+    },
+    Command {
+        name: "inject",
+        about: "Inject seed URLs into the crawldb",
+        writes: true,
+    },
+    Command {
+        name: "generate",
+        about: "Generate fetch lists (segments) of due URLs",
+        writes: true,
+    },
+    Command {
+        name: "fetch",
+        about: "Fetch a segment's fetch list into crawl_fetch, content and robots",
+        writes: true,
+    },
+    Command {
+        name: "parse",
+        about: "Parse a fetched segment: text, metadata, outlinks, signatures",
+        writes: true,
+    },
+    Command {
+        name: "updatedb",
+        about: "Merge fetched segments into the crawldb",
+        writes: true,
+    },
+    Command {
+        name: "linkdb",
+        about: "Invert segments' outlinks into the link database",
+        writes: true,
+    },
+    Command {
+        name: "dedup",
+        about: "Mark duplicate pages in the crawldb as db_duplicate",
+        writes: true,
+    },
+    Command {
+        name: "hostdb",
+        about: "Update the host database: URL counts, fetch failures, robots.txt per host",
+        writes: true,
+    },
+    Command {
+        name: "pagerank",
+        about: "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
+        writes: true,
+    },
+    Command {
+        name: "sitemap",
+        about: "Fetch sitemaps and merge their URLs into the crawldb",
+        writes: true,
+    },
+    Command {
+        name: "index",
+        about: "Build or update the search index, or export it as JSON Lines",
+        writes: true,
+    },
+    Command {
+        name: "search",
+        about: "Search the crawl's index, or serve a search page",
+        writes: false,
+    },
+    Command {
+        name: "readhostdb",
+        about: "Read the host database: one host, the failing hosts, or a dump",
+        writes: false,
+    },
+    Command {
+        name: "report",
+        about: "Write crawl/report.html: rounds, statuses, hosts, response times, sizes, depth",
+        writes: false,
+    },
+    Command {
+        name: "check",
+        about: "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
+        writes: false,
+    },
+    Command {
+        name: "docparse",
+        about: "Extract a document's text, title and links (PDF, office) as JSON, as parse does",
+        writes: false,
+    },
+    Command {
+        name: "readdb",
+        about: "Read the crawldb: stats, one URL, dumps, top scores",
+        writes: false,
+    },
+    Command {
+        name: "readseg",
+        about: "Read segments: list them, dump their datasets",
+        writes: false,
+    },
+    Command {
+        name: "readlinkdb",
+        about: "Read the linkdb: one URL's inlinks, or a dump",
+        writes: false,
+    },
+    Command {
+        name: "warc",
+        about: "Export a segment's content as gzipped WARC/1.1 files",
+        writes: false,
+    },
+    Command {
+        name: "mergesegs",
+        about: "Merge segments into one new segment (newest fetch of each URL wins)",
+        writes: false,
+    },
+    Command {
+        name: "prunesegs",
+        about: "Free disk: delete the content and parse_text of applied segments",
+        writes: false,
+    },
+    Command {
+        name: "repartition",
+        about: "Change the partition count or key of a crawl",
+        writes: false,
+    },
+    Command {
+        name: "gc",
+        about: "Remove unreferenced objects from an object-store crawl directory",
+        writes: false,
+    },
+    Command {
+        name: "plan",
+        about: "Print the crawl round as JSON, for a cluster driver (trawl_spark.py)",
+        writes: false,
+    },
 ];
+
+/// The registry's entry of `name`.
+pub fn command(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// The command this process runs, set once by the executable's dispatch
+/// ([`set_command`]).
+static RUNNING: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Records the command this process runs (the executable's dispatch calls it once,
+/// before the command starts): what a lock holder, an object-store commit or a
+/// failed status names, whether the executable was run as `trawl NAME` or as `NAME`.
+pub fn set_command(name: &str) {
+    if let Some(c) = command(name) {
+        let _ = RUNNING.set(c.name);
+    }
+}
+
+/// Creates a link named after every command to the executable `exe` in `dir` (a
+/// symbolic link where the platform has them, else a hard link, else a copy),
+/// replacing what is there atomically; returns how many.
+pub fn install_links(exe: &std::path::Path, dir: &std::path::Path) -> Result<usize> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let same_dir = exe
+        .parent()
+        .is_some_and(|p| p.canonicalize().ok() == dir.canonicalize().ok());
+    let target = match (same_dir, exe.file_name()) {
+        (true, Some(name)) => PathBuf::from(name),
+        _ => exe.to_path_buf(),
+    };
+    for c in COMMANDS {
+        let link = dir.join(format!("{}{}", c.name, std::env::consts::EXE_SUFFIX));
+        let tmp = dir.join(format!(".{}.link-{}", c.name, std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        #[cfg(unix)]
+        let made = std::os::unix::fs::symlink(&target, &tmp);
+        #[cfg(not(unix))]
+        let made = std::fs::hard_link(exe, &tmp).or_else(|_| std::fs::copy(exe, &tmp).map(|_| ()));
+        made.map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &link).map_err(|e| Error::io(&link, e))?;
+    }
+    Ok(COMMANDS.len())
+}
 
 /// An outcome that ends a stage with a given exit code after its summary was printed.
 /// Returned as an error from a binary's `run` so that [`finish`] exits with `code`
@@ -194,9 +299,13 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The running binary's name (`fetch`, `crawl`, ...): the stage a lock holder, an
-/// object-store commit or a failed status names; `stage` when it cannot be told.
+/// The running command's name (`fetch`, `crawl`, ...): the stage a lock holder, an
+/// object-store commit or a failed status names ([`set_command`]; else the
+/// executable's name, `stage` when it cannot be told).
 pub fn binary_name() -> String {
+    if let Some(name) = RUNNING.get() {
+        return (*name).to_string();
+    }
     std::env::args_os()
         .next()
         .map(PathBuf::from)

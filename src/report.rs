@@ -155,7 +155,7 @@ pub fn run(ctx: &StageCtx, opts: &ReportOpts) -> Result<ReportReport> {
         rounds.push(r);
     }
     // Top hosts: the hostdb's when there is one (with failures), else the crawldb's.
-    let hostdb = crate::hostdb::read_all(&dir)?;
+    let hostdb = crate::hosts::read_all(&dir)?;
     let hosts = if hostdb.is_empty() {
         host_pages.len()
     } else {

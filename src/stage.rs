@@ -205,7 +205,7 @@ impl StageCtx {
                 // current once its work begins (tasks of a job do not: many run at
                 // once); nothing is written before, so a refused stage changes nothing.
                 let name = crate::cli::binary_name();
-                if scope == Scope::Whole && WRITERS.contains(&name.as_str()) {
+                if scope == Scope::Whole && writes(&name) {
                     crate::status::set_live(CrawlDir::new(&root).status_file());
                 }
                 Ok(StageCtx::new(root, cfg))
@@ -352,7 +352,7 @@ impl StageCtx {
     /// a local crawl directory; read tools leave the directory as it was).
     fn write_status(&self, stage: &str, line: &str) {
         let name = stage.split_whitespace().next().unwrap_or(stage);
-        if self.mirror.is_some() || self.task != TaskMode::Whole || !WRITERS.contains(&name) {
+        if self.mirror.is_some() || self.task != TaskMode::Whole || !writes(name) {
             return;
         }
         let mut fields = serde_json::Map::new();
@@ -416,12 +416,11 @@ impl TaskMode {
     }
 }
 
-/// The stages that change the crawl, and so keep `status.json` current (read tools
-/// leave the crawl directory as it was).
-const WRITERS: &[&str] = &[
-    "inject", "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap",
-    "index", "hostdb", "crawl",
-];
+/// Whether the command `name` changes the crawl, and so keeps `status.json` current
+/// (the registry's [`crate::cli::Command::writes`]).
+fn writes(name: &str) -> bool {
+    crate::cli::command(name).is_some_and(|c| c.writes)
+}
 
 impl Report for GcReport {
     const STAGE: &'static str = "gc";

@@ -88,14 +88,13 @@ fn urls(args: Vec<String>) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     trawl::signal::install()?;
     let (cfg, _) = args.common.setup()?;
     let started = std::time::Instant::now();

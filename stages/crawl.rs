@@ -68,14 +68,13 @@ fn seconds(s: &str) -> Result<Duration, String> {
     driver::parse_duration(s, 's')
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let mut args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let mut args = Args::parse_from(args);
     trawl::signal::install()?;
     if let Some(addr) = args.metrics_addr {
         trawl::status::serve_metrics(addr)?;

@@ -29,14 +29,13 @@ struct Args {
     min_age: f64,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     let (cfg, dir) = args.common.setup()?;
     let CrawlUri::Object(uri) = CrawlUri::parse(&dir)? else {
         anyhow::bail!(

@@ -61,14 +61,13 @@ fn days(s: &str) -> Result<f64, String> {
     }
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     let mut ctx = if let (true, Some(job)) = (args.cutoff, &args.task.job) {
         StageCtx::from_job_args(&args.common, job)?
     } else if args.cutoff {

@@ -40,14 +40,13 @@ struct Args {
     sitemaps: Option<PathBuf>,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     if args.sitemaps.is_some() && args.task.job.is_some() {
         anyhow::bail!(
             "inject --sitemaps runs in one process only: inject the seed files as a job, then run --sitemaps without --job"

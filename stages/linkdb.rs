@@ -41,14 +41,13 @@ struct Args {
     max_inlinks: Option<usize>,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     trawl::signal::install()?;
     let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let cfg = ctx.config_mut();

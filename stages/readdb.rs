@@ -64,14 +64,13 @@ fn status(s: &str) -> Result<trawl::DbStatus, String> {
     })
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     if args.partitions {
         let ctx = StageCtx::from_meta_args(&args.common)?;
         let meta = ctx.open_existing()?.crawldb_meta()?;

@@ -30,14 +30,13 @@ struct Args {
     dump: bool,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     let ctx = StageCtx::from_args(&args.common)?;
     let dir = ctx.open_existing()?;
     if trawl::hostdb::read_meta(&dir)?.is_none() {
@@ -46,7 +45,7 @@ fn run() -> anyhow::Result<()> {
             dir.root().display()
         );
     }
-    let mut rows = trawl::hostdb::read_all(&dir)?;
+    let mut rows = trawl::hosts::read_all(&dir)?;
     rows.sort_by(|a, b| a.host.cmp(&b.host));
     if let Some(h) = &args.host {
         rows.retain(|r| &r.host == h);

@@ -26,14 +26,13 @@ struct Args {
     out: Option<PathBuf>,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     let ctx = StageCtx::from_args(&args.common)?;
     let r = report::run(&ctx, &ReportOpts { out: args.out })?;
     ctx.finish(&r)?;

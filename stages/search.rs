@@ -65,14 +65,13 @@ enum RankingArg {
     Bm25,
 }
 
-trawl::global_allocator!();
-
-fn main() -> std::process::ExitCode {
-    trawl::cli::finish(run())
+/// Runs the command with its arguments (`args[0]` is its name).
+pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
+    trawl::cli::finish(run(args))
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
+    let args = Args::parse_from(args);
     let (_cfg, crawl_dir) = args.common.setup()?;
     let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
     let searcher = Searcher::open(&dir)?;

@@ -163,6 +163,81 @@ fn crate_imports(text: &str) -> BTreeSet<String> {
     out
 }
 
+/// The top-level modules each top-level module of src/ uses in its code (unit tests
+/// at the end of a file left out), from the `crate::x` paths.
+fn code_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = root().join("src");
+    let tops: BTreeSet<String> = modules().into_keys().collect();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rs_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        if top == "lib" || test_only(rel) {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let uses = out.entry(top.clone()).or_default();
+        for used in crate_imports(code) {
+            if used != top && tops.contains(&used) {
+                uses.insert(used);
+            }
+        }
+    }
+    out
+}
+
+/// The import graph of the library's top-level modules has no cycle: the layers of
+/// `## Import rules` hold in the code, not only in the table.
+#[test]
+fn the_module_graph_is_acyclic() {
+    let graph = code_imports();
+    // Depth-first search; a back edge closes a cycle, reported with its path.
+    fn visit(
+        m: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(m.to_string(), 1);
+        path.push(m.to_string());
+        for next in graph.get(m).into_iter().flatten() {
+            match state.get(next.as_str()).copied().unwrap_or(0) {
+                0 => visit(next, graph, state, path, cycles),
+                1 => {
+                    let start = path.iter().position(|p| p == next).unwrap();
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(next.clone());
+                    cycles.push(cycle.join(" -> "));
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(m.to_string(), 2);
+    }
+    let mut state = BTreeMap::new();
+    let mut cycles = Vec::new();
+    for m in graph.keys() {
+        if state.get(m.as_str()).copied().unwrap_or(0) == 0 {
+            visit(m, &graph, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "module import cycles in src/ (move what both sides need below them):\n{}",
+        cycles.join("\n")
+    );
+}
+
 #[test]
 fn imports_follow_the_rules() {
     let doc = doc();

@@ -2,7 +2,8 @@
 //! master and two one-core workers), driven by cluster/trawl_spark.py: inject and two
 //! rounds over the test web, one fetch task killed mid-run (SIGKILL, as a lost machine)
 //! and retried by Spark; the crawldb must equal (URL, status, signature) that of the
-//! same crawl in one process, and the test web's request log must show politeness held
+//! same crawl by `crawl` in one process (dedup's duplicates included), and so must the
+//! hostdb's counts and the search index's top 10, and the test web's request log must show politeness held
 //! across the workers (no two requests to a host closer than the delay, the killed
 //! attempt and its retry included) and robots.txt obeyed.
 //!
@@ -72,6 +73,7 @@ struct Cluster {
 
 impl Cluster {
     fn start(run: &Path, python: &Path, workers: usize) -> Cluster {
+        ran_with("Spark");
         let out = Command::new(repo().join("cluster/spark-local.sh"))
             .arg("start")
             .arg(run)
@@ -181,14 +183,16 @@ fn flag<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
 
 /// The pid of a running fetch task of partition set `spec` in its first attempt.
 fn first_fetch_attempt(spec: &str) -> Option<String> {
-    let fetch = bin("fetch");
+    let trawl = bin("trawl");
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
         if !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         let Some(argv) = cmdline(&pid) else { continue };
-        if argv.first().map(String::as_str) == Some(fetch)
+        // The driver runs `<bin-dir>/trawl fetch ...`.
+        if argv.first().map(String::as_str) == Some(trawl)
+            && argv.get(1).map(String::as_str) == Some("fetch")
             && flag(&argv, "--partitions") == Some(spec)
             && flag(&argv, "--attempt").is_some_and(|a| a.ends_with("-0"))
         {
@@ -260,6 +264,51 @@ fn crawl_work(config: &Path) -> PathBuf {
     config.with_file_name("work")
 }
 
+/// A small site served under two host names by the test web (`--static`): a mirror,
+/// every page twice, so that dedup has work in the first round. Returns the
+/// test web's flags with it.
+fn with_mirror(dir: &Path) -> Vec<String> {
+    let site = dir.join("mirror-site");
+    std::fs::create_dir_all(&site).unwrap();
+    let topics = [
+        "lighthouse keeper logbook",
+        "harbour tide tables",
+        "fog signal maintenance",
+        "lamp room cleaning",
+        "keeper cottage repairs",
+    ];
+    let mut links = String::new();
+    for (i, t) in topics.iter().enumerate() {
+        links.push_str(&format!("<li><a href=\"page{i}.html\">{t}</a></li>"));
+        std::fs::write(
+            site.join(format!("page{i}.html")),
+            format!(
+                "<html><head><title>{t}</title></head><body><h1>{t}</h1><p>Notes on {t}, \
+                 page {i} of the lighthouse handbook: how the {t} is done, step by step, \
+                 with the tools it needs.</p><a href=\"index.html\">handbook</a></body></html>"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        site.join("index.html"),
+        format!(
+            "<html><head><title>Lighthouse handbook</title></head><body><h1>Lighthouse \
+             handbook</h1><p>Everything a lighthouse keeper does.</p><ul>{links}</ul></body></html>"
+        ),
+    )
+    .unwrap();
+    let mut flags: Vec<String> = WEB.iter().map(|s| s.to_string()).collect();
+    for host in MIRRORS {
+        flags.push("--static".into());
+        flags.push(format!("{host}={}", site.display()));
+    }
+    flags
+}
+
+/// The two host names of the mirrored site.
+const MIRRORS: [&str; 2] = ["docs.web.test", "mirror.web.test"];
+
 /// What both cluster tests start from.
 struct Setup {
     map: testweb::SiteMap,
@@ -276,14 +325,18 @@ struct Setup {
 /// own: its own request log), and the web and config of the Spark crawl.
 fn setup(dir: &Path, rounds: usize) -> Setup {
     let map = site_map(dir, WEB);
+    let flags = with_mirror(dir);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let seeds = dir.join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let mut urls = map.seeds.clone();
+    urls.extend(MIRRORS.iter().map(|h| format!("http://{h}/index.html")));
+    std::fs::write(&seeds, urls.join("\n") + "\n").unwrap();
     let reference_dir = dir.join("one-process");
     std::fs::create_dir_all(&reference_dir).unwrap();
-    let reference = one_process_crawl(&reference_dir, &seeds, rounds);
+    let reference = one_process_crawl(&reference_dir, &seeds, rounds, &flags);
     let spark_dir = dir.join("spark");
     std::fs::create_dir_all(&spark_dir).unwrap();
-    let web = TestWeb::start(&spark_dir, WEB);
+    let web = TestWeb::start(&spark_dir, &flags);
     let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
     Setup {
         map,
@@ -302,29 +355,73 @@ fn triples(db: BTreeMap<String, trawl::CrawlDatum>) -> BTreeMap<String, (String,
         .collect()
 }
 
-fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize) -> PathBuf {
-    let web = TestWeb::start(dir, WEB);
+/// The same crawl by `crawl` in one process: the round the Spark driver must repeat.
+fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize, web_flags: &[&str]) -> PathBuf {
+    let web = TestWeb::start(dir, web_flags);
     let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
     let crawl = dir.join("crawl");
-    run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
-    for r in 0..rounds {
-        assert!(
-            round(&crawl, &config).is_some(),
-            "one process: round {} generated nothing",
-            r + 1
-        );
-    }
+    run_ok(
+        "crawl",
+        &crawl,
+        &config,
+        &[
+            "--seeds",
+            seeds.to_str().unwrap(),
+            "--rounds",
+            &rounds.to_string(),
+        ],
+    );
     web.stop();
     crawl
+}
+
+/// The hostdb's rows by host: what the crawl counted (URLs by status, fetches by
+/// outcome, robots.txt), without the times.
+fn hostdb_counts(crawl: &Path) -> BTreeMap<String, Vec<String>> {
+    let rows: Vec<trawl::records::HostRecord> =
+        trawl::store::parquet::read_dataset(&crawl.join("hostdb/current")).unwrap();
+    rows.into_iter()
+        .map(|h| {
+            let counts = [
+                h.urls,
+                h.db_unfetched,
+                h.db_fetched,
+                h.db_gone,
+                h.db_redir_temp,
+                h.db_redir_perm,
+                h.db_notmodified,
+                h.db_duplicate,
+                h.fetches,
+                h.fetch_successes,
+                h.fetch_failures,
+                h.fetch_gone,
+                h.fetch_redirects,
+                h.consecutive_failures,
+                h.sitemaps,
+            ];
+            let mut v: Vec<String> = counts.iter().map(i64::to_string).collect();
+            v.push(format!("{:?}/{:?}", h.robots, h.robots_reason));
+            (h.host, v)
+        })
+        .collect()
+}
+
+/// The URLs `search --top 10 QUERY` returns on `crawl`, in order.
+fn top10(crawl: &Path, config: &Path, query: &str) -> Vec<String> {
+    let out = run_ok("search", crawl, config, &["--json", "--top", "10", query]);
+    let results: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hits = results["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("search --json: {out}"));
+    hits.iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
 fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     if !java_present() {
-        eprintln!(
-            "SKIPPED two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed: \
-             no `java` on PATH (Spark needs Java 17 or newer)"
-        );
+        missing("Spark", "no `java` on PATH (Spark needs Java 17 or newer)");
         return;
     }
     let python = venv_python();
@@ -416,6 +513,51 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         "the Spark crawl's crawldb differs from the one-process crawl's"
     );
 
+    // The round is `crawl`'s: dedup marked the same duplicates, the hostdb holds the
+    // same counts, the index answers with the same pages.
+    let mirrored = |db: &BTreeMap<String, (String, Option<String>)>| -> usize {
+        db.iter()
+            .filter(|(u, (s, _))| s == "db_duplicate" && MIRRORS.iter().any(|h| u.contains(h)))
+            .count()
+    };
+    assert!(
+        mirrored(&want) >= 3,
+        "`crawl`'s dedup marked the mirror's copies db_duplicate: {want:?}"
+    );
+    for step in ["dedup", "pagerank", "sitemap", "hostdb", "index"] {
+        assert_eq!(
+            stdout.matches(&format!("\n{step}: job ")).count(),
+            2,
+            "{step} ran in both Spark rounds:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("hostdb: job ")
+            && stdout.contains("1 task running the whole stage (not partitioned yet)"),
+        "a step that runs whole says so:\n{stdout}"
+    );
+    let hosts = hostdb_counts(&crawl);
+    assert!(hosts.len() >= 2, "a hostdb: {hosts:?}");
+    assert_eq!(
+        hosts,
+        hostdb_counts(&reference),
+        "the Spark crawl's hostdb differs from the one-process crawl's"
+    );
+    for query in [
+        "stone river",
+        "winter",
+        "forest garden",
+        "lighthouse keeper",
+    ] {
+        let spark = top10(&crawl, &config, query);
+        assert!(!spark.is_empty(), "search {query:?} finds pages");
+        assert_eq!(
+            spark,
+            top10(&reference, &config, query),
+            "search {query:?}: the Spark crawl's index differs from the one-process crawl's"
+        );
+    }
+
     // Politeness across workers and attempts, robots.txt obeyed, from the request log.
     let log = web.stop();
     let hosts = assert_polite(&log, &map, DELAY_MS);
@@ -440,10 +582,7 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
 #[test]
 fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     if !java_present() {
-        eprintln!(
-            "SKIPPED one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3: \
-             no `java` on PATH (Spark needs Java 17 or newer)"
-        );
+        missing("Spark", "no `java` on PATH (Spark needs Java 17 or newer)");
         return;
     }
     let Some(moto) = common::moto::start_moto() else {
@@ -476,6 +615,13 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
         "the driver read the partition count from the store:\n{stdout}"
     );
+    for step in ["hostdb", "index"] {
+        assert!(
+            stdout.contains(&format!("{step}: left out of the round: ")),
+            "the driver says why {step} does not run on S3:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("\ndedup: job "), "dedup ran:\n{stdout}");
     drop(cluster);
     web.stop();
 

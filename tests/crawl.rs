@@ -419,17 +419,17 @@ fn cargo_bins() -> Vec<String> {
 
 #[test]
 fn the_trawl_command_runs_every_stage_with_version_and_set() {
-    // `trawl --help` lists every binary, one line each.
+    // One executable: every stage and tool is a command of `trawl`.
+    assert_eq!(cargo_bins(), ["trawl"], "Cargo.toml builds one binary");
+    // `trawl --help` lists every command, one line each.
     let out = Command::new(bin("trawl")).arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut bins = cargo_bins();
-    bins.retain(|b| b != "trawl");
-    let listed: Vec<&str> = trawl::cli::COMMANDS.iter().map(|(n, _)| *n).collect();
+    let listed: Vec<&str> = trawl::cli::COMMANDS.iter().map(|c| c.name).collect();
     let mut sorted = listed.clone();
     sorted.sort();
-    bins.sort();
-    assert_eq!(sorted, bins, "trawl's command list = the stage binaries");
+    sorted.dedup();
+    assert_eq!(sorted.len(), listed.len(), "every command is listed once");
     for name in &listed {
         assert!(
             help.lines()
@@ -457,6 +457,13 @@ fn the_trawl_command_runs_every_stage_with_version_and_set() {
             String::from_utf8_lossy(&out.stdout).trim(),
             format!("{name} {version}"),
             "{name} --version"
+        );
+        // ... and under its own name (the link `trawl --install-links` makes).
+        let out = Command::new(bin(name)).arg("--version").output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{name} {version}"),
+            "{name} --version through its link"
         );
     }
     let out = Command::new(bin("trawl")).arg("fecth").output().unwrap();
@@ -1144,7 +1151,7 @@ fn the_report_shows_the_crawl_in_a_real_browser() {
     );
 
     if common::browser::chromium().is_none() {
-        eprintln!("SKIPPED (browser part): {}", common::browser::MISSING);
+        common::missing("chromium", common::browser::MISSING);
         return;
     }
     let mut b = common::browser::Browser::launch().expect("Chromium was found above");

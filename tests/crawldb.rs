@@ -1,5 +1,7 @@
 //! Integration tests of inject, generate, updatedb and readdb, driving the real binaries.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,10 +14,10 @@ use trawl::store::partition::Partitioner;
 
 fn bin(name: &str) -> Command {
     let exe = match name {
-        "inject" => env!("CARGO_BIN_EXE_inject"),
-        "generate" => env!("CARGO_BIN_EXE_generate"),
-        "updatedb" => env!("CARGO_BIN_EXE_updatedb"),
-        "readdb" => env!("CARGO_BIN_EXE_readdb"),
+        "inject" => common::bin("inject"),
+        "generate" => common::bin("generate"),
+        "updatedb" => common::bin("updatedb"),
+        "readdb" => common::bin("readdb"),
         other => panic!("unknown binary {other}"),
     };
     let mut c = Command::new(exe);

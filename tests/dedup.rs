@@ -1,5 +1,7 @@
 //! Runs the real `dedup` binary on a hand-built crawldb.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -126,7 +128,7 @@ fn statuses(root: &Path) -> BTreeMap<String, DbStatus> {
 }
 
 fn dedup(root: &Path, extra: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dedup"))
+    let out = Command::new(common::bin("dedup"))
         .arg("--crawl-dir")
         .arg(root)
         .args(extra)

@@ -1,6 +1,8 @@
 //! Integration tests of the `fetch` binary against an in-process loopback server
 //! that serves several virtual hosts (`*.test`, mapped with `fetch.resolve`).
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -233,7 +235,7 @@ fn write_config(root: &Path, addr: SocketAddr, extra: &str) -> PathBuf {
 }
 
 fn run_fetch(root: &Path, config: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_fetch"))
+    Command::new(common::bin("fetch"))
         .arg("--crawl-dir")
         .arg(root)
         .arg("--config")
@@ -575,7 +577,7 @@ fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
     let root = tmp.path();
     let seg = host_segment(root, "20260104000000", "k.test", 8);
     let config = write_config(root, addr, "delay = 0.5");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fetch"))
+    let mut child = Command::new(common::bin("fetch"))
         .arg("--crawl-dir")
         .arg(root)
         .arg("--config")

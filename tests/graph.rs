@@ -1,5 +1,7 @@
 //! The `linkdb` and `pagerank` binaries on a hand-made crawl directory.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -170,9 +172,6 @@ fn ok(bin: &str, root: &Path, args: &[&str]) -> String {
     err
 }
 
-const LINKDB: &str = env!("CARGO_BIN_EXE_linkdb");
-const PAGERANK: &str = env!("CARGO_BIN_EXE_pagerank");
-
 fn linkdb_rows(root: &Path) -> Vec<Vec<InlinkRecord>> {
     parquet::part_files(&root.join("linkdb/current"))
         .unwrap()
@@ -185,7 +184,7 @@ fn linkdb_rows(root: &Path) -> Vec<Vec<InlinkRecord>> {
 fn linkdb_inverts_once_and_drops_internal_links() {
     let tmp = crawl();
     let root = tmp.path();
-    let summary = ok(LINKDB, root, &[]);
+    let summary = ok(common::bin("linkdb"), root, &[]);
     assert!(summary.contains("linkdb: 2 segments"), "{summary}");
     let parts = linkdb_rows(root);
     assert_eq!(parts.len(), PARTS);
@@ -215,12 +214,12 @@ fn linkdb_inverts_once_and_drops_internal_links() {
     assert!(summary.contains("8 links, 3 targets"), "{summary}");
 
     // Twice = once: nothing new by default, and explicitly re-inverting changes nothing.
-    let again = ok(LINKDB, root, &[]);
+    let again = ok(common::bin("linkdb"), root, &[]);
     assert!(again.contains("linkdb: 0 segments"), "{again}");
     assert_eq!(linkdb_rows(root), parts);
-    ok(LINKDB, root, &["20260102000000"]);
+    ok(common::bin("linkdb"), root, &["20260102000000"]);
     assert_eq!(linkdb_rows(root), parts);
-    ok(LINKDB, root, &["--all"]);
+    ok(common::bin("linkdb"), root, &["--all"]);
     assert_eq!(linkdb_rows(root), parts);
     assert!(root.join("linkdb/old/_SUCCESS").is_file());
     let meta: serde_json::Value =
@@ -234,7 +233,7 @@ fn linkdb_inverts_once_and_drops_internal_links() {
 fn linkdb_keep_internal_and_clear_errors() {
     let tmp = crawl();
     let root = tmp.path();
-    ok(LINKDB, root, &["--keep-internal"]);
+    ok(common::bin("linkdb"), root, &["--keep-internal"]);
     assert_eq!(linkdb_rows(root).concat().len(), 12);
 
     // A segment without parse_data, named explicitly: a clear error, nothing lost.
@@ -252,7 +251,7 @@ fn linkdb_keep_internal_and_clear_errors() {
         },
     )
     .unwrap();
-    let out = run(LINKDB, root, &["20260103000000"]);
+    let out = run(common::bin("linkdb"), root, &["20260103000000"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -261,7 +260,7 @@ fn linkdb_keep_internal_and_clear_errors() {
     );
     assert_eq!(linkdb_rows(root).concat().len(), 12);
     // By default such a segment is skipped.
-    ok(LINKDB, root, &[]);
+    ok(common::bin("linkdb"), root, &[]);
 }
 
 fn pagerank_rows(root: &Path) -> Vec<PageRankRecord> {
@@ -272,7 +271,7 @@ fn pagerank_rows(root: &Path) -> Vec<PageRankRecord> {
 fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
     let tmp = crawl();
     let root = tmp.path();
-    let summary = ok(PAGERANK, root, &["--hits", "--hostrank"]);
+    let summary = ok(common::bin("pagerank"), root, &["--hits", "--hostrank"]);
     // Nodes: a/, a/x, b/, c/, hub/ and its 3 pages, and lonely.test/ (a crawldb URL
     // without any link); 12 links.
     assert!(summary.contains("9 nodes, 12 edges"), "{summary}");
@@ -353,13 +352,13 @@ fn pagerank_ranks_the_hub_first_and_updates_the_crawldb() {
 fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
     let tmp = crawl();
     let root = tmp.path();
-    let out = run(PAGERANK, root, &["--source", "linkdb"]);
+    let out = run(common::bin("pagerank"), root, &["--source", "linkdb"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run `linkdb` first"));
-    ok(LINKDB, root, &[]);
+    ok(common::bin("linkdb"), root, &[]);
     let before: Vec<CrawlDatum> = parquet::read_dataset(&root.join("crawldb/current")).unwrap();
     let summary = ok(
-        PAGERANK,
+        common::bin("pagerank"),
         root,
         &[
             "--source",
@@ -400,7 +399,7 @@ fn pagerank_ignore_internal_equals_the_linkdb_graph() {
     // The page graph without same-host links is the linkdb's graph (internal links
     // dropped by default): same nodes, edges and scores.
     let summary = ok(
-        PAGERANK,
+        common::bin("pagerank"),
         root,
         &["--ignore-internal", "--no-update-crawldb"],
     );
@@ -409,9 +408,9 @@ fn pagerank_ignore_internal_equals_the_linkdb_graph() {
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join("pagerank/_meta.json")).unwrap()).unwrap();
     assert_eq!(meta["ignore_internal"], true);
-    ok(LINKDB, root, &[]);
+    ok(common::bin("linkdb"), root, &[]);
     ok(
-        PAGERANK,
+        common::bin("pagerank"),
         root,
         &["--source", "linkdb", "--no-update-crawldb"],
     );

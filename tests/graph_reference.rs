@@ -2,6 +2,8 @@
 //! corpus (alpha 0.85, uniform teleport, dangling mass spread uniformly, self-loops
 //! kept). Skipped when the corpus is absent.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
@@ -27,8 +29,9 @@ fn gz_lines(path: &PathBuf) -> impl Iterator<Item = String> {
 #[test]
 fn cnr_2000_matches_reference_pagerank() {
     let Some(root) = corpora() else {
-        eprintln!(
-            "skipping: corpus not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora"
+        common::missing(
+            "the shared corpora",
+            "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
         );
         return;
     };
@@ -36,9 +39,13 @@ fn cnr_2000_matches_reference_pagerank() {
     let arcs = dir.join("cnr-2000.arcs.tsv.gz");
     let reference = dir.join("cnr-2000.pagerank-alpha0.85.txt.gz");
     if !arcs.is_file() || !reference.is_file() {
-        eprintln!("skipping: corpus not found at {}", dir.display());
+        common::missing(
+            "the shared corpora",
+            &format!("the cnr-2000 graph is not at {}", dir.display()),
+        );
         return;
     }
+    common::ran_with("corpora");
     let t = std::time::Instant::now();
     let mut edges: Vec<(u32, u32)> = Vec::with_capacity(3_300_000);
     for line in gz_lines(&arcs) {

@@ -38,7 +38,7 @@ fn s3_command(
 
 fn bin_any(stage: &str) -> &'static str {
     match stage {
-        "gc" => env!("CARGO_BIN_EXE_gc"),
+        "gc" => common::bin("gc"),
         other => bin(other),
     }
 }

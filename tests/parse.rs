@@ -1,5 +1,7 @@
 //! Runs the real `parse` binary on a hand-built segment and checks its datasets.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -70,7 +72,7 @@ fn build_crawl(root: &Path, rows: Vec<ContentRecord>, with_content: bool) -> Pat
 }
 
 fn run_parse(root: &Path, config: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_parse"))
+    Command::new(common::bin("parse"))
         .arg("--crawl-dir")
         .arg(root)
         .arg("--config")

@@ -1,23 +1,27 @@
 //! The parser against the shared corpus of real saved pages: main-text quality
 //! versus readability's expected output, and links versus html5lib + ada-url.
 
+mod common;
+
 use trawl_bench::corpus::{self, CorpusReport};
 
 fn run() -> Option<(CorpusReport, Vec<corpus::PageScore>)> {
     let Some(dir) = corpus::corpora_dir() else {
-        eprintln!(
-            "skipping: corpus not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora"
+        common::missing(
+            "the shared corpora",
+            "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
         );
         return None;
     };
     let pages = corpus::load_pages(&dir).unwrap();
     if pages.is_empty() {
-        eprintln!(
-            "skipping: corpus not found at {}/pages (no pages)",
-            dir.display()
+        common::missing(
+            "the shared corpora",
+            &format!("no pages under {}/pages", dir.display()),
         );
         return None;
     }
+    common::ran_with("corpora");
     let scores: Vec<_> = pages.iter().map(corpus::evaluate_page).collect();
     Some((corpus::report(&scores), scores))
 }

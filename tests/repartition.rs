@@ -118,7 +118,7 @@ fn parts_of_domains(crawl: &Path) -> BTreeMap<(String, String), BTreeSet<usize>>
 }
 
 fn repartition(crawl: &Path, config: &Path, args: &[&str]) -> Output {
-    stage_command(env!("CARGO_BIN_EXE_repartition"), crawl, config, args)
+    stage_command(common::bin("repartition"), crawl, config, args)
         .output()
         .unwrap()
 }
@@ -349,7 +349,7 @@ fn kill_at(c: &Crawl, n: usize, point: Option<&str>) {
         "kill-{}.log",
         point.unwrap_or("install").replace(':', "-")
     ));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repartition"));
+    let mut cmd = Command::new(common::bin("repartition"));
     cmd.arg("--crawl-dir")
         .arg(&c.crawl)
         .arg("--config")

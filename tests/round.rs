@@ -109,3 +109,72 @@ fn three_rounds_match_the_site_map() {
         }
     }
 }
+
+/// `trawl plan round`: the round `crawl` runs, as the Spark driver reads it, with the
+/// crawl's partition count (the crawldb's, else the config's).
+#[test]
+fn the_plan_is_the_round_crawl_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let crawl = dir.join("crawl");
+    let plan = |config: &std::path::Path, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["round"];
+        args.extend_from_slice(extra);
+        let out = run_ok("plan", &crawl, config, &args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plan: {e}: {out}"))
+    };
+    let stages = |p: &serde_json::Value| -> Vec<String> {
+        p["round"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["stage"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // No crawl yet: the config's partition count.
+    let config = dir.join("five.toml");
+    std::fs::write(&config, "[crawl]\npartitions = 5\n").unwrap();
+    let p = plan(&config, &[]);
+    assert_eq!(p["plan_version"], 1);
+    assert_eq!(p["partitions"], 5);
+    assert_eq!(p["crawldb"], false);
+    assert_eq!(p["object_store"], false);
+    assert_eq!(
+        stages(&p),
+        [
+            "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank", "sitemap",
+            "hostdb", "index"
+        ]
+    );
+    assert!(p["skipped"].as_array().unwrap().is_empty());
+    // generate: passes around the cut-off, then the commit; nothing due is an outcome.
+    let generate = &p["round"][0];
+    assert_eq!(generate["segment"], "makes");
+    let runs: Vec<&str> = generate["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["run"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["tasks", "driver", "tasks", "commit"]);
+    assert_eq!(
+        generate["outcomes"][0],
+        serde_json::json!([3, "nothing_due"])
+    );
+    assert_eq!(p["round"][1]["leases"], true, "fetch holds leases");
+    assert_eq!(p["jobs"]["inject"]["stage"], "inject");
+    // Options leave steps out or add the export.
+    let lean = plan(&config, &["--no-dedup", "--no-index", "--warc"]);
+    let names = stages(&lean);
+    assert!(!names.contains(&"dedup".to_string()) && !names.contains(&"index".to_string()));
+    assert_eq!(names.last().map(String::as_str), Some("warc"));
+    // After inject: the crawldb's count, whatever the config says.
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, "http://site0.web.test/\n").unwrap();
+    let three = dir.join("three.toml");
+    std::fs::write(&three, "[crawl]\npartitions = 3\n").unwrap();
+    run_ok("inject", &crawl, &three, &[seeds.to_str().unwrap()]);
+    let p = plan(&config, &[]);
+    assert_eq!(p["partitions"], 3);
+    assert_eq!(p["crawldb"], true);
+}

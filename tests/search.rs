@@ -397,7 +397,10 @@ fn distinctive_cjk_term(text: &str, others: &[&str]) -> Option<String> {
 #[test]
 fn chinese_and_japanese_pages_are_searchable() {
     let Some(corpora) = corpora() else {
-        eprintln!("skipped: ../shared/corpora is absent (real saved pages; set TRAWL_CORPORA)");
+        common::missing(
+            "the shared corpora",
+            "../shared/corpora is absent (real saved pages; set TRAWL_CORPORA)",
+        );
         return;
     };
     let pages = corpora.join("pages");
@@ -407,9 +410,13 @@ fn chinese_and_japanese_pages_are_searchable() {
         .iter()
         .any(|n| !pages.join(n).join("source.html").is_file())
     {
-        eprintln!("skipped: the corpus lacks one of {names:?}");
+        common::missing(
+            "the shared corpora",
+            &format!("the corpus lacks one of {names:?}"),
+        );
         return;
     }
+    common::ran_with("corpora");
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let seeds: Vec<String> = names

@@ -276,9 +276,10 @@ fn warc_records(dir: &Path, scratch: &Path) -> Option<Vec<String>> {
             .status()
             .is_ok_and(|s| s.success());
     if !has_warcio {
-        eprintln!("skipping: warcio check (.venv/bin/python with warcio not found)");
+        common::missing("warcio", ".venv/bin/python with warcio not found");
         return None;
     }
+    common::ran_with("warcio");
     let script = scratch.join("records.py");
     std::fs::write(
         &script,

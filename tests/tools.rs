@@ -53,9 +53,6 @@ fn walk_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-const READSEG: &str = env!("CARGO_BIN_EXE_readseg");
-const READLINKDB: &str = env!("CARGO_BIN_EXE_readlinkdb");
-
 #[test]
 fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     let tmp = tempfile::tempdir().unwrap();
@@ -67,7 +64,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     inject_seeds(dir, &crawl, &config, &map.seeds);
 
     // Before any linkdb: a clear error.
-    let out = tool(READLINKDB, &crawl, &config, &["--dump"]);
+    let out = tool(common::bin("readlinkdb"), &crawl, &config, &["--dump"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run `linkdb`"));
 
@@ -76,7 +73,12 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     drop(web);
 
     // --list --json: one line per segment, counts equal to crawl_fetch's.
-    let list = lines(READSEG, &crawl, &config, &["--list", "--json"]);
+    let list = lines(
+        common::bin("readseg"),
+        &crawl,
+        &config,
+        &["--list", "--json"],
+    );
     assert_eq!(list.len(), 2);
     for (row, seg) in list.iter().zip([&s1, &s2]) {
         let seg = Path::new(seg);
@@ -130,7 +132,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
             ])
         );
     }
-    let table = tool(READSEG, &crawl, &config, &["--list"]);
+    let table = tool(common::bin("readseg"), &crawl, &config, &["--list"]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert_eq!(table.lines().count(), 3, "{table}");
     assert!(table.contains("fetch_success="), "{table}");
@@ -144,7 +146,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
         .find(|c| c.http_status == 200)
         .expect("a 200 page");
     let rows = lines(
-        READSEG,
+        common::bin("readseg"),
         &crawl,
         &config,
         &["--dump", &s2, "--url", &page.url],
@@ -189,7 +191,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     // --dataset and --columns.
     let name = seg2.file_name().unwrap().to_str().unwrap();
     let rows = lines(
-        READSEG,
+        common::bin("readseg"),
         &crawl,
         &config,
         &[
@@ -214,7 +216,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
         assert_eq!(r["dataset"], "crawl_fetch");
     }
     let out = tool(
-        READSEG,
+        common::bin("readseg"),
         &crawl,
         &config,
         &["--dump", name, "--columns", "nope"],
@@ -222,7 +224,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no column \"nope\""));
     let out = tool(
-        READSEG,
+        common::bin("readseg"),
         &crawl,
         &config,
         &["--dump", name, "--dataset", "bogus"],
@@ -234,7 +236,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     let linkdb: Vec<InlinkRecord> =
         trawl::store::parquet::read_dataset(&crawl.join("linkdb/current")).unwrap();
     assert!(!linkdb.is_empty());
-    let dump = lines(READLINKDB, &crawl, &config, &["--dump"]);
+    let dump = lines(common::bin("readlinkdb"), &crawl, &config, &["--dump"]);
     let mut got: Vec<InlinkRecord> = dump
         .into_iter()
         .map(|v| serde_json::from_value(v).unwrap())
@@ -248,7 +250,12 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
         *counts.entry(r.url.as_str()).or_default() += 1;
     }
     let (target, n) = counts.iter().max_by_key(|(_, n)| **n).unwrap();
-    let rows = lines(READLINKDB, &crawl, &config, &["--url", target]);
+    let rows = lines(
+        common::bin("readlinkdb"),
+        &crawl,
+        &config,
+        &["--url", target],
+    );
     assert_eq!(rows.len(), *n);
     let mut expected: Vec<&InlinkRecord> = linkdb.iter().filter(|r| r.url == *target).collect();
     expected.sort();
@@ -258,7 +265,7 @@ fn readseg_and_readlinkdb_report_what_the_datasets_hold() {
     }
     assert!(
         lines(
-            READLINKDB,
+            common::bin("readlinkdb"),
             &crawl,
             &config,
             &["--url", "http://nowhere.web.test/x"]

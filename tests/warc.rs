@@ -16,7 +16,7 @@ use trawl::warc::writer::sha1_digest;
 const WEB: &[&str] = &["--seed", "5", "--hosts", "4", "--pages", "10"];
 
 fn warc(crawl: &Path, config: &Path, args: &[&str]) -> Vec<PathBuf> {
-    let out = Command::new(env!("CARGO_BIN_EXE_warc"))
+    let out = Command::new(common::bin("warc"))
         .arg("--crawl-dir")
         .arg(crawl)
         .arg("--config")
@@ -161,12 +161,16 @@ fn check_with_warcio(warc_dir: &Path, content: &[ContentRecord], scratch: &Path)
             .output()
             .is_ok_and(|o| o.status.success());
     if !has_warcio {
-        eprintln!(
-            "skipping: warcio check ({} with warcio not found; `make .venv/bin/python` installs it)",
-            python.display()
+        common::missing(
+            "warcio",
+            &format!(
+                "{} with warcio not found; `make .venv/bin/python` installs it",
+                python.display()
+            ),
         );
         return;
     }
+    common::ran_with("warcio");
     let jsonl = scratch.join("content.jsonl");
     let mut text = String::new();
     for c in content {
@@ -303,7 +307,7 @@ fn warc_on_a_segment_without_content_says_what_to_run() {
     std::fs::write(&seeds, "http://a.web.test/\n").unwrap();
     run_ok("inject", &crawl, &config, &[seeds.to_str().unwrap()]);
     let segment = run_ok("generate", &crawl, &config, &[]).trim().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_warc"))
+    let out = Command::new(common::bin("warc"))
         .arg("--crawl-dir")
         .arg(&crawl)
         .arg("--config")

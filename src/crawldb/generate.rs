@@ -273,7 +273,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
 /// The selection rules of a run with `opts`.
 fn rules(dir: &CrawlDir, cfg: &Config, opts: &GenerateOpts) -> Result<Rules> {
     // Hosts failing in a row are left out for a while (the hostdb's counters).
-    let skip_hosts = crate::hostdb::backed_off_hosts(
+    let skip_hosts = crate::hosts::backed_off_hosts(
         dir,
         cfg.generate.host_max_failures,
         cfg.generate.host_backoff.saturating_mul(1000),
@@ -304,7 +304,7 @@ fn rules(dir: &CrawlDir, cfg: &Config, opts: &GenerateOpts) -> Result<Rules> {
         }
         Default::default()
     } else {
-        crate::hostdb::host_caps(dir, cfg.generate.host_time_budget, cfg.fetch.delay)?
+        crate::hosts::host_caps(dir, cfg.generate.host_time_budget, cfg.fetch.delay)?
     };
     Ok(Rules {
         skip_hosts,

@@ -42,6 +42,20 @@ impl Step {
             Step::Index => "index",
         }
     }
+
+    /// The step of the stage `name` (`None` for a stage the journal does not record:
+    /// the segment's steps are read off the segment).
+    pub fn of(name: &str) -> Option<Step> {
+        [
+            Step::Hostdb,
+            Step::Dedup,
+            Step::Pagerank,
+            Step::Sitemap,
+            Step::Index,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
 }
 
 /// What one finished round did (kept in the journal, printed in the final summary).

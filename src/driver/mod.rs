@@ -385,16 +385,8 @@ impl Driver<'_> {
         // The round's steps over the whole crawl.
         // hostdb after the steps that change the crawldb (dedup, pagerank's scores,
         // sitemap's URLs), so its counts are the round's last.
-        let mut steps = Vec::new();
-        if self.opts.dedup {
-            steps.push(Step::Dedup);
-        }
-        steps.push(Step::Pagerank);
-        steps.push(Step::Sitemap);
-        steps.push(Step::Hostdb);
-        if self.opts.index {
-            steps.push(Step::Index);
-        }
+        // The order is the round's ([`crate::round::ROUND`]), as the Spark driver runs it.
+        let steps = self.global_steps(|_| true);
         for step in steps {
             if cur.done.contains(&step) {
                 continue;
@@ -568,12 +560,30 @@ impl Driver<'_> {
             self.stage(|ctx| crate::graph::linkdb::run(ctx, &opts))?;
         }
         if let Some(w) = unreachable {
-            // The hosts' failures are news for the hostdb (generate's back-off).
-            self.global(Step::Hostdb)?;
+            // The steps over the whole crawl that record the failures (hostdb: the
+            // hosts' failures are news for generate's back-off).
+            for step in self.global_steps(|s| s.after_unreachable) {
+                self.global(step)?;
+            }
             let w = w.strip_prefix("fetch: WARNING: ").unwrap_or(&w).to_string();
             return Ok(Err(Halt::Stop(Ended::Unreachable(w))));
         }
         Ok(self.between())
+    }
+
+    /// The round's steps over the whole crawl that `keep` keeps, in the round's order
+    /// ([`crate::round::steps`] with this run's options).
+    fn global_steps(&self, keep: impl Fn(&crate::round::Step) -> bool) -> Vec<Step> {
+        let opts = crate::round::RoundOpts {
+            dedup: self.opts.dedup,
+            index: self.opts.index,
+            warc: false,
+        };
+        crate::round::steps(opts)
+            .iter()
+            .filter(|s| s.segment == crate::round::SegmentUse::None && keep(s))
+            .filter_map(|s| Step::of(s.stage))
+            .collect()
     }
 
     /// A step over the whole crawl; returns the URLs it added to the crawldb.

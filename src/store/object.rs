@@ -99,7 +99,10 @@ impl Scope {
 /// `_meta.json` lacks `redirects_in_crawl_parse`, docs/tasks-segments.md); a marked
 /// segment brings them in `crawl_parse`, so each task reads its own parts only.
 fn reads_whole(stage: &str, dataset: &str, segment_routed: bool) -> bool {
-    stage == "updatedb" && dataset == names::SegmentDataset::CrawlFetch.as_str() && !segment_routed
+    (stage == "updatedb" && dataset == names::SegmentDataset::CrawlFetch.as_str() && !segment_routed)
+        // A sitemap task reads the `Sitemap:` lines of every segment's robots.txt
+        // records and keeps those of its hosts.
+        || (stage == "sitemap" && dataset == names::SegmentDataset::Robots.as_str())
 }
 
 /// The partition index of a part file's name (`part-00003.parquet`,

@@ -41,8 +41,10 @@ pub fn chromium() -> Option<PathBuf> {
 /// Whether Chromium is installed; prints why the test is skipped when it is not.
 pub fn available() -> bool {
     let found = chromium().is_some();
-    if !found {
-        eprintln!("SKIPPED: {MISSING}");
+    if found {
+        super::ran_with("chromium");
+    } else {
+        super::missing("chromium", MISSING);
     }
     found
 }
@@ -63,9 +65,10 @@ impl Browser {
     /// installed but does not start.
     pub fn launch() -> Option<Browser> {
         let Some(exe) = chromium() else {
-            eprintln!("SKIPPED: {MISSING}");
+            super::missing("chromium", MISSING);
             return None;
         };
+        super::ran_with("chromium");
         Some(Browser::launch_with(&exe))
     }
 

@@ -134,7 +134,7 @@ pub fn write_config(dir: &Path, addr: &str, fetch_delay: f64, extra: &str) -> Pa
 pub fn testweb_bin() -> &'static str {
     static PATH: OnceLock<String> = OnceLock::new();
     PATH.get_or_init(|| {
-        let stage = Path::new(env!("CARGO_BIN_EXE_inject"));
+        let stage = Path::new(env!("CARGO_BIN_EXE_trawl"));
         let path = stage.with_file_name(format!("testweb{}", std::env::consts::EXE_SUFFIX));
         let rebuild = "run `cargo build --release --bins` (or a full `cargo test`) first";
         let built = std::fs::metadata(&path)
@@ -154,34 +154,26 @@ pub fn testweb_bin() -> &'static str {
     })
 }
 
-/// The path of a stage binary.
+/// The path of a command: `trawl`, `testweb`, or a stage or tool by its own name (a
+/// link to `trawl`, made beside it once per test binary as `make build` makes them).
 pub fn bin(name: &str) -> &'static str {
+    static LINKS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
     match name {
-        "inject" => env!("CARGO_BIN_EXE_inject"),
-        "generate" => env!("CARGO_BIN_EXE_generate"),
-        "fetch" => env!("CARGO_BIN_EXE_fetch"),
-        "parse" => env!("CARGO_BIN_EXE_parse"),
-        "updatedb" => env!("CARGO_BIN_EXE_updatedb"),
-        "linkdb" => env!("CARGO_BIN_EXE_linkdb"),
-        "pagerank" => env!("CARGO_BIN_EXE_pagerank"),
-        "readdb" => env!("CARGO_BIN_EXE_readdb"),
-        "dedup" => env!("CARGO_BIN_EXE_dedup"),
-        "testweb" => testweb_bin(),
-        "sitemap" => env!("CARGO_BIN_EXE_sitemap"),
-        "readseg" => env!("CARGO_BIN_EXE_readseg"),
-        "readlinkdb" => env!("CARGO_BIN_EXE_readlinkdb"),
-        "mergesegs" => env!("CARGO_BIN_EXE_mergesegs"),
-        "prunesegs" => env!("CARGO_BIN_EXE_prunesegs"),
-        "warc" => env!("CARGO_BIN_EXE_warc"),
-        "index" => env!("CARGO_BIN_EXE_index"),
-        "search" => env!("CARGO_BIN_EXE_search"),
-        "crawl" => env!("CARGO_BIN_EXE_crawl"),
         "trawl" => env!("CARGO_BIN_EXE_trawl"),
-        "check" => env!("CARGO_BIN_EXE_check"),
-        "report" => env!("CARGO_BIN_EXE_report"),
-        "hostdb" => env!("CARGO_BIN_EXE_hostdb"),
-        "readhostdb" => env!("CARGO_BIN_EXE_readhostdb"),
-        other => panic!("unknown binary {other}"),
+        "testweb" => testweb_bin(),
+        _ => LINKS
+            .get_or_init(|| {
+                let exe = Path::new(env!("CARGO_BIN_EXE_trawl"));
+                let dir = exe.parent().unwrap();
+                trawl::cli::install_links(exe, dir)
+                    .unwrap_or_else(|e| panic!("links to {}: {e}", exe.display()));
+                trawl::cli::COMMANDS
+                    .iter()
+                    .map(|c| (c.name, dir.join(c.name).to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .get(name)
+            .unwrap_or_else(|| panic!("unknown binary {name}")),
     }
 }
 
@@ -573,4 +565,50 @@ pub fn counts(m: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
         *c.entry(s.clone()).or_insert(0) += 1;
     }
     c
+}
+
+/// Under `CI=true` (`.ci/run`, which installs every real component a test needs).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A real component this test needs is missing: under `CI=true` the test fails (CI
+/// installs every component, so a missing one is a broken install, not a skip);
+/// elsewhere it prints why the test is skipped.
+pub fn missing(component: &str, why: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    assert!(
+        !under_ci(),
+        "{test}: {component} is missing under CI=true ({why}); .ci/run installs it"
+    );
+    eprintln!("SKIPPED {test}: {component} is missing: {why}");
+}
+
+/// Records that this test runs against the real component `component` (Spark, the
+/// S3 server, Chromium, warcio, the shared corpora): one line in
+/// `target/tmp/real-components.txt`, which `make test` prints after the tests.
+pub fn ran_with(component: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let exe = std::env::current_exe().ok();
+    let binary = exe
+        .as_deref()
+        .and_then(Path::file_stem)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let binary = binary.rsplit_once('-').map_or(binary.as_str(), |(b, _)| b);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-components.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = writeln!(f, "{component}\t{binary}::{test}");
+    }
 }

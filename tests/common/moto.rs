@@ -57,8 +57,9 @@ fn http(endpoint: &str, method: &str, path: &str) -> std::io::Result<u16> {
 /// when it cannot.
 pub fn start_moto() -> Option<Moto> {
     let Some(bin) = moto_bin() else {
-        eprintln!(
-            "SKIPPED: moto_server not found (run `make venv` to install moto[server] into .venv, or set TRAWL_MOTO_SERVER)"
+        super::missing(
+            "the S3 server (moto)",
+            "moto_server not found (make test installs moto[server] into .venv; or set TRAWL_MOTO_SERVER)",
         );
         return None;
     };
@@ -74,7 +75,10 @@ pub fn start_moto() -> Option<Moto> {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("SKIPPED: cannot start {}: {e}", bin.display());
+            super::missing(
+                "the S3 server (moto)",
+                &format!("cannot start {}: {e}", bin.display()),
+            );
             return None;
         }
     };
@@ -86,10 +90,14 @@ pub fn start_moto() -> Option<Moto> {
     loop {
         if let Ok(code) = http(&moto.endpoint, "PUT", &format!("/{BUCKET}")) {
             assert!(code == 200, "moto: creating the bucket answered {code}");
+            super::ran_with("the S3 server (moto)");
             return Some(moto);
         }
         if started.elapsed() > Duration::from_secs(30) {
-            eprintln!("SKIPPED: moto_server did not answer on {}", moto.endpoint);
+            super::missing(
+                "the S3 server (moto)",
+                &format!("moto_server did not answer on {}", moto.endpoint),
+            );
             return None;
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -382,7 +382,7 @@ fn a_pruned_segment_says_it_was_pruned() {
 
 /// Runs `scripts/round.sh` on `crawl` with `config`.
 fn round_sh(crawl: &Path, config: &Path) -> Output {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_generate")).parent().unwrap();
+    let bin_dir = Path::new(crate::common::bin("generate")).parent().unwrap();
     Command::new("bash")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/round.sh"))
         .env("BIN", bin_dir)

@@ -64,7 +64,7 @@ impl Crawl {
         if stage != "warc" {
             return run(stage, &self.crawl, &self.config, args);
         }
-        std::process::Command::new(env!("CARGO_BIN_EXE_warc"))
+        std::process::Command::new(crate::common::bin("warc"))
             .arg("--crawl-dir")
             .arg(&self.crawl)
             .arg("--config")

@@ -387,7 +387,7 @@ fn segment_tools_refuse_a_segment_in_use() {
     assert!(content.is_dir(), "content kept");
 
     let warc = || {
-        Command::new(env!("CARGO_BIN_EXE_warc"))
+        Command::new(crate::common::bin("warc"))
             .arg("--crawl-dir")
             .arg(&crawl)
             .arg("--config")

@@ -121,7 +121,7 @@ fn seeds_are_stored_normalized_and_credentials_reach_no_output() {
     );
     let warc_dir = dir.join("warc");
     let (warc_out, warc_log) = run_logged(
-        env!("CARGO_BIN_EXE_warc"),
+        crate::common::bin("warc"),
         &crawl,
         &config,
         &["--out", warc_dir.to_str().unwrap()],

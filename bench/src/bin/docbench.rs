@@ -135,7 +135,7 @@ fn run() -> anyhow::Result<()> {
         let poppler_secs = t.elapsed().as_secs_f64();
         let reference = String::from_utf8_lossy(&out.stdout).into_owned();
         let t = Instant::now();
-        let got = isolate::extract_with(&helper, Format::Pdf, &data, &limits);
+        let got = isolate::extract_with(&isolate::Helper::at(&helper), Format::Pdf, &data, &limits);
         let trawl_secs = t.elapsed().as_secs_f64();
         let r = tokens(&reference);
         let n_ref: u64 = r.values().sum();

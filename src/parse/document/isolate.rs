@@ -65,32 +65,61 @@ pub enum Outcome {
     Error(String),
 }
 
-/// The helper's path: `TRAWL_DOCPARSE`, else `docparse` beside the running executable.
-pub fn helper_path() -> Result<PathBuf, DocumentError> {
+/// How the helper is run: a program, and the command it is given first when the
+/// program is trawl's executable (`trawl docparse ..`).
+#[derive(Debug, Clone)]
+pub struct Helper {
+    program: PathBuf,
+    command: Option<&'static str>,
+}
+
+impl Helper {
+    /// The helper at `path` (a `docparse` link or a program of that interface).
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Helper {
+            program: path.into(),
+            command: None,
+        }
+    }
+
+    /// The program that runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+}
+
+/// The helper: `TRAWL_DOCPARSE`, else the running executable as `trawl docparse` (one
+/// executable serves every command).
+pub fn helper() -> Result<Helper, DocumentError> {
     if let Some(p) = std::env::var_os("TRAWL_DOCPARSE") {
-        return Ok(PathBuf::from(p));
+        return Ok(Helper::at(p));
     }
     let exe = std::env::current_exe()
         .map_err(|e| DocumentError::Helper(format!("cannot locate the running binary: {e}")))?;
-    Ok(exe.with_file_name(HELPER))
+    Ok(Helper {
+        program: exe,
+        command: Some(HELPER),
+    })
 }
 
-/// Reads `bytes` as a `format` document in the helper ([`helper_path`]), within
+/// Reads `bytes` as a `format` document in the helper ([`helper`]), within
 /// `limits`.
 pub fn extract(format: Format, bytes: &[u8], limits: &Limits) -> Result<Extracted, DocumentError> {
-    extract_with(&helper_path()?, format, bytes, limits)
+    extract_with(&helper()?, format, bytes, limits)
 }
 
-/// [`extract`] with the helper at `path`.
+/// [`extract`] with the helper `helper`.
 pub fn extract_with(
-    path: &Path,
+    helper: &Helper,
     format: Format,
     bytes: &[u8],
     limits: &Limits,
 ) -> Result<Extracted, DocumentError> {
     let started = Instant::now();
     let cpu_secs = limits.max_millis.div_ceil(1000) + 1;
+    let path = &helper.program;
     let mut child = Command::new(path)
+        .args(helper.command)
         .args(["--format", format.name()])
         .args(["--max-pages", &limits.max_pages.to_string()])
         .args(["--max-text-bytes", &limits.max_text_bytes.to_string()])
@@ -107,8 +136,8 @@ pub fn extract_with(
         .spawn()
         .map_err(|e| {
             DocumentError::Helper(format!(
-                "cannot run the document helper {}: {e}; it is built with the other \
-                 binaries (cargo build --release --bins), or set TRAWL_DOCPARSE",
+                "cannot run the document helper {}: {e}; it is trawl's own \
+                 executable (`trawl docparse`), or set TRAWL_DOCPARSE",
                 path.display()
             ))
         })?;
