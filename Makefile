@@ -146,7 +146,7 @@ test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium java
 	@rm -f target/tmp/real-components.txt
 	$(CARGO) test --release
 	@echo "make test: tests that ran against real components:"
-	@sort target/tmp/real-components.txt 2>/dev/null | awk -F'\t' '{print "  " $$1 ": " $$2}' || true
+	@sort -u target/tmp/real-components.txt 2>/dev/null | awk -F'\t' '{print "  " $$1 ": " $$2}' || true
 
 test-queries: build $(PYTHON)
 	$(STAGE_ENV) DEMO_ADDR=$(WEB_ADDR) WEB_FLAGS="$(WEB_FLAGS)" scripts/demo.sh

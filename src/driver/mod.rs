@@ -516,7 +516,9 @@ impl Driver<'_> {
                         r.interrupted.unwrap_or("a signal").to_string(),
                     ))));
                 }
-                Some(e) if e.code == exit::UNREACHABLE => unreachable = Some(e.message),
+                Some(e) if e.code == exit::UNREACHABLE => {
+                    unreachable = Some(r.unreachable_warning())
+                }
                 Some(e) => eprintln!("{}", e.message),
                 None => {}
             }
@@ -565,7 +567,6 @@ impl Driver<'_> {
             for step in self.global_steps(|s| s.after_unreachable) {
                 self.global(step)?;
             }
-            let w = w.strip_prefix("fetch: WARNING: ").unwrap_or(&w).to_string();
             return Ok(Err(Halt::Stop(Ended::Unreachable(w))));
         }
         Ok(self.between())
