@@ -1183,3 +1183,42 @@ fn the_report_shows_the_crawl_in_a_real_browser() {
         "a screenshot of the page"
     );
 }
+
+/// fetch reaching no server ends the crawl with exit code 5 after the steps the round
+/// runs after a dead network (parse, updatedb, linkdb, then hostdb: round::ROUND's
+/// `after_unreachable`), with fetch's own warning once.
+#[test]
+fn a_dead_network_stops_the_crawl_after_recording_the_failures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let crawl = tmp.path().join("crawl");
+    // Nothing listens on port 9 of 127.0.0.1: every connection is refused.
+    let config = write_config(tmp.path(), "127.0.0.1:9", 0.0, "");
+    let seeds = tmp.path().join("seeds.txt");
+    std::fs::write(&seeds, "http://site0.web.test/\nhttp://site1.web.test/\n").unwrap();
+    let out = run(
+        "crawl",
+        &crawl,
+        &config,
+        &["--seeds", seeds.to_str().unwrap(), "--rounds", "2"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("crawl: WARNING: no server reached"),
+        "the crawl says why it stopped: {err}"
+    );
+    assert!(!err.contains("crawl: WARNING: fetch: WARNING"), "{err}");
+    for stage in ["parse:", "updatedb:", "linkdb:", "hostdb:"] {
+        assert!(
+            err.contains(stage),
+            "{stage} ran after the dead network: {err}"
+        );
+    }
+    assert!(!err.contains("pagerank:"), "pagerank did not run: {err}");
+    let hosts: Vec<trawl::records::HostRecord> =
+        trawl::store::parquet::read_dataset(&crawl.join("hostdb/current")).unwrap();
+    assert!(
+        hosts.iter().all(|h| h.consecutive_failures >= 1) && hosts.len() == 2,
+        "the hostdb recorded the failures: {hosts:?}"
+    );
+}
