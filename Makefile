@@ -60,7 +60,7 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb warcio
 
-# moto's S3 server (tests/object_store.rs runs it on loopback as the crawl directory's
+# moto's S3 server (tests/it/object_store.rs runs it on loopback as the crawl directory's
 # object store); moto 5.2 honours conditional creates (If-None-Match: *).
 MOTO := $(VENV)/bin/moto_server
 $(MOTO): $(PYTHON)
@@ -95,7 +95,7 @@ test: test-rust test-python test-queries
 test-python: $(PYSPARK)
 	$(PYTHON) -m unittest discover -s cluster
 
-# Headless Chromium for the browser tests (tests/search_web.rs, tests/render.rs) and
+# Headless Chromium for the browser tests (tests/it/search_web.rs, tests/it/render.rs) and
 # the rendering benchmark (renderbench): Debian's package, installed when
 # /usr/bin/chromium is missing and make runs as root with apt-get (the CI); otherwise
 # they are skipped with a message saying how to install it.
@@ -105,11 +105,11 @@ chromium:
 	    echo "make: installing Debian's chromium for the browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else \
-	    echo "make: /usr/bin/chromium is missing and this is not root: tests/search_web.rs and tests/render.rs will be skipped (install it with: sudo apt-get install -y chromium)"; \
+	    echo "make: /usr/bin/chromium is missing and this is not root: tests/it/search_web.rs and tests/it/render.rs will be skipped (install it with: sudo apt-get install -y chromium)"; \
 	  fi; \
 	fi
 
-# Java for the Spark tests (tests/cluster.rs): Debian's headless JRE, installed when
+# Java for the Spark tests (tests/it/cluster.rs): Debian's headless JRE, installed when
 # `java` is missing and make runs as root with apt-get; otherwise those tests are
 # skipped (and fail under CI=true).
 java:
@@ -118,7 +118,7 @@ java:
 	    echo "make: installing Debian's default-jre-headless for the Spark tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; \
 	  else \
-	    echo "make: java is missing and this is not root: tests/cluster.rs will be skipped (sudo apt-get install -y default-jre-headless)"; \
+	    echo "make: java is missing and this is not root: tests/it/cluster.rs will be skipped (sudo apt-get install -y default-jre-headless)"; \
 	  fi; \
 	fi
 
@@ -135,9 +135,9 @@ poppler:
 	fi
 
 # The Rust tests use the virtualenv's warcio to read trawl's WARC files back, its moto
-# server as an S3 endpoint, (tests/cluster.rs) its pyspark: a Spark standalone
-# cluster on 127.0.0.1, skipped when no Java is installed, and (tests/search_web.rs,
-# tests/render.rs) headless Chromium.
+# server as an S3 endpoint, (tests/it/cluster.rs) its pyspark: a Spark standalone
+# cluster on 127.0.0.1, skipped when no Java is installed, and (tests/it/search_web.rs,
+# tests/it/render.rs) headless Chromium.
 # Every test that runs against a real component (Spark, the S3 server, Chromium,
 # warcio, the shared corpora) adds a line to target/tmp/real-components.txt, printed
 # after the tests; under CI=true a test whose component is missing fails instead of

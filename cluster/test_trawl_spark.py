@@ -60,7 +60,7 @@ class Names(unittest.TestCase):
 
 
 # The shape of `trawl plan round` (docs/cluster.md, "The plan"), for the pure helpers;
-# tests/cluster.rs runs the real plan on a real cluster.
+# tests/it/cluster.rs runs the real plan on a real cluster.
 FETCH = {
     "stage": "fetch", "segment": "takes",
     "units": [{"run": "tasks", "flags": [], "all": False}, {"run": "commit"}],

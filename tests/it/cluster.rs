@@ -1,0 +1,637 @@
+//! trawl on a real Spark standalone cluster on 127.0.0.1 (cluster/spark-local.sh: a
+//! master and two one-core workers), driven by cluster/trawl_spark.py: inject and two
+//! rounds over the test web, one fetch task killed mid-run (SIGKILL, as a lost machine)
+//! and retried by Spark; the crawldb must equal (URL, status, signature) that of the
+//! same crawl by `crawl` in one process (dedup's duplicates included), and so must the
+//! hostdb's counts and the search index's top 10, and the test web's request log must show politeness held
+//! across the workers (no two requests to a host closer than the delay, the killed
+//! attempt and its retry included) and robots.txt obeyed.
+//!
+//! Needs Java 17+ (skipped, saying so, when `java` is missing) and pyspark in the
+//! project's virtualenv (`make cluster-venv`; `make test` installs it).
+
+use crate::common;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use trawl::store::partition::Partitioner;
+
+use common::*;
+
+const WEB: &[&str] = &["--seed", "16", "--hosts", "6", "--pages", "24"];
+const DELAY_MS: i64 = 300;
+const PARTITIONS: usize = 4;
+/// Page requests (robots.txt not counted) the doomed fetch attempt makes before the kill.
+const KILL_AFTER_PAGES: usize = 3;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(bin("inject")).parent().unwrap().to_path_buf()
+}
+
+/// The virtualenv's Python, asserting it has pyspark.
+fn venv_python() -> PathBuf {
+    let python = repo().join(".venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import pyspark"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "{} cannot import pyspark: run `make cluster-venv` (make test does it)",
+        python.display()
+    );
+    python
+}
+
+fn java_present() -> bool {
+    Command::new("java")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A cluster started by cluster/spark-local.sh, stopped on drop (also when the test fails).
+struct Cluster {
+    run: PathBuf,
+    python: PathBuf,
+    master: String,
+}
+
+impl Cluster {
+    fn start(run: &Path, python: &Path, workers: usize) -> Cluster {
+        ran_with("Spark");
+        let out = Command::new(repo().join("cluster/spark-local.sh"))
+            .arg("start")
+            .arg(run)
+            .arg(workers.to_string())
+            .env("PYTHON", python)
+            .output()
+            .unwrap();
+        // Built first, so that a failed start below still stops what did start.
+        let mut cluster = Cluster {
+            run: run.to_path_buf(),
+            python: python.to_path_buf(),
+            master: String::new(),
+        };
+        assert!(
+            out.status.success(),
+            "spark-local.sh start failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.master = std::fs::read_to_string(run.join("master.url"))
+            .unwrap()
+            .trim()
+            .to_string();
+        cluster
+    }
+
+    /// `spark-submit cluster/trawl_spark.py <args> --crawl-dir .. --config ..`.
+    fn submit(&self, crawl: &Path, config: &Path, args: &[&str]) -> Output {
+        self.submit_env(crawl, config, args, None)
+    }
+
+    /// [`Cluster::submit`] with the crawl directory on moto's S3: the driver gets the
+    /// endpoint and credentials (and passes them on to the executors).
+    fn submit_env(
+        &self,
+        crawl: &Path,
+        config: &Path,
+        args: &[&str],
+        moto: Option<&common::moto::Moto>,
+    ) -> Output {
+        let submit = self.python.with_file_name("spark-submit");
+        let mut cmd = Command::new(submit);
+        if let Some(moto) = moto {
+            let work = crawl_work(config);
+            common::moto::s3_env(&mut cmd, moto, &work);
+            cmd.env_remove("TRAWL_WORK_DIR");
+        }
+        let out = cmd
+            .arg("--master")
+            .arg(&self.master)
+            .arg(repo().join("cluster/trawl_spark.py"))
+            .args(args)
+            .arg("--crawl-dir")
+            .arg(crawl)
+            .arg("--config")
+            .arg(config)
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .env("SPARK_LOCAL_IP", "127.0.0.1")
+            .env("SPARK_CONF_DIR", repo().join("cluster/conf"))
+            .env("PYSPARK_PYTHON", &self.python)
+            .env("RUST_LOG", "warn")
+            .env_remove("TRAWL_CONFIG")
+            .env_remove("TRAWL_CRAWL_DIR")
+            .output()
+            .unwrap();
+        eprintln!(
+            "trawl_spark.py {args:?}: {:?}\n--- stdout\n{}--- stderr (tail)\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            tail(&String::from_utf8_lossy(&out.stderr), 40)
+        );
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("cluster/spark-local.sh"))
+            .arg("stop")
+            .arg(&self.run)
+            .env("PYTHON", &self.python)
+            .status();
+    }
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n") + "\n"
+}
+
+/// A running process's argv, from /proc.
+fn cmdline(pid: &str) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+fn flag<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
+    let i = argv.iter().position(|a| a == name)?;
+    argv.get(i + 1).map(String::as_str)
+}
+
+/// The pid of a running fetch task of partition set `spec` in its first attempt.
+fn first_fetch_attempt(spec: &str) -> Option<String> {
+    let trawl = bin("trawl");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(argv) = cmdline(&pid) else { continue };
+        // The driver runs `<bin-dir>/trawl fetch ...`.
+        if argv.first().map(String::as_str) == Some(trawl)
+            && argv.get(1).map(String::as_str) == Some("fetch")
+            && flag(&argv, "--partitions") == Some(spec)
+            && flag(&argv, "--attempt").is_some_and(|a| a.ends_with("-0"))
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// What the killer did: the killed pid and when.
+#[derive(Debug, Clone)]
+struct Kill {
+    pid: String,
+    pages_before: usize,
+}
+
+/// Watches for the first fetch attempt of partition `target` and SIGKILLs it once it
+/// has made KILL_AFTER_PAGES page requests (seen in the test web's log) to its hosts.
+fn killer(
+    log: PathBuf,
+    target: usize,
+    stop: Arc<AtomicBool>,
+    done: Arc<Mutex<Option<Kill>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let spec = target.to_string();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+            let Some(pid) = first_fetch_attempt(&spec) else {
+                continue;
+            };
+            // Requests logged since this attempt started to the partition's hosts.
+            let seen_before = read_log(&log).len();
+            loop {
+                // Gone, or exited and not yet reaped (a zombie has an empty cmdline).
+                let alive = cmdline(&pid).is_some_and(|a| !a.is_empty());
+                if stop.load(Ordering::Relaxed) || !alive {
+                    break;
+                }
+                let lines = read_log(&log);
+                let pages = lines[seen_before.min(lines.len())..]
+                    .iter()
+                    .filter(|l| {
+                        l.path != "/robots.txt"
+                            && Partitioner::by_host(PARTITIONS).of_host(&l.host) == target
+                    })
+                    .count();
+                if pages >= KILL_AFTER_PAGES {
+                    let status = Command::new("kill").args(["-KILL", &pid]).status();
+                    if status.map(|s| s.success()).unwrap_or(false) {
+                        *done.lock().unwrap() = Some(Kill {
+                            pid: pid.clone(),
+                            pages_before: pages,
+                        });
+                        return;
+                    }
+                    break; // it ended by itself meanwhile: wait for the next attempt
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    })
+}
+
+/// The same crawl in one process: inject, then `rounds` rounds of the six stages.
+/// A scratch directory beside the config (never used by the driver: each step and
+/// task gets its own work dir).
+fn crawl_work(config: &Path) -> PathBuf {
+    config.with_file_name("work")
+}
+
+/// A small site served under two host names by the test web (`--static`): a mirror,
+/// every page twice, so that dedup has work in the first round. Returns the
+/// test web's flags with it.
+fn with_mirror(dir: &Path) -> Vec<String> {
+    let site = dir.join("mirror-site");
+    std::fs::create_dir_all(&site).unwrap();
+    let topics = [
+        "lighthouse keeper logbook",
+        "harbour tide tables",
+        "fog signal maintenance",
+        "lamp room cleaning",
+        "keeper cottage repairs",
+    ];
+    let mut links = String::new();
+    for (i, t) in topics.iter().enumerate() {
+        links.push_str(&format!("<li><a href=\"page{i}.html\">{t}</a></li>"));
+        std::fs::write(
+            site.join(format!("page{i}.html")),
+            format!(
+                "<html><head><title>{t}</title></head><body><h1>{t}</h1><p>Notes on {t}, \
+                 page {i} of the lighthouse handbook: how the {t} is done, step by step, \
+                 with the tools it needs.</p><a href=\"index.html\">handbook</a></body></html>"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        site.join("index.html"),
+        format!(
+            "<html><head><title>Lighthouse handbook</title></head><body><h1>Lighthouse \
+             handbook</h1><p>Everything a lighthouse keeper does.</p><ul>{links}</ul></body></html>"
+        ),
+    )
+    .unwrap();
+    let mut flags: Vec<String> = WEB.iter().map(|s| s.to_string()).collect();
+    for host in MIRRORS {
+        flags.push("--static".into());
+        flags.push(format!("{host}={}", site.display()));
+    }
+    flags
+}
+
+/// The two host names of the mirrored site.
+const MIRRORS: [&str; 2] = ["docs.web.test", "mirror.web.test"];
+
+/// What both cluster tests start from.
+struct Setup {
+    map: testweb::SiteMap,
+    seeds: PathBuf,
+    /// The one-process crawl's directory.
+    reference: PathBuf,
+    /// The Spark crawl's directory (its web's log, its config).
+    spark_dir: PathBuf,
+    web: TestWeb,
+    config: PathBuf,
+}
+
+/// The seeds, the one-process reference crawl of `rounds` rounds (on a web of its
+/// own: its own request log), and the web and config of the Spark crawl.
+fn setup(dir: &Path, rounds: usize) -> Setup {
+    let map = site_map(dir, WEB);
+    let flags = with_mirror(dir);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let seeds = dir.join("seeds.txt");
+    let mut urls = map.seeds.clone();
+    urls.extend(MIRRORS.iter().map(|h| format!("http://{h}/index.html")));
+    std::fs::write(&seeds, urls.join("\n") + "\n").unwrap();
+    let reference_dir = dir.join("one-process");
+    std::fs::create_dir_all(&reference_dir).unwrap();
+    let reference = one_process_crawl(&reference_dir, &seeds, rounds, &flags);
+    let spark_dir = dir.join("spark");
+    std::fs::create_dir_all(&spark_dir).unwrap();
+    let web = TestWeb::start(&spark_dir, &flags);
+    let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    }
+}
+
+/// (URL, status, signature) of every crawldb row.
+fn triples(db: BTreeMap<String, trawl::CrawlDatum>) -> BTreeMap<String, (String, Option<String>)> {
+    db.into_iter()
+        .map(|(u, d)| (u, (d.status.as_str().to_string(), d.signature)))
+        .collect()
+}
+
+/// The same crawl by `crawl` in one process: the round the Spark driver must repeat.
+fn one_process_crawl(dir: &Path, seeds: &Path, rounds: usize, web_flags: &[&str]) -> PathBuf {
+    let web = TestWeb::start(dir, web_flags);
+    let config = write_config(dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    let crawl = dir.join("crawl");
+    run_ok(
+        "crawl",
+        &crawl,
+        &config,
+        &[
+            "--seeds",
+            seeds.to_str().unwrap(),
+            "--rounds",
+            &rounds.to_string(),
+        ],
+    );
+    web.stop();
+    crawl
+}
+
+/// The hostdb's rows by host: what the crawl counted (URLs by status, fetches by
+/// outcome, robots.txt), without the times.
+fn hostdb_counts(crawl: &Path) -> BTreeMap<String, Vec<String>> {
+    let rows: Vec<trawl::records::HostRecord> =
+        trawl::store::parquet::read_dataset(&crawl.join("hostdb/current")).unwrap();
+    rows.into_iter()
+        .map(|h| {
+            let counts = [
+                h.urls,
+                h.db_unfetched,
+                h.db_fetched,
+                h.db_gone,
+                h.db_redir_temp,
+                h.db_redir_perm,
+                h.db_notmodified,
+                h.db_duplicate,
+                h.fetches,
+                h.fetch_successes,
+                h.fetch_failures,
+                h.fetch_gone,
+                h.fetch_redirects,
+                h.consecutive_failures,
+                h.sitemaps,
+            ];
+            let mut v: Vec<String> = counts.iter().map(i64::to_string).collect();
+            v.push(format!("{:?}/{:?}", h.robots, h.robots_reason));
+            (h.host, v)
+        })
+        .collect()
+}
+
+/// The URLs `search --top 10 QUERY` returns on `crawl`, in order.
+fn top10(crawl: &Path, config: &Path, query: &str) -> Vec<String> {
+    let out = run_ok("search", crawl, config, &["--json", "--top", "10", query]);
+    let results: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hits = results["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("search --json: {out}"));
+    hits.iter()
+        .map(|h| h["url"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
+    if !java_present() {
+        missing("Spark", "no `java` on PATH (Spark needs Java 17 or newer)");
+        return;
+    }
+    let python = venv_python();
+    let started = Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Setup {
+        map,
+        seeds,
+        reference,
+        spark_dir,
+        web,
+        config,
+    } = setup(dir, 2);
+
+    // The cluster crawl. The doomed partition: the one holding the most seed hosts.
+    let crawl = spark_dir.join("crawl");
+    let mut hosts_per_partition = BTreeMap::new();
+    for s in &map.seeds {
+        let host = url::Url::parse(s).unwrap().host_str().unwrap().to_string();
+        *hosts_per_partition
+            .entry(Partitioner::by_host(PARTITIONS).of_host(&host))
+            .or_insert(0) += 1;
+    }
+    let target = *hosts_per_partition
+        .iter()
+        .max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p)))
+        .unwrap()
+        .0;
+
+    let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
+    let out = cluster.submit(&crawl, &config, &["inject", seeds.to_str().unwrap()]);
+    assert!(out.status.success(), "inject through Spark failed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
+        "inject ran as {PARTITIONS} tasks:\n{stdout}"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let killed = Arc::new(Mutex::new(None));
+    let watcher = killer(web.log.clone(), target, stop.clone(), killed.clone());
+    let out = cluster.submit(&crawl, &config, &["round", "--rounds", "2"]);
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert!(out.status.success(), "the rounds through Spark failed");
+    drop(cluster);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let kill = killed.lock().unwrap().clone();
+    let kill = kill.unwrap_or_else(|| {
+        panic!("no fetch attempt of partition {target} was killed (it never made {KILL_AFTER_PAGES} page requests)")
+    });
+    eprintln!(
+        "killed fetch attempt pid {} of partition {target} after {} page requests",
+        kill.pid, kill.pages_before
+    );
+    // Spark ran the killed task again: its retry (attempt number 1) is what was committed.
+    let retried: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.contains(&format!("[partitions {target}, attempt")) && l.contains(", retry 1,")
+        })
+        .collect();
+    assert_eq!(
+        retried.len(),
+        1,
+        "one retried task of partition {target}:\n{stdout}"
+    );
+    assert!(
+        retried[0].contains("fetch: "),
+        "the retried task is a fetch task: {}",
+        retried[0]
+    );
+    assert_eq!(
+        stdout.matches("== round ").count(),
+        2,
+        "two rounds:\n{stdout}"
+    );
+
+    // The crawldb equals the one-process crawl's by URL, status and signature.
+    let got = triples(crawldb(&crawl));
+    let want = triples(crawldb(&reference));
+    assert!(
+        got.values().filter(|(s, _)| s == "db_fetched").count() > 10,
+        "a real crawl: {got:?}"
+    );
+    assert_eq!(
+        got, want,
+        "the Spark crawl's crawldb differs from the one-process crawl's"
+    );
+
+    // The round is `crawl`'s: dedup marked the same duplicates, the hostdb holds the
+    // same counts, the index answers with the same pages.
+    let mirrored = |db: &BTreeMap<String, (String, Option<String>)>| -> usize {
+        db.iter()
+            .filter(|(u, (s, _))| s == "db_duplicate" && MIRRORS.iter().any(|h| u.contains(h)))
+            .count()
+    };
+    assert!(
+        mirrored(&want) >= 3,
+        "`crawl`'s dedup marked the mirror's copies db_duplicate: {want:?}"
+    );
+    for step in ["dedup", "pagerank", "sitemap", "hostdb", "index"] {
+        assert_eq!(
+            stdout.matches(&format!("\n{step}: job ")).count(),
+            2,
+            "{step} ran in both Spark rounds:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("hostdb: job ")
+            && stdout.contains("1 task running the whole stage (not partitioned yet)"),
+        "a step that runs whole says so:\n{stdout}"
+    );
+    let hosts = hostdb_counts(&crawl);
+    assert!(hosts.len() >= 2, "a hostdb: {hosts:?}");
+    assert_eq!(
+        hosts,
+        hostdb_counts(&reference),
+        "the Spark crawl's hostdb differs from the one-process crawl's"
+    );
+    for query in [
+        "stone river",
+        "winter",
+        "forest garden",
+        "lighthouse keeper",
+    ] {
+        let spark = top10(&crawl, &config, query);
+        assert!(!spark.is_empty(), "search {query:?} finds pages");
+        assert_eq!(
+            spark,
+            top10(&reference, &config, query),
+            "search {query:?}: the Spark crawl's index differs from the one-process crawl's"
+        );
+    }
+
+    // Politeness across workers and attempts, robots.txt obeyed, from the request log.
+    let log = web.stop();
+    let hosts = assert_polite(&log, &map, DELAY_MS);
+    let fetched_hosts: std::collections::BTreeSet<&str> = got
+        .iter()
+        .filter(|(_, (s, _))| s == "db_fetched")
+        .filter_map(|(u, _)| u.split('/').nth(2))
+        .collect();
+    assert!(
+        hosts >= fetched_hosts.len() && hosts >= 2,
+        "the request log has every fetched host: {hosts} hosts requested, fetched {fetched_hosts:?}"
+    );
+    eprintln!(
+        "cluster test done in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// One round through Spark with the crawl directory on S3 (moto on loopback): no
+/// shared file system between the driver and the executors; every task and step runs
+/// on a scratch mirror of its own; the crawldb equals the one-process crawl's.
+#[test]
+fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
+    if !java_present() {
+        missing("Spark", "no `java` on PATH (Spark needs Java 17 or newer)");
+        return;
+    }
+    let Some(moto) = common::moto::start_moto() else {
+        return;
+    };
+    let python = venv_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let Setup {
+        seeds,
+        reference,
+        web,
+        config,
+        ..
+    } = setup(dir, 1);
+    let uri = format!("s3://{}/spark", common::moto::BUCKET);
+    let crawl = Path::new(&uri);
+    let cluster = Cluster::start(&dir.join("cluster"), &python, 2);
+    let out = cluster.submit_env(
+        crawl,
+        &config,
+        &["inject", seeds.to_str().unwrap()],
+        Some(&moto),
+    );
+    assert!(out.status.success(), "inject through Spark on S3 failed");
+    let out = cluster.submit_env(crawl, &config, &["round", "--rounds", "1"], Some(&moto));
+    assert!(out.status.success(), "the round through Spark on S3 failed");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
+        "the driver read the partition count from the store:\n{stdout}"
+    );
+    for step in ["hostdb", "index"] {
+        assert!(
+            stdout.contains(&format!("{step}: left out of the round: ")),
+            "the driver says why {step} does not run on S3:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("\ndedup: job "), "dedup ran:\n{stdout}");
+    drop(cluster);
+    web.stop();
+
+    let got = triples(common::moto::s3_crawldb(&moto, dir, &uri, &config));
+    let want = triples(crawldb(&reference));
+    assert!(
+        got.values().any(|(s, _)| s == "db_fetched"),
+        "a real crawl: {got:?}"
+    );
+    assert_eq!(
+        got, want,
+        "the Spark crawl on S3 differs from the one-process crawl"
+    );
+}

@@ -1,0 +1,159 @@
+//! PageRank on LAW's cnr-2000 web graph against the reference vector in the shared
+//! corpus (alpha 0.85, uniform teleport, dangling mass spread uniformly, self-loops
+//! kept). Skipped when the corpus is absent.
+
+use crate::common;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+use trawl::graph::csr::{Csr, sort_dedup_edges};
+use trawl::graph::pagerank::{PageRankParams, out_degrees, pagerank};
+
+fn corpora() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("TRAWL_CORPORA").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora")),
+        Some(PathBuf::from("/work/shared/corpora")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_dir())
+}
+
+fn gz_lines(path: &PathBuf) -> impl Iterator<Item = String> {
+    let f = std::fs::File::open(path).unwrap();
+    BufReader::new(flate2::read::GzDecoder::new(f))
+        .lines()
+        .map(|l| l.unwrap())
+}
+
+#[test]
+fn cnr_2000_matches_reference_pagerank() {
+    let Some(root) = corpora() else {
+        common::missing(
+            "the shared corpora",
+            "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
+        );
+        return;
+    };
+    let dir = root.join("graph");
+    let arcs = dir.join("cnr-2000.arcs.tsv.gz");
+    let reference = dir.join("cnr-2000.pagerank-alpha0.85.txt.gz");
+    if !arcs.is_file() || !reference.is_file() {
+        common::missing(
+            "the shared corpora",
+            &format!("the cnr-2000 graph is not at {}", dir.display()),
+        );
+        return;
+    }
+    common::ran_with("corpora");
+    let t = std::time::Instant::now();
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(3_300_000);
+    for line in gz_lines(&arcs) {
+        let (s, d) = line.split_once('\t').expect("src<TAB>dst");
+        edges.push((s.parse().unwrap(), d.parse().unwrap()));
+    }
+    let want: Vec<f64> = gz_lines(&reference)
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let n = want.len();
+    assert_eq!(n, 325_557);
+    assert_eq!(edges.len(), 3_216_152);
+    sort_dedup_edges(&mut edges);
+    let out = Csr::from_sorted_edges(n, &edges);
+    drop(edges);
+    let inl = out.transpose();
+    let loaded = t.elapsed();
+    let params = PageRankParams {
+        damping: 0.85,
+        tolerance: 1e-12,
+        max_iterations: 200,
+    };
+    let r = pagerank(&inl, &out_degrees(&out), None, &params);
+    let l1: f64 = r.scores.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
+    let max_rel = r
+        .scores
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs() / b)
+        .fold(0.0, f64::max);
+    eprintln!(
+        "cnr-2000: load {:.2}s, {} iterations (delta {:.2e}) in {:.2}s; L1 distance {l1:.3e}, max relative error {max_rel:.3e}",
+        loaded.as_secs_f64(),
+        r.iterations,
+        r.delta,
+        (t.elapsed() - loaded).as_secs_f64()
+    );
+    assert!(l1 < 1e-9, "L1 distance to the reference {l1}");
+    assert!(max_rel < 1e-6, "max relative error {max_rel}");
+
+    // Top 100: same set and, ties aside, the same scores in the same order.
+    let top = |v: &[f64]| {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+        idx.truncate(100);
+        idx
+    };
+    let (ours, theirs) = (top(&r.scores), top(&want));
+    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert!(
+            a == b || (want[*a] - want[*b]).abs() <= 1e-12 * want[*b],
+            "rank {k}: node {a} vs reference {b}"
+        );
+    }
+    // And against the published top-100 file.
+    let top_file = std::fs::read_to_string(dir.join("cnr-2000.pagerank-top100.tsv")).unwrap();
+    for line in top_file.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let node: usize = f[1].parse().unwrap();
+        let score: f64 = f[2].parse().unwrap();
+        assert!(
+            (r.scores[node] - score).abs() <= 1e-9 * score.max(1e-12) + 1e-15,
+            "node {node}: {} vs {score}",
+            r.scores[node]
+        );
+        assert!(ours.contains(&node), "node {node} of the top 100 missing");
+    }
+
+    // The default parameters (those of `[pagerank]`) converge on this real web graph,
+    // within the distance the stopping rule promises, with the reference's top 100.
+    let defaults = PageRankParams::default();
+    let cfg = trawl::Config::default().pagerank;
+    assert_eq!(
+        (
+            defaults.damping,
+            defaults.tolerance,
+            defaults.max_iterations
+        ),
+        (cfg.damping, cfg.tolerance, cfg.max_iterations),
+        "the kernel's defaults are the config's"
+    );
+    let r = pagerank(&inl, &out_degrees(&out), None, &defaults);
+    let l1: f64 = r.scores.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum();
+    eprintln!(
+        "cnr-2000 with the defaults (tolerance {:e}): {} iterations (delta {:.2e}); L1 distance {l1:.3e}",
+        defaults.tolerance, r.iterations, r.delta
+    );
+    assert!(
+        r.delta < defaults.tolerance && r.iterations < defaults.max_iterations,
+        "did not converge: {} iterations, delta {}",
+        r.iterations,
+        r.delta
+    );
+    let d = defaults.damping;
+    assert!(
+        l1 <= defaults.tolerance * d / (1.0 - d),
+        "L1 distance {l1} beyond the stopping rule's bound"
+    );
+    let max_abs = r
+        .scores
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    for (k, (a, b)) in top(&r.scores).iter().zip(&theirs).enumerate() {
+        assert!(
+            a == b || (want[*a] - want[*b]).abs() <= 2.0 * max_abs,
+            "defaults, rank {k}: node {a} vs reference {b}"
+        );
+    }
+}

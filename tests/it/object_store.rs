@@ -1,0 +1,852 @@
+//! The crawl directory on S3: the stage binaries against moto's S3 server on
+//! loopback (`moto_server`, from the project venv: `make venv`). Skipped, with a
+//! message, when moto cannot be started.
+//!
+//! - two committers race for the same crawldb version: exactly one wins, the other
+//!   fails with a clear error, nothing is damaged, its rerun succeeds;
+//! - a stage killed (SIGKILL) between two uploads: the previous version stays
+//!   current, a rerun completes, `gc` removes exactly the orphans;
+//! - a full round (inject → generate → fetch → parse → updatedb → linkdb →
+//!   pagerank) with the crawl directory on S3 ends with the crawldb (URL, status,
+//!   signature) of the same round on a local directory.
+
+use crate::common;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::moto::*;
+use common::*;
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
+use trawl::store::object::VersionManifest;
+
+fn s3_command(
+    moto: &Moto,
+    work: &Path,
+    stage: &str,
+    uri: &str,
+    config: &Path,
+    args: &[&str],
+) -> Command {
+    let mut cmd = stage_command(bin_any(stage), Path::new(uri), config, args);
+    s3_env(&mut cmd, moto, work);
+    cmd
+}
+
+fn bin_any(stage: &str) -> &'static str {
+    match stage {
+        "gc" => common::bin("gc"),
+        other => bin(other),
+    }
+}
+
+fn s3_run(
+    moto: &Moto,
+    work: &Path,
+    stage: &str,
+    uri: &str,
+    config: &Path,
+    args: &[&str],
+) -> Output {
+    s3_command(moto, work, stage, uri, config, args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {stage}: {e}"))
+}
+
+fn s3_ok(moto: &Moto, work: &Path, stage: &str, uri: &str, config: &Path, args: &[&str]) -> String {
+    let out = s3_run(moto, work, stage, uri, config, args);
+    assert!(
+        out.status.success(),
+        "{stage} {args:?} on {uri} failed ({:?}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `inject SEEDS` on `uri` that pauses at `object:<pause>` (`POINT:SECONDS`).
+fn paused_inject(
+    moto: &Moto,
+    work: &Path,
+    uri: &str,
+    config: &Path,
+    seeds: &Path,
+    pause: &str,
+) -> Command {
+    let mut cmd = s3_command(
+        moto,
+        work,
+        "inject",
+        uri,
+        config,
+        &[seeds.to_str().unwrap()],
+    );
+    cmd.env("TRAWL_TEST_PAUSE_SEGTOOLS", format!("object:{pause}"));
+    cmd
+}
+
+/// Waits until `child` (started with `object:uploaded-one:SECS` and its stderr
+/// piped) pauses after its first upload, then kills it with SIGKILL.
+fn kill_when_uploaded(child: &mut std::process::Child, what: &str) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "{what} ended before its first upload:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("pausing") && line.contains("object:uploaded-one") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+/// A client of the test bucket (for listing what is stored).
+struct Bucket {
+    store: object_store::aws::AmazonS3,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Bucket {
+    fn new(moto: &Moto) -> Bucket {
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&moto.endpoint)
+            .with_bucket_name(BUCKET)
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .with_region("us-east-1")
+            .with_allow_http(true)
+            .build()
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Bucket { store, rt }
+    }
+
+    /// Every key under `prefix`.
+    fn keys(&self, prefix: &str) -> BTreeSet<String> {
+        self.rt.block_on(async {
+            let p = object_store::path::Path::from(prefix);
+            object_store::ObjectStore::list(&self.store, Some(&p))
+                .map_ok(|m| m.location.to_string())
+                .try_collect()
+                .await
+                .unwrap()
+        })
+    }
+
+    fn put(&self, key: &str, body: &str) {
+        self.rt.block_on(async {
+            self.store
+                .put(
+                    &object_store::path::Path::from(key),
+                    object_store::PutPayload::from(body.as_bytes().to_vec()),
+                )
+                .await
+                .unwrap();
+        });
+    }
+
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.rt.block_on(async {
+            match self.store.get(&object_store::path::Path::from(key)).await {
+                Ok(r) => Some(r.bytes().await.unwrap().to_vec()),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => panic!("GET {key}: {e}"),
+            }
+        })
+    }
+
+    /// The object keys a unit's manifests (every version present) reference, and the
+    /// newest version number.
+    fn referenced(&self, prefix: &str) -> (BTreeSet<String>, BTreeMap<String, u64>) {
+        let mut keys = BTreeSet::new();
+        let mut newest = BTreeMap::new();
+        for k in self.keys(prefix) {
+            if let Some((unit, file)) = k.split_once("/_versions/")
+                && file.ends_with(".json")
+            {
+                let m: VersionManifest = serde_json::from_slice(&self.get(&k).unwrap()).unwrap();
+                keys.extend(m.files.iter().map(|f| format!("{prefix}/{}", f.key)));
+                let unit = unit
+                    .trim_start_matches(prefix)
+                    .trim_start_matches('/')
+                    .to_string();
+                let n = newest.entry(unit).or_insert(0);
+                *n = m.version.max(*n);
+            }
+        }
+        (keys, newest)
+    }
+}
+
+fn seeds_file(dir: &Path, name: &str, hosts: std::ops::Range<usize>) -> PathBuf {
+    let path = dir.join(name);
+    let text: String = hosts
+        .map(|h| format!("http://h{h}.example.test/\nhttp://h{h}.example.test/a\n"))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn plain_config(dir: &Path) -> PathBuf {
+    let path = dir.join("trawl.toml");
+    std::fs::write(&path, "[crawl]\npartitions = 4\n").unwrap();
+    path
+}
+
+#[test]
+fn racing_committers_one_wins_the_other_fails_cleanly() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = plain_config(t.path());
+    let uri = format!("s3://{BUCKET}/race");
+    let base = seeds_file(t.path(), "base.txt", 0..5);
+    let a = seeds_file(t.path(), "a.txt", 10..15);
+    let b = seeds_file(t.path(), "b.txt", 20..25);
+    s3_ok(
+        &moto,
+        &t.path().join("w0"),
+        "inject",
+        &uri,
+        &config,
+        &[base.to_str().unwrap()],
+    );
+    // Two injects on two "machines" (work dirs) read version 1 and both pause before
+    // committing version 2.
+    let start = |seeds: &Path, work: &str| {
+        paused_inject(
+            &moto,
+            &t.path().join(work),
+            &uri,
+            &config,
+            seeds,
+            "before-commit:4",
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let pa = start(&a, "wa");
+    let pb = start(&b, "wb");
+    let outs = [
+        pa.wait_with_output().unwrap(),
+        pb.wait_with_output().unwrap(),
+    ];
+    let won: Vec<bool> = outs.iter().map(|o| o.status.success()).collect();
+    assert_eq!(
+        won.iter().filter(|w| **w).count(),
+        1,
+        "exactly one committer wins: {:?}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+    );
+    let loser = outs.iter().find(|o| !o.status.success()).unwrap();
+    let err = String::from_utf8_lossy(&loser.stderr);
+    assert_eq!(loser.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("another writer (inject) committed version 2 of crawldb first")
+            && err.contains("rerun inject")
+            && err.contains("nothing is damaged"),
+        "{err}"
+    );
+    // The winner's seeds are in, the loser's are not, and the crawldb reads cleanly.
+    let (winner, loser_seeds) = if won[0] { (10, 20) } else { (20, 10) };
+    let rows = s3_crawldb(&moto, t.path(), &uri, &config);
+    assert_eq!(rows.len(), 20);
+    assert!(rows.contains_key(&format!("http://h{winner}.example.test/")));
+    assert!(!rows.contains_key(&format!("http://h{loser_seeds}.example.test/")));
+    // The loser's rerun (same machine) pulls version 2 and commits version 3.
+    let (seeds, work) = if won[0] { (&b, "wb") } else { (&a, "wa") };
+    s3_ok(
+        &moto,
+        &t.path().join(work),
+        "inject",
+        &uri,
+        &config,
+        &[seeds.to_str().unwrap()],
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 30);
+    let (_, newest) = Bucket::new(&moto).referenced("race");
+    assert_eq!(newest.get("crawldb"), Some(&3));
+}
+
+#[test]
+fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the_orphans() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = plain_config(t.path());
+    let uri = format!("s3://{BUCKET}/killed");
+    let work = t.path().join("w");
+    let base = seeds_file(t.path(), "base.txt", 0..8);
+    let more = seeds_file(t.path(), "more.txt", 10..30);
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[base.to_str().unwrap()],
+    );
+    let bucket = Bucket::new(&moto);
+    let before = bucket.keys("killed");
+
+    let mut child = paused_inject(&moto, &work, &uri, &config, &more, "uploaded-one:60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    kill_when_uploaded(&mut child, "inject");
+
+    // PUTs the killed process had in flight may still land: list until the
+    // bucket stops changing.
+    let mut after_kill = bucket.keys("killed");
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let again = bucket.keys("killed");
+        if again == after_kill {
+            break;
+        }
+        after_kill = again;
+    }
+    let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
+    assert!(
+        !uploaded.is_empty() && uploaded.iter().all(|k| k.starts_with("killed/objects/")),
+        "the killed run uploaded objects and created no version: {uploaded:?}"
+    );
+    // The previous version is still current, for a fresh reader too.
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 16);
+
+    // The rerun (same machine: its mirror holds the killed run's local work) completes.
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[more.to_str().unwrap()],
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
+
+    let (referenced, _) = bucket.referenced("killed");
+    let objects = bucket.keys("killed/objects");
+    let orphans: BTreeSet<_> = objects.difference(&referenced).cloned().collect();
+    assert!(
+        !orphans.is_empty(),
+        "the killed run left unreferenced objects"
+    );
+    assert!(
+        orphans.is_subset(&uploaded),
+        "orphans come from the killed run: {orphans:?}"
+    );
+
+    // gc --dry-run counts them, keeps them; gc without --min-age keeps them (young);
+    // gc --min-age 0 removes exactly them.
+    let dry = s3_run(
+        &moto,
+        &work,
+        "gc",
+        &uri,
+        &config,
+        &["--dry-run", "--min-age", "0"],
+    );
+    let dry_err = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success(), "{dry_err}");
+    assert!(
+        dry_err.contains(&format!(
+            "gc: would remove {} unreferenced objects",
+            orphans.len()
+        )),
+        "{dry_err}"
+    );
+    assert_eq!(bucket.keys("killed/objects").len(), objects.len());
+    // A zombie attempt's manifest published after its job's commit (which deleted
+    // the job's keys): left under _jobs/, removed by gc once older than --min-age.
+    let stray = "killed/_jobs/inject-late/attempts/p00000-00003/inject-0-1.json";
+    bucket.put(stray, "{}");
+    let young = s3_run(&moto, &work, "gc", &uri, &config, &[]);
+    let young_err = String::from_utf8_lossy(&young.stderr);
+    assert!(
+        young_err.contains("gc: removed 0 unreferenced objects")
+            && young_err.contains("and 0 job keys older than --min-age"),
+        "{young_err}"
+    );
+    assert!(bucket.get(stray).is_some());
+    let gc = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let gc_err = String::from_utf8_lossy(&gc.stderr);
+    assert!(
+        gc.status.success() && gc_err.contains("and 1 job keys older than --min-age"),
+        "{gc_err}"
+    );
+    assert!(bucket.get(stray).is_none(), "gc removed the stray job key");
+    let left = bucket.keys("killed/objects");
+    assert_eq!(
+        left,
+        objects
+            .difference(&orphans)
+            .cloned()
+            .collect::<BTreeSet<_>>()
+    );
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
+}
+
+const WEB: &[&str] = &["--seed", "7", "--hosts", "6", "--pages", "10"];
+
+/// (URL, status, signature) of every crawldb row.
+fn triples(
+    rows: &BTreeMap<String, trawl::CrawlDatum>,
+) -> BTreeMap<String, (String, Option<String>)> {
+    rows.iter()
+        .map(|(u, d)| {
+            (
+                u.clone(),
+                (d.status.as_str().to_string(), d.signature.clone()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_round_on_s3_equals_the_round_on_a_local_directory() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.05, "");
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+
+    // Locally.
+    let local = t.path().join("crawl");
+    run_ok("inject", &local, &config, &[seeds.to_str().unwrap()]);
+    let segment = round(&local, &config).expect("seeds are due");
+    assert!(Path::new(&segment).is_dir());
+
+    // On S3: the same stages, segments named by their name.
+    let uri = format!("s3://{BUCKET}/round");
+    let work = t.path().join("w");
+    s3_ok(
+        &moto,
+        &work,
+        "inject",
+        &uri,
+        &config,
+        &[seeds.to_str().unwrap()],
+    );
+    let out = s3_ok(&moto, &work, "generate", &uri, &config, &[]);
+    let path = out.trim().lines().last().unwrap();
+    let name = Path::new(path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+        s3_ok(&moto, &work, stage, &uri, &config, &[&name]);
+    }
+    s3_ok(&moto, &work, "pagerank", &uri, &config, &[]);
+
+    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let here = crawldb(&local);
+    assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
+    assert_eq!(triples(&remote), triples(&here));
+
+    // Every dataset of the round is committed: a fresh reader of the segment sees
+    // what the local one has.
+    let (_, newest) = Bucket::new(&moto).referenced("round");
+    for unit in [
+        "crawldb",
+        "linkdb",
+        "pagerank",
+        "segments",
+        &format!("segments/{name}"),
+    ] {
+        assert!(
+            newest.contains_key(unit),
+            "{unit} has no version: {newest:?}"
+        );
+    }
+    let reader = t.path().join("reader2");
+    let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
+    assert!(seg.contains(&name), "{seg}");
+}
+
+/// Partition sets of the task test: uneven, covering 0..4.
+const SETS: &[&str] = &["0-1", "2", "3"];
+
+/// What one task or commit process on S3 did, from its log
+/// (`RUST_LOG=info,trawl::store::object=debug`).
+#[derive(Debug, Default, Clone)]
+struct Requests {
+    get: u64,
+    head: u64,
+    put: u64,
+    list: u64,
+    /// The files it downloaded (`crawl_fetch/part-00003.parquet of segments/..`).
+    downloaded: Vec<String>,
+}
+
+fn requests(stderr: &str) -> Requests {
+    let num = |line: &str, what: &str| -> u64 {
+        line.split(&[',', '(', ')'][..])
+            .map(str::trim)
+            .find_map(|w| w.strip_suffix(what).and_then(|n| n.trim().parse().ok()))
+            .unwrap_or(0)
+    };
+    let mut r = Requests::default();
+    for line in stderr.lines() {
+        if line.contains("pulled into") {
+            r.get += num(line, " GET");
+            r.head += num(line, " HEAD");
+            r.list += num(line, " LIST");
+        }
+        if line.contains(": committed [") {
+            r.put += num(line, " PUT");
+        }
+        if let Some(rest) = line.split("GET ").nth(1)
+            && (line.contains(" of segments/")
+                || line.contains(" of attempt ")
+                || line.contains(" of crawldb")
+                || line.contains(" of linkdb")
+                || line.contains(" of pagerank"))
+        {
+            r.downloaded.push(rest.trim().to_string());
+        }
+    }
+    r
+}
+
+/// The partition index of a downloaded part (`part-00003...parquet of ...`).
+fn part_of(downloaded: &str) -> Option<usize> {
+    let file = downloaded.split(' ').next()?.rsplit('/').next()?;
+    file.strip_prefix("part-")?.get(..5)?.parse().ok()
+}
+
+/// A partition task (`--job --partitions --attempt`) or a commit (`pset` empty) on
+/// S3 in a fresh work dir of its own; checks that it downloaded no part of another
+/// partition (a commit: no part at all) and returns what it requested.
+#[allow(clippy::too_many_arguments)]
+fn s3_step(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+    stage: &str,
+    args: &[&str],
+    job: &str,
+    pset: &str,
+    attempt: &str,
+    log: &mut Vec<(String, Requests)>,
+) -> Output {
+    let work = scratch.join(format!("w-{job}-{pset}-{attempt}").replace('/', "_"));
+    let mut all: Vec<&str> = args.to_vec();
+    if pset.is_empty() {
+        all.extend(["--job", job, "--commit"]);
+    } else {
+        all.extend(["--job", job, "--partitions", pset, "--attempt", attempt]);
+    }
+    let out = s3_command(moto, &work, stage, uri, config, &all)
+        .env("RUST_LOG", "info,trawl::store::object=debug")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{stage} {all:?} failed ({:?}):\nstdout: {}\nstderr: {err}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let r = requests(&err);
+    let set = trawl::store::jobs::PartitionSet::parse(if pset.is_empty() { "0-3" } else { pset })
+        .unwrap();
+    for d in &r.downloaded {
+        let Some(i) = part_of(d) else { continue };
+        // updatedb tasks too: parse routed the segment's redirects into
+        // crawl_parse (the redirect shuffle), so no task reads all of crawl_fetch.
+        assert!(
+            !pset.is_empty() && (set.contains(i) || pset == "all"),
+            "{stage} {all:?} downloaded {d}: a task reads only its partitions' parts, a commit none\n{err}"
+        );
+    }
+    log.push((
+        format!(
+            "{stage} {}",
+            if pset.is_empty() {
+                "commit".to_string()
+            } else {
+                format!("task {pset}")
+            }
+        ),
+        r,
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    out
+}
+
+/// The tasks of one pass over [`SETS`] plus a zombie: a second attempt of set `2`
+/// finishing after the first.
+#[allow(clippy::too_many_arguments)]
+fn s3_tasks(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+    stage: &str,
+    args: &[&str],
+    job: &str,
+    log: &mut Vec<(String, Requests)>,
+) {
+    for set in SETS {
+        s3_step(
+            moto,
+            scratch,
+            uri,
+            config,
+            stage,
+            args,
+            job,
+            set,
+            &format!("{stage}-{set}-1"),
+            log,
+        );
+    }
+    s3_step(
+        moto, scratch, uri, config, stage, args, job, "2", "0-zombie", log,
+    );
+}
+
+#[test]
+fn partition_tasks_on_s3_equal_the_one_process_crawl() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.0, "");
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let seeds = seeds.to_str().unwrap();
+
+    // One process, locally.
+    let local = t.path().join("crawl");
+    run_ok("inject", &local, &config, &[seeds]);
+    round(&local, &config).expect("seeds are due");
+
+    // Partition tasks on S3; every task and commit in a process (and work dir) of
+    // its own.
+    let uri = format!("s3://{BUCKET}/tasks");
+    let scratch = t.path().join("s");
+    let mut log = Vec::new();
+    s3_ok(
+        &moto,
+        &scratch.join("inject"),
+        "inject",
+        &uri,
+        &config,
+        &[seeds],
+    );
+    let c = &config;
+    let m = &moto;
+    let sc = &scratch;
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "generate",
+        &["--pass", "histogram"],
+        "g1",
+        &mut log,
+    );
+    s3_ok(
+        m,
+        &sc.join("cutoff"),
+        "generate",
+        &uri,
+        c,
+        &["--job", "g1", "--cutoff"],
+    );
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "generate",
+        &["--pass", "select"],
+        "g1",
+        &mut log,
+    );
+    let out = s3_step(m, sc, &uri, c, "generate", &[], "g1", "", "", &mut log);
+    let path = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let seg = Path::new(&path)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // A fetch task needs a time limit (its leases expire after it).
+    let fetch_args = [seg.as_str(), "--time-limit", "60"];
+    // Leases are objects of the store: a live one (another machine's attempt)
+    // refuses the task with exit 6; an expired one is taken over (If-Match).
+    let lease_key = "tasks/fetch_state/00004/p00003/fetch.lease";
+    let lease = |expires: i64| {
+        serde_json::json!({
+            "job": "f0", "attempt": "elsewhere", "pid": 1, "host": "another-machine",
+            "since": "2026-11-24T00:00:00+00:00", "expires": expires
+        })
+        .to_string()
+    };
+    let now = trawl::datum::now_millis();
+    let bucket = Bucket::new(m);
+    bucket.put(lease_key, &lease(now + 600_000));
+    let mut refused = fetch_args.to_vec();
+    refused.extend(["--job", "f1", "--partitions", "3", "--attempt", "refused"]);
+    let o = s3_run(m, &sc.join("refused"), "fetch", &uri, c, &refused);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("is leased by attempt elsewhere of job f0"),
+        "{err}"
+    );
+    bucket.put(lease_key, &lease(now - 1000));
+    let o = s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "fetch",
+        &fetch_args,
+        "f1",
+        "3",
+        "f-3-0",
+        &mut log,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is taken over: it expired"), "{err}");
+    assert!(bucket.get(lease_key).is_none(), "the lease is released");
+    s3_tasks(m, sc, &uri, c, "fetch", &fetch_args, "f1", &mut log);
+    s3_step(m, sc, &uri, c, "fetch", &[&seg], "f1", "", "", &mut log);
+    s3_tasks(m, sc, &uri, c, "parse", &[&seg], "p1", &mut log);
+    s3_step(m, sc, &uri, c, "parse", &[&seg], "p1", "", "", &mut log);
+    // updatedb: an attempt killed between its uploads and its manifest is not
+    // seen by the commit.
+    let mut killed = s3_command(
+        m,
+        &sc.join("killed"),
+        "updatedb",
+        &uri,
+        c,
+        &[
+            &seg,
+            "--job",
+            "u1",
+            "--partitions",
+            "0-1",
+            "--attempt",
+            "0-killed",
+        ],
+    )
+    .env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:uploaded-one:60")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    kill_when_uploaded(&mut killed, "the updatedb task");
+    s3_tasks(m, sc, &uri, c, "updatedb", &[&seg], "u1", &mut log);
+    s3_step(m, sc, &uri, c, "updatedb", &[&seg], "u1", "", "", &mut log);
+    s3_tasks(m, sc, &uri, c, "linkdb", &[&seg], "l1", &mut log);
+    // Two commits of the job at once (both read the job, then both create the
+    // linkdb's next version): exactly one wins, the other exits 6 saying so.
+    let racer = |name: &str| {
+        s3_command(
+            m,
+            &sc.join(name),
+            "linkdb",
+            &uri,
+            c,
+            &[&seg, "--job", "l1", "--commit"],
+        )
+        .env("TRAWL_TEST_PAUSE_SEGTOOLS", "object:before-commit:3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (ra, rb) = (racer("race-a"), racer("race-b"));
+    let outs = [
+        ra.wait_with_output().unwrap(),
+        rb.wait_with_output().unwrap(),
+    ];
+    let winners = outs.iter().filter(|o| o.status.success()).count();
+    let errs: Vec<String> = outs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(winners, 1, "exactly one commit wins: {errs:?}");
+    let loser = outs.iter().position(|o| !o.status.success()).unwrap();
+    assert_eq!(outs[loser].status.code(), Some(6), "{}", errs[loser]);
+    assert!(
+        errs[loser].contains("committed version 1 of linkdb first")
+            && errs[loser].contains("was not installed"),
+        "{}",
+        errs[loser]
+    );
+    s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "pagerank",
+        &["--pass", "scores"],
+        "r1",
+        "all",
+        "s-1",
+        &mut log,
+    );
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "pagerank",
+        &["--pass", "rewrite"],
+        "r1",
+        &mut log,
+    );
+    s3_step(m, sc, &uri, c, "pagerank", &[], "r1", "", "", &mut log);
+
+    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let here = crawldb(&local);
+    assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
+    assert_eq!(triples(&remote), triples(&here));
+    // The jobs are gone from the store once committed.
+    let left: Vec<String> = Bucket::new(&moto).keys("tasks/_jobs").into_iter().collect();
+    assert!(left.is_empty(), "jobs left on the store: {left:?}");
+    for (what, r) in &log {
+        eprintln!(
+            "requests {what}: {} GET ({} files, {} of them parts), {} HEAD, {} PUT, {} LIST",
+            r.get,
+            r.downloaded.len(),
+            r.downloaded.iter().filter(|d| part_of(d).is_some()).count(),
+            r.head,
+            r.put,
+            r.list
+        );
+    }
+}
