@@ -163,14 +163,15 @@ fn crate_imports(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// The top-level modules each top-level module of src/ uses in its code (unit tests
-/// at the end of a file left out), from the `crate::x` paths.
-fn code_imports() -> BTreeMap<String, BTreeSet<String>> {
+/// Every file of src/ with its top-level module and the other top-level modules its
+/// code uses, from the `crate::x` paths (unit tests at the end of a file may use
+/// anything, and crate-root re-exports such as `crate::Result` are not modules).
+fn file_imports() -> Vec<(PathBuf, String, BTreeSet<String>)> {
     let src = root().join("src");
     let tops: BTreeSet<String> = modules().into_keys().collect();
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut out = Vec::new();
     for file in rs_files(&src) {
-        let rel = file.strip_prefix(&src).unwrap();
+        let rel = file.strip_prefix(&src).unwrap().to_path_buf();
         let top = rel
             .components()
             .next()
@@ -179,17 +180,25 @@ fn code_imports() -> BTreeMap<String, BTreeSet<String>> {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_string();
-        if top == "lib" || test_only(rel) {
+        if top == "lib" || test_only(&rel) {
             continue;
         }
         let text = fs::read_to_string(&file).unwrap();
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let uses = out.entry(top.clone()).or_default();
-        for used in crate_imports(code) {
-            if used != top && tops.contains(&used) {
-                uses.insert(used);
-            }
-        }
+        let used = crate_imports(code)
+            .into_iter()
+            .filter(|u| *u != top && tops.contains(u))
+            .collect();
+        out.push((rel, top, used));
+    }
+    out
+}
+
+/// The top-level modules each top-level module of src/ uses ([`file_imports`]).
+fn code_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, top, used) in file_imports() {
+        out.entry(top).or_default().extend(used);
     }
     out
 }
@@ -248,7 +257,6 @@ fn imports_follow_the_rules() {
             (module, names(&row[1]))
         })
         .collect();
-    let src = root().join("src");
     let tops: BTreeSet<String> = modules().into_keys().collect();
     let undocumented: Vec<_> = tops.iter().filter(|m| !rules.contains_key(*m)).collect();
     assert!(
@@ -256,28 +264,10 @@ fn imports_follow_the_rules() {
         "docs/architecture.md, ## Import rules: no row for {undocumented:?}"
     );
     let mut broken = Vec::new();
-    for file in rs_files(&src) {
-        let rel = file.strip_prefix(&src).unwrap();
-        let top = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_string();
-        if top == "lib" || test_only(rel) {
-            continue;
-        }
-        let text = fs::read_to_string(&file).unwrap();
-        // Unit tests at the end of a file may use anything.
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        for used in crate_imports(code) {
-            if used == top || !tops.contains(&used) {
-                continue; // itself, or a crate-root re-export such as `crate::Result`
-            }
-            if !rules[&top].contains(&used) {
-                broken.push(format!("src/{}: {top} uses {used}", rel.display()));
+    for (rel, top, used) in file_imports() {
+        for u in used {
+            if !rules[&top].contains(&u) {
+                broken.push(format!("src/{}: {top} uses {u}", rel.display()));
             }
         }
     }
