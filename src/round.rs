@@ -286,14 +286,6 @@ pub fn steps(opts: RoundOpts) -> Vec<Step> {
         .collect()
 }
 
-/// The outcome exit code `code` of `step` means, if any.
-pub fn outcome(step: &Step, code: u8) -> Option<Outcome> {
-    step.outcomes
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map(|(_, o)| *o)
-}
-
 /// The step of `stage` (any step of the round, or inject), for drivers that run one
 /// stage as a job of its own (`trawl_spark.py inject`, `warc`).
 pub fn step(stage: &str) -> Option<Step> {
@@ -306,6 +298,14 @@ pub fn step(stage: &str) -> Option<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The outcome exit code `code` of `step` means, if any.
+    fn outcome(step: &Step, code: u8) -> Option<Outcome> {
+        step.outcomes
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, o)| *o)
+    }
 
     #[test]
     fn every_step_is_a_command_and_ends_with_a_commit_or_runs_whole() {

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use clap::{Parser, ValueEnum};
 use trawl::round::{self, RoundOpts, Step};
-use trawl::store::object::CrawlUri;
 
 /// Prints the crawl round as JSON for a driver that schedules its tasks elsewhere.
 #[derive(Debug, Parser)]
@@ -80,14 +79,10 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     let started = std::time::Instant::now();
     let What::Round = args.what;
-    let (cfg, root) = args.common.setup()?;
-    let object_store = matches!(CrawlUri::parse(&root)?, CrawlUri::Object(_));
-    let partitions = if object_store {
-        let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
-        trawl::crawldb::partitions_if_any(ctx.root())?
-    } else {
-        trawl::crawldb::partitions_if_any(&root)?
-    };
+    // On an object store only the crawl's small files are pulled (no part data).
+    let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
+    let object_store = ctx.is_remote();
+    let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
     let opts = RoundOpts {
         dedup: !args.no_dedup,
         index: !args.no_index,
@@ -116,8 +111,8 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         .collect();
     let plan = Plan {
         plan_version: 1,
-        partitions: partitions.unwrap_or(cfg.crawl.partitions),
-        crawldb: partitions.is_some(),
+        partitions: meta.partitions,
+        crawldb,
         object_store,
         round: steps,
         skipped,

@@ -42,16 +42,6 @@ pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
     dir.versioned(VersionedDb::CrawlDb).lock(stage)
 }
 
-/// The partition count of the crawl at `root` (its crawldb's), or `None` when it has
-/// no complete crawldb yet (no crawl, or one before its first inject).
-pub fn partitions_if_any(root: &Path) -> Result<Option<usize>> {
-    let dir = CrawlDir::new(root);
-    if !crate::store::parquet::dataset_complete(&dir.crawldb_current()) {
-        return Ok(None);
-    }
-    Ok(Some(dir.crawldb_meta()?.partitions))
-}
-
 /// The current crawldb's metadata (refused when `crawl.partition_key` differs from
 /// the crawl's), or fresh metadata with `crawl.partitions` parts keyed by
 /// `crawl.partition_key` when there is no crawldb yet; the flag says whether a

@@ -12,7 +12,7 @@
 //! [`Outcome`], on its standard output.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -80,11 +80,6 @@ impl Helper {
             program: path.into(),
             command: None,
         }
-    }
-
-    /// The program that runs.
-    pub fn program(&self) -> &Path {
-        &self.program
     }
 }
 
