@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 use crate::datum::{CrawlDatum, DbStatus};
 use crate::error::Result;
 use crate::records::ParseDataRecord;
-use crate::stage::{Report, StageCtx, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
-use crate::store::jobs::Job;
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::names::{SegmentDataset, VersionedDb};
 use crate::store::parquet::{self, PartWriter};
@@ -245,77 +245,88 @@ fn is_candidate(d: &CrawlDatum) -> bool {
 }
 
 /// Runs dedup on the crawl directory of `ctx` (which must hold a crawldb), as
-/// [`StageCtx::steps`] split it: one process (the signatures pass, one rewrite task
+/// [`crate::stage::execute`] splits it: one process (the signatures pass, one rewrite task
 /// over every partition and the commit, under the crawldb lock held throughout), a
 /// task of a job (`opts.pass`; no lock) or a job's commit.
 pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let dir = ctx.open_existing()?;
     let db = dir.versioned(VersionedDb::CrawlDb);
-    let whole = matches!(ctx.task(), TaskMode::Whole);
-    let lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(db.lock("dedup")?),
-    };
-    if whole {
+    let _lock = ctx.lock_unless_task(|| db.lock("dedup"))?;
+    if ctx.is_whole() {
         crate::crawldb::verify_for_rewrite(&dir)?;
     }
-    let pass = check_pass(ctx, opts.pass)?;
-    let n = dir.crawldb_meta()?.partitions;
-    crate::crawldb::run_steps(
-        ctx,
+    let pass = ctx.pass(
         "dedup",
-        n,
-        |job, partitions, attempt| {
-            let mut sum = DedupReport::default();
-            if whole || pass == Some(DedupPass::Signatures) {
-                if !partitions.is_all(n) {
-                    return Err(crate::error::Error::input(
-                        format!("--partitions {partitions}"),
-                        "the signatures pass decides duplicates over the whole crawldb: run it as one task with --partitions all",
-                    ));
-                }
-                let w = job.pass(SIGNATURES).attempt_writer(partitions, attempt)?;
-                let sig = signatures_task(ctx, opts, w.path())?;
-                crate::crawldb::finish_attempt(w, &sig)?;
-                sum = sig.summary();
-            }
-            if whole || pass == Some(DedupPass::Rewrite) {
-                let (sig_dir, sig) = signatures_of(job, n)?;
-                let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
-                let out = w.dataset(crate::crawldb::TASK_DATASET)?;
-                let parts: Vec<usize> = partitions.iter().collect();
-                let r = rewrite_task(ctx, &sig_dir, &sig, &parts, &out)?;
-                crate::crawldb::finish_attempt(w, &r)?;
-                sum.duplicates = r.duplicates;
-                sum.restored = r.restored;
-            }
-            Ok(sum)
-        },
-        |job| {
-            let _held = &lock;
-            let (_, sig) = signatures_of(job, n)?;
-            commit(
-                &dir,
-                &sig,
-                &crate::crawldb::chosen_parts(&job.pass(REWRITE), n)?,
-            )
+        opts.pass,
+        "--pass signatures (one task, --partitions all) or --pass rewrite",
+    )?;
+    let n = dir.crawldb_meta()?.partitions;
+    crate::stage::execute(
+        ctx,
+        &mut Dedup {
+            ctx,
+            opts,
+            dir: &dir,
+            n,
+            pass,
         },
     )
 }
 
-/// The pass of this run: required for a task, refused otherwise.
-fn check_pass(ctx: &StageCtx, pass: Option<DedupPass>) -> Result<Option<DedupPass>> {
-    match (ctx.task(), pass) {
-        (TaskMode::Task { .. }, None) => Err(crate::error::Error::input(
-            "--pass",
-            "a dedup task runs one pass: --pass signatures (one task, --partitions all) or --pass rewrite",
-        )),
-        (TaskMode::Task { .. }, p) => Ok(p),
-        (_, Some(_)) => Err(crate::error::Error::input(
-            "--pass",
-            "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
-        )),
-        (_, None) => Ok(None),
+/// The dedup stage as the executor runs it ([`crate::stage::execute`]): a
+/// one-process run's task does both passes.
+struct Dedup<'a> {
+    ctx: &'a StageCtx,
+    opts: &'a DedupOpts,
+    dir: &'a CrawlDir,
+    n: usize,
+    pass: Option<DedupPass>,
+}
+
+impl Partitioned for Dedup<'_> {
+    type Out = DedupReport;
+    const NAME: &'static str = "dedup";
+
+    fn partitions(&self) -> usize {
+        self.n
+    }
+
+    fn task(&mut self, job: &Job, partitions: &PartitionSet, attempt: &str) -> Result<DedupReport> {
+        let (ctx, n) = (self.ctx, self.n);
+        let whole = ctx.is_whole();
+        let mut sum = DedupReport::default();
+        if whole || self.pass == Some(DedupPass::Signatures) {
+            if !partitions.is_all(n) {
+                return Err(crate::error::Error::input(
+                    format!("--partitions {partitions}"),
+                    "the signatures pass decides duplicates over the whole crawldb: run it as one task with --partitions all",
+                ));
+            }
+            let w = job.pass(SIGNATURES).attempt_writer(partitions, attempt)?;
+            let sig = signatures_task(ctx, self.opts, w.path())?;
+            crate::crawldb::finish_attempt(w, &sig)?;
+            sum = sig.summary();
+        }
+        if whole || self.pass == Some(DedupPass::Rewrite) {
+            let (sig_dir, sig) = signatures_of(job, n)?;
+            let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
+            let out = w.dataset(crate::crawldb::TASK_DATASET)?;
+            let parts: Vec<usize> = partitions.iter().collect();
+            let r = rewrite_task(ctx, &sig_dir, &sig, &parts, &out)?;
+            crate::crawldb::finish_attempt(w, &r)?;
+            sum.duplicates = r.duplicates;
+            sum.restored = r.restored;
+        }
+        Ok(sum)
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<DedupReport> {
+        let (_, sig) = signatures_of(job, self.n)?;
+        commit(
+            self.dir,
+            &sig,
+            &crate::crawldb::chosen_parts(&job.pass(REWRITE), self.n)?,
+        )
     }
 }
 

@@ -8,9 +8,14 @@
 //!   [`Report::exit`] says whether the binary ends with a non-zero code although the
 //!   work succeeded (generate's "nothing due", fetch's "no server reached").
 //!
-//! Work that is done per partition is a visible unit in each stage
-//! (`fn run_partition(ctx, i, ..)`), so that a scheduler other than rayon (a cluster
-//! task) can run exactly these units.
+//! A stage whose work splits into partition tasks implements [`Partitioned`] (its
+//! partitions, one task on a set of them, the commit) and hands itself to
+//! [`execute`], the one executor: it runs the whole stage in this process (a task
+//! over every partition, then the commit), one task of a job, or a job's commit, as
+//! the task flags say, and owns the job's life (stale jobs of a killed run, the
+//! private job's removal on failure, the job's removal after its commit). A cluster
+//! scheduler runs exactly these units (docs/cluster.md), so no stage spells how
+//! it is scheduled.
 //!
 //! A binary in `stages/` is then only:
 //!
@@ -53,7 +58,7 @@ pub struct StageCtx {
 }
 
 /// How a run of a partitioned stage is split (`--job`, `--partitions`, `--attempt`,
-/// `--commit`; see [`StageCtx::steps`] and docs/cluster.md).
+/// `--commit`; see [`execute`] and docs/cluster.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum TaskMode {
     /// The whole stage in this process: one task over every partition, then its commit.
@@ -75,26 +80,6 @@ pub enum TaskMode {
     },
 }
 
-/// One step of a stage run (see [`StageCtx::steps`]).
-#[derive(Debug, Clone)]
-pub enum Step {
-    /// Run the task on `partitions` as attempt `attempt` of `job`, writing only
-    /// through `job.attempt_writer(partitions, attempt)`.
-    Task {
-        /// The job.
-        job: Job,
-        /// The partitions (checked against the dataset's partition count).
-        partitions: PartitionSet,
-        /// The attempt id.
-        attempt: String,
-    },
-    /// Commit `job`: install its chosen attempts ([`Job::choose`]), then remove it.
-    Commit {
-        /// The job.
-        job: Job,
-    },
-}
-
 impl StageCtx {
     /// A context for the crawl directory at `root` with configuration `cfg`, started now.
     pub fn new(root: impl Into<PathBuf>, cfg: Config) -> Self {
@@ -107,18 +92,6 @@ impl StageCtx {
         }
     }
 
-    /// The context for a partitioned stage's task flags (`--job`, `--partitions`,
-    /// `--attempt`, `--commit`); the ids and the partition list are checked here.
-    pub fn with_task(mut self, args: &TaskArgs) -> Result<Self> {
-        self.task = TaskMode::from_args(args)?;
-        Ok(self)
-    }
-
-    /// How this run is split into tasks (see [`TaskMode`]).
-    pub fn task(&self) -> &TaskMode {
-        &self.task
-    }
-
     /// The lock a one-process run and a commit hold while they install (`take`
     /// takes it); `None` for a task, which only reads and writes its own attempt
     /// (many run at once, on several machines).
@@ -129,42 +102,33 @@ impl StageCtx {
         }
     }
 
-    /// The steps of this run of `stage` over a dataset of `partitions` parts, in
-    /// order: a one-process run is a task over every partition (a private job,
-    /// attempt `0`; jobs a killed one-process run left are removed first) followed
-    /// by its commit; `--partitions`/`--attempt` is that task alone, `--commit` the
-    /// commit alone. Call it while holding the lock the stage's commit needs.
-    pub fn steps(&self, stage: &str, partitions: usize) -> Result<Vec<Step>> {
-        Ok(match &self.task {
-            TaskMode::Whole => {
-                jobs::remove_stale_local(&self.root, stage)?;
-                let job = Job::local(&self.root, stage)?;
-                vec![
-                    Step::Task {
-                        job: job.clone(),
-                        partitions: PartitionSet::all(partitions),
-                        attempt: "0".into(),
-                    },
-                    Step::Commit { job },
-                ]
-            }
-            TaskMode::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => {
-                let set = set.resolve(partitions);
-                set.check_within(partitions, stage)?;
-                vec![Step::Task {
-                    job: Job::open(&self.root, job)?,
-                    partitions: set,
-                    attempt: attempt.clone(),
-                }]
-            }
-            TaskMode::Commit { job } => vec![Step::Commit {
-                job: Job::open(&self.root, job)?,
-            }],
-        })
+    /// Whether this run is the whole stage in this process (no task flags).
+    pub fn is_whole(&self) -> bool {
+        self.task == TaskMode::Whole
+    }
+
+    /// Whether this run is one task of a job (`--job J --partitions P --attempt A`):
+    /// it takes no lock and writes only its attempt.
+    pub fn is_task(&self) -> bool {
+        matches!(self.task, TaskMode::Task { .. })
+    }
+
+    /// The pass a run of a stage with passes (generate, dedup, pagerank) was given:
+    /// `--pass` is required for a task and refused otherwise. `hint` names the passes
+    /// (`--pass histogram, then --pass select`).
+    pub fn pass<P>(&self, stage: &str, pass: Option<P>, hint: &str) -> Result<Option<P>> {
+        match (self.is_task(), pass) {
+            (true, None) => Err(Error::input(
+                "--pass",
+                format!("a {stage} task runs one pass: {hint}"),
+            )),
+            (true, p) => Ok(p),
+            (false, Some(_)) => Err(Error::input(
+                "--pass",
+                "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
+            )),
+            (false, None) => Ok(None),
+        }
     }
 
     /// A binary's context from its common flags: initializes logging, loads the
@@ -225,7 +189,8 @@ impl StageCtx {
     }
 
     /// [`StageCtx::from_args`] for a partitioned stage, with its task flags
-    /// ([`StageCtx::with_task`]).
+    /// (`--job`, `--partitions`, `--attempt`, `--commit`: [`TaskMode`]; the ids and
+    /// the partition list are checked here).
     pub fn from_task_args(common: &CommonArgs, task: &TaskArgs) -> Result<Self> {
         let mode = TaskMode::from_args(task)?;
         let mut ctx = Self::open(common, mode.scope())?;
@@ -412,6 +377,87 @@ impl TaskMode {
                 partitions: partitions.clone(),
             },
             TaskMode::Commit { job } => Scope::Job { job: job.clone() },
+        }
+    }
+}
+
+/// A partitioned stage: the work of one task on some partitions of a dataset, and
+/// the commit that installs the tasks' output. [`execute`] runs it in each of the
+/// three ways a run can be split ([`TaskMode`]), so that a stage says only what it
+/// does, never how a run is scheduled (in the spirit of DataFusion's
+/// `ExecutionPlan::execute(partition)`; docs/architecture.md, "The stage").
+///
+/// What a stage does before its tasks (open its datasets, take its lock unless it
+/// runs as a task: [`StageCtx::lock_unless_task`], verify what it rewrites) it does
+/// while making the value it hands to [`execute`].
+pub trait Partitioned {
+    /// What a task and a commit return (the stage's report, or its part of it).
+    type Out;
+
+    /// The stage's name: its job directories (`_jobs/<name>-..`) and its entry in
+    /// the registry ([`crate::cli::COMMANDS`]).
+    const NAME: &'static str;
+
+    /// The number of partitions of the dataset the tasks split.
+    fn partitions(&self) -> usize;
+
+    /// One task: attempt `attempt` of `job` on partitions `set` (already checked
+    /// against [`Partitioned::partitions`]). It writes only through
+    /// `job.attempt_writer(..)` (or a pass's) and installs nothing.
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<Self::Out>;
+
+    /// The commit of `job`: installs its chosen attempts ([`Job::choose`]). The
+    /// executor removes the job afterwards.
+    fn commit(&mut self, job: &Job) -> Result<Self::Out>;
+
+    /// A one-process run's result from its task's and its commit's: the commit's,
+    /// unless the stage reports what its task did (fetch, parse).
+    fn whole(&mut self, task: Self::Out, commit: Self::Out) -> Self::Out {
+        let _ = task;
+        commit
+    }
+}
+
+/// Runs `stage` as `ctx`'s task flags split the run ([`TaskMode`]):
+/// - one process: jobs a killed one-process run of the stage left are removed,
+///   then one task over every partition (a private job, attempt `0`) and its
+///   commit; if either fails, the private job is removed, so nothing is left
+///   behind and a rerun starts afresh;
+/// - `--job J --partitions P --attempt A`: that task alone (`P` resolved and
+///   checked against the stage's partitions);
+/// - `--job J --commit`: the commit alone, then the job is removed.
+///
+/// Call it while holding the lock the stage's commit needs (not in a task).
+pub fn execute<S: Partitioned>(ctx: &StageCtx, stage: &mut S) -> Result<S::Out> {
+    let n = stage.partitions();
+    match &ctx.task {
+        TaskMode::Whole => {
+            jobs::remove_stale_local(&ctx.root, S::NAME)?;
+            let job = Job::local(&ctx.root, S::NAME)?;
+            let run = |stage: &mut S| -> Result<S::Out> {
+                let task = stage.task(&job, &PartitionSet::all(n), "0")?;
+                let commit = stage.commit(&job)?;
+                job.remove()?;
+                Ok(stage.whole(task, commit))
+            };
+            run(stage).inspect_err(|_| {
+                let _ = job.remove();
+            })
+        }
+        TaskMode::Task {
+            job,
+            partitions,
+            attempt,
+        } => {
+            let set = partitions.resolve(n);
+            set.check_within(n, S::NAME)?;
+            stage.task(&Job::open(&ctx.root, job)?, &set, attempt)
+        }
+        TaskMode::Commit { job } => {
+            let job = Job::open(&ctx.root, job)?;
+            let out = stage.commit(&job)?;
+            job.remove()?;
+            Ok(out)
         }
     }
 }

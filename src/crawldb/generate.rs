@@ -31,8 +31,9 @@ use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
-use crate::stage::{Report, StageCtx, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
@@ -217,7 +218,7 @@ fn pending_segments(
 /// `[generate]` keys of its configuration. A report without segments means nothing was
 /// due ([`Report::exit`] is then [`exit::NOTHING_DUE`]).
 pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
-    if !matches!(ctx.task(), TaskMode::Whole) || opts.pass.is_some() {
+    if !ctx.is_whole() || opts.pass.is_some() {
         return run_job(ctx, opts);
     }
     let cfg = ctx.config();
@@ -435,73 +436,83 @@ fn write_partition(
 }
 
 /// Runs a generate task of a job (`opts.pass`) or a job's commit, as
-/// [`StageCtx::steps`] split the run (a one-process run is [`run`]; the cut-off
+/// [`crate::stage::execute`] splits the run (a one-process run is [`run`]; the cut-off
 /// between the passes is [`run_cutoff`]).
 pub fn run_job(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     let dir = ctx.open_existing()?;
     let n = dir.crawldb_meta()?.partitions;
-    let pass = match (ctx.task(), opts.pass) {
-        (TaskMode::Task { .. }, Some(p)) => Some(p),
-        (TaskMode::Task { .. }, None) => {
-            return Err(Error::input(
-                "--pass",
-                "a generate task runs one pass: --pass histogram, then (after --cutoff) --pass select",
-            ));
-        }
-        (_, Some(_)) => {
-            return Err(Error::input(
-                "--pass",
-                "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
-            ));
-        }
-        (_, None) => None,
-    };
-    super::run_steps(
-        ctx,
+    let pass = ctx.pass(
         "generate",
-        n,
-        |job, partitions, attempt| {
-            let parts: Vec<usize> = partitions.iter().collect();
-            match pass {
-                Some(GeneratePass::Histogram) => {
-                    let w = job.pass(HISTOGRAM).attempt_writer(partitions, attempt)?;
-                    let h = histogram_task(ctx, opts, &parts, w.path())?;
-                    super::finish_attempt(w, &h)?;
-                    Ok(GenerateReport {
-                        scanned: h.scanned,
-                        due: h.due,
-                        pending: h.pending,
-                        task: true,
-                        ..GenerateReport::default()
-                    })
-                }
-                _ => {
-                    let cut = read_cutoff(job)?;
-                    let w = job.pass(SELECT).attempt_writer(partitions, attempt)?;
-                    let r = select_task(ctx, &cut, &parts, w.path())?;
-                    super::finish_attempt(w, &r)?;
-                    Ok(GenerateReport {
-                        scanned: cut.scanned,
-                        due: cut.due,
-                        pending: cut.pending,
-                        urls: r.urls,
-                        task: true,
-                        ..GenerateReport::default()
-                    })
-                }
+        opts.pass,
+        "--pass histogram, then (after --cutoff) --pass select",
+    )?;
+    crate::stage::execute(ctx, &mut Generate { ctx, opts, n, pass })
+}
+
+/// A generate job's tasks and commit as the executor runs them
+/// ([`crate::stage::execute`]).
+struct Generate<'a> {
+    ctx: &'a StageCtx,
+    opts: &'a GenerateOpts,
+    n: usize,
+    pass: Option<GeneratePass>,
+}
+
+impl Partitioned for Generate<'_> {
+    type Out = GenerateReport;
+    const NAME: &'static str = "generate";
+
+    fn partitions(&self) -> usize {
+        self.n
+    }
+
+    fn task(
+        &mut self,
+        job: &Job,
+        partitions: &PartitionSet,
+        attempt: &str,
+    ) -> Result<GenerateReport> {
+        let parts: Vec<usize> = partitions.iter().collect();
+        match self.pass {
+            Some(GeneratePass::Histogram) => {
+                let w = job.pass(HISTOGRAM).attempt_writer(partitions, attempt)?;
+                let h = histogram_task(self.ctx, self.opts, &parts, w.path())?;
+                super::finish_attempt(w, &h)?;
+                Ok(GenerateReport {
+                    scanned: h.scanned,
+                    due: h.due,
+                    pending: h.pending,
+                    task: true,
+                    ..GenerateReport::default()
+                })
             }
-        },
-        |job| {
-            let cut = read_cutoff(job)?;
-            let selected = job
-                .pass(SELECT)
-                .choose(n)?
-                .iter()
-                .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
-                .collect::<Result<Vec<_>>>()?;
-            commit(ctx, now_millis(), &cut, &selected)
-        },
-    )
+            _ => {
+                let cut = read_cutoff(job)?;
+                let w = job.pass(SELECT).attempt_writer(partitions, attempt)?;
+                let r = select_task(self.ctx, &cut, &parts, w.path())?;
+                super::finish_attempt(w, &r)?;
+                Ok(GenerateReport {
+                    scanned: cut.scanned,
+                    due: cut.due,
+                    pending: cut.pending,
+                    urls: r.urls,
+                    task: true,
+                    ..GenerateReport::default()
+                })
+            }
+        }
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<GenerateReport> {
+        let cut = read_cutoff(job)?;
+        let selected = job
+            .pass(SELECT)
+            .choose(self.n)?
+            .iter()
+            .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
+            .collect::<Result<Vec<_>>>()?;
+        commit(self.ctx, now_millis(), &cut, &selected)
+    }
 }
 
 /// The cut-off of a generate job (`generate --job J --cutoff`): reads the chosen

@@ -22,9 +22,10 @@ use crate::crawldb::stream::DatumStream;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::stage::{Report, StageCtx, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
 use crate::store::integrity;
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::parquet::{self, PartWriter};
 use crate::store::partition::Partitioner;
@@ -631,7 +632,7 @@ impl SeedSort {
 /// the staged crawldb version) and merged with the crawldb part by part. Each
 /// rejected line is handed to `on_reject` as it is met. Nothing is installed until
 /// every input was read: an unreadable input injects nothing. Runs as
-/// [`StageCtx::steps`] split it: one process (one task over every partition, then
+/// [`crate::stage::execute`] splits it: one process (one task over every partition, then
 /// its commit, under the crawldb lock held throughout), a task of a job (no lock,
 /// output in its attempt) or a job's commit.
 pub fn run(
@@ -641,49 +642,78 @@ pub fn run(
 ) -> Result<InjectReport> {
     let dir = ctx.crawl_dir();
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
-    let lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(lock(&dir, "inject")?),
-    };
-    let whole = matches!(ctx.task(), TaskMode::Whole);
-    if whole {
+    let _lock = ctx.lock_unless_task(|| lock(&dir, "inject"))?;
+    if ctx.is_whole() {
         super::verify_for_rewrite(&dir)?;
     }
     let (_, meta) = super::meta_or_new(&dir, ctx.config())?;
-    let n = meta.partitions;
-    super::run_steps(
+    crate::stage::execute(
         ctx,
-        "inject",
-        n,
-        |job, partitions, attempt| {
-            if whole {
-                check_space(&dir, &opts.inputs, ctx.config().inject.sort_buffer_rows)?;
-            } else if parquet::dataset_complete(&dir.crawldb_current()) {
-                // Only this task's parts are read: their checksums (every size).
-                dir.refuse_unmarked_crawldb()?;
-                let mine = |name: &str| {
-                    partitions
-                        .iter()
-                        .any(|i| parquet::is_partition_file(name, i))
-                };
-                integrity::verify_parts(
-                    &dir.crawldb_current(),
-                    integrity::Check::Checksums,
-                    &mine,
-                )?;
-            }
-            let w = job.attempt_writer(partitions, attempt)?;
-            let out = w.dataset(super::TASK_DATASET)?;
-            let parts: Vec<usize> = partitions.iter().collect();
-            let task = run_task(ctx, opts, &parts, &out, &mut *on_reject)?;
-            super::finish_attempt(w, &task)?;
-            Ok(task.summary())
-        },
-        |job| {
-            let _held = &lock;
-            commit(&dir, ctx.config(), &super::chosen_parts(job, n)?)
+        &mut Inject {
+            ctx,
+            opts,
+            on_reject,
+            dir: &dir,
+            n: meta.partitions,
         },
     )
+}
+
+/// The inject stage as the executor runs it ([`crate::stage::execute`]).
+struct Inject<'a, 'r> {
+    ctx: &'a StageCtx,
+    opts: &'a InjectOpts,
+    on_reject: &'a mut (dyn FnMut(&Rejected) + 'r),
+    dir: &'a CrawlDir,
+    n: usize,
+}
+
+impl Partitioned for Inject<'_, '_> {
+    type Out = InjectReport;
+    const NAME: &'static str = "inject";
+
+    fn partitions(&self) -> usize {
+        self.n
+    }
+
+    fn task(
+        &mut self,
+        job: &Job,
+        partitions: &PartitionSet,
+        attempt: &str,
+    ) -> Result<InjectReport> {
+        let dir = self.dir;
+        if self.ctx.is_whole() {
+            check_space(
+                dir,
+                &self.opts.inputs,
+                self.ctx.config().inject.sort_buffer_rows,
+            )?;
+        } else if parquet::dataset_complete(&dir.crawldb_current()) {
+            // Only this task's parts are read: their checksums (every size).
+            dir.refuse_unmarked_crawldb()?;
+            let mine = |name: &str| {
+                partitions
+                    .iter()
+                    .any(|i| parquet::is_partition_file(name, i))
+            };
+            integrity::verify_parts(&dir.crawldb_current(), integrity::Check::Checksums, &mine)?;
+        }
+        let w = job.attempt_writer(partitions, attempt)?;
+        let out = w.dataset(super::TASK_DATASET)?;
+        let parts: Vec<usize> = partitions.iter().collect();
+        let task = run_task(self.ctx, self.opts, &parts, &out, &mut *self.on_reject)?;
+        super::finish_attempt(w, &task)?;
+        Ok(task.summary())
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<InjectReport> {
+        commit(
+            self.dir,
+            self.ctx.config(),
+            &super::chosen_parts(job, self.n)?,
+        )
+    }
 }
 
 /// What one inject task did (its attempt's report): its partitions' counts, their

@@ -28,9 +28,8 @@ use serde::de::DeserializeOwned;
 
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::Result;
-use crate::stage::{StageCtx, Step, TaskMode};
 use crate::store::integrity::Check;
-use crate::store::jobs::{AttemptWriter, Job, PartitionSet, link_part};
+use crate::store::jobs::{AttemptWriter, Job, link_part};
 use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir};
 use crate::store::lock::Lock;
 use crate::store::names::VersionedDb;
@@ -104,42 +103,6 @@ pub const TASK_DATASET: &str = crate::store::names::CRAWLDB;
 /// is finished (`TRAWL_TEST_PAUSE_SEGTOOLS=task:written:SECONDS`): tests kill a task
 /// there.
 pub const TASK_WRITTEN: &str = "task:written";
-
-/// Runs the steps [`StageCtx::steps`] makes of this run of `stage` over `n`
-/// partitions: `task(job, partitions, attempt)` for a task, `commit(job)` for the
-/// commit (the job is removed after it). Returns the last step's report. In a
-/// one-process run a failed step removes the private job, leaving nothing behind.
-pub fn run_steps<R: Default>(
-    ctx: &StageCtx,
-    stage: &str,
-    n: usize,
-    mut task: impl FnMut(&Job, &PartitionSet, &str) -> Result<R>,
-    mut commit: impl FnMut(&Job) -> Result<R>,
-) -> Result<R> {
-    let steps = ctx.steps(stage, n)?;
-    let whole = matches!(ctx.task(), TaskMode::Whole);
-    let mut report = R::default();
-    for step in &steps {
-        let r = match step {
-            Step::Task {
-                job,
-                partitions,
-                attempt,
-            } => task(job, partitions, attempt),
-            Step::Commit { job } => commit(job).and_then(|r| job.remove().map(|()| r)),
-        };
-        match r {
-            Ok(r) => report = r,
-            Err(e) => {
-                if whole && let Some(Step::Commit { job }) = steps.last() {
-                    let _ = job.remove();
-                }
-                return Err(e);
-            }
-        }
-    }
-    Ok(report)
-}
 
 /// Finishes a task's attempt with its `report` (after the [`TASK_WRITTEN`] test
 /// pause).

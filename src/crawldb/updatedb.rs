@@ -28,14 +28,15 @@ use crate::crawldb::state::{Ctx, Inlink};
 use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{
     TASK_DATASET, check_version, chosen_parts, current_part, finish_attempt, install_parts, lock,
-    run_steps, version_id,
+    version_id,
 };
 use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::stage::{Report, StageCtx, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
 use crate::store::integrity::{self, Check};
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDbMeta, CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter};
@@ -118,7 +119,7 @@ struct PartStats {
 }
 
 /// Runs updatedb on the crawl directory of `ctx` (which must hold a crawldb), as
-/// [`StageCtx::steps`] split it: one process (one task over every partition, then
+/// [`crate::stage::execute`] splits it: one process (one task over every partition, then
 /// its commit, under the crawldb lock held throughout), a task of a job (no lock,
 /// output in its attempt), or a job's commit. Returns the summary of what ran: the
 /// task's partitions, or the installed version.
@@ -130,28 +131,54 @@ pub fn run(ctx: &StageCtx, opts: &UpdateOpts) -> Result<UpdateReport> {
 fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport> {
     let dir = ctx.open_existing()?;
     // Tasks run at once on many machines: only the commit takes the lock.
-    let lock = match ctx.task() {
-        TaskMode::Task { .. } => None,
-        _ => Some(lock(&dir, "updatedb")?),
-    };
+    let _lock = ctx.lock_unless_task(|| lock(&dir, "updatedb"))?;
     let n = dir.crawldb_meta()?.partitions;
-    run_steps(
+    crate::stage::execute(
         ctx,
-        "updatedb",
-        n,
-        |job, partitions, attempt| {
-            let w = job.attempt_writer(partitions, attempt)?;
-            let out = w.dataset(TASK_DATASET)?;
-            let parts: Vec<usize> = partitions.iter().collect();
-            let task = run_task_at(ctx, opts, &parts, &out, now)?;
-            finish_attempt(w, &task)?;
-            Ok(task.summary())
-        },
-        |job| {
-            let _held = &lock;
-            commit(&dir, &chosen_parts(job, n)?)
+        &mut UpdateDb {
+            ctx,
+            opts,
+            dir: &dir,
+            n,
+            now,
         },
     )
+}
+
+/// The updatedb stage as the executor runs it ([`crate::stage::execute`]).
+struct UpdateDb<'a> {
+    ctx: &'a StageCtx,
+    opts: &'a UpdateOpts,
+    dir: &'a CrawlDir,
+    n: usize,
+    now: Millis,
+}
+
+impl Partitioned for UpdateDb<'_> {
+    type Out = UpdateReport;
+    const NAME: &'static str = "updatedb";
+
+    fn partitions(&self) -> usize {
+        self.n
+    }
+
+    fn task(
+        &mut self,
+        job: &Job,
+        partitions: &PartitionSet,
+        attempt: &str,
+    ) -> Result<UpdateReport> {
+        let w = job.attempt_writer(partitions, attempt)?;
+        let out = w.dataset(TASK_DATASET)?;
+        let parts: Vec<usize> = partitions.iter().collect();
+        let task = run_task_at(self.ctx, self.opts, &parts, &out, self.now)?;
+        finish_attempt(w, &task)?;
+        Ok(task.summary())
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<UpdateReport> {
+        commit(self.dir, &chosen_parts(job, self.n)?)
+    }
 }
 
 /// What one updatedb task did, stored as its attempt's report: the counts of its

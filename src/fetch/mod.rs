@@ -35,7 +35,7 @@ use crate::net::politeness::Politeness;
 use crate::net::robots::RobotsRecord;
 use crate::net::robots_cache::{self, CacheEntry};
 use crate::net::{client, runtime};
-use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
@@ -375,7 +375,7 @@ fn check_queue_mode(cfg: &Config, set: &PartitionSet, pt: Partitioner) -> Result
 /// (see docs/tasks-segments.md).
 pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     let dir = ctx.open_for_segments()?;
-    if opts.segment.is_none() && *ctx.task() != TaskMode::Whole {
+    if opts.segment.is_none() && !ctx.is_whole() {
         return Err(Error::input(
             "fetch --job",
             "name the segment: every task of a job and its commit work on the same SEGMENT",
@@ -389,38 +389,60 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     let _lock = ctx.lock_unless_task(|| seg.lock("fetch"))?;
     let seg = select_segment(&dir, Some(seg.path()))?;
     let pt = seg.meta()?.partitioner();
-    let partitions = pt.n();
-    if !matches!(ctx.task(), TaskMode::Task { .. }) {
+    if !ctx.is_task() {
         remove_partial_outputs(&seg)?;
     }
-    let mut report = TaskReport::default();
-    for step in ctx.steps("fetch", partitions)? {
-        match step {
-            Step::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => {
-                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, pt)?;
-                if !report.reached && *ctx.task() != TaskMode::Whole {
-                    // Not a task failure (a retry would fail alike): the commit's
-                    // summary judges the whole job.
-                    tracing::warn!(
-                        "fetch task on partitions {set}: no server reached ({} hosts failed to connect or resolve); the attempt is recorded",
-                        report.unreached.len()
-                    );
-                    report.unreached.clear();
-                }
-            }
-            Step::Commit { job } => {
-                let summed = commit(&seg, &job, partitions)?;
-                if *ctx.task() != TaskMode::Whole {
-                    report = summed;
-                }
-            }
-        }
-    }
+    let report = crate::stage::execute(
+        ctx,
+        &mut Fetch {
+            ctx,
+            dir: &dir,
+            seg: &seg,
+            pt,
+        },
+    )?;
     Ok(report.into_report(&seg))
+}
+
+/// The fetch stage as the executor runs it ([`crate::stage::execute`]).
+struct Fetch<'a> {
+    ctx: &'a StageCtx,
+    dir: &'a CrawlDir,
+    seg: &'a Segment,
+    pt: Partitioner,
+}
+
+impl Partitioned for Fetch<'_> {
+    type Out = TaskReport;
+    const NAME: &'static str = "fetch";
+
+    fn partitions(&self) -> usize {
+        self.pt.n()
+    }
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<TaskReport> {
+        let mut report = run_task(self.ctx, self.dir, self.seg, job, set, attempt, self.pt)?;
+        if !report.reached && self.ctx.is_task() {
+            // Not a task failure (a retry would fail alike): the commit's summary
+            // judges the whole job.
+            tracing::warn!(
+                "fetch task on partitions {set}: no server reached ({} hosts failed to connect or resolve); the attempt is recorded",
+                report.unreached.len()
+            );
+            report.unreached.clear();
+        }
+        Ok(report)
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<TaskReport> {
+        commit(self.seg, job, self.pt.n())
+    }
+
+    /// A one-process run reports what its task did (with the hosts it did not
+    /// reach), not the sum of the attempts the commit installed.
+    fn whole(&mut self, task: TaskReport, _commit: TaskReport) -> TaskReport {
+        task
+    }
 }
 
 /// How long a partition's lease lasts: the time limit plus the longest a request in
@@ -457,7 +479,7 @@ fn run_task(
 ) -> Result<TaskReport> {
     let cfg = ctx.config();
     let partitions = pt.n();
-    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
+    let is_task = ctx.is_task();
     check_queue_mode(cfg, set, pt)?;
     let expires = lease_expiry(cfg, is_task)?;
     let own: Vec<usize> = set.iter().collect();
@@ -604,7 +626,6 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
     robots.commit()?;
     content.commit()?;
     fetch.commit()?;
-    job.remove()?;
     Ok(report)
 }
 

@@ -26,7 +26,7 @@ use crate::config::LinkDbConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::records::InlinkRecord;
-use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::integrity::Check;
@@ -165,34 +165,67 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
             .map(|m| m.partitioner())
             .unwrap_or_else(|| Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)),
     };
-    let partitions = pt.n();
-    let mut summary = LinkDbReport {
-        segments: segments.len(),
-        ..Default::default()
-    };
-    if segments.is_empty() && old_meta.is_some() && *ctx.task() == TaskMode::Whole {
+    if segments.is_empty() && old_meta.is_some() && ctx.is_whole() {
         tracing::info!("no new segments to invert; the linkdb is unchanged");
+        let mut summary = LinkDbReport {
+            segments: 0,
+            ..Default::default()
+        };
         count_current(dir, &mut summary)?;
         return Ok(summary);
     }
-    for step in ctx.steps("linkdb", partitions)? {
-        match step {
-            Step::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => {
-                let r = run_task(dir, cfg, &segments, &job, &set, &attempt, pt)?;
-                summary.links_read = r.links_read;
-                summary.links = r.links;
-                summary.targets = r.targets;
-            }
-            Step::Commit { job } => {
-                summary = commit(dir, &db, &segments, &done, &job, pt)?;
-            }
-        }
+    crate::stage::execute(
+        ctx,
+        &mut LinkDb {
+            dir,
+            cfg,
+            db: &db,
+            segments: &segments,
+            done: &done,
+            pt,
+        },
+    )
+}
+
+/// The linkdb stage as the executor runs it ([`crate::stage::execute`]).
+struct LinkDb<'a> {
+    dir: &'a CrawlDir,
+    cfg: &'a crate::config::Config,
+    db: &'a crate::store::versioned::VersionedDataset,
+    segments: &'a [Segment],
+    done: &'a BTreeSet<String>,
+    pt: Partitioner,
+}
+
+impl Partitioned for LinkDb<'_> {
+    type Out = LinkDbReport;
+    const NAME: &'static str = "linkdb";
+
+    fn partitions(&self) -> usize {
+        self.pt.n()
     }
-    Ok(summary)
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<LinkDbReport> {
+        let r = run_task(
+            self.dir,
+            self.cfg,
+            self.segments,
+            job,
+            set,
+            attempt,
+            self.pt,
+        )?;
+        Ok(LinkDbReport {
+            segments: self.segments.len(),
+            links_read: r.links_read,
+            links: r.links,
+            targets: r.targets,
+        })
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<LinkDbReport> {
+        commit(self.dir, self.db, self.segments, self.done, job, self.pt)
+    }
 }
 
 /// The reduce task on partitions `set`: new linkdb part `i` for each `i` in `set`,
@@ -355,7 +388,6 @@ fn commit(
     };
     parquet::write_json(&staged.path().join(LINKDB_META), &meta)?;
     db.install(staged, "linkdb")?;
-    job.remove()?;
     Ok(summary)
 }
 

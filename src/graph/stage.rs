@@ -21,8 +21,9 @@ use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::records::PageRankRecord;
-use crate::stage::{Report, StageCtx, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::disk;
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CRAWLDB_META;
 use crate::store::layout::CrawlDir;
 use crate::store::names::VersionedDb;
@@ -55,31 +56,42 @@ const SCORES: &str = "scores";
 const REWRITE: &str = "rewrite";
 
 /// Runs a pagerank task of a job (`opts.pass`) or a job's commit, as
-/// [`StageCtx::steps`] split the run; a one-process run is [`run`].
+/// [`crate::stage::execute`] splits the run; a one-process run is [`run`].
 pub fn run_job(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
     let dir = ctx.open_existing()?;
     let n = dir.crawldb_meta()?.partitions;
-    let pass = match (ctx.task(), opts.pass) {
-        (TaskMode::Task { .. }, None) => {
-            return Err(Error::input(
-                "--pass",
-                "a pagerank task runs one pass: --pass scores (one task, --partitions all) or --pass rewrite",
-            ));
-        }
-        (TaskMode::Task { .. }, p) => p,
-        (_, Some(_)) => {
-            return Err(Error::input(
-                "--pass",
-                "--pass is for the tasks of a job (with --job, --partitions and --attempt)",
-            ));
-        }
-        (_, None) => None,
-    };
-    crate::crawldb::run_steps(
-        ctx,
+    let pass = ctx.pass(
         "pagerank",
-        n,
-        |job, partitions, attempt| match pass {
+        opts.pass,
+        "--pass scores (one task, --partitions all) or --pass rewrite",
+    )?;
+    crate::stage::execute(ctx, &mut PageRankJob { ctx, n, pass })
+}
+
+/// A pagerank job's tasks and commit as the executor runs them
+/// ([`crate::stage::execute`]).
+struct PageRankJob<'a> {
+    ctx: &'a StageCtx,
+    n: usize,
+    pass: Option<PageRankPass>,
+}
+
+impl Partitioned for PageRankJob<'_> {
+    type Out = PageRankReport;
+    const NAME: &'static str = "pagerank";
+
+    fn partitions(&self) -> usize {
+        self.n
+    }
+
+    fn task(
+        &mut self,
+        job: &Job,
+        partitions: &PartitionSet,
+        attempt: &str,
+    ) -> Result<PageRankReport> {
+        let (ctx, n) = (self.ctx, self.n);
+        match self.pass {
             Some(PageRankPass::Scores) => {
                 if !partitions.is_all(n) {
                     return Err(Error::input(
@@ -101,21 +113,22 @@ pub fn run_job(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
                 crate::crawldb::finish_attempt(w, &r)?;
                 Ok(sr.summary(r.updated))
             }
-        },
-        |job| {
-            let (scores, sr) = scores_of(job, n)?;
-            let rewrites = if sr.update_crawldb {
-                crate::crawldb::chosen_parts(&job.pass(REWRITE), n)?
-            } else {
-                Vec::new()
-            };
-            commit(ctx, &scores, &sr, &rewrites)
-        },
-    )
+        }
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<PageRankReport> {
+        let (scores, sr) = scores_of(job, self.n)?;
+        let rewrites = if sr.update_crawldb {
+            crate::crawldb::chosen_parts(&job.pass(REWRITE), self.n)?
+        } else {
+            Vec::new()
+        };
+        commit(self.ctx, &scores, &sr, &rewrites)
+    }
 }
 
 /// The finished scores attempt of `job` (covering every partition of `n`).
-fn scores_of(job: &crate::store::jobs::Job, n: usize) -> Result<(PathBuf, ScoresReport)> {
+fn scores_of(job: &Job, n: usize) -> Result<(PathBuf, ScoresReport)> {
     let chosen = job.pass(SCORES).choose(n)?;
     let a = chosen.first().ok_or_else(|| {
         Error::crawl_dir(
@@ -179,7 +192,7 @@ struct Built {
 /// iteration and the crawldb update in memory), or as a task or commit of a job
 /// ([`run_job`]).
 pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
-    if !matches!(ctx.task(), TaskMode::Whole) || opts.pass.is_some() {
+    if !ctx.is_whole() || opts.pass.is_some() {
         return run_job(ctx, opts);
     }
     let dir = &ctx.open_existing()?;

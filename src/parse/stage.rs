@@ -32,7 +32,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, ParseDataRecord, ParseTextRecord,
 };
-use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
@@ -123,7 +123,7 @@ fn pick_segment(dir: &CrawlDir, ctx: &StageCtx, opts: &ParseOpts) -> Result<Segm
     if let Some(s) = &opts.segment {
         return dir.segment(s);
     }
-    if *ctx.task() != TaskMode::Whole {
+    if !ctx.is_whole() {
         return Err(Error::input(
             "parse --job",
             "name the segment: every task of a job and its commit work on the same SEGMENT",
@@ -213,7 +213,7 @@ impl Shuffle {
 
 /// Parses a segment of the crawl directory of `ctx` (which must exist): the whole
 /// segment in this process, or one task of a job on some of its content parts, or
-/// the job's commit (see [`StageCtx::steps`] and docs/tasks-segments.md).
+/// the job's commit (see [`crate::stage::execute`] and docs/tasks-segments.md).
 pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let dir = ctx.open_for_segments()?;
     let seg = pick_segment(&dir, ctx, opts)?;
@@ -231,33 +231,49 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
         ));
     }
     let pt = seg.meta()?.partitioner();
-    let partitions = pt.n();
-    let mut report = ParseReport {
-        segment: seg.name().to_string(),
-        ..Default::default()
-    };
-    for step in ctx.steps("parse", partitions)? {
-        match step {
-            Step::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => {
-                report = run_task(ctx, &dir, &seg, &job, &set, &attempt, pt)?;
-            }
-            Step::Commit { job } => {
-                let whole = *ctx.task() == TaskMode::Whole;
-                let summed = commit(&seg, &job, partitions)?;
-                if !whole {
-                    report = summed;
-                }
-            }
-        }
-    }
-    if *ctx.task() == TaskMode::Whole {
+    let mut report = crate::stage::execute(
+        ctx,
+        &mut Parse {
+            ctx,
+            dir: &dir,
+            seg: &seg,
+            pt,
+        },
+    )?;
+    if ctx.is_whole() {
         report.secs = ctx.started().elapsed().as_secs_f64();
     }
     Ok(report)
+}
+
+/// The parse stage as the executor runs it ([`crate::stage::execute`]).
+struct Parse<'a> {
+    ctx: &'a StageCtx,
+    dir: &'a CrawlDir,
+    seg: &'a Segment,
+    pt: Partitioner,
+}
+
+impl Partitioned for Parse<'_> {
+    type Out = ParseReport;
+    const NAME: &'static str = "parse";
+
+    fn partitions(&self) -> usize {
+        self.pt.n()
+    }
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<ParseReport> {
+        run_task(self.ctx, self.dir, self.seg, job, set, attempt, self.pt)
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<ParseReport> {
+        commit(self.seg, job, self.pt.n())
+    }
+
+    /// A one-process run reports what its task parsed, with its timings.
+    fn whole(&mut self, task: ParseReport, _commit: ParseReport) -> ParseReport {
+        task
+    }
 }
 
 /// The map task on content parts `set` (attempt `attempt` of `job`): parse_text and
@@ -450,7 +466,6 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<ParseReport> {
     }
     inl.commit_replacing()?;
     data.commit_replacing()?;
-    job.remove()?;
     Ok(report)
 }
 

@@ -27,7 +27,7 @@ use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::net::politeness::Politeness;
 use crate::net::robots::origin_of;
-use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::lease::Lease;
@@ -379,7 +379,7 @@ fn plan(
 /// fetch what is new or due, merge the URLs into the crawldb, remember what was
 /// processed. In this process, or as one task of a job (the sitemaps of the hosts of
 /// some partitions, under their fetch leases) or the job's commit (see
-/// [`StageCtx::steps`] and docs/sitemaps.md, "As partition tasks").
+/// [`crate::stage::execute`] and docs/sitemaps.md, "As partition tasks").
 pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
     let cfg = ctx.config();
     let dir = if opts.only_extra {
@@ -388,28 +388,54 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
         ctx.open_existing()?
     };
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
-    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
     // Held by a one-process run and by a commit: the crawldb and the sitemapdb
     // change together. Tasks (many at once) only read them; the commit checks that
     // they did not change since.
     let _lock = ctx.lock_unless_task(|| crate::crawldb::lock(&dir, "sitemap"))?;
-    if !is_task {
+    if !ctx.is_task() {
         crate::crawldb::verify_for_rewrite(&dir)?;
     }
     let pt = crate::crawldb::meta_or_new(&dir, cfg)?.1.partitioner();
-    let n = pt.n().max(1);
-    let mut report = SitemapReport::default();
-    for step in ctx.steps("sitemap", n)? {
-        match step {
-            Step::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => report = run_task(ctx, &dir, opts, &job, &set, &attempt, pt)?,
-            Step::Commit { job } => report = commit(&dir, cfg, opts, &job, n)?,
-        }
+    crate::stage::execute(
+        ctx,
+        &mut Sitemap {
+            ctx,
+            dir: &dir,
+            opts,
+            pt,
+        },
+    )
+}
+
+/// The sitemap stage as the executor runs it ([`crate::stage::execute`]).
+struct Sitemap<'a> {
+    ctx: &'a StageCtx,
+    dir: &'a CrawlDir,
+    opts: &'a SitemapOpts,
+    pt: Partitioner,
+}
+
+impl Partitioned for Sitemap<'_> {
+    type Out = SitemapReport;
+    const NAME: &'static str = "sitemap";
+
+    fn partitions(&self) -> usize {
+        self.pt.n().max(1)
     }
-    Ok(report)
+
+    fn task(&mut self, job: &TaskJob, set: &PartitionSet, attempt: &str) -> Result<SitemapReport> {
+        run_task(self.ctx, self.dir, self.opts, job, set, attempt, self.pt)
+    }
+
+    fn commit(&mut self, job: &TaskJob) -> Result<SitemapReport> {
+        commit(
+            self.dir,
+            self.ctx.config(),
+            self.opts,
+            job,
+            self.partitions(),
+        )
+    }
 }
 
 /// A sitemap task's report (its attempt's `_report.json`): what it fetched, the
@@ -478,7 +504,7 @@ fn run_task(
 ) -> Result<SitemapReport> {
     let n = pt.n().max(1);
     let cfg = ctx.config();
-    let is_task = matches!(ctx.task(), TaskMode::Task { .. });
+    let is_task = ctx.is_task();
     let expires = lease_expiry(cfg, is_task)?;
     // A partition's hosts are fetched by one task at a time, sitemap or fetch.
     let leases = set
@@ -637,7 +663,6 @@ fn commit(
         db.insert(r.url.clone(), r.clone());
     }
     record::write_sitemapdb(dir, db.into_values().collect())?;
-    job.remove()?;
     Ok(summary)
 }
 

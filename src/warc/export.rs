@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::records::ContentRecord;
-use crate::stage::{Report, StageCtx, Step, TaskMode};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::Segment;
@@ -69,12 +69,12 @@ impl Report for WarcReport {
 /// Runs the `warc` stage on the crawl directory of `ctx` (which must exist) with the
 /// User-Agent of `fetch.user_agent`: the whole export in this process, or one task
 /// of a job on some of the segment's content parts, or the job's commit (see
-/// [`StageCtx::steps`] and docs/warc.md, "As partition tasks").
+/// [`crate::stage::execute`] and docs/warc.md, "As partition tasks").
 pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
     let dir = ctx.open_for_segments()?;
     let segment = match &opts.segment {
         Some(s) => dir.segment(s)?,
-        None if *ctx.task() != TaskMode::Whole => {
+        None if !ctx.is_whole() => {
             return Err(Error::input(
                 "warc --job",
                 "name the segment: every task of a job and its commit export the same SEGMENT",
@@ -112,25 +112,52 @@ pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
         max_file_bytes: opts.max_file_bytes.max(1),
         user_agent: ctx.config().fetch.user_agent.clone(),
     };
-    let mut report = WarcReport {
+    let stats = crate::stage::execute(
+        ctx,
+        &mut WarcExport {
+            segment: &segment,
+            content: &content,
+            partitions,
+            export: &export,
+        },
+    )?;
+    Ok(WarcReport {
         segment: segment.name().to_string(),
-        stats: ExportStats::default(),
-    };
-    for step in ctx.steps("warc", partitions)? {
-        match step {
-            Step::Task {
-                job,
-                partitions: set,
-                attempt,
-            } => {
-                report.stats = run_task(
-                    &segment, &content, &job, &set, &attempt, partitions, &export,
-                )?;
-            }
-            Step::Commit { job } => report.stats = commit(&segment, &job, partitions, &export)?,
-        }
+        stats,
+    })
+}
+
+/// The warc stage as the executor runs it ([`crate::stage::execute`]).
+struct WarcExport<'a> {
+    segment: &'a Segment,
+    content: &'a Path,
+    partitions: usize,
+    export: &'a ExportOpts,
+}
+
+impl Partitioned for WarcExport<'_> {
+    type Out = ExportStats;
+    const NAME: &'static str = "warc";
+
+    fn partitions(&self) -> usize {
+        self.partitions
     }
-    Ok(report)
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<ExportStats> {
+        run_task(
+            self.segment,
+            self.content,
+            job,
+            set,
+            attempt,
+            self.partitions,
+            self.export,
+        )
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<ExportStats> {
+        commit(self.segment, job, self.partitions, self.export)
+    }
 }
 
 /// What a warc task reports (its attempt's `_report.json`): its counts and the
@@ -254,7 +281,6 @@ fn commit(
         fs::rename(&tmp, &dest).at(&dest)?;
         stats.files.push(dest);
     }
-    job.remove()?;
     Ok(stats)
 }
 
