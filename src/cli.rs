@@ -11,6 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::store::names::SegmentDataset;
+use crate::store::object::{MirrorNeeds, WholeRead};
 
 /// Exit codes, the same for every stage binary (documented in docs/exit-codes.md).
 ///
@@ -46,6 +48,10 @@ pub struct Command {
     /// It changes the crawl (and so keeps `status.json` current); read tools leave
     /// the crawl directory as it was.
     pub writes: bool,
+    /// What its runs on an object-store crawl directory need of the working mirror
+    /// beyond their partitions' parts (told to the storage layer by
+    /// [`crate::stage::StageCtx`], which never learns it from the command's name).
+    pub mirror: MirrorNeeds,
 }
 
 /// The registry: every command of `trawl`, in the order `trawl --help` lists them.
@@ -57,131 +63,166 @@ pub const COMMANDS: &[Command] = &[
         name: "crawl",
         about: "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "inject",
         about: "Inject seed URLs into the crawldb",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "generate",
         about: "Generate fetch lists (segments) of due URLs",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "fetch",
         about: "Fetch a segment's fetch list into crawl_fetch, content and robots",
         writes: true,
+        mirror: MirrorNeeds {
+            reads_whole: &[],
+            fetch_state: true,
+        },
     },
     Command {
         name: "parse",
         about: "Parse a fetched segment: text, metadata, outlinks, signatures",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "updatedb",
         about: "Merge fetched segments into the crawldb",
         writes: true,
+        mirror: MirrorNeeds {
+            reads_whole: &[WholeRead::UnlessRouted(SegmentDataset::CrawlFetch)],
+            fetch_state: false,
+        },
     },
     Command {
         name: "linkdb",
         about: "Invert segments' outlinks into the link database",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "dedup",
         about: "Mark duplicate pages in the crawldb as db_duplicate",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "hostdb",
         about: "Update the host database: URL counts, fetch failures, robots.txt per host",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "pagerank",
         about: "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "sitemap",
         about: "Fetch sitemaps and merge their URLs into the crawldb",
         writes: true,
+        mirror: MirrorNeeds {
+            reads_whole: &[WholeRead::Always(SegmentDataset::Robots)],
+            fetch_state: false,
+        },
     },
     Command {
         name: "index",
         about: "Build or update the search index, or export it as JSON Lines",
         writes: true,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "search",
         about: "Search the crawl's index, or serve a search page",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readhostdb",
         about: "Read the host database: one host, the failing hosts, or a dump",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "report",
         about: "Write crawl/report.html: rounds, statuses, hosts, response times, sizes, depth",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "check",
         about: "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "docparse",
         about: "Extract a document's text, title and links (PDF, office) as JSON, as parse does",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readdb",
         about: "Read the crawldb: stats, one URL, dumps, top scores",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readseg",
         about: "Read segments: list them, dump their datasets",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readlinkdb",
         about: "Read the linkdb: one URL's inlinks, or a dump",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "warc",
         about: "Export a segment's content as gzipped WARC/1.1 files",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "mergesegs",
         about: "Merge segments into one new segment (newest fetch of each URL wins)",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "prunesegs",
         about: "Free disk: delete the content and parse_text of applied segments",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "repartition",
         about: "Change the partition count or key of a crawl",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "gc",
         about: "Remove unreferenced objects from an object-store crawl directory",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "plan",
         about: "Print the crawl round as JSON, for a cluster driver (trawl_spark.py)",
         writes: false,
+        mirror: MirrorNeeds::NONE,
     },
 ];
 
@@ -192,15 +233,21 @@ pub fn command(name: &str) -> Option<&'static Command> {
 
 /// The command this process runs, set once by the executable's dispatch
 /// ([`set_command`]).
-static RUNNING: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+static RUNNING: std::sync::OnceLock<&'static Command> = std::sync::OnceLock::new();
 
 /// Records the command this process runs (the executable's dispatch calls it once,
 /// before the command starts): what a lock holder, an object-store commit or a
 /// failed status names, whether the executable was run as `trawl NAME` or as `NAME`.
 pub fn set_command(name: &str) {
     if let Some(c) = command(name) {
-        let _ = RUNNING.set(c.name);
+        let _ = RUNNING.set(c);
     }
+}
+
+/// The registry's entry of the command this process runs ([`set_command`]; `None`
+/// in a test or a program that runs a stage through the library).
+pub fn running() -> Option<&'static Command> {
+    RUNNING.get().copied()
 }
 
 /// Creates a link named after every command to the executable `exe` in `dir` (a
@@ -303,8 +350,8 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
 /// object-store commit or a failed status names ([`set_command`]; else the
 /// executable's name, `stage` when it cannot be told).
 pub fn binary_name() -> String {
-    if let Some(name) = RUNNING.get() {
-        return (*name).to_string();
+    if let Some(c) = RUNNING.get() {
+        return c.name.to_string();
     }
     std::env::args_os()
         .next()

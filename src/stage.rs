@@ -40,7 +40,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::object::{CrawlUri, GcReport, Mirror, Scope};
+use crate::store::object::{CrawlUri, GcReport, Mirror, MirrorNeeds, Scope};
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
 ///
@@ -179,6 +179,7 @@ impl StageCtx {
                     &uri,
                     common.work_dir.as_deref(),
                     &crate::cli::binary_name(),
+                    crate::cli::running().map_or(MirrorNeeds::NONE, |c| c.mirror),
                     scope,
                 )?;
                 let mut ctx = StageCtx::new(mirror.root(), cfg);

@@ -93,16 +93,46 @@ impl Scope {
     }
 }
 
-/// Whether a task of `stage` reads the whole of `dataset` of a unit, whatever its
-/// partitions: updatedb routes the redirects of a segment's `crawl_fetch` to their
-/// target partitions itself when the segment predates the redirect shuffle (its
-/// `_meta.json` lacks `redirects_in_crawl_parse`, docs/tasks-segments.md); a marked
-/// segment brings them in `crawl_parse`, so each task reads its own parts only.
-fn reads_whole(stage: &str, dataset: &str, segment_routed: bool) -> bool {
-    (stage == "updatedb" && dataset == names::SegmentDataset::CrawlFetch.as_str() && !segment_routed)
-        // A sitemap task reads the `Sitemap:` lines of every segment's robots.txt
-        // records and keeps those of its hosts.
-        || (stage == "sitemap" && dataset == names::SegmentDataset::Robots.as_str())
+/// What a stage needs of a working mirror beyond its scope's parts, declared by the
+/// stage in the registry (`cli::Command::mirror`) and handed to [`Mirror::open_scoped`]:
+/// the storage layer never tells stages apart by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MirrorNeeds {
+    /// Segment datasets a task reads whole, whatever its partitions.
+    pub reads_whole: &'static [WholeRead],
+    /// Its runs carry each partition's fetch state between runs
+    /// (`fetch_state/<n>/p<i>/`: `fetch.last_end`, the robots cache): fetch.
+    pub fetch_state: bool,
+}
+
+/// A segment dataset a task reads whole (see [`MirrorNeeds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WholeRead {
+    /// Always (a sitemap task reads the `Sitemap:` lines of every segment's
+    /// `robots` records and keeps those of its hosts).
+    Always(names::SegmentDataset),
+    /// Unless the segment brings its redirects in `crawl_parse` (its `_meta.json`
+    /// has `redirects_in_crawl_parse`): updatedb routes the redirects of an older
+    /// segment's `crawl_fetch` to their target partitions itself
+    /// (docs/tasks-segments.md).
+    UnlessRouted(names::SegmentDataset),
+}
+
+impl MirrorNeeds {
+    /// Nothing beyond the scope's parts.
+    pub const NONE: MirrorNeeds = MirrorNeeds {
+        reads_whole: &[],
+        fetch_state: false,
+    };
+
+    /// Whether a task reads the whole of `dataset` of a segment (`segment_routed`:
+    /// the segment brings its redirects in `crawl_parse`).
+    fn task_reads_whole(&self, dataset: &str, segment_routed: bool) -> bool {
+        self.reads_whole.iter().any(|w| match w {
+            WholeRead::Always(d) => d.as_str() == dataset,
+            WholeRead::UnlessRouted(d) => d.as_str() == dataset && !segment_routed,
+        })
+    }
 }
 
 /// The partition index of a part file's name (`part-00003.parquet`,
@@ -879,6 +909,7 @@ pub struct Mirror {
     state_path: PathBuf,
     state: std::sync::Mutex<MirrorState>,
     stage: String,
+    needs: MirrorNeeds,
     scope: Scope,
     _lock: Lock,
 }
@@ -917,19 +948,21 @@ impl Mirror {
     }
 
     /// Locks the mirror of `uri` (under `work`, see [`Mirror::dir_for`]) for `stage`
-    /// and pulls every unit's current version into it. [`Mirror::root`] is then the
-    /// crawl directory the stage works on.
+    /// (the name its lock and commits carry) and pulls every unit's current version
+    /// into it. [`Mirror::root`] is then the crawl directory the stage works on.
     pub fn open(uri: &ObjectUri, work: Option<&Path>, stage: &str) -> Result<Mirror> {
-        Self::open_scoped(uri, work, stage, Scope::Whole)
+        Self::open_scoped(uri, work, stage, MirrorNeeds::NONE, Scope::Whole)
     }
 
     /// [`Mirror::open`] for what `scope` needs: a partition task pulls only its
     /// partitions' parts, a job step (commit, cut-off) no part at all; both
-    /// materialise the job's attempts and job-level files (see [`Scope`]).
+    /// materialise the job's attempts and job-level files (see [`Scope`]); `needs`
+    /// is what the stage reads or carries beyond that.
     pub fn open_scoped(
         uri: &ObjectUri,
         work: Option<&Path>,
         stage: &str,
+        needs: MirrorNeeds,
         scope: Scope,
     ) -> Result<Mirror> {
         let dir = Mirror::dir_for(uri, work);
@@ -957,6 +990,7 @@ impl Mirror {
                 ..state
             }),
             stage: stage.to_string(),
+            needs,
             scope,
             _lock: lock,
         };
@@ -1117,7 +1151,7 @@ impl Mirror {
                 .is_none_or(|h| h.blake3 != f.blake3 || h.size != f.size)
         };
         // A segment's `_meta.json` first: whether a task reads its crawl_fetch whole
-        // depends on it (`reads_whole`).
+        // depends on it (`MirrorNeeds::reads_whole`).
         let meta = m
             .files
             .iter()
@@ -1180,7 +1214,8 @@ impl Mirror {
                     (None, Unit::Db(d)) => d.db().as_str().to_string(),
                     (None, _) => String::new(),
                 };
-                !partitions.contains(index) && !reads_whole(&self.stage, &dataset, segment_routed)
+                !partitions.contains(index)
+                    && !self.needs.task_reads_whole(&dataset, segment_routed)
             }
         }
     }
@@ -1397,7 +1432,7 @@ impl Mirror {
     /// Plain objects at the same keys: each partition has one writer at a time (the
     /// holder of its lease).
     fn fetch_state_files(&self) -> Vec<String> {
-        if self.stage != "fetch" {
+        if !self.needs.fetch_state {
             return Vec::new();
         }
         let dir = CrawlDir::new(&self.root);
@@ -1887,6 +1922,24 @@ mod tests {
             CrawlUri::parse(Path::new("file:///tmp/c")).unwrap(),
             CrawlUri::Object(_)
         ));
+    }
+
+    /// What a stage declares it reads whole is what a task's mirror pulls whole.
+    #[test]
+    fn declared_whole_reads() {
+        use names::SegmentDataset::{CrawlFetch, CrawlParse, Robots};
+        let needs = MirrorNeeds {
+            reads_whole: &[
+                WholeRead::UnlessRouted(CrawlFetch),
+                WholeRead::Always(Robots),
+            ],
+            fetch_state: false,
+        };
+        assert!(needs.task_reads_whole(CrawlFetch.as_str(), false));
+        assert!(!needs.task_reads_whole(CrawlFetch.as_str(), true));
+        assert!(needs.task_reads_whole(Robots.as_str(), true));
+        assert!(!needs.task_reads_whole(CrawlParse.as_str(), false));
+        assert!(!MirrorNeeds::NONE.task_reads_whole(Robots.as_str(), false));
     }
 
     /// Two mirrors of one `file://` store: pull, change, push; the second writer
