@@ -83,6 +83,38 @@ pub struct Step {
     pub optional: Option<Optional>,
 }
 
+impl Step {
+    /// The exit code that means `outcome` for this step, if it has that outcome.
+    pub fn code_of(&self, outcome: Outcome) -> Option<u8> {
+        self.outcomes
+            .iter()
+            .find(|(_, o)| *o == outcome)
+            .map(|(code, _)| *code)
+    }
+
+    /// The step as one line of `trawl plan steps` (for scripts; docs/cluster.md, "The
+    /// plan"): tab-separated, its stage, how it uses the round's segment (`none`,
+    /// `makes`, `takes`), whether it runs after fetch reached no server (`yes`,
+    /// `no`), the exit codes of its outcomes "nothing due" and "no server reached"
+    /// (`-` when it has none), and the code of a run stopped by a signal.
+    pub fn line(&self) -> String {
+        let code = |o| self.code_of(o).map_or("-".to_string(), |c| c.to_string());
+        let uses = match self.segment {
+            SegmentUse::None => "none",
+            SegmentUse::Makes => "makes",
+            SegmentUse::Takes => "takes",
+        };
+        format!(
+            "{}\t{uses}\t{}\t{}\t{}\t{}",
+            self.stage,
+            if self.after_unreachable { "yes" } else { "no" },
+            code(Outcome::NothingDue),
+            code(Outcome::Unreachable),
+            exit::INTERRUPTED
+        )
+    }
+}
+
 /// A step a round runs only when asked, or unless told not to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -298,6 +330,16 @@ pub fn step(stage: &str) -> Option<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lines `trawl plan steps` prints for round.sh.
+    #[test]
+    fn step_lines() {
+        assert_eq!(GENERATE.line(), "generate\tmakes\tno\t3\t-\t4");
+        assert_eq!(FETCH.line(), "fetch\ttakes\tno\t-\t5\t4");
+        assert_eq!(PARSE.line(), "parse\ttakes\tyes\t-\t-\t4");
+        assert_eq!(HOSTDB.line(), "hostdb\tnone\tyes\t-\t-\t4");
+        assert_eq!(PAGERANK.line(), "pagerank\tnone\tno\t-\t-\t4");
+    }
 
     /// The outcome exit code `code` of `step` means, if any.
     fn outcome(step: &Step, code: u8) -> Option<Outcome> {

@@ -18,7 +18,8 @@ outcomes of the round (3 nothing due, 5 no server reached), which steps hold fet
 which still run after fetch reached no server; the crawl's partition count (of its crawldb, \
 else crawl.partitions); and the steps left out on this crawl directory with the reason. \
 `crawl` runs the same round in one process; cluster/trawl_spark.py runs what this prints on \
-Spark. The format is docs/cluster.md's \"The plan\"."
+Spark. The format is docs/cluster.md's \"The plan\". `plan steps` prints the round's steps as \
+plain lines for a shell script (scripts/round.sh), without reading the crawl directory."
 )]
 struct Args {
     #[command(flatten)]
@@ -41,6 +42,11 @@ struct Args {
 enum What {
     /// One crawl round (and the steps a driver runs as jobs of their own: inject, warc).
     Round,
+    /// The round's steps for a script, one per line, tab-separated: stage, segment use
+    /// (none, makes, takes), runs after no server was reached (yes, no), the exit codes
+    /// of "nothing due" and "no server reached" (- for none), and of an interrupted run.
+    /// Reads no crawl directory (scripts/round.sh).
+    Steps,
 }
 
 /// A step the round leaves out on this crawl directory, and why.
@@ -78,16 +84,23 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     let started = std::time::Instant::now();
-    let What::Round = args.what;
-    // On an object store only the crawl's small files are pulled (no part data).
-    let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
-    let object_store = ctx.is_remote();
-    let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
     let opts = RoundOpts {
         dedup: !args.no_dedup,
         index: !args.no_index,
         warc: args.warc,
     };
+    if let What::Steps = args.what {
+        let steps = round::steps(opts);
+        for s in &steps {
+            println!("{}", s.line());
+        }
+        trawl::cli::summary("plan", started, &format!("round of {} steps", steps.len()));
+        return Ok(());
+    }
+    // On an object store only the crawl's small files are pulled (no part data).
+    let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
+    let object_store = ctx.is_remote();
+    let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
     let mut skipped = Vec::new();
     let mut steps = round::steps(opts);
     if object_store {

@@ -305,5 +305,11 @@ fn round_sh_passes_flags_to_every_stage() {
     let meta: PageRankMeta =
         trawl::store::parquet::read_json(&crawl.join("pagerank/_meta.json")).unwrap();
     assert_eq!((meta.iterations, meta.hits), (3, true), "PAGERANK_FLAGS");
+    // The round is the plan's (`trawl plan steps`): dedup and the hostdb ran too.
+    let log = stderr_of(&out);
+    for stage in ["dedup: ", "hostdb: ", "index: ", "sitemap: "] {
+        assert!(log.contains(stage), "{stage} did not run: {log}");
+    }
+    assert!(crawl.join("hostdb/current/_SUCCESS").is_file(), "{log}");
     drop(web);
 }
