@@ -30,6 +30,7 @@ pub mod sitemaps;
 pub mod stage;
 pub mod status;
 pub mod store;
+pub mod tls;
 pub mod tools;
 pub mod urls;
 pub mod warc;

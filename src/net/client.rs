@@ -58,6 +58,7 @@ fn secs(s: f64) -> Duration {
 
 /// The client's settings except certificate trust.
 fn builder(cfg: &FetchConfig, resolver: &Resolver) -> reqwest::ClientBuilder {
+    crate::tls::install_provider();
     reqwest::Client::builder()
         .user_agent(cfg.user_agent.clone())
         .redirect(reqwest::redirect::Policy::none())

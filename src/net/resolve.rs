@@ -280,6 +280,7 @@ mod tests {
         let mapped = tagged_server("mapped").await;
         let other = tagged_server("other").await;
         let m = map(&[("*.port.test", &mapped.to_string())]);
+        crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
             .dns_resolver(Arc::new(Resolver::new(m.clone())))

@@ -253,6 +253,7 @@ impl ObjectUri {
         let url = url::Url::parse(&self.uri)
             .map_err(|e| Error::input(&self.uri, format!("not a valid URI: {e}")))?;
         let prefix = Key::parse(url.path()).map_err(|e| self.error(format!("bad prefix: {e}")))?;
+        crate::tls::install_provider();
         let store: Arc<dyn ObjectStore> = match self.scheme.as_str() {
             "s3" | "s3a" => Arc::new(
                 object_store::aws::AmazonS3Builder::from_env()

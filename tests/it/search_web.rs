@@ -75,6 +75,7 @@ impl Drop for Server {
 /// GET `url` with a plain HTTP client: (status, body).
 fn get(rt: &tokio::runtime::Runtime, url: &str) -> (u16, String) {
     rt.block_on(async {
+        trawl::tls::install_provider();
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let r = client.get(url).send().await.unwrap();
         let status = r.status().as_u16();
@@ -217,6 +218,7 @@ fn the_search_page_works_in_a_real_browser() {
     assert_eq!(status, 404);
     // Only GET and HEAD; the page allows no script and nothing from elsewhere.
     rt.block_on(async {
+        trawl::tls::install_provider();
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let r = client
             .post(format!("{base}/api/search?q=a"))

@@ -781,6 +781,7 @@ mod tests {
             .build()
             .unwrap();
         let client = |trust: bool| {
+            trawl::tls::install_provider();
             let mut b = reqwest::Client::builder()
                 .no_proxy()
                 .resolve("site0.web.test", addr)

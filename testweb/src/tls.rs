@@ -111,7 +111,7 @@ impl TestCa {
         let rogue = Ca::generate("trawl test web untrusted CA")?;
         let leaf_key = KeyPair::generate().map_err(|e| tls_err("leaf key", e))?;
         let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-        let signing_key = rustls::crypto::aws_lc_rs::sign::any_supported_type(&der)
+        let signing_key = rustls::crypto::ring::sign::any_supported_type(&der)
             .map_err(|e| tls_err("leaf key", e))?;
         Ok(TestCa {
             ca,
@@ -181,7 +181,7 @@ impl TestCa {
     /// A rustls server configuration that answers every SNI name with its leaf
     /// (ALPN `http/1.1` only: the test web speaks HTTP/1.1).
     pub fn server_config(self: &Arc<Self>) -> Result<Arc<rustls::ServerConfig>> {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| tls_err("protocol versions", e))?
@@ -220,7 +220,7 @@ mod tests {
     fn verify(ca: &TestCa, name: &str) -> std::result::Result<(), rustls::Error> {
         let mut roots = RootCertStore::empty();
         roots.add(ca.ca_der().clone()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
             .unwrap();
@@ -248,7 +248,7 @@ mod tests {
         roots.add(ca.ca_der().clone()).unwrap();
         let verifier = WebPkiServerVerifier::builder_with_provider(
             Arc::new(roots),
-            Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+            Arc::new(rustls::crypto::ring::default_provider()),
         )
         .build()
         .unwrap();

@@ -107,6 +107,7 @@ fn sitemap_via_binary(dir: &Path, name: &str, gen_args: &[&str]) -> (SiteMap, Ve
 }
 
 fn client() -> reqwest::Client {
+    trawl::tls::install_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_gzip()
@@ -495,6 +496,7 @@ fn tls_serves_every_host_with_a_certificate_for_its_name() {
     let hosts: Vec<&String> = map.hosts.keys().collect();
     assert!(hosts.len() >= 10, "{hosts:?}");
     rt.block_on(async {
+        trawl::tls::install_provider();
         let mut b = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_gzip()
