@@ -76,9 +76,9 @@ PAGERANK = {
     ],
     "ok": [0], "outcomes": [], "leases": False, "after_unreachable": False, "optional": None,
 }
-HOSTDB = {
-    "stage": "hostdb", "segment": "none", "units": [{"run": "whole"}], "ok": [0],
-    "outcomes": [], "leases": False, "after_unreachable": True, "optional": None,
+INDEX = {
+    "stage": "index", "segment": "none", "units": [{"run": "whole"}], "ok": [0],
+    "outcomes": [], "leases": False, "after_unreachable": False, "optional": "index",
 }
 
 
@@ -96,7 +96,7 @@ class Plan(unittest.TestCase):
             "pass scores: 1 tasks over every partition (not partitioned yet), "
             "pass rewrite: 2 tasks over 4 partitions, commit",
         )
-        self.assertIn("not partitioned yet", ts.describe_units(HOSTDB, specs, 4))
+        self.assertIn("not partitioned yet", ts.describe_units(INDEX, specs, 4))
 
     def test_commands_run_the_one_binary(self):
         self.assertEqual(

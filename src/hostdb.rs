@@ -19,8 +19,9 @@ use crate::error::{Error, Result};
 use crate::net::outcome::{connect_failure, network_reason};
 use crate::net::robots::RobotsRecord;
 use crate::records::{FetchRecord, HostRecord};
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity::Check;
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::names::{SegmentDataset, VersionedDb};
 use crate::store::parquet::{self, PartWriter};
@@ -85,7 +86,13 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<HostDbMeta>> {
     )?))
 }
 
-/// Runs the stage.
+/// Runs the stage on the crawl directory of `ctx` (which must hold a crawldb), as
+/// [`crate::stage::execute`] splits it: in this process (one task over every
+/// partition, then the commit, under the hostdb lock held throughout), as one task
+/// of a job (the rows of the hosts of some partitions into its attempt; hosts live in
+/// one partition each, so a task needs nothing of the others) or as the job's commit
+/// (the attempts installed as the new version). See docs/hostdb.md, "As partition
+/// tasks".
 pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
     if ctx.is_remote() {
         return Err(Error::input(
@@ -95,96 +102,245 @@ pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
     }
     let dir = ctx.open_existing()?;
     let db = dir.versioned(VersionedDb::HostDb);
-    let _lock = db.lock("hostdb")?;
-    db.recover()?;
-    let crawldb = dir.crawldb_meta()?;
-    let partitions = crawldb.partitions;
-    let old = if opts.full { None } else { read_meta(&dir)? };
-    let old = old.filter(|m| {
-        let same = m.partitions == partitions && m.partition_key == crawldb.partition_key;
-        if !same {
-            tracing::warn!(
-                "the hostdb has {} partitions by {:?} and the crawldb {partitions} by {:?}: rebuilding it from the segments present",
-                m.partitions,
-                m.partition_key,
-                crawldb.partition_key
-            );
-        }
-        same
-    });
-    let done: BTreeSet<String> = old
-        .as_ref()
-        .map(|m| m.applied_segments.iter().cloned().collect())
-        .unwrap_or_default();
-    let mut merged_in: Vec<String> = Vec::new();
-    let mut segments: Vec<Segment> = Vec::new();
-    for s in dir.segments()? {
-        if !crawldb.is_applied(s.name())
-            || done.contains(s.name())
-            || !s.has(SegmentDataset::CrawlFetch)
-        {
-            continue;
-        }
-        // A merged segment (mergesegs) repeats fetches of its inputs: folded in
-        // already when any of them was.
-        if let Some(p) = crate::tools::mergesegs::provenance(&s)?
-            && p.merged_from.iter().any(|m| done.contains(m))
-        {
-            if !p.merged_from.iter().all(|m| done.contains(m)) {
+    // Tasks only read the hostdb; the commit checks that the version they read is
+    // still current.
+    let _lock = ctx.lock_unless_task(|| db.lock("hostdb"))?;
+    if !ctx.is_task() {
+        db.recover()?;
+    }
+    let plan = Plan::read(&dir, opts)?;
+    crate::stage::execute(ctx, &mut HostDb { dir: &dir, plan })
+}
+
+/// What a run folds in, read off the crawl directory the same way by every task of
+/// a job and by its commit (which refuses tasks that saw something else).
+struct Plan {
+    /// The crawldb's partitions and key.
+    partitions: usize,
+    partition_key: crate::config::PartitionKey,
+    /// The current version read (`None`: rebuilt from the segments present).
+    old: Option<HostDbMeta>,
+    /// Segments to fold in, oldest first.
+    segments: Vec<Segment>,
+    /// Merged segments whose inputs were folded in already: recorded, not counted.
+    merged_in: Vec<String>,
+    /// Sitemaps per host.
+    sitemaps: HashMap<String, i64>,
+}
+
+impl Plan {
+    fn read(dir: &CrawlDir, opts: &HostDbOpts) -> Result<Plan> {
+        let crawldb = dir.crawldb_meta()?;
+        let partitions = crawldb.partitions;
+        let old = if opts.full { None } else { read_meta(dir)? };
+        let old = old.filter(|m| {
+            let same = m.partitions == partitions && m.partition_key == crawldb.partition_key;
+            if !same {
                 tracing::warn!(
-                    "segment {} merges segments folded into the hostdb with others that were not: its fetches are not counted again",
-                    s.name()
+                    "the hostdb has {} partitions by {:?} and the crawldb {partitions} by {:?}: rebuilding it from the segments present",
+                    m.partitions,
+                    m.partition_key,
+                    crawldb.partition_key
                 );
             }
-            merged_in.push(s.name().to_string());
-            continue;
+            same
+        });
+        let done: BTreeSet<String> = old
+            .as_ref()
+            .map(|m| m.applied_segments.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut merged_in: Vec<String> = Vec::new();
+        let mut segments: Vec<Segment> = Vec::new();
+        for s in dir.segments()? {
+            if !crawldb.is_applied(s.name())
+                || done.contains(s.name())
+                || !s.has(SegmentDataset::CrawlFetch)
+            {
+                continue;
+            }
+            // A merged segment (mergesegs) repeats fetches of its inputs: folded in
+            // already when any of them was.
+            if let Some(p) = crate::tools::mergesegs::provenance(&s)?
+                && p.merged_from.iter().any(|m| done.contains(m))
+            {
+                if !p.merged_from.iter().all(|m| done.contains(m)) {
+                    tracing::warn!(
+                        "segment {} merges segments folded into the hostdb with others that were not: its fetches are not counted again",
+                        s.name()
+                    );
+                }
+                merged_in.push(s.name().to_string());
+                continue;
+            }
+            segments.push(s);
         }
-        segments.push(s);
-    }
-    for s in &segments {
-        let n = s.meta()?.partitions;
-        if n != partitions {
-            return Err(Error::crawl_dir(
-                s.path(),
-                format!(
-                    "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
-                ),
-            ));
+        for s in &segments {
+            let n = s.meta()?.partitions;
+            if n != partitions {
+                return Err(Error::crawl_dir(
+                    s.path(),
+                    format!(
+                        "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
+                    ),
+                ));
+            }
+            s.verify(SegmentDataset::CrawlFetch, Check::Sizes)?;
         }
-        s.verify(SegmentDataset::CrawlFetch, Check::Sizes)?;
-    }
-    let sitemaps = sitemaps_per_host(&dir)?;
-    let current = old.as_ref().map(|_| db.current());
-    let staged = db.stage()?;
-    let reports: Vec<HostDbReport> = (0..partitions)
-        .into_par_iter()
-        .map(|i| {
-            crate::signal::check("hostdb stopped before installing anything; rerun it")?;
-            let out = staged.part_path(i);
-            run_partition(&dir, current.as_deref(), &segments, &sitemaps, i, &out)
+        Ok(Plan {
+            partitions,
+            partition_key: crawldb.partition_key,
+            old,
+            segments,
+            merged_in,
+            sitemaps: sitemaps_per_host(dir)?,
         })
-        .collect::<Result<_>>()?;
-    let mut applied: Vec<String> = done.into_iter().collect();
-    applied.extend(segments.iter().map(|s| s.name().to_string()));
-    applied.extend(merged_in);
-    let meta = HostDbMeta {
-        partitions,
-        partition_key: crawldb.partition_key,
-        applied_segments: applied,
-        written_time: crate::datum::now_millis(),
-    };
-    parquet::write_json(&staged.path().join(crate::store::names::META), &meta)?;
-    db.install(staged, "hostdb")?;
-    let mut report = HostDbReport {
-        segments: segments.len(),
-        ..Default::default()
-    };
-    for r in reports {
-        report.hosts += r.hosts;
-        report.failing += r.failing;
-        report.fetches += r.fetches;
     }
-    Ok(report)
+
+    fn segment_names(&self) -> Vec<String> {
+        self.segments.iter().map(|s| s.name().to_string()).collect()
+    }
+}
+
+/// What one hostdb task did (its attempt's report): its counts, and what the commit
+/// checks (the hostdb version it read, the segments it folded in).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct HostDbTaskReport {
+    hostdb_version: String,
+    segments: Vec<String>,
+    hosts: u64,
+    failing: u64,
+    fetches: u64,
+}
+
+/// The identity of the hostdb version installed now (its `_SUCCESS` manifest's
+/// hash; empty when there is none).
+fn hostdb_version(dir: &CrawlDir) -> Result<String> {
+    let marker = dir
+        .versioned(VersionedDb::HostDb)
+        .current()
+        .join(crate::store::names::SUCCESS);
+    if !marker.is_file() {
+        return Ok(String::new());
+    }
+    Ok(crate::store::integrity::hash_file(&marker)?.1)
+}
+
+/// The hostdb stage as the executor runs it ([`crate::stage::execute`]).
+struct HostDb<'a> {
+    dir: &'a CrawlDir,
+    plan: Plan,
+}
+
+impl Partitioned for HostDb<'_> {
+    type Out = HostDbReport;
+    const NAME: &'static str = "hostdb";
+
+    fn partitions(&self) -> usize {
+        self.plan.partitions
+    }
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<HostDbReport> {
+        let (dir, plan) = (self.dir, &self.plan);
+        let version = hostdb_version(dir)?;
+        let current = plan
+            .old
+            .as_ref()
+            .map(|_| dir.versioned(VersionedDb::HostDb).current());
+        let w = job.attempt_writer(set, attempt)?;
+        let out = w.dataset(VersionedDb::HostDb.as_str())?;
+        let parts: Vec<usize> = set.iter().collect();
+        let reports: Vec<HostDbReport> = parts
+            .par_iter()
+            .map(|&i| {
+                crate::signal::check("hostdb stopped before installing anything; rerun it")?;
+                run_partition(
+                    dir,
+                    current.as_deref(),
+                    &plan.segments,
+                    &plan.sitemaps,
+                    i,
+                    &out.join(parquet::part_name(i)),
+                )
+            })
+            .collect::<Result<_>>()?;
+        let mut t = HostDbTaskReport {
+            hostdb_version: version,
+            segments: plan.segment_names(),
+            ..Default::default()
+        };
+        for r in &reports {
+            t.hosts += r.hosts;
+            t.failing += r.failing;
+            t.fetches += r.fetches;
+        }
+        w.finish(&t)?;
+        Ok(t.summary())
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<HostDbReport> {
+        let (dir, plan) = (self.dir, &self.plan);
+        let db = dir.versioned(VersionedDb::HostDb);
+        let version = hostdb_version(dir)?;
+        let segments = plan.segment_names();
+        let staged = db.stage()?;
+        let mut report = HostDbReport {
+            segments: segments.len(),
+            ..Default::default()
+        };
+        for a in job.choose(plan.partitions)? {
+            let t: HostDbTaskReport = a.report()?;
+            let refuse = |what: String| {
+                Error::crawl_dir(
+                    db.current(),
+                    format!(
+                        "{what} since the task in {} ran: nothing was installed; rerun the job (its tasks, then the commit)",
+                        a.path().display()
+                    ),
+                )
+            };
+            if t.hostdb_version != version {
+                return Err(refuse("the hostdb changed".into()));
+            }
+            if t.segments != segments {
+                return Err(refuse(format!(
+                    "the segments to fold in changed (the task folded in {:?}, now {:?})",
+                    t.segments, segments
+                )));
+            }
+            a.link_parts(VersionedDb::HostDb.as_str(), staged.path())?;
+            report.hosts += t.hosts;
+            report.failing += t.failing;
+            report.fetches += t.fetches;
+        }
+        let done: BTreeSet<String> = plan
+            .old
+            .as_ref()
+            .map(|m| m.applied_segments.iter().cloned().collect())
+            .unwrap_or_default();
+        let mut applied: Vec<String> = done.into_iter().collect();
+        applied.extend(segments);
+        applied.extend(plan.merged_in.iter().cloned());
+        let meta = HostDbMeta {
+            partitions: plan.partitions,
+            partition_key: plan.partition_key,
+            applied_segments: applied,
+            written_time: crate::datum::now_millis(),
+        };
+        parquet::write_json(&staged.path().join(crate::store::names::META), &meta)?;
+        db.install(staged, "hostdb")?;
+        Ok(report)
+    }
+}
+
+impl HostDbTaskReport {
+    fn summary(&self) -> HostDbReport {
+        HostDbReport {
+            segments: self.segments.len(),
+            hosts: self.hosts,
+            failing: self.failing,
+            fetches: self.fetches,
+        }
+    }
 }
 
 /// Sitemaps per host from the sitemapdb (none without one).

@@ -249,25 +249,23 @@ pub const SITEMAP: Step = Step {
     ..partitioned("sitemap", SegmentUse::None)
 };
 
-/// `hostdb`: one process (not partitioned yet); after a dead network too (the hosts'
-/// failures drive generate's back-off).
+/// `hostdb`: partition tasks (a host's rows come from its partition alone), then the
+/// commit; after a dead network too (the hosts' failures drive generate's back-off).
 pub const HOSTDB: Step = Step {
-    stage: "hostdb",
-    segment: SegmentUse::None,
-    units: &[Unit::Whole],
-    ok: OK,
-    outcomes: &[],
-    leases: false,
     after_unreachable: true,
-    optional: None,
+    ..partitioned("hostdb", SegmentUse::None)
 };
 
 /// `index`: one process (not partitioned yet).
 pub const INDEX: Step = Step {
     stage: "index",
-    optional: Some(Optional::Index),
+    segment: SegmentUse::None,
+    units: &[Unit::Whole],
+    ok: OK,
+    outcomes: &[],
+    leases: false,
     after_unreachable: false,
-    ..HOSTDB
+    optional: Some(Optional::Index),
 };
 
 /// `warc`: the segment's WARC export as partition tasks, then the commit.

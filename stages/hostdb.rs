@@ -15,7 +15,8 @@ segment applied to the crawldb since the last run (successes, failures, consecut
 connection and DNS errors, mean response time, last fetch, success and failure), the newest \
 robots.txt outcome and Crawl-delay, and the sitemaps known. generate leaves hosts that failed \
 generate.host_max_failures times in a row out of fetch lists for generate.host_backoff seconds. \
-`crawl` runs it every round; `readhostdb` reads it (docs/hostdb.md)."
+`crawl` runs it every round; `readhostdb` reads it (docs/hostdb.md). With --job it runs as \
+partition tasks and their commit (docs/cluster.md)."
 )]
 struct Args {
     #[command(flatten)]
@@ -24,6 +25,8 @@ struct Args {
     /// (counters of segments merged or deleted since are lost).
     #[arg(long)]
     full: bool,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
 }
 
 /// Runs the command with its arguments (`args[0]` is its name).
@@ -34,7 +37,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     trawl::signal::install()?;
-    let ctx = StageCtx::from_args(&args.common)?;
+    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let report = hostdb::run(&ctx, &HostDbOpts { full: args.full })?;
     ctx.finish(&report)?;
     Ok(())

@@ -530,9 +530,21 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
             "{step} ran in both Spark rounds:\n{stdout}"
         );
     }
+    let line = |step: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{step}: job ")))
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(
-        stdout.contains("hostdb: job ")
-            && stdout.contains("1 task running the whole stage (not partitioned yet)"),
+        line("hostdb").contains(&format!(
+            "{PARTITIONS} tasks over {PARTITIONS} partitions, commit"
+        )),
+        "hostdb runs as partition tasks:\n{stdout}"
+    );
+    assert!(
+        line("index").contains("1 task running the whole stage (not partitioned yet)"),
         "a step that runs whole says so:\n{stdout}"
     );
     let hosts = hostdb_counts(&crawl);

@@ -32,6 +32,7 @@ mod search_web;
 mod segments;
 mod sitemaps;
 mod tasks_crawldb;
+mod tasks_hostdb;
 mod tasks_segments;
 mod tasks_sitewarc;
 mod tools;
