@@ -117,6 +117,7 @@ struct Bucket {
 
 impl Bucket {
     fn new(moto: &Moto) -> Bucket {
+        trawl::tls::install_provider();
         let store = object_store::aws::AmazonS3Builder::new()
             .with_endpoint(&moto.endpoint)
             .with_bucket_name(BUCKET)
