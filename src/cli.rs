@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::store::names::SegmentDataset;
+use crate::store::names::{SegmentDataset, VersionedDb};
 use crate::store::object::{MirrorNeeds, WholeRead};
 
 /// Exit codes, the same for every stage binary (documented in docs/exit-codes.md).
@@ -117,7 +117,10 @@ pub const COMMANDS: &[Command] = &[
         name: "hostdb",
         about: "Update the host database: URL counts, fetch failures, robots.txt per host",
         writes: true,
-        mirror: MirrorNeeds::NONE,
+        mirror: MirrorNeeds {
+            reads_whole: &[WholeRead::Db(VersionedDb::SitemapDb)],
+            fetch_state: false,
+        },
     },
     Command {
         name: "pagerank",

@@ -94,12 +94,6 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<HostDbMeta>> {
 /// (the attempts installed as the new version). See docs/hostdb.md, "As partition
 /// tasks".
 pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
-    if ctx.is_remote() {
-        return Err(Error::input(
-            "--crawl-dir",
-            "hostdb runs on a local crawl directory (the object-store mirror does not carry it yet)",
-        ));
-    }
     let dir = ctx.open_existing()?;
     let db = dir.versioned(VersionedDb::HostDb);
     // Tasks only read the hostdb; the commit checks that the version they read is
@@ -124,8 +118,6 @@ struct Plan {
     segments: Vec<Segment>,
     /// Merged segments whose inputs were folded in already: recorded, not counted.
     merged_in: Vec<String>,
-    /// Sitemaps per host.
-    sitemaps: HashMap<String, i64>,
 }
 
 impl Plan {
@@ -192,7 +184,6 @@ impl Plan {
             old,
             segments,
             merged_in,
-            sitemaps: sitemaps_per_host(dir)?,
         })
     }
 
@@ -246,6 +237,9 @@ impl Partitioned for HostDb<'_> {
             .old
             .as_ref()
             .map(|_| dir.versioned(VersionedDb::HostDb).current());
+        // Read by tasks only: a commit (on an object store, a mirror without part
+        // data) needs none of it.
+        let sitemaps = sitemaps_per_host(dir)?;
         let w = job.attempt_writer(set, attempt)?;
         let out = w.dataset(VersionedDb::HostDb.as_str())?;
         let parts: Vec<usize> = set.iter().collect();
@@ -257,7 +251,7 @@ impl Partitioned for HostDb<'_> {
                     dir,
                     current.as_deref(),
                     &plan.segments,
-                    &plan.sitemaps,
+                    &sitemaps,
                     i,
                     &out.join(parquet::part_name(i)),
                 )

@@ -104,10 +104,9 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let mut skipped = Vec::new();
     let mut steps = round::steps(opts);
     if object_store {
-        // Not carried by the object-store mirror yet (docs/object-store.md).
+        // The index is a local directory (docs/object-store.md).
         steps.retain(|s| {
             let reason = match s.stage {
-                "hostdb" => "the hostdb is not carried by an object-store crawl directory yet",
                 "index" => "the search index is a local directory: not built on an object-store crawl directory",
                 _ => return true,
             };

@@ -98,19 +98,22 @@ impl Scope {
 /// the storage layer never tells stages apart by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MirrorNeeds {
-    /// Segment datasets a task reads whole, whatever its partitions.
+    /// Datasets a task reads whole, whatever its partitions.
     pub reads_whole: &'static [WholeRead],
     /// Its runs carry each partition's fetch state between runs
     /// (`fetch_state/<n>/p<i>/`: `fetch.last_end`, the robots cache): fetch.
     pub fetch_state: bool,
 }
 
-/// A segment dataset a task reads whole (see [`MirrorNeeds`]).
+/// A dataset a task reads whole (see [`MirrorNeeds`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WholeRead {
     /// Always (a sitemap task reads the `Sitemap:` lines of every segment's
     /// `robots` records and keeps those of its hosts).
     Always(names::SegmentDataset),
+    /// A versioned dataset's current version (a hostdb task counts the sitemaps of
+    /// its hosts from the whole sitemapdb).
+    Db(names::VersionedDb),
     /// Unless the segment brings its redirects in `crawl_parse` (its `_meta.json`
     /// has `redirects_in_crawl_parse`): updatedb routes the redirects of an older
     /// segment's `crawl_fetch` to their target partitions itself
@@ -130,6 +133,7 @@ impl MirrorNeeds {
     fn task_reads_whole(&self, dataset: &str, segment_routed: bool) -> bool {
         self.reads_whole.iter().any(|w| match w {
             WholeRead::Always(d) => d.as_str() == dataset,
+            WholeRead::Db(d) => d.as_str() == dataset,
             WholeRead::UnlessRouted(d) => d.as_str() == dataset && !segment_routed,
         })
     }
@@ -345,6 +349,7 @@ enum Unit {
 enum DbUnit {
     Sitemap,
     Link,
+    Host,
     Crawl,
 }
 
@@ -353,18 +358,20 @@ impl DbUnit {
         match self {
             DbUnit::Sitemap => VersionedDb::SitemapDb,
             DbUnit::Link => VersionedDb::LinkDb,
+            DbUnit::Host => VersionedDb::HostDb,
             DbUnit::Crawl => VersionedDb::CrawlDb,
         }
     }
 }
 
 /// The units that always exist (possibly without a version yet), in commit order.
-const FIXED: [Unit; 6] = [
+const FIXED: [Unit; 7] = [
     Unit::Catalog,
     Unit::State,
     Unit::PageRank,
     Unit::Db(DbUnit::Sitemap),
     Unit::Db(DbUnit::Link),
+    Unit::Db(DbUnit::Host),
     Unit::Db(DbUnit::Crawl),
 ];
 

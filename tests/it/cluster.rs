@@ -626,17 +626,32 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
         "the driver read the partition count from the store:\n{stdout}"
     );
-    for step in ["hostdb", "index"] {
+    assert!(
+        stdout.contains("index: left out of the round: "),
+        "the driver says why the index does not run on S3:\n{stdout}"
+    );
+    assert!(
+        !stdout.contains("hostdb: left out"),
+        "the hostdb runs on S3:\n{stdout}"
+    );
+    for step in ["dedup", "hostdb"] {
         assert!(
-            stdout.contains(&format!("{step}: left out of the round: ")),
-            "the driver says why {step} does not run on S3:\n{stdout}"
+            stdout.contains(&format!("\n{step}: job ")),
+            "{step} ran:\n{stdout}"
         );
     }
-    assert!(stdout.contains("\ndedup: job "), "dedup ran:\n{stdout}");
     drop(cluster);
     web.stop();
 
-    let got = triples(common::moto::s3_crawldb(&moto, dir, &uri, &config));
+    let (got, hosts) = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
+        (triples(crawldb(m)), hostdb_counts(m))
+    });
+    assert!(hosts.len() >= 2, "a hostdb on S3: {hosts:?}");
+    assert_eq!(
+        hosts,
+        hostdb_counts(&reference),
+        "the Spark crawl's hostdb on S3 differs from the one-process crawl's"
+    );
     let want = triples(crawldb(&reference));
     assert!(
         got.values().any(|(s, _)| s == "db_fetched"),

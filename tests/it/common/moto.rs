@@ -116,14 +116,15 @@ pub fn s3_env(cmd: &mut Command, moto: &Moto, work: &Path) {
         .env_remove("TRAWL_TEST_PAUSE_SEGTOOLS");
 }
 
-/// The crawldb as a fresh reader sees it: `readdb --stats` through a new work dir
-/// (pulling everything), then the rows of its mirror.
-pub fn s3_crawldb(
+/// The crawl at `uri` pulled whole into a scratch mirror (by `readdb --stats`),
+/// handed to `read`; the mirror is removed afterwards.
+pub fn s3_pull<T>(
     moto: &Moto,
     scratch: &Path,
     uri: &str,
     config: &Path,
-) -> BTreeMap<String, trawl::CrawlDatum> {
+    read: impl FnOnce(&Path) -> T,
+) -> T {
     let work = scratch.join(format!("reader-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     let mut cmd = super::stage_command(super::bin("readdb"), Path::new(uri), config, &["--stats"]);
@@ -140,7 +141,17 @@ pub fn s3_crawldb(
         panic!("{uri} is not an object-store uri")
     };
     let mirror = trawl::store::object::Mirror::dir_for(&o, Some(&work)).join("crawl");
-    let rows = super::crawldb(&mirror);
+    let got = read(&mirror);
     std::fs::remove_dir_all(&work).unwrap();
-    rows
+    got
+}
+
+/// The crawldb at `uri` ([`s3_pull`]).
+pub fn s3_crawldb(
+    moto: &Moto,
+    scratch: &Path,
+    uri: &str,
+    config: &Path,
+) -> BTreeMap<String, trawl::CrawlDatum> {
+    s3_pull(moto, scratch, uri, config, super::crawldb)
 }
