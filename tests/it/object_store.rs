@@ -458,11 +458,33 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
         s3_ok(&moto, &work, stage, &uri, &config, &[&name]);
     }
     s3_ok(&moto, &work, "pagerank", &uri, &config, &[]);
+    // The steps over the whole crawl that need no local index: the hostdb and the
+    // report run on the store too.
+    for stage in ["hostdb", "report"] {
+        run_ok(stage, &local, &config, &[]);
+        s3_ok(&moto, &work, stage, &uri, &config, &[]);
+    }
 
-    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let (remote, hosts, report) = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
+        (
+            crawldb(m),
+            read_hosts(m),
+            std::fs::read_to_string(m.join("report.html")).unwrap_or_default(),
+        )
+    });
     let here = crawldb(&local);
     assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
     assert_eq!(triples(&remote), triples(&here));
+    assert!(hosts.len() >= 2, "{hosts:?}");
+    assert_eq!(
+        hosts,
+        read_hosts(&local),
+        "the hostdb on S3 is the local one"
+    );
+    assert!(
+        report.contains("<html"),
+        "report.html was committed: {report:.200}"
+    );
 
     // Every dataset of the round is committed: a fresh reader of the segment sees
     // what the local one has.
@@ -470,6 +492,7 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     for unit in [
         "crawldb",
         "linkdb",
+        "hostdb",
         "pagerank",
         "segments",
         &format!("segments/{name}"),
@@ -482,6 +505,31 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     let reader = t.path().join("reader2");
     let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
     assert!(seg.contains(&name), "{seg}");
+}
+
+/// The hostdb's counts of the crawl at `crawl`, by host (URLs by status, fetches by
+/// outcome, robots.txt; not the times, which two crawls do not share).
+fn read_hosts(crawl: &Path) -> BTreeMap<String, String> {
+    let rows: Vec<trawl::records::HostRecord> =
+        trawl::store::parquet::read_dataset(&crawl.join("hostdb/current")).unwrap();
+    rows.into_iter()
+        .map(|h| {
+            let counts = format!(
+                "{} {} {} {} {} {} {} {} {:?} {:?}",
+                h.urls,
+                h.db_unfetched,
+                h.db_fetched,
+                h.db_gone,
+                h.fetches,
+                h.fetch_successes,
+                h.fetch_failures,
+                h.consecutive_failures,
+                h.robots,
+                h.robots_reason
+            );
+            (h.host, counts)
+        })
+        .collect()
 }
 
 /// Partition sets of the task test: uneven, covering 0..4.
