@@ -377,3 +377,47 @@ fn partitions_are_computed_only_by_the_partitioner() {
         found.join("\n")
     );
 }
+
+/// The README's table of commands and the registry (`cli::COMMANDS`, from which the
+/// dispatch, `trawl --help` and the links derive) list the same commands: a command
+/// added to the registry is documented, and the table names no command that is gone.
+#[test]
+fn the_readme_lists_every_command_of_the_registry() {
+    let readme = fs::read_to_string(root().join("README.md")).expect("README.md");
+    let start = readme
+        .find("\n| stage | does |\n")
+        .expect("README: the `| stage | does |` table");
+    let listed: BTreeSet<String> = readme[start + 1..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .flat_map(|l| {
+            let cell = l.split('|').nth(1).unwrap_or_default();
+            // The first word of each backquoted command in the first cell.
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|c| c.split_whitespace().next())
+                .map(|w| w.trim_end_matches(',').to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let registry: BTreeSet<String> = trawl::cli::COMMANDS
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    let missing: Vec<&String> = registry.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "README's command table lacks {missing:?}"
+    );
+    // Besides the registry: the executable itself and the test web.
+    let extra: Vec<&String> = listed
+        .difference(&registry)
+        .filter(|n| !["trawl", "testweb"].contains(&n.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "README's command table names {extra:?}, not in the registry"
+    );
+}
