@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use super::integrity;
 use super::names;
 use super::parquet;
-use super::storage::{LocalFs, Storage};
+use super::storage::LocalFs;
 use crate::error::{Error, IoContext, Result};
 
 /// The longest job id.

@@ -23,8 +23,9 @@
 //!   `_jobs/<job>/`, the choice of one finished attempt per partition set, and the
 //!   links that install them ([`PartitionSet`](jobs::PartitionSet),
 //!   [`Job`](jobs::Job)).
-//! - [`storage`]: the [`Storage`](storage::Storage) backend trait the code above
-//!   does its file operations through ([`LocalFs`](storage::LocalFs) today).
+//! - [`storage`]: the file operations the code above goes through
+//!   ([`LocalFs`](storage::LocalFs): atomic puts and renames, sorted listings); the
+//!   object store is not a backend under it but a working mirror ([`object`]).
 //! - [`object`]: the crawl directory on an object store (`s3://`, `gs://`, `az://`,
 //!   `file://`): version manifests committed with a conditional create, the local
 //!   working mirror a stage runs on ([`Mirror`](object::Mirror)), and `gc`.

@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::integrity::{self, Check};
 use super::names;
-use super::storage::{LocalFs, Storage};
+use super::storage::LocalFs;
 use crate::datum::fields_of;
 use crate::error::{Error, IoContext, Result};
 
@@ -537,7 +537,7 @@ pub fn remove_stale_tmp(dest: &Path) -> Result<()> {
 }
 
 /// Writes a small file atomically (temporary file, fsync, rename; see
-/// [`Storage::put`]).
+/// [`LocalFs::put`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     LocalFs.put(path, bytes)
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use super::lock::Lock;
 use super::names;
 use super::parquet::{self, StagedDataset};
-use super::storage::{LocalFs, Storage};
+use super::storage::LocalFs;
 use crate::error::{Error, Result};
 
 /// A versioned dataset rooted at `base` (see the module doc).
