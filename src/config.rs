@@ -204,6 +204,11 @@ pub struct FetchConfig {
     pub max_content_bytes: usize,
     /// Stop after this many seconds (0 = no limit); unfetched URLs stay due.
     pub time_limit: f64,
+    /// How long (seconds) a fetch task's partition lease lasts unless its heartbeat
+    /// renews it (every third of it); a task that could not renew stops sending
+    /// requests and fails, and a retry takes the lease over once it expired. 0 = no
+    /// heartbeat: the lease lasts the time limit (docs/cluster.md, "Leases").
+    pub lease_ttl: f64,
     /// Stop early when fewer fetch-list URLs than this finish per second over a whole
     /// `min_throughput_window` (checked from `min_throughput_after` on): the URLs left
     /// get `fetch_retry`/`throughput_limit` and stay due, like Nutch's
@@ -327,6 +332,7 @@ impl Default for FetchConfig {
             total_timeout: 60.0,
             max_content_bytes: 2 * 1024 * 1024,
             time_limit: 0.0,
+            lease_ttl: 30.0,
             min_throughput: 0.0,
             min_throughput_window: 30.0,
             min_throughput_after: 60.0,

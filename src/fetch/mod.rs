@@ -39,7 +39,7 @@ use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lease::Lease;
+use crate::store::lease::{Heartbeat, Lease};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::store::partition::{PartitionKey, Partitioner};
@@ -455,7 +455,7 @@ fn lease_expiry(cfg: &Config, task: bool) -> Result<Option<i64>> {
         if task {
             return Err(Error::input(
                 "fetch --job",
-                "a fetch task needs a time limit (fetch.time_limit or --time-limit, in seconds): its partitions' leases expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
+                "a fetch task whose leases are not renewed (fetch.lease_ttl = 0, or a crawl directory on an object store) needs a time limit (fetch.time_limit or --time-limit, in seconds): its partitions' leases expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
             ));
         }
         return Ok(None);
@@ -481,7 +481,14 @@ fn run_task(
     let partitions = pt.n();
     let is_task = ctx.is_task();
     check_queue_mode(cfg, set, pt)?;
-    let expires = lease_expiry(cfg, is_task)?;
+    // A task's leases on a local crawl directory are renewed by a heartbeat
+    // (`fetch.lease_ttl`); otherwise they last the time limit.
+    let ttl = (is_task && ctx.lease_store().is_none() && cfg.fetch.lease_ttl > 0.0)
+        .then_some((cfg.fetch.lease_ttl * 1000.0) as i64);
+    let expires = match ttl {
+        Some(ttl) => Some(crate::datum::now_millis() + ttl),
+        None => lease_expiry(cfg, is_task)?,
+    };
     let own: Vec<usize> = set.iter().collect();
     // Every partition's lease first: a live one held by another attempt fails the
     // task (those taken are released on the way out).
@@ -504,6 +511,14 @@ fn run_task(
             }
         })
         .collect::<Result<Vec<Lease>>>()?;
+    let taken_over = leases.iter().any(Lease::taken_over);
+    let lease_path = dir.fetch_lease(partitions, own.first().copied().unwrap_or(0));
+    // Held until the end of the task (released on drop), renewed meanwhile when
+    // they have a time to live.
+    let (_leases, heartbeat) = match (ttl, expires) {
+        (Some(ttl), Some(exp)) => (Vec::new(), Some(Heartbeat::start(leases, ttl, exp))),
+        _ => (leases, None),
+    };
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
     let (hosts, urls) = read_fetch_list(seg, set)?;
@@ -524,7 +539,7 @@ fn run_task(
         .iter()
         .map(|&i| dir.fetch_last_end_of(partitions, i))
         .collect();
-    if leases.iter().any(Lease::taken_over) {
+    if taken_over {
         // A lost attempt (killed, or a zombie past its lease) may have sent requests
         // to these hosts until a moment ago without recording its end: keep the
         // hosts' delay from now, as if it had just ended.
@@ -536,6 +551,8 @@ fn run_task(
     if !set.is_all(partitions) {
         shared.own = Some((own.iter().copied().collect(), pt));
     }
+    shared.lease_until = heartbeat.as_ref().map(Heartbeat::valid_until);
+    let fenced = shared.fenced.clone();
     let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
     // A one-process fetch keeps status.json current (tasks of a job do not: many run at once).
@@ -545,6 +562,17 @@ fn run_task(
     });
     let run = rt.block_on(fetch_queues(shared, hosts, urls, sink));
     drop(rt);
+    if fenced.load(Ordering::SeqCst) || heartbeat.as_ref().is_some_and(Heartbeat::lost) {
+        // Another attempt may own these partitions now: nothing of this run is
+        // recorded (no fetch state, no attempt), and the task fails.
+        return Err(Error::Locked {
+            path: lease_path,
+            message: format!(
+                "fetch task on partitions {set} (attempt {attempt}): its leases were not renewed within fetch.lease_ttl ({} s): the process was held up or cut off, and another attempt may have taken the partitions over; it stopped sending requests and its attempt is not finished",
+                cfg.fetch.lease_ttl
+            ),
+        });
+    }
     // Every request of this run has ended: the next run keeps its distance from now.
     politeness.record_end()?;
     let written = writer.finish()?;
@@ -765,6 +793,8 @@ fn new_shared(
         reached: AtomicBool::new(false),
         unreached: Mutex::new(BTreeMap::new()),
         render: render::Renderer::new(&cfg.fetch.render)?,
+        lease_until: None,
+        fenced: Arc::new(AtomicBool::new(false)),
     })
 }
 

@@ -113,6 +113,9 @@ where
         )
         .await;
     let r = match ready {
+        // The last check before a request is sent: a task whose leases ran out
+        // (its process was held up) sends nothing more.
+        Some(_) if shared.lease_lost() => None,
         Some(_held) => {
             let started = Instant::now();
             let r = shared.before_deadline(request(), false).await;

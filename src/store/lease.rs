@@ -239,6 +239,35 @@ impl Lease {
         self.taken_over
     }
 
+    /// Extends the lease to `expires` (ms UTC): its file is replaced atomically by
+    /// the same holder with the new expiry. `false` (nothing written) when the file
+    /// no longer holds this lease: it was taken over, so this holder must stop.
+    /// Call it well before the current expiry (a heartbeat): a lease is taken over
+    /// only once expired. Leases on an object store are not renewed (`true`).
+    pub fn renew(&mut self, expires: i64) -> Result<bool> {
+        if self.remote.is_some() {
+            return Ok(true);
+        }
+        match fs::read_to_string(&self.path) {
+            Ok(t) if t == self.body => {}
+            _ => return Ok(false),
+        }
+        let mut holder: LeaseHolder = serde_json::from_str(&self.body)
+            .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?;
+        holder.expires = Some(expires);
+        let body = serde_json::to_string_pretty(&holder)
+            .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?
+            + "\n";
+        let tmp = sibling(&self.path, &format!("renew-{}", holder.pid));
+        let mut f = fs::File::create(&tmp).at(&tmp)?;
+        f.write_all(body.as_bytes()).at(&tmp)?;
+        f.sync_all().at(&tmp)?;
+        drop(f);
+        fs::rename(&tmp, &self.path).at(&self.path)?;
+        self.body = body;
+        Ok(true)
+    }
+
     /// Reads the lease file at `path`, if there is one (and it is readable).
     pub fn read(path: &Path) -> Option<LeaseHolder> {
         fs::read_to_string(path)
@@ -256,6 +285,116 @@ impl Drop for Lease {
         // Only our own lease: one taken over meanwhile belongs to another attempt.
         if fs::read_to_string(&self.path).is_ok_and(|t| t == self.body) {
             let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Leases held by a task and renewed by a thread of their own (a heartbeat) every
+/// third of their time to live, so that a lease lasts seconds after its holder
+/// stopped (its process frozen, its machine cut off) instead of the task's whole
+/// time limit. The holder asks [`Heartbeat::valid_until`] before each request: past
+/// it, the lease may be about to expire and be taken over, so the holder sends
+/// nothing more (fencing) and fails. Dropping the heartbeat stops the thread and
+/// releases the leases still held.
+#[derive(Debug)]
+pub struct Heartbeat {
+    until: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    /// Starts renewing `leases`, taken with expiry `expires` (ms UTC), to `ttl_ms`
+    /// from each renewal.
+    pub fn start(mut leases: Vec<Lease>, ttl_ms: i64, expires: i64) -> Heartbeat {
+        use std::sync::atomic::Ordering::SeqCst;
+        let ttl_ms = ttl_ms.max(3);
+        let until = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(expires - ttl_ms / 3));
+        let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (t_until, t_lost, t_stop) = (until.clone(), lost.clone(), stop.clone());
+        let period = std::time::Duration::from_millis((ttl_ms / 3) as u64);
+        let thread = std::thread::spawn(move || {
+            loop {
+                let (m, cv) = &*t_stop;
+                let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                let (g, _) = cv
+                    .wait_timeout_while(g, period, |stopped| !*stopped)
+                    .unwrap_or_else(|e| e.into_inner());
+                if *g {
+                    break;
+                }
+                drop(g);
+                let now = crate::datum::now_millis();
+                // Past the safe point the lease may be expiring (this process was
+                // stopped): it is not renewed, it is given up.
+                let mut ok = now < t_until.load(SeqCst);
+                if !ok {
+                    tracing::warn!(
+                        "the leases of this task were not renewed in time (the process was held up {:.1} s): it sends no more requests and fails; a retry takes them over",
+                        (now - t_until.load(SeqCst)) as f64 / 1000.0 + (ttl_ms / 3) as f64 / 1000.0
+                    );
+                }
+                let expires = now + ttl_ms;
+                for l in leases.iter_mut() {
+                    if !ok {
+                        break;
+                    }
+                    match l.renew(expires) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(
+                                "lease {} was taken over: this task sends no more requests and fails",
+                                l.path().display()
+                            );
+                            ok = false;
+                        }
+                        Err(e) => {
+                            tracing::warn!(
+                                "lease {} could not be renewed: {e}",
+                                l.path().display()
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                if !ok {
+                    t_lost.store(true, SeqCst);
+                    t_until.store(i64::MIN, SeqCst);
+                    break;
+                }
+                t_until.store(expires - ttl_ms / 3, SeqCst);
+            }
+            drop(leases);
+        });
+        Heartbeat {
+            until,
+            lost,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Until when (ms UTC) the holder may start requests; `i64::MIN` once the leases
+    /// are lost. Shared with the thread that advances it.
+    pub fn valid_until(&self) -> std::sync::Arc<std::sync::atomic::AtomicI64> {
+        self.until.clone()
+    }
+
+    /// Whether the leases were lost (not renewed in time, or taken over).
+    pub fn lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.stop;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -355,6 +494,21 @@ mod tests {
         gone.start_time = None;
         std::fs::write(&p, serde_json::to_string(&gone).unwrap()).unwrap();
         let c = Lease::acquire(&p, "partition 3", "j", "a2", None).unwrap();
-        assert_eq!(Lease::read(c.path()).unwrap().attempt, "a2");
+        drop(c);
+        // A renewed lease is live again; one taken over is not renewed.
+        let now = crate::datum::now_millis();
+        let mut d = Lease::acquire(&p, "partition 3", "j", "a3", Some(now - 1)).unwrap();
+        assert!(d.renew(now + 60_000).unwrap());
+        assert_eq!(Lease::read(&p).unwrap().expires, Some(now + 60_000));
+        assert!(Lease::acquire(&p, "partition 3", "j", "a4", Some(now + 60_000)).is_err());
+        assert!(d.renew(now - 1).unwrap());
+        let e = Lease::acquire(&p, "partition 3", "j", "a5", Some(now + 60_000)).unwrap();
+        assert!(e.taken_over());
+        assert!(!d.renew(now + 60_000).unwrap(), "lost: not renewed");
+        assert_eq!(Lease::read(&p).unwrap().attempt, "a5");
+        drop(d);
+        assert!(p.exists(), "dropping a lost lease leaves the new holder's");
+        drop(e);
+        assert!(!p.exists());
     }
 }

@@ -231,9 +231,10 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
     let config = write_config(dir, &web.addr, 0.5, "");
+    // Leases that last the time limit (no heartbeat): a zombie's stays live.
     let text = std::fs::read_to_string(&config).unwrap().replace(
         "[fetch]\n",
-        "[fetch]\ntime_limit = 2.0\ntotal_timeout = 1.0\n",
+        "[fetch]\ntime_limit = 2.0\ntotal_timeout = 1.0\nlease_ttl = 0.0\n",
     );
     std::fs::write(&config, text).unwrap();
     let crawl = dir.join("crawl");
@@ -333,6 +334,102 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
             .into_iter()
             .map(|d| d.url)
             .collect::<BTreeSet<_>>()
+    );
+}
+
+/// Leases with a heartbeat (`fetch.lease_ttl`): a fetch task whose process is
+/// frozen (SIGSTOP, as on a partitioned machine) stops renewing, its leases expire
+/// within the TTL (not the time limit), a retry takes them over and fetches the
+/// partitions; resumed, the frozen task sends no request, fails (exit 6) and leaves
+/// no attempt, and the commit installs the retry's.
+#[test]
+fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, WEB);
+    let web = TestWeb::start(dir, WEB);
+    // A long delay: robots.txt, then each page 3 s later, so the task runs for a while.
+    let config = write_config(dir, &web.addr, 3.0, "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[fetch]\n",
+        "[fetch]\ntime_limit = 600.0\nlease_ttl = 1.5\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let crawl = dir.join("crawl");
+    inject_seeds(dir, &crawl, &config, &map.seeds);
+    let seg = generate_segment(&crawl, &config);
+    let lease = crawl.join("fetch_state/00004/p00001/fetch.lease");
+
+    let frozen = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !lease.is_file() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no lease taken"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Running for a while: its heartbeat renews the lease (expiry moves on).
+    std::thread::sleep(Duration::from_millis(1200));
+    let renewed = trawl::store::lease::Lease::read(&lease).unwrap();
+    assert_eq!(renewed.attempt, "a-0");
+    let pid = frozen.id().to_string();
+    let signal = |sig: &str| {
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    signal("-STOP");
+    let frozen_at = Instant::now();
+    // The lease expires within the TTL of its last renewal; then a retry takes over.
+    let held = trawl::store::lease::Lease::read(&lease).unwrap();
+    let wait = held.expires.unwrap() - trawl::datum::now_millis();
+    assert!(
+        wait <= 1500,
+        "the lease lasts the TTL, not the time limit: {wait} ms"
+    );
+    std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
+    let out = output_ok(task_command(
+        "fetch",
+        &crawl,
+        &config,
+        &[&seg],
+        "j",
+        "0-3",
+        "a-1",
+    ));
+    assert!(out.contains("is taken over"), "{out}");
+    assert!(frozen_at.elapsed() < Duration::from_secs(60));
+    // Resumed, the frozen task sends nothing and fails without an attempt.
+    let resumed_ms = trawl::datum::now_millis();
+    signal("-CONT");
+    let done = frozen.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(6), "{err}");
+    assert!(err.contains("were not renewed"), "{err}");
+    let attempts: Vec<String> = std::fs::read_dir(crawl.join("_jobs/j"))
+        .unwrap()
+        .flat_map(|set| std::fs::read_dir(set.unwrap().path()).unwrap())
+        .map(|a| a.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.contains(".tmp-"))
+        .collect();
+    assert_eq!(attempts, ["a-1"], "only the retry's attempt finished");
+    commit_ok("fetch", &crawl, &config, &[&seg], "j");
+    let generated: Vec<trawl::CrawlDatum> =
+        read_dataset(&Path::new(&seg).join("crawl_generate")).unwrap();
+    assert_eq!(fetch_set(&seg).len(), generated.len());
+    let log = web.stop();
+    let after: Vec<_> = log.iter().filter(|l| l.time_ms > resumed_ms).collect();
+    assert!(
+        after.is_empty(),
+        "requests after the frozen task resumed: {after:?}"
     );
 }
 
