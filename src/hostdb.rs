@@ -203,19 +203,6 @@ struct HostDbTaskReport {
     fetches: u64,
 }
 
-/// The identity of the hostdb version installed now (its `_SUCCESS` manifest's
-/// hash; empty when there is none).
-fn hostdb_version(dir: &CrawlDir) -> Result<String> {
-    let marker = dir
-        .versioned(VersionedDb::HostDb)
-        .current()
-        .join(crate::store::names::SUCCESS);
-    if !marker.is_file() {
-        return Ok(String::new());
-    }
-    Ok(crate::store::integrity::hash_file(&marker)?.1)
-}
-
 /// The hostdb stage as the executor runs it ([`crate::stage::execute`]).
 struct HostDb<'a> {
     dir: &'a CrawlDir,
@@ -232,7 +219,7 @@ impl Partitioned for HostDb<'_> {
 
     fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<HostDbReport> {
         let (dir, plan) = (self.dir, &self.plan);
-        let version = hostdb_version(dir)?;
+        let version = dir.versioned(VersionedDb::HostDb).version_id()?;
         let current = plan
             .old
             .as_ref()
@@ -274,7 +261,7 @@ impl Partitioned for HostDb<'_> {
     fn commit(&mut self, job: &Job) -> Result<HostDbReport> {
         let (dir, plan) = (self.dir, &self.plan);
         let db = dir.versioned(VersionedDb::HostDb);
-        let version = hostdb_version(dir)?;
+        let version = dir.versioned(VersionedDb::HostDb).version_id()?;
         let segments = plan.segment_names();
         let staged = db.stage()?;
         let mut report = HostDbReport {

@@ -89,11 +89,7 @@ pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
 /// job's commit installs only over that same version. Empty when there is no
 /// crawldb yet.
 pub fn version_id(dir: &CrawlDir) -> Result<String> {
-    let marker = dir.crawldb_current().join(parquet::SUCCESS_MARKER);
-    if !marker.is_file() {
-        return Ok(String::new());
-    }
-    Ok(crate::store::integrity::hash_file(&marker)?.1)
+    dir.versioned(VersionedDb::CrawlDb).version_id()
 }
 
 /// The dataset name of the crawldb parts a task writes into its attempt.

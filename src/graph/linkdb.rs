@@ -130,11 +130,8 @@ struct TaskReport {
 /// Identifies the current linkdb version: the blake3 of its manifest (which lists
 /// every part's blake3), or `none` without a linkdb.
 fn version_id(dir: &CrawlDir) -> Result<String> {
-    let marker = dir.linkdb_current().join(parquet::SUCCESS_MARKER);
-    if !marker.is_file() {
-        return Ok("none".into());
-    }
-    Ok(integrity::hash_file(&marker)?.1)
+    let v = dir.versioned(VersionedDb::LinkDb).version_id()?;
+    Ok(if v.is_empty() { "none".into() } else { v })
 }
 
 /// Runs the linkdb stage on the crawl directory of `ctx` (which must exist): in

@@ -461,14 +461,7 @@ pub fn known_sitemap_hosts(dir: &CrawlDir) -> Result<Vec<String>> {
 
 /// The identity of the sitemapdb version installed now (empty when there is none).
 fn sitemapdb_version(dir: &CrawlDir) -> Result<String> {
-    let marker = dir
-        .versioned(names::VersionedDb::SitemapDb)
-        .current()
-        .join(names::SUCCESS);
-    if !marker.is_file() {
-        return Ok(String::new());
-    }
-    Ok(crate::store::integrity::hash_file(&marker)?.1)
+    dir.versioned(names::VersionedDb::SitemapDb).version_id()
 }
 
 /// How long a task's leases last: its time limit (`fetch.time_limit`, which a task

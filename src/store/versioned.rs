@@ -60,6 +60,18 @@ impl VersionedDataset {
         self.base.join(names::LOCK)
     }
 
+    /// The identity of the version installed now: the blake3 of its `_SUCCESS`
+    /// manifest (which lists every part's blake3 and when it was sealed), so two
+    /// versions never share it; empty when none is installed. Tasks of a job record
+    /// the version they read, and its commit installs only over that same version.
+    pub fn version_id(&self) -> Result<String> {
+        let marker = self.current().join(names::SUCCESS);
+        if !marker.is_file() {
+            return Ok(String::new());
+        }
+        Ok(super::integrity::hash_file(&marker)?.1)
+    }
+
     /// Whether a complete version is installed.
     pub fn is_installed(&self) -> bool {
         parquet::dataset_complete(&self.current())
