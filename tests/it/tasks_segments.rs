@@ -224,29 +224,31 @@ fn fetch_parse_linkdb_as_tasks_equal_one_process() {
     assert_polite(&log, since, DELAY);
 }
 
-#[test]
-fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
+/// A crawl of `WEB` with `[fetch]` keys `fetch` and the politeness `delay`, injected
+/// and generated: the test web, the config, the crawl, the segment and the path of
+/// partition 1's fetch lease.
+fn leased_segment(
+    dir: &Path,
+    delay: f64,
+    fetch: &str,
+) -> (TestWeb, PathBuf, PathBuf, String, PathBuf) {
     let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
-    let config = write_config(dir, &web.addr, 0.5, "");
-    // Leases that last the time limit (no heartbeat): a zombie's stays live.
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "[fetch]\n",
-        "[fetch]\ntime_limit = 2.0\ntotal_timeout = 1.0\nlease_ttl = 0.0\n",
-    );
+    let config = write_config(dir, &web.addr, delay, "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[fetch]\n", &format!("[fetch]\n{fetch}"));
     std::fs::write(&config, text).unwrap();
     let crawl = dir.join("crawl");
     inject_seeds(dir, &crawl, &config, &map.seeds);
     let seg = generate_segment(&crawl, &config);
     let lease = crawl.join("fetch_state/00004/p00001/fetch.lease");
+    (web, config, crawl, seg, lease)
+}
 
-    // The first attempt takes the leases, fetches for a while, then stops answering
-    // (SIGSTOP: a zombie whose lease is live).
-    let mut zombie = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0")
-        .spawn()
-        .unwrap();
+/// Starts `cmd` (a fetch task) and waits until it holds `lease`.
+fn spawn_holding(cmd: &mut Command, lease: &Path) -> std::process::Child {
+    let child = cmd.spawn().unwrap();
     let started = Instant::now();
     while !lease.is_file() {
         assert!(
@@ -255,6 +257,23 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
+}
+
+#[test]
+fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Leases that last the time limit (no heartbeat): a zombie's stays live.
+    let (_web, config, crawl, seg, lease) = leased_segment(
+        tmp.path(),
+        0.5,
+        "time_limit = 2.0\ntotal_timeout = 1.0\nlease_ttl = 0.0\n",
+    );
+
+    // The first attempt takes the leases, fetches for a while, then stops answering
+    // (SIGSTOP: a zombie whose lease is live).
+    let mut cmd = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0");
+    let mut zombie = spawn_holding(&mut cmd, &lease);
     std::thread::sleep(Duration::from_millis(300));
     let pid = zombie.id().to_string();
     assert!(
@@ -345,33 +364,11 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
 #[test]
 fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let map = site_map(dir, WEB);
-    let web = TestWeb::start(dir, WEB);
     // A long delay: robots.txt, then each page 3 s later, so the task runs for a while.
-    let config = write_config(dir, &web.addr, 3.0, "");
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "[fetch]\n",
-        "[fetch]\ntime_limit = 600.0\nlease_ttl = 1.5\n",
-    );
-    std::fs::write(&config, text).unwrap();
-    let crawl = dir.join("crawl");
-    inject_seeds(dir, &crawl, &config, &map.seeds);
-    let seg = generate_segment(&crawl, &config);
-    let lease = crawl.join("fetch_state/00004/p00001/fetch.lease");
-
-    let frozen = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !lease.is_file() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no lease taken"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (web, config, crawl, seg, lease) =
+        leased_segment(tmp.path(), 3.0, "time_limit = 600.0\nlease_ttl = 1.5\n");
+    let mut cmd = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0");
+    let frozen = spawn_holding(cmd.stderr(std::process::Stdio::piped()), &lease);
     // Running for a while: its heartbeat renews the lease (expiry moves on).
     std::thread::sleep(Duration::from_millis(1200));
     let renewed = trawl::store::lease::Lease::read(&lease).unwrap();
