@@ -167,15 +167,7 @@ impl Plan {
             segments.push(s);
         }
         for s in &segments {
-            let n = s.meta()?.partitions;
-            if n != partitions {
-                return Err(Error::crawl_dir(
-                    s.path(),
-                    format!(
-                        "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
-                    ),
-                ));
-            }
+            s.check_partitions(partitions)?;
             s.verify(SegmentDataset::CrawlFetch, Check::Sizes)?;
         }
         Ok(Plan {

@@ -220,15 +220,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         .collect();
     for s in &todo {
         s.check_unlocked("index")?;
-        let n = s.meta()?.partitions;
-        if n != partitions {
-            return Err(Error::crawl_dir(
-                s.path(),
-                format!(
-                    "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
-                ),
-            ));
-        }
+        s.check_partitions(partitions)?;
         s.verify(
             SegmentDataset::ParseData,
             crate::store::integrity::Check::Sizes,

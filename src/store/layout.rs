@@ -477,6 +477,21 @@ impl Segment {
         parquet::read_json(&self.path.join(SEGMENT_META))
     }
 
+    /// Refuses a segment whose partition count is not the crawldb's `partitions`
+    /// (a stage that reads it partition by partition beside the crawldb).
+    pub fn check_partitions(&self, partitions: usize) -> Result<()> {
+        let n = self.meta()?.partitions;
+        if n != partitions {
+            return Err(Error::crawl_dir(
+                &self.path,
+                format!(
+                    "the segment has {n} partitions and the crawldb {partitions}: run `repartition` first"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Rewrites `_meta.json` (atomically; the caller holds the segment's lock).
     pub fn write_meta(&self, meta: &SegmentMeta) -> Result<()> {
         parquet::write_json(&self.path.join(SEGMENT_META), meta)
