@@ -209,6 +209,10 @@ pub struct FetchConfig {
     /// requests and fails, and a retry takes the lease over once it expired. 0 = no
     /// heartbeat: the lease lasts the time limit (docs/cluster.md, "Leases").
     pub lease_ttl: f64,
+    /// How long (seconds) a task waits for a live lease of another attempt to expire
+    /// before it fails (exit 6): a retry meeting the lease of the attempt it replaces
+    /// (frozen, or on a lost machine) takes it over once it expired. 0 = fail at once.
+    pub lease_wait: f64,
     /// Stop early when fewer fetch-list URLs than this finish per second over a whole
     /// `min_throughput_window` (checked from `min_throughput_after` on): the URLs left
     /// get `fetch_retry`/`throughput_limit` and stay due, like Nutch's
@@ -333,6 +337,7 @@ impl Default for FetchConfig {
             max_content_bytes: 2 * 1024 * 1024,
             time_limit: 0.0,
             lease_ttl: 30.0,
+            lease_wait: 60.0,
             min_throughput: 0.0,
             min_throughput_window: 30.0,
             min_throughput_after: 60.0,
@@ -609,6 +614,16 @@ impl FetchConfig {
         rules::check_section("fetch", self)
             .and_then(|()| rules::not_above("fetch", low, high))
             .map_err(|m| refused(path, m))
+    }
+
+    /// How long a partition task waits for a live lease of another attempt
+    /// (`lease_wait`); a one-process run does not wait (a live lease there is another
+    /// run's, which may last its whole time limit).
+    pub fn lease_wait(&self, is_task: bool) -> std::time::Duration {
+        if !is_task {
+            return std::time::Duration::ZERO;
+        }
+        std::time::Duration::try_from_secs_f64(self.lease_wait).unwrap_or_default()
     }
 }
 

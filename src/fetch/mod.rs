@@ -39,7 +39,7 @@ use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lease::{Heartbeat, Lease};
+use crate::store::lease::{Heartbeat, Lease, Terms};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::store::partition::{PartitionKey, Partitioner};
@@ -445,23 +445,26 @@ impl Partitioned for Fetch<'_> {
     }
 }
 
-/// How long a partition's lease lasts: the time limit plus the longest a request in
-/// flight may take after it (the fetch stops starting requests at its time limit,
-/// and cuts those in flight `fetch.total_timeout` later at most). `None` (until
-/// released) without a time limit, which only a one-process run may have.
-fn lease_expiry(cfg: &Config, task: bool) -> Result<Option<i64>> {
+/// How long a partition's lease lasts without a heartbeat: the time limit plus the
+/// longest a request in flight may take after it (the fetch stops starting requests
+/// at its time limit, and cuts those in flight `fetch.total_timeout` later at most).
+/// `None` (until released) without a time limit, which only a one-process run may
+/// have.
+fn lease_length(cfg: &Config, task: bool) -> Result<Option<Duration>> {
     let limit = cfg.fetch.time_limit;
     if limit <= 0.0 {
         if task {
             return Err(Error::input(
                 "fetch --job",
-                "a fetch task whose leases are not renewed (fetch.lease_ttl = 0, or a crawl directory on an object store) needs a time limit (fetch.time_limit or --time-limit, in seconds): its partitions' leases expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
+                "a fetch task whose leases are not renewed (fetch.lease_ttl = 0) needs a time limit (fetch.time_limit or --time-limit, in seconds): its partitions' leases expire that long (plus fetch.total_timeout) after it starts, so that a retry can take over from an attempt that was lost",
             ));
         }
         return Ok(None);
     }
     let secs = limit + cfg.fetch.total_timeout.max(0.0) + 1.0;
-    Ok(Some(crate::datum::now_millis() + (secs * 1000.0) as i64))
+    Ok(Some(
+        Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX),
+    ))
 }
 
 /// The fetch task on fetch-list partitions `set` (attempt `attempt` of `job`): takes
@@ -481,44 +484,52 @@ fn run_task(
     let partitions = pt.n();
     let is_task = ctx.is_task();
     check_queue_mode(cfg, set, pt)?;
-    // A task's leases on a local crawl directory are renewed by a heartbeat
-    // (`fetch.lease_ttl`); otherwise they last the time limit.
-    let ttl = (is_task && ctx.lease_store().is_none() && cfg.fetch.lease_ttl > 0.0)
-        .then_some((cfg.fetch.lease_ttl * 1000.0) as i64);
-    let expires = match ttl {
-        Some(ttl) => Some(crate::datum::now_millis() + ttl),
-        None => lease_expiry(cfg, is_task)?,
+    // A task's leases are renewed by a heartbeat (`fetch.lease_ttl`); without one
+    // they last the time limit.
+    let ttl =
+        (is_task && cfg.fetch.lease_ttl > 0.0).then_some((cfg.fetch.lease_ttl * 1000.0) as i64);
+    let lasts = match ttl {
+        Some(ttl) => Some(Duration::from_millis(ttl as u64)),
+        None => lease_length(cfg, is_task)?,
     };
     let own: Vec<usize> = set.iter().collect();
-    // Every partition's lease first: a live one held by another attempt fails the
-    // task (those taken are released on the way out).
-    let leases = own
-        .iter()
-        .map(|&i| {
-            let path = dir.fetch_lease(partitions, i);
-            let what = format!("partition {i} of segment {}", seg.name());
-            match ctx.lease_store() {
-                // On an object store the lease is an object of the store.
-                Some(store) => {
-                    let rel = path
-                        .strip_prefix(ctx.root())
-                        .unwrap_or(&path)
-                        .to_string_lossy()
-                        .into_owned();
-                    Lease::acquire_remote(store, &rel, &what, job.id(), attempt, expires)
-                }
-                None => Lease::acquire(&path, &what, job.id(), attempt, expires),
+    // Every partition's lease first: a live one held by another attempt is waited
+    // for (`fetch.lease_wait`), or fails the task (those taken are released on the
+    // way out). Held until the end of the task (released on drop); with a time to
+    // live, renewed by the heartbeat from when each is taken (also while the task
+    // waits for the next).
+    let heartbeat = ttl.map(Heartbeat::start);
+    let mut leases = Vec::new();
+    let mut taken_over = false;
+    for &i in &own {
+        let path = dir.fetch_lease(partitions, i);
+        let what = format!("partition {i} of segment {}", seg.name());
+        let terms = Terms {
+            what: &what,
+            job: job.id(),
+            attempt,
+            lasts,
+            wait: cfg.fetch.lease_wait(is_task),
+        };
+        let lease = match ctx.lease_store() {
+            // On an object store the lease is an object of the store.
+            Some(store) => {
+                let rel = path
+                    .strip_prefix(ctx.root())
+                    .unwrap_or(&path)
+                    .to_string_lossy()
+                    .into_owned();
+                Lease::acquire_remote(store, &rel, &terms)?
             }
-        })
-        .collect::<Result<Vec<Lease>>>()?;
-    let taken_over = leases.iter().any(Lease::taken_over);
+            None => Lease::acquire(&path, &terms)?,
+        };
+        taken_over |= lease.taken_over();
+        match &heartbeat {
+            Some(h) => h.add(lease),
+            None => leases.push(lease),
+        }
+    }
     let lease_path = dir.fetch_lease(partitions, own.first().copied().unwrap_or(0));
-    // Held until the end of the task (released on drop), renewed meanwhile when
-    // they have a time to live.
-    let (_leases, heartbeat) = match (ttl, expires) {
-        (Some(ttl), Some(exp)) => (Vec::new(), Some(Heartbeat::start(leases, ttl, exp))),
-        _ => (leases, None),
-    };
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
     let (hosts, urls) = read_fetch_list(seg, set)?;

@@ -30,7 +30,7 @@ use crate::net::robots::origin_of;
 use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::lease::Lease;
+use crate::store::lease::{Lease, Terms};
 use crate::store::names;
 use crate::store::parquet::{self, PartWriter, part_name};
 use crate::store::partition::Partitioner;
@@ -467,7 +467,7 @@ fn sitemapdb_version(dir: &CrawlDir) -> Result<String> {
 /// How long a task's leases last: its time limit (`fetch.time_limit`, which a task
 /// must have, as a fetch task) plus `fetch.total_timeout` and a second; `None`
 /// (until released) for a one-process run.
-fn lease_expiry(cfg: &Config, is_task: bool) -> Result<Option<i64>> {
+fn lease_length(cfg: &Config, is_task: bool) -> Result<Option<Duration>> {
     if !is_task {
         return Ok(None);
     }
@@ -478,7 +478,9 @@ fn lease_expiry(cfg: &Config, is_task: bool) -> Result<Option<i64>> {
         ));
     }
     let secs = cfg.fetch.time_limit + cfg.fetch.total_timeout.max(0.0) + 1.0;
-    Ok(Some(now_millis() + (secs * 1000.0) as i64))
+    Ok(Some(
+        Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX),
+    ))
 }
 
 /// The task on partitions `set` (attempt `attempt` of `job`): takes the fetch
@@ -498,17 +500,20 @@ fn run_task(
     let n = pt.n().max(1);
     let cfg = ctx.config();
     let is_task = ctx.is_task();
-    let expires = lease_expiry(cfg, is_task)?;
+    let lasts = lease_length(cfg, is_task)?;
     // A partition's hosts are fetched by one task at a time, sitemap or fetch.
     let leases = set
         .iter()
         .map(|i| {
             Lease::acquire(
                 &dir.fetch_lease(n, i),
-                &format!("partition {i} (sitemap)"),
-                job.id(),
-                attempt,
-                expires,
+                &Terms {
+                    what: &format!("partition {i} (sitemap)"),
+                    job: job.id(),
+                    attempt,
+                    lasts,
+                    wait: cfg.fetch.lease_wait(is_task),
+                },
             )
         })
         .collect::<Result<Vec<Lease>>>()?;

@@ -18,8 +18,10 @@
 //! }
 //! ```
 //!
-//! `expires` (ms UTC) is when the holder has certainly stopped sending requests: the
-//! fetch time limit plus the longest a request in flight may take after it (fetch
+//! `expires` (ms UTC) is when the holder has certainly stopped sending requests: with
+//! a heartbeat ([`Heartbeat`], `fetch.lease_ttl`), a time to live after its last
+//! renewal (the holder sends nothing once it could not renew in time); without one,
+//! the fetch time limit plus the longest a request in flight may take after it (fetch
 //! enforces its time limit itself, so a zombie task stops by then whatever happens
 //! to it). `null` means "until released" (a one-process run without a time limit).
 //!
@@ -27,9 +29,12 @@
 //! - **expired** (`expires` in the past): taken over (a warning names the holder);
 //! - **its holder is gone** (same host, the pid gone or reused, or the host
 //!   rebooted: [`super::lock::Holder::state`]): taken over;
-//! - otherwise the lease is **live**: the task fails with [`Error::Locked`] (exit
-//!   code 6) naming the holder and when the lease expires, so the scheduler retries
-//!   it later.
+//! - otherwise the lease is **live**: the task waits for it to expire when it expires
+//!   within the task's wait (`fetch.lease_wait`: a retry that meets the lease of the
+//!   attempt it replaces, frozen or cut off, takes it over seconds later instead of
+//!   failing), reading it again after each wait (a holder that renews it keeps it);
+//!   when it does not, the task fails with [`Error::Locked`] (exit code 6) naming the
+//!   holder and when the lease expires, so the scheduler retries it later.
 //!
 //! So a zombie attempt and its retry never fetch the same partition's hosts at once.
 //!
@@ -37,7 +42,8 @@
 //! ([`LeaseStore`], implemented by [`super::object::Mirror`]): it is created with a
 //! conditional create (`If-None-Match: *`), and a lease judged expired is taken over
 //! with a conditional update naming the version (e-tag) that was read (`If-Match`),
-//! so of two retries that judged the same expired lease only one takes it.
+//! so of two retries that judged the same expired lease only one takes it; it is
+//! renewed the same way ([`LeaseStore::renew`]).
 
 use std::fs;
 use std::io::Write;
@@ -126,6 +132,23 @@ impl LeaseHolder {
     }
 }
 
+/// What a lease is taken for and on which terms.
+#[derive(Debug, Clone, Copy)]
+pub struct Terms<'a> {
+    /// What the lease guards, in messages (`partition 3 of segment 2026...`).
+    pub what: &'a str,
+    /// The job of the attempt taking it.
+    pub job: &'a str,
+    /// The attempt taking it.
+    pub attempt: &'a str,
+    /// How long it lasts from when it is taken (the holder's time limit, or its
+    /// heartbeat's time to live); `None`: until released.
+    pub lasts: Option<std::time::Duration>,
+    /// How long at most to wait for a live lease held by another attempt to expire
+    /// (zero: refuse at once).
+    pub wait: std::time::Duration,
+}
+
 /// Leases kept as objects of an object store (see the module doc).
 pub trait LeaseStore: std::fmt::Debug + Send + Sync {
     /// Creates the lease `rel` (a `/`-separated path in the crawl directory) with
@@ -136,6 +159,10 @@ pub trait LeaseStore: std::fmt::Debug + Send + Sync {
     fn replace(&self, rel: &str, body: &str, tag: &str) -> Result<bool>;
     /// Removes the lease `rel` if it still holds `body` (best effort).
     fn release(&self, rel: &str, body: &str);
+    /// Replaces the lease `rel` with `new` only if it still holds `old` (read, then
+    /// a conditional update of the version read); `false` when it holds something
+    /// else or changed meanwhile: the lease was taken over.
+    fn renew(&self, rel: &str, old: &str, new: &str) -> Result<bool>;
 }
 
 /// A lease held by this process; released (its file or object removed) on drop.
@@ -148,32 +175,28 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Takes the lease at `path` for `job`/`attempt`, expiring at `expires` (ms UTC;
-    /// `None`: until released). `what` names what the lease guards in errors
-    /// (`partition 3 of segment 2026...`). See the module doc for how a lease found
-    /// taken is judged.
-    pub fn acquire(
-        path: &Path,
-        what: &str,
-        job: &str,
-        attempt: &str,
-        expires: Option<i64>,
-    ) -> Result<Lease> {
+    /// Takes the lease at `path` on `terms`. See the module doc for how a lease
+    /// found taken is judged, waited for or refused.
+    pub fn acquire(path: &Path, terms: &Terms) -> Result<Lease> {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).at(parent)?;
         }
-        let me = LeaseHolder::me(job, attempt, expires);
-        let body = serde_json::to_string_pretty(&me)
-            .map_err(|e| Error::io(path, std::io::Error::other(e)))?
-            + "\n";
-        let new = sibling(path, &format!("new-{}", me.pid));
-        let mut f = fs::File::create(&new).at(&new)?;
-        f.write_all(body.as_bytes()).at(&new)?;
-        f.sync_all().at(&new)?;
-        drop(f);
-        let taken = take(path, &new, &body, what);
-        let _ = fs::remove_file(&new);
-        taken
+        let mut wait = Waiting::new(terms);
+        loop {
+            // Its expiry counts from now: after a wait, from the end of it.
+            let body = body(path, terms)?;
+            let new = sibling(path, &format!("new-{}", std::process::id()));
+            let mut f = fs::File::create(&new).at(&new)?;
+            f.write_all(body.as_bytes()).at(&new)?;
+            f.sync_all().at(&new)?;
+            drop(f);
+            let taken = take(path, &new, &body, terms.what);
+            let _ = fs::remove_file(&new);
+            match taken? {
+                Taken::Held(lease) => return Ok(lease),
+                Taken::Live(holder) => wait.wait_for(path, &holder)?,
+            }
+        }
     }
 
     /// [`Lease::acquire`] on an object store: the lease is the object `rel` of
@@ -182,49 +205,55 @@ impl Lease {
     pub fn acquire_remote(
         store: std::sync::Arc<dyn LeaseStore>,
         rel: &str,
-        what: &str,
-        job: &str,
-        attempt: &str,
-        expires: Option<i64>,
+        terms: &Terms,
     ) -> Result<Lease> {
-        let me = LeaseHolder::me(job, attempt, expires);
         let path = PathBuf::from(rel);
-        let body = serde_json::to_string_pretty(&me)
-            .map_err(|e| Error::io(&path, std::io::Error::other(e)))?
-            + "\n";
-        let mut taken_over = false;
-        for _ in 0..5 {
+        let mut wait = Waiting::new(terms);
+        let mut races = 0;
+        while races < 5 {
+            let body = body(&path, terms)?;
             let Some((text, tag)) = store.create(rel, &body)? else {
                 return Ok(Lease {
                     path,
                     body,
-                    taken_over,
+                    taken_over: false,
                     remote: Some((store, rel.to_string())),
                 });
             };
             if text.is_empty() {
                 // Released between the create and the read: create again.
+                races += 1;
                 continue;
             }
-            let why = judge(&path, &text, what)?;
+            let why = match judge(&path, &text, terms.what)? {
+                Judged::TakeOver(why) => why,
+                Judged::Live(holder) => {
+                    wait.wait_for(&path, &holder)?;
+                    continue;
+                }
+            };
             if store.replace(rel, &body, &tag)? {
                 tracing::warn!(
-                    "{what}: lease {rel} held by {} is taken over: {why}",
+                    "{}: lease {rel} held by {} is taken over: {why}",
+                    terms.what,
                     describe(&text)
                 );
-                taken_over = true;
                 return Ok(Lease {
                     path,
                     body,
-                    taken_over,
+                    taken_over: true,
                     remote: Some((store, rel.to_string())),
                 });
             }
             // Another attempt changed it first: judge its lease anew.
+            races += 1;
         }
         Err(Error::Locked {
             path,
-            message: format!("{what}: could not take the lease (other attempts keep taking it)"),
+            message: format!(
+                "{}: could not take the lease (other attempts keep taking it)",
+                terms.what
+            ),
         })
     }
 
@@ -243,21 +272,26 @@ impl Lease {
     /// the same holder with the new expiry. `false` (nothing written) when the file
     /// no longer holds this lease: it was taken over, so this holder must stop.
     /// Call it well before the current expiry (a heartbeat): a lease is taken over
-    /// only once expired. Leases on an object store are not renewed (`true`).
+    /// only once expired. On an object store the object is replaced by a
+    /// conditional update of the version that still holds this lease.
     pub fn renew(&mut self, expires: i64) -> Result<bool> {
-        if self.remote.is_some() {
-            return Ok(true);
-        }
-        match fs::read_to_string(&self.path) {
-            Ok(t) if t == self.body => {}
-            _ => return Ok(false),
-        }
         let mut holder: LeaseHolder = serde_json::from_str(&self.body)
             .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?;
         holder.expires = Some(expires);
         let body = serde_json::to_string_pretty(&holder)
             .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?
             + "\n";
+        if let Some((store, rel)) = &self.remote {
+            let renewed = store.renew(rel, &self.body, &body)?;
+            if renewed {
+                self.body = body;
+            }
+            return Ok(renewed);
+        }
+        match fs::read_to_string(&self.path) {
+            Ok(t) if t == self.body => {}
+            _ => return Ok(false),
+        }
         let tmp = sibling(&self.path, &format!("renew-{}", holder.pid));
         let mut f = fs::File::create(&tmp).at(&tmp)?;
         f.write_all(body.as_bytes()).at(&tmp)?;
@@ -294,10 +328,12 @@ impl Drop for Lease {
 /// stopped (its process frozen, its machine cut off) instead of the task's whole
 /// time limit. The holder asks [`Heartbeat::valid_until`] before each request: past
 /// it, the lease may be about to expire and be taken over, so the holder sends
-/// nothing more (fencing) and fails. Dropping the heartbeat stops the thread and
-/// releases the leases still held.
+/// nothing more (fencing) and fails. Leases are added as they are taken
+/// ([`Heartbeat::add`]), so those held are renewed while the task waits for the
+/// next. Dropping the heartbeat stops the thread and releases the leases still held.
 #[derive(Debug)]
 pub struct Heartbeat {
+    leases: std::sync::Arc<std::sync::Mutex<Vec<Lease>>>,
     until: std::sync::Arc<std::sync::atomic::AtomicI64>,
     lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
@@ -305,15 +341,20 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// Starts renewing `leases`, taken with expiry `expires` (ms UTC), to `ttl_ms`
-    /// from each renewal.
-    pub fn start(mut leases: Vec<Lease>, ttl_ms: i64, expires: i64) -> Heartbeat {
+    /// Starts renewing the leases it will be given (each taken to last `ttl_ms`) to
+    /// `ttl_ms` from each renewal.
+    pub fn start(ttl_ms: i64) -> Heartbeat {
         use std::sync::atomic::Ordering::SeqCst;
         let ttl_ms = ttl_ms.max(3);
-        let until = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(expires - ttl_ms / 3));
+        let leases: std::sync::Arc<std::sync::Mutex<Vec<Lease>>> = Default::default();
+        // A lease added from now on expires after this.
+        let until = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(
+            crate::datum::now_millis() + ttl_ms - ttl_ms / 3,
+        ));
         let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let (t_until, t_lost, t_stop) = (until.clone(), lost.clone(), stop.clone());
+        let (t_leases, t_until, t_lost, t_stop) =
+            (leases.clone(), until.clone(), lost.clone(), stop.clone());
         let period = std::time::Duration::from_millis((ttl_ms / 3) as u64);
         let thread = std::thread::spawn(move || {
             loop {
@@ -337,6 +378,7 @@ impl Heartbeat {
                     );
                 }
                 let expires = now + ttl_ms;
+                let mut leases = t_leases.lock().unwrap_or_else(|e| e.into_inner());
                 for l in leases.iter_mut() {
                     if !ok {
                         break;
@@ -359,6 +401,7 @@ impl Heartbeat {
                         }
                     }
                 }
+                drop(leases);
                 if !ok {
                     t_lost.store(true, SeqCst);
                     t_until.store(i64::MIN, SeqCst);
@@ -366,14 +409,22 @@ impl Heartbeat {
                 }
                 t_until.store(expires - ttl_ms / 3, SeqCst);
             }
-            drop(leases);
         });
         Heartbeat {
+            leases,
             until,
             lost,
             stop,
             thread: Some(thread),
         }
+    }
+
+    /// Renews `lease` (just taken, to last the heartbeat's time to live) from now on.
+    pub fn add(&self, lease: Lease) {
+        self.leases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(lease);
     }
 
     /// Until when (ms UTC) the holder may start requests; `i64::MIN` once the leases
@@ -396,6 +447,11 @@ impl Drop for Heartbeat {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // The leases still held are released.
+        self.leases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }
 
@@ -406,9 +462,17 @@ fn describe(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Judges the lease text found at `path`: why it may be taken over, or the error
-/// refusing it (live, or unreadable).
-fn judge(path: &Path, text: &str, what: &str) -> Result<String> {
+/// What a lease found taken allows.
+enum Judged {
+    /// It may be taken over, for this reason.
+    TakeOver(String),
+    /// It is live: its holder may still be sending requests.
+    Live(LeaseHolder),
+}
+
+/// Judges the lease text found at `path`: may it be taken over, or is it live; an
+/// error when it is not readable as a lease.
+fn judge(path: &Path, text: &str, what: &str) -> Result<Judged> {
     let Ok(holder) = serde_json::from_str::<LeaseHolder>(text) else {
         return Err(Error::Locked {
             path: path.to_path_buf(),
@@ -418,28 +482,104 @@ fn judge(path: &Path, text: &str, what: &str) -> Result<String> {
             ),
         });
     };
-    holder
-        .takeover_reason(crate::datum::now_millis())
-        .ok_or_else(|| Error::Locked {
-            path: path.to_path_buf(),
-            message: format!(
-                "{what} is leased by {}: another attempt may still be fetching its hosts; retry after the lease expires (or once that process is gone)",
-                holder.describe()
-            ),
-        })
+    Ok(match holder.takeover_reason(crate::datum::now_millis()) {
+        Some(why) => Judged::TakeOver(why),
+        None => Judged::Live(holder),
+    })
 }
 
-fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
+/// A taker's wait for live leases: until `terms.wait` after it began.
+struct Waiting<'a> {
+    terms: &'a Terms<'a>,
+    started: std::time::Instant,
+    deadline: i64,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(terms: &'a Terms<'a>) -> Self {
+        let wait_ms = i64::try_from(terms.wait.as_millis()).unwrap_or(i64::MAX);
+        Waiting {
+            terms,
+            started: std::time::Instant::now(),
+            deadline: crate::datum::now_millis().saturating_add(wait_ms),
+        }
+    }
+
+    /// Waits until just after the live lease of `holder` (at `path`) expires when
+    /// that is within the wait (the caller then reads it again); otherwise, or when
+    /// a signal arrives, the error refusing it.
+    fn wait_for(&mut self, path: &Path, holder: &LeaseHolder) -> Result<()> {
+        let what = self.terms.what;
+        let waited = self.started.elapsed().as_secs_f64();
+        let refuse = || Error::Locked {
+            path: path.to_path_buf(),
+            message: format!(
+                "{what} is leased by {}{}: another attempt may still be fetching its hosts; retry after the lease expires (or once that process is gone)",
+                holder.describe(),
+                if waited >= 0.1 {
+                    format!(" (waited {waited:.1} s for it, fetch.lease_wait)")
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        let Some(expires) = holder.expires.filter(|e| *e <= self.deadline) else {
+            return Err(refuse());
+        };
+        let now = crate::datum::now_millis();
+        tracing::warn!(
+            "{what}: leased by {}; waiting {:.1} s for it to expire",
+            holder.describe(),
+            (expires - now).max(0) as f64 / 1000.0
+        );
+        // A margin past the expiry: clocks of the same machine, or NTP-synced ones.
+        let until = (expires + 100 - now).max(10) as u64;
+        crate::signal::sleep(std::time::Duration::from_millis(until));
+        if let Some(signal) = crate::signal::received() {
+            return Err(Error::Interrupted {
+                signal: signal.to_string(),
+                message: format!(
+                    "{what}: stopped while waiting for its lease; nothing was fetched"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What one try to take a lease found.
+enum Taken {
+    /// The lease, now held.
+    Held(Lease),
+    /// A live lease of another holder.
+    Live(LeaseHolder),
+}
+
+/// The text of a lease taken now on `terms` (at `path`, for errors).
+fn body(path: &Path, terms: &Terms) -> Result<String> {
+    let expires = terms.lasts.map(|d| {
+        crate::datum::now_millis().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    });
+    let me = LeaseHolder::me(terms.job, terms.attempt, expires);
+    Ok(
+        serde_json::to_string_pretty(&me).map_err(|e| Error::io(path, std::io::Error::other(e)))?
+            + "\n",
+    )
+}
+
+/// Tries to take the lease at `path` by hard-linking `new` (holding `body`) to it,
+/// taking over a lease that may be taken over.
+fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Taken> {
     let mut taken_over = false;
     for _ in 0..5 {
         match fs::hard_link(new, path) {
             Ok(()) => {
-                return Ok(Lease {
+                return Ok(Taken::Held(Lease {
                     path: path.to_path_buf(),
                     body: body.to_string(),
                     taken_over,
                     remote: None,
-                });
+                }));
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Error::io(path, e)),
@@ -449,7 +589,10 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
-        let why = judge(path, &text, what)?;
+        let why = match judge(path, &text, what)? {
+            Judged::TakeOver(why) => why,
+            Judged::Live(holder) => return Ok(Taken::Live(holder)),
+        };
         tracing::warn!(
             "{what}: lease {} held by {} is taken over: {why}",
             path.display(),
@@ -468,13 +611,28 @@ fn take(path: &Path, new: &Path, body: &str, what: &str) -> Result<Lease> {
 mod tests {
     use super::*;
 
+    /// Terms of attempt `attempt` of job j on partition 3, refused at once by a live lease.
+    fn terms(attempt: &str, expires: Option<i64>) -> Terms<'_> {
+        // An expiry in the past: a lease that lasted 0 ms, written that long ago.
+        let lasts = expires.map(|e| {
+            std::time::Duration::from_millis((e - crate::datum::now_millis()).max(0) as u64)
+        });
+        Terms {
+            what: "partition 3",
+            job: "j",
+            attempt,
+            lasts,
+            wait: std::time::Duration::ZERO,
+        }
+    }
+
     #[test]
     fn live_refused_expired_taken_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("p00003").join("fetch.lease");
         let now = crate::datum::now_millis();
-        let a = Lease::acquire(&p, "partition 3", "j", "a0", Some(now + 60_000)).unwrap();
-        let err = Lease::acquire(&p, "partition 3", "j", "a1", Some(now + 60_000)).unwrap_err();
+        let a = Lease::acquire(&p, &terms("a0", Some(now + 60_000))).unwrap();
+        let err = Lease::acquire(&p, &terms("a1", Some(now + 60_000))).unwrap_err();
         assert!(
             matches!(err, Error::Locked { .. }) && err.to_string().contains("attempt a0"),
             "{err}"
@@ -482,8 +640,8 @@ mod tests {
         drop(a);
         assert!(!p.exists(), "released on drop");
         // An expired lease of a live process is taken over.
-        let old = Lease::acquire(&p, "partition 3", "j", "a0", Some(now - 1)).unwrap();
-        let b = Lease::acquire(&p, "partition 3", "j", "a1", Some(now + 60_000)).unwrap();
+        let old = Lease::acquire(&p, &terms("a0", Some(now - 1))).unwrap();
+        let b = Lease::acquire(&p, &terms("a1", Some(now + 60_000))).unwrap();
         assert_eq!(Lease::read(&p).unwrap().attempt, "a1");
         drop(old); // not ours any more: left alone
         assert_eq!(Lease::read(&p).unwrap().attempt, "a1");
@@ -493,16 +651,16 @@ mod tests {
         gone.pid = u32::MAX - 7;
         gone.start_time = None;
         std::fs::write(&p, serde_json::to_string(&gone).unwrap()).unwrap();
-        let c = Lease::acquire(&p, "partition 3", "j", "a2", None).unwrap();
+        let c = Lease::acquire(&p, &terms("a2", None)).unwrap();
         drop(c);
         // A renewed lease is live again; one taken over is not renewed.
         let now = crate::datum::now_millis();
-        let mut d = Lease::acquire(&p, "partition 3", "j", "a3", Some(now - 1)).unwrap();
+        let mut d = Lease::acquire(&p, &terms("a3", Some(now - 1))).unwrap();
         assert!(d.renew(now + 60_000).unwrap());
         assert_eq!(Lease::read(&p).unwrap().expires, Some(now + 60_000));
-        assert!(Lease::acquire(&p, "partition 3", "j", "a4", Some(now + 60_000)).is_err());
+        assert!(Lease::acquire(&p, &terms("a4", Some(now + 60_000))).is_err());
         assert!(d.renew(now - 1).unwrap());
-        let e = Lease::acquire(&p, "partition 3", "j", "a5", Some(now + 60_000)).unwrap();
+        let e = Lease::acquire(&p, &terms("a5", Some(now + 60_000))).unwrap();
         assert!(e.taken_over());
         assert!(!d.renew(now + 60_000).unwrap(), "lost: not renewed");
         assert_eq!(Lease::read(&p).unwrap().attempt, "a5");
@@ -510,5 +668,41 @@ mod tests {
         assert!(p.exists(), "dropping a lost lease leaves the new holder's");
         drop(e);
         assert!(!p.exists());
+    }
+
+    /// A live lease that expires within the wait is waited for, then taken over; one
+    /// that expires later, or never, is refused without waiting.
+    #[test]
+    fn a_live_lease_is_waited_for_within_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p00001").join("fetch.lease");
+        let now = crate::datum::now_millis();
+        let held = Lease::acquire(&p, &terms("a0", Some(now + 400))).unwrap();
+        let waiting = Terms {
+            wait: std::time::Duration::from_secs(5),
+            ..terms("a1", Some(now + 60_000))
+        };
+        let started = std::time::Instant::now();
+        let taken = Lease::acquire(&p, &waiting).unwrap();
+        assert!(taken.taken_over());
+        assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+        assert_eq!(Lease::read(&p).unwrap().attempt, "a1");
+        drop(held);
+        // Expiring after the wait: refused at once, saying so.
+        let started = std::time::Instant::now();
+        let short = Terms {
+            wait: std::time::Duration::from_millis(200),
+            ..terms("a2", Some(now + 60_000))
+        };
+        let err = Lease::acquire(&p, &short).unwrap_err();
+        assert!(err.to_string().contains("leased by attempt a1"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_millis(150));
+        drop(taken);
+        let forever = Lease::acquire(&p, &terms("a3", None)).unwrap();
+        assert!(
+            Lease::acquire(&p, &short).is_err(),
+            "until released: never waited for"
+        );
+        drop(forever);
     }
 }

@@ -1731,6 +1731,27 @@ impl super::lease::LeaseStore for Mirror {
             }
         });
     }
+
+    fn renew(&self, rel: &str, old: &str, new: &str) -> Result<bool> {
+        let remote = &self.remote;
+        let key = remote.key(rel);
+        let tag = remote.rt.block_on(async {
+            match remote.store.get(&key).await {
+                Ok(r) => {
+                    let tag = r.meta.e_tag.clone().unwrap_or_default();
+                    let b = r.bytes().await.map_err(|e| remote.err("GET", &key, e))?;
+                    Ok((b.as_ref() == old.as_bytes()).then_some(tag))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(remote.err("GET", &key, e)),
+            }
+        })?;
+        match tag {
+            // Still ours: replaced only if nobody changed it since it was read.
+            Some(tag) => self.replace(rel, new, &tag),
+            None => Ok(false),
+        }
+    }
 }
 
 fn remove_all(path: &Path) -> Result<()> {

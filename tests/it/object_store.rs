@@ -117,9 +117,14 @@ struct Bucket {
 
 impl Bucket {
     fn new(moto: &Moto) -> Bucket {
+        Bucket::at(&moto.endpoint)
+    }
+
+    /// A client of the test bucket of the S3 server at `endpoint`.
+    fn at(endpoint: &str) -> Bucket {
         trawl::tls::install_provider();
         let store = object_store::aws::AmazonS3Builder::new()
-            .with_endpoint(&moto.endpoint)
+            .with_endpoint(endpoint)
             .with_bucket_name(BUCKET)
             .with_access_key_id("testing")
             .with_secret_access_key("testing")
@@ -753,7 +758,26 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
     let fetch_args = [seg.as_str(), "--time-limit", "60"];
     // Leases are objects of the store: a live one (another machine's attempt)
     // refuses the task with exit 6; an expired one is taken over (If-Match).
-    let lease_key = "tasks/fetch_state/00004/p00003/fetch.lease";
+    // On the partition holding the most seed hosts (it has pages to fetch).
+    let mut seeds_in = [0usize; 4];
+    for u in &map.seeds {
+        let host = url::Url::parse(u).unwrap().host_str().unwrap().to_string();
+        seeds_in[trawl::store::partition::Partitioner::by_host(4).of_host(&host)] += 1;
+    }
+    let busy = (0..4).max_by_key(|&i| (seeds_in[i], i)).unwrap();
+    // Its task: the set of SETS holding it.
+    let pset = SETS
+        .iter()
+        .find(|s| {
+            trawl::store::jobs::PartitionSet::parse(s)
+                .unwrap()
+                .contains(busy)
+        })
+        .unwrap()
+        .to_string();
+    let attempt = format!("f-{pset}-0");
+    let lease_key: &'static str =
+        Box::leak(format!("tasks/fetch_state/00004/p{busy:05}/fetch.lease").into_boxed_str());
     let lease = |expires: i64| {
         serde_json::json!({
             "job": "f0", "attempt": "elsewhere", "pid": 1, "host": "another-machine",
@@ -765,7 +789,7 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
     let bucket = Bucket::new(m);
     bucket.put(lease_key, &lease(now + 600_000));
     let mut refused = fetch_args.to_vec();
-    refused.extend(["--job", "f1", "--partitions", "3", "--attempt", "refused"]);
+    refused.extend(["--job", "f1", "--partitions", &pset, "--attempt", "refused"]);
     let o = s3_run(m, &sc.join("refused"), "fetch", &uri, c, &refused);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(6), "{err}");
@@ -773,21 +797,61 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         err.contains("is leased by attempt elsewhere of job f0"),
         "{err}"
     );
-    bucket.put(lease_key, &lease(now - 1000));
+    // A live lease that expires within `fetch.lease_wait` (its holder's machine was
+    // lost a moment ago) is waited for, then taken over. The taker's heartbeat renews
+    // its own lease on the store (`lease_ttl = 0.45`: every 0.15 s, a conditional
+    // update); a slower delay keeps the task running long enough to see it.
+    let beating = t.path().join("beating.toml");
+    let text = std::fs::read_to_string(c).unwrap().replace(
+        "[fetch]\ndelay = 0\n",
+        "[fetch]\ndelay = 1.5\nlease_ttl = 0.45\n",
+    );
+    assert!(text.contains("lease_ttl = 0.45"), "{text}");
+    std::fs::write(&beating, text).unwrap();
+    bucket.put(lease_key, &lease(trawl::datum::now_millis() + 1500));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = {
+        let (endpoint, stop) = (moto.endpoint.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let bucket = Bucket::at(&endpoint);
+            let mut seen = BTreeSet::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(b) = bucket.get(lease_key) {
+                    let l: serde_json::Value = serde_json::from_slice(&b).unwrap();
+                    seen.insert((l["attempt"].to_string(), l["expires"].to_string()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(40));
+            }
+            seen
+        })
+    };
     let o = s3_step(
         m,
         sc,
         &uri,
-        c,
+        &beating,
         "fetch",
         &fetch_args,
         "f1",
-        "3",
-        "f-3-0",
+        &pset,
+        &attempt,
         &mut log,
     );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = poller.join().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("is taken over: it expired"), "{err}");
+    assert!(
+        err.contains("waiting") && err.contains("is taken over: it expired"),
+        "{err}"
+    );
+    let renewals = seen
+        .iter()
+        .filter(|(a, _)| *a == format!("{attempt:?}"))
+        .count();
+    assert!(
+        renewals >= 3,
+        "the task's heartbeat renewed its lease on the store: {seen:?}\n{err}"
+    );
     assert!(bucket.get(lease_key).is_none(), "the lease is released");
     s3_tasks(m, sc, &uri, c, "fetch", &fetch_args, "f1", &mut log);
     s3_step(m, sc, &uri, c, "fetch", &[&seg], "f1", "", "", &mut log);

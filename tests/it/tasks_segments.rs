@@ -263,11 +263,12 @@ fn spawn_holding(cmd: &mut Command, lease: &Path) -> std::process::Child {
 #[test]
 fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     let tmp = tempfile::tempdir().unwrap();
-    // Leases that last the time limit (no heartbeat): a zombie's stays live.
+    // Leases that last the time limit (no heartbeat): a zombie's stays live; a
+    // retry that does not wait for it (`lease_wait = 0`) fails at once.
     let (_web, config, crawl, seg, lease) = leased_segment(
         tmp.path(),
         0.5,
-        "time_limit = 2.0\ntotal_timeout = 1.0\nlease_ttl = 0.0\n",
+        "time_limit = 2.0\ntotal_timeout = 1.0\nlease_ttl = 0.0\nlease_wait = 0.0\n",
     );
 
     // The first attempt takes the leases, fetches for a while, then stops answering
@@ -358,9 +359,10 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
 
 /// Leases with a heartbeat (`fetch.lease_ttl`): a fetch task whose process is
 /// frozen (SIGSTOP, as on a partitioned machine) stops renewing, its leases expire
-/// within the TTL (not the time limit), a retry takes them over and fetches the
-/// partitions; resumed, the frozen task sends no request, fails (exit 6) and leaves
-/// no attempt, and the commit installs the retry's.
+/// within the TTL (not the time limit); a retry started at once waits for them
+/// (`fetch.lease_wait`), takes them over and fetches the partitions; resumed, the
+/// frozen task sends no request, fails (exit 6) and leaves no attempt, and the
+/// commit installs the retry's.
 #[test]
 fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
     let tmp = tempfile::tempdir().unwrap();
@@ -385,14 +387,14 @@ fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
     };
     signal("-STOP");
     let frozen_at = Instant::now();
-    // The lease expires within the TTL of its last renewal; then a retry takes over.
+    // The lease expires within the TTL of its last renewal; a retry started now
+    // waits for that, then takes over.
     let held = trawl::store::lease::Lease::read(&lease).unwrap();
     let wait = held.expires.unwrap() - trawl::datum::now_millis();
     assert!(
         wait <= 1500,
         "the lease lasts the TTL, not the time limit: {wait} ms"
     );
-    std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
     let out = output_ok(task_command(
         "fetch",
         &crawl,
@@ -402,7 +404,10 @@ fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
         "0-3",
         "a-1",
     ));
-    assert!(out.contains("is taken over"), "{out}");
+    assert!(
+        out.contains("waiting") && out.contains("is taken over"),
+        "{out}"
+    );
     assert!(frozen_at.elapsed() < Duration::from_secs(60));
     // Resumed, the frozen task sends nothing and fails without an attempt.
     let resumed_ms = trawl::datum::now_millis();
