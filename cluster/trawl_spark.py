@@ -268,6 +268,11 @@ def make_task(stage, command, crawl_dir, job, ok_codes, extra_flags=()):
                 stderr=subprocess.PIPE,
                 text=True,
                 errors="replace",
+                # Its own session: the binary's life is bound to its task by the
+                # parent-death signal alone, not by the worker's process group (whose
+                # SIGHUP, and the kernel's SIGHUP + SIGCONT to a stopped process in a
+                # group orphaned when the worker dies, would wake a frozen binary).
+                start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
         finally:

@@ -1,7 +1,11 @@
 //! trawl on a real Spark standalone cluster on 127.0.0.1 (cluster/spark-local.sh: a
 //! master and two one-core workers), driven by cluster/trawl_spark.py: inject and two
-//! rounds over the test web, one fetch task killed mid-run (SIGKILL, as a lost machine)
-//! and retried by Spark; the crawldb must equal (URL, status, signature) that of the
+//! rounds over the test web, one fetch task's process frozen mid-run (SIGSTOP, as on a
+//! machine cut off) and its executor killed (SIGKILL, as a lost machine), so that Spark
+//! retries the task while the frozen process still holds its leases: the retry waits
+//! for them to expire (`fetch.lease_ttl`, `fetch.lease_wait`), takes them over and
+//! fetches the partition; resumed after the rounds, the frozen process sends nothing.
+//! The crawldb must equal (URL, status, signature) that of the
 //! same crawl by `crawl` in one process (dedup's duplicates included), and so must the
 //! hostdb's counts and the search index's top 10, and the test web's request log must show politeness held
 //! across the workers (no two requests to a host closer than the delay, the killed
@@ -24,7 +28,8 @@ use common::*;
 const WEB: &[&str] = &["--seed", "16", "--hosts", "6", "--pages", "24"];
 const DELAY_MS: i64 = 300;
 const PARTITIONS: usize = 4;
-/// Page requests (robots.txt not counted) the doomed fetch attempt makes before the kill.
+/// Page requests (robots.txt not counted) the doomed fetch attempt makes before it is
+/// frozen.
 const KILL_AFTER_PAGES: usize = 3;
 
 fn repo() -> &'static Path {
@@ -180,8 +185,9 @@ fn flag<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
     argv.get(i + 1).map(String::as_str)
 }
 
-/// The pid of a running fetch task of partition set `spec` in its first attempt.
-fn first_fetch_attempt(spec: &str) -> Option<String> {
+/// The pid of a running fetch task of partition set `spec` in its first attempt, on
+/// the crawl directory `crawl`.
+fn first_fetch_attempt(crawl: &Path, spec: &str) -> Option<String> {
     let trawl = bin("trawl");
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
@@ -193,6 +199,7 @@ fn first_fetch_attempt(spec: &str) -> Option<String> {
         if argv.first().map(String::as_str) == Some(trawl)
             && argv.get(1).map(String::as_str) == Some("fetch")
             && flag(&argv, "--partitions") == Some(spec)
+            && flag(&argv, "--crawl-dir").map(Path::new) == Some(crawl)
             && flag(&argv, "--attempt").is_some_and(|a| a.ends_with("-0"))
         {
             return Some(pid);
@@ -201,16 +208,71 @@ fn first_fetch_attempt(spec: &str) -> Option<String> {
     None
 }
 
-/// What the killer did: the killed pid and when.
+/// What the killer did: the frozen fetch process, the executor killed.
 #[derive(Debug, Clone)]
 struct Kill {
     pid: String,
     pages_before: usize,
+    executor: String,
 }
 
-/// Watches for the first fetch attempt of partition `target` and SIGKILLs it once it
-/// has made KILL_AFTER_PAGES page requests (seen in the test web's log) to its hosts.
+/// Kills the frozen process on drop if it still runs (a test failing before resuming
+/// it must not leave it stopped, holding its leases).
+struct Reaper(Arc<Mutex<Option<Kill>>>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let frozen = self
+            .0
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_else(|e| e.into_inner().clone());
+        if let Some(k) = frozen
+            && cmdline(&k.pid).is_some_and(|a| !a.is_empty())
+        {
+            let _ = Command::new("kill").args(["-KILL", &k.pid]).status();
+        }
+    }
+}
+
+/// The parent pid of a running process, from /proc.
+fn parent(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1).map(str::to_string)
+}
+
+/// A process's state letter (`T`: stopped), from /proc.
+fn state(pid: &str) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The Spark executor (its JVM) that `pid` runs under: the nearest ancestor running
+/// `CoarseGrainedExecutorBackend`.
+fn executor_of(pid: &str) -> Option<String> {
+    let mut p = parent(pid)?;
+    for _ in 0..16 {
+        if cmdline(&p).is_some_and(|a| a.iter().any(|x| x.contains("CoarseGrainedExecutorBackend")))
+        {
+            return Some(p);
+        }
+        p = parent(&p)?;
+    }
+    None
+}
+
+/// Watches for the first fetch attempt of partition `target`; once it has made
+/// KILL_AFTER_PAGES page requests (seen in the test web's log) to its hosts, freezes
+/// it (SIGSTOP: it keeps its leases, as a process on a machine cut off) and SIGKILLs
+/// its executor (a lost machine: Spark retries the task elsewhere at once).
 fn killer(
+    crawl: PathBuf,
     log: PathBuf,
     target: usize,
     stop: Arc<AtomicBool>,
@@ -218,13 +280,15 @@ fn killer(
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let spec = target.to_string();
+        // The log's length when no such attempt ran yet: the requests after it are
+        // the attempt's (the first poll that finds it may come after its first requests).
+        let mut seen_before = read_log(&log).len();
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
-            let Some(pid) = first_fetch_attempt(&spec) else {
+            let Some(pid) = first_fetch_attempt(&crawl, &spec) else {
+                seen_before = read_log(&log).len();
                 continue;
             };
-            // Requests logged since this attempt started to the partition's hosts.
-            let seen_before = read_log(&log).len();
             loop {
                 // Gone, or exited and not yet reaped (a zombie has an empty cmdline).
                 let alive = cmdline(&pid).is_some_and(|a| !a.is_empty());
@@ -240,15 +304,27 @@ fn killer(
                     })
                     .count();
                 if pages >= KILL_AFTER_PAGES {
-                    let status = Command::new("kill").args(["-KILL", &pid]).status();
-                    if status.map(|s| s.success()).unwrap_or(false) {
-                        *done.lock().unwrap() = Some(Kill {
-                            pid: pid.clone(),
-                            pages_before: pages,
-                        });
-                        return;
+                    let Some(executor) = executor_of(&pid) else {
+                        // It ended by itself meanwhile: wait for the next attempt.
+                        seen_before = read_log(&log).len();
+                        break;
+                    };
+                    let status = Command::new("kill").args(["-STOP", &pid]).status();
+                    if !status.map(|s| s.success()).unwrap_or(false) {
+                        seen_before = read_log(&log).len();
+                        break;
                     }
-                    break; // it ended by itself meanwhile: wait for the next attempt
+                    let status = Command::new("kill").args(["-KILL", &executor]).status();
+                    assert!(
+                        status.map(|s| s.success()).unwrap_or(false),
+                        "kill -KILL {executor} (the executor of fetch task {pid})"
+                    );
+                    *done.lock().unwrap() = Some(Kill {
+                        pid: pid.clone(),
+                        pages_before: pages,
+                        executor,
+                    });
+                    return;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -337,6 +413,14 @@ fn setup(dir: &Path, rounds: usize) -> Setup {
     std::fs::create_dir_all(&spark_dir).unwrap();
     let web = TestWeb::start(&spark_dir, &flags);
     let config = write_config(&spark_dir, &web.addr, DELAY_MS as f64 / 1000.0, "");
+    // Leases of 10 s (renewed every 3.3 s): when Spark retries the task of the lost
+    // executor, the frozen attempt's leases are still live; the retry waits for them
+    // (`fetch.lease_wait`, 60 s) instead of failing (with `lease_wait = 0` its four
+    // attempts exit 6 at once and the round fails).
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[fetch]\n", "[fetch]\nlease_ttl = 10.0\n");
+    std::fs::write(&config, text).unwrap();
     Setup {
         map,
         seeds,
@@ -462,7 +546,15 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let killed = Arc::new(Mutex::new(None));
-    let watcher = killer(web.log.clone(), target, stop.clone(), killed.clone());
+    let watcher = killer(
+        crawl.clone(),
+        web.log.clone(),
+        target,
+        stop.clone(),
+        killed.clone(),
+    );
+    // Should the test fail before it resumes the frozen process, it is killed.
+    let _reaper = Reaper(killed.clone());
     let out = cluster.submit(&crawl, &config, &["round", "--rounds", "2"]);
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
@@ -471,12 +563,27 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let kill = killed.lock().unwrap().clone();
     let kill = kill.unwrap_or_else(|| {
-        panic!("no fetch attempt of partition {target} was killed (it never made {KILL_AFTER_PAGES} page requests)")
+        panic!("no fetch attempt of partition {target} was frozen (it never made {KILL_AFTER_PAGES} page requests)")
     });
     eprintln!(
-        "killed fetch attempt pid {} of partition {target} after {} page requests",
-        kill.pid, kill.pages_before
+        "froze fetch attempt pid {} of partition {target} after {} page requests and killed its executor {}",
+        kill.pid, kill.pages_before, kill.executor
     );
+    // The frozen process outlived its executor, still stopped (as on a machine cut
+    // off): its leases were live when Spark retried the task. Resumed now, it must
+    // send nothing and end.
+    let frozen_state = state(&kill.pid);
+    let resumed_ms = trawl::datum::now_millis();
+    let _ = Command::new("kill").args(["-CONT", &kill.pid]).status();
+    let waited = Instant::now();
+    while cmdline(&kill.pid).is_some_and(|a| !a.is_empty()) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the resumed fetch process {} did not end",
+            kill.pid
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // Spark ran the killed task again: its retry (attempt number 1) is what was committed.
     let retried: Vec<&str> = stdout
         .lines()
@@ -571,6 +678,18 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
 
     // Politeness across workers and attempts, robots.txt obeyed, from the request log.
     let log = web.stop();
+    assert_eq!(
+        frozen_state,
+        Some('T'),
+        "the frozen fetch process {} was still stopped (holding its leases) when the rounds ended",
+        kill.pid
+    );
+    let after: Vec<_> = log.iter().filter(|l| l.time_ms > resumed_ms).collect();
+    assert!(
+        after.is_empty(),
+        "requests after the frozen fetch process was resumed: {after:?}"
+    );
+    eprintln!("the frozen fetch process, resumed after the rounds, sent nothing");
     let hosts = assert_polite(&log, &map, DELAY_MS);
     let fetched_hosts: std::collections::BTreeSet<&str> = got
         .iter()
