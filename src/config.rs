@@ -616,6 +616,13 @@ impl FetchConfig {
             .map_err(|m| refused(path, m))
     }
 
+    /// The time to live of a partition task's leases, renewed by a heartbeat
+    /// (`lease_ttl`); `None` without one (a one-process run, or `lease_ttl = 0`).
+    pub fn lease_heartbeat(&self, is_task: bool) -> Option<std::time::Duration> {
+        (is_task && self.lease_ttl > 0.0)
+            .then(|| std::time::Duration::try_from_secs_f64(self.lease_ttl).unwrap_or_default())
+    }
+
     /// How long a partition task waits for a live lease of another attempt
     /// (`lease_wait`); a one-process run does not wait (a live lease there is another
     /// run's, which may last its whole time limit).

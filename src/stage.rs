@@ -201,10 +201,56 @@ impl StageCtx {
 
     /// Where leases are kept when the crawl directory is on an object store (the
     /// mirror's store); `None` for a local directory (lease files).
-    pub fn lease_store(&self) -> Option<Arc<dyn crate::store::lease::LeaseStore>> {
+    fn lease_store(&self) -> Option<Arc<dyn crate::store::lease::LeaseStore>> {
         self.mirror
             .clone()
             .map(|m| m as Arc<dyn crate::store::lease::LeaseStore>)
+    }
+
+    /// Takes the fetch leases `leases` (`(lease file of the crawl directory, what it
+    /// guards)`, in order) for `attempt` of `job`: lease files on a local crawl
+    /// directory, objects at the same keys on an object store. A task's leases get a
+    /// heartbeat when `fetch.lease_ttl` > 0 ([`crate::config::FetchConfig::lease_heartbeat`]:
+    /// renewed from when each is taken, also while it waits for the next); otherwise
+    /// they last `length` (the holder's time limit and then some; `None`: until
+    /// released). A live lease of another attempt
+    /// is waited for up to `fetch.lease_wait` (a task only), then refuses.
+    pub fn take_leases(
+        &self,
+        leases: &[(PathBuf, String)],
+        job: &str,
+        attempt: &str,
+        length: Option<std::time::Duration>,
+    ) -> Result<crate::store::lease::Held> {
+        use crate::store::lease::{Heartbeat, Held, Lease, Terms};
+        let cfg = &self.cfg.fetch;
+        let ttl = cfg.lease_heartbeat(self.is_task());
+        let mut held = Held {
+            heartbeat: ttl.map(|t| Heartbeat::start(t.as_millis() as i64)),
+            ..Held::default()
+        };
+        for (path, what) in leases {
+            let terms = Terms {
+                what,
+                job,
+                attempt,
+                lasts: ttl.or(length),
+                wait: cfg.lease_wait(self.is_task()),
+            };
+            let lease = match self.lease_store() {
+                Some(store) => {
+                    let rel = path
+                        .strip_prefix(&self.root)
+                        .unwrap_or(path)
+                        .to_string_lossy()
+                        .into_owned();
+                    Lease::acquire_remote(store, &rel, &terms)?
+                }
+                None => Lease::acquire(path, &terms)?,
+            };
+            held.add(lease);
+        }
+        Ok(held)
     }
 
     /// Whether the crawl directory is on an object store (the root is its local

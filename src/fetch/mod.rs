@@ -39,7 +39,7 @@ use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lease::{Heartbeat, Lease, Terms};
+use crate::store::lease::Fence;
 use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter, StagedDataset};
 use crate::store::partition::{PartitionKey, Partitioner};
@@ -486,49 +486,25 @@ fn run_task(
     check_queue_mode(cfg, set, pt)?;
     // A task's leases are renewed by a heartbeat (`fetch.lease_ttl`); without one
     // they last the time limit.
-    let ttl =
-        (is_task && cfg.fetch.lease_ttl > 0.0).then_some((cfg.fetch.lease_ttl * 1000.0) as i64);
-    let lasts = match ttl {
-        Some(ttl) => Some(Duration::from_millis(ttl as u64)),
+    let length = match cfg.fetch.lease_heartbeat(is_task) {
+        Some(_) => None,
         None => lease_length(cfg, is_task)?,
     };
     let own: Vec<usize> = set.iter().collect();
     // Every partition's lease first: a live one held by another attempt is waited
     // for (`fetch.lease_wait`), or fails the task (those taken are released on the
-    // way out). Held until the end of the task (released on drop); with a time to
-    // live, renewed by the heartbeat from when each is taken (also while the task
-    // waits for the next).
-    let heartbeat = ttl.map(Heartbeat::start);
-    let mut leases = Vec::new();
-    let mut taken_over = false;
-    for &i in &own {
-        let path = dir.fetch_lease(partitions, i);
-        let what = format!("partition {i} of segment {}", seg.name());
-        let terms = Terms {
-            what: &what,
-            job: job.id(),
-            attempt,
-            lasts,
-            wait: cfg.fetch.lease_wait(is_task),
-        };
-        let lease = match ctx.lease_store() {
-            // On an object store the lease is an object of the store.
-            Some(store) => {
-                let rel = path
-                    .strip_prefix(ctx.root())
-                    .unwrap_or(&path)
-                    .to_string_lossy()
-                    .into_owned();
-                Lease::acquire_remote(store, &rel, &terms)?
-            }
-            None => Lease::acquire(&path, &terms)?,
-        };
-        taken_over |= lease.taken_over();
-        match &heartbeat {
-            Some(h) => h.add(lease),
-            None => leases.push(lease),
-        }
-    }
+    // way out). Held until the end of the task.
+    let wanted: Vec<(PathBuf, String)> = own
+        .iter()
+        .map(|&i| {
+            (
+                dir.fetch_lease(partitions, i),
+                format!("partition {i} of segment {}", seg.name()),
+            )
+        })
+        .collect();
+    let held = ctx.take_leases(&wanted, job.id(), attempt, length)?;
+    let taken_over = held.taken_over;
     let lease_path = dir.fetch_lease(partitions, own.first().copied().unwrap_or(0));
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
@@ -562,8 +538,8 @@ fn run_task(
     if !set.is_all(partitions) {
         shared.own = Some((own.iter().copied().collect(), pt));
     }
-    shared.lease_until = heartbeat.as_ref().map(Heartbeat::valid_until);
-    let fenced = shared.fenced.clone();
+    shared.fence = held.fence();
+    let fence = shared.fence.clone();
     let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
     // A one-process fetch keeps status.json current (tasks of a job do not: many run at once).
@@ -573,7 +549,7 @@ fn run_task(
     });
     let run = rt.block_on(fetch_queues(shared, hosts, urls, sink));
     drop(rt);
-    if fenced.load(Ordering::SeqCst) || heartbeat.as_ref().is_some_and(Heartbeat::lost) {
+    if fence.as_ref().is_some_and(Fence::tripped) {
         // Another attempt may own these partitions now: nothing of this run is
         // recorded (no fetch state, no attempt), and the task fails.
         return Err(Error::Locked {
@@ -804,8 +780,7 @@ fn new_shared(
         reached: AtomicBool::new(false),
         unreached: Mutex::new(BTreeMap::new()),
         render: render::Renderer::new(&cfg.fetch.render)?,
-        lease_until: None,
-        fenced: Arc::new(AtomicBool::new(false)),
+        fence: None,
     })
 }
 

@@ -3,7 +3,7 @@
 //! seen, the stop flags (time limit, low throughput, signals) and the counters.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Semaphore, mpsc};
@@ -118,13 +118,11 @@ pub struct Shared {
     pub unreached: Mutex<BTreeMap<String, (&'static str, u16)>>,
     /// The browser of `[fetch.render]`, when some host is rendered.
     pub render: Option<super::render::Renderer>,
-    /// Until when (ms UTC) this task's leases let it start requests
-    /// ([`crate::store::lease::Heartbeat::valid_until`]); `None`: no heartbeat.
-    pub lease_until: Option<Arc<AtomicI64>>,
-    /// Set when a request was refused because the leases ran out (fencing): the run
-    /// fails instead of finishing its attempt. Shared with the task, which must not
-    /// keep [`Shared`] itself (its result channel closes when the workers drop it).
-    pub fenced: Arc<AtomicBool>,
+    /// The check of this task's leases before each request
+    /// ([`crate::store::lease::Heartbeat::fence`]); `None`: no heartbeat. A clone
+    /// stays with the task, which must not keep [`Shared`] itself (its result channel
+    /// closes when the workers drop it).
+    pub fence: Option<crate::store::lease::Fence>,
 }
 
 impl Shared {
@@ -149,14 +147,7 @@ impl Shared {
     /// Whether this task's leases ran out (fencing): past their safe point another
     /// attempt may take the hosts over, so no request may start (and the run fails).
     pub(super) fn lease_lost(&self) -> bool {
-        let lost = self
-            .lease_until
-            .as_ref()
-            .is_some_and(|until| crate::datum::now_millis() >= until.load(Ordering::SeqCst));
-        if lost {
-            self.fenced.store(true, Ordering::SeqCst);
-        }
-        lost
+        self.fence.as_ref().is_some_and(|f| !f.holds())
     }
 
     /// Stops the run early: no request starts from now on, and requests waiting for

@@ -23,6 +23,7 @@ use crate::net::outcome::classify_error;
 use crate::net::politeness::Politeness;
 use crate::net::robots::{Robots, fetch_robots, origin_of};
 use crate::net::runtime;
+use crate::store::lease::Fence;
 use crate::urls::UrlPolicy;
 
 /// At most this many redirects are followed for one sitemap (same origin only).
@@ -52,13 +53,25 @@ struct Shared {
     force: bool,
     /// Sitemaps this run may still fetch beyond the planned jobs (index children).
     budget: std::sync::atomic::AtomicI64,
+    /// The check of the task's leases before each request ([`Bounds::fence`]).
+    fence: Option<Fence>,
+}
+
+/// What bounds a partition task's requests: its leases.
+#[derive(Debug, Clone, Default)]
+pub struct Bounds {
+    /// Leases without a heartbeat expire after the task's time limit: the run stops
+    /// there and fails.
+    pub time_limit: Option<Duration>,
+    /// Leases with a heartbeat: checked before each request; once it does not hold,
+    /// no request starts (the caller fails the run).
+    pub fence: Option<Fence>,
 }
 
 /// Fetches every job (grouped by origin, origins in parallel, in origin order) and
 /// the children of the indexes among them, keeping `politeness` (the distance to
-/// the last run of the partitions fetched, whose `fetch.last_end` it records).
-/// With `time_limit` (a partition task: its leases expire after it), the run stops
-/// there and fails. Returns one result per sitemap processed, and the number of
+/// the last run of the partitions fetched, whose `fetch.last_end` it records),
+/// within `bounds`. Returns one result per sitemap processed, and the number of
 /// index children skipped because they were not due.
 #[allow(clippy::too_many_arguments)]
 pub fn fetch_all(
@@ -69,8 +82,9 @@ pub fn fetch_all(
     policy: &UrlPolicy,
     now: Millis,
     force: bool,
-    time_limit: Option<Duration>,
+    bounds: Bounds,
 ) -> Result<(Vec<FetchResult>, u64)> {
+    let Bounds { time_limit, fence } = bounds;
     if jobs.is_empty() {
         return Ok((Vec::new(), 0));
     }
@@ -86,6 +100,7 @@ pub fn fetch_all(
         budget: std::sync::atomic::AtomicI64::new(
             cfg.sitemaps.max_sitemaps as i64 - jobs.len() as i64,
         ),
+        fence,
     });
     let mut by_origin: BTreeMap<String, VecDeque<Job>> = BTreeMap::new();
     for j in jobs {
@@ -274,6 +289,10 @@ async fn polite_get(
     delay: Duration,
 ) -> std::result::Result<Fetched, RequestError> {
     tokio::time::sleep_until(*last + delay).await;
+    if shared.fence.as_ref().is_some_and(|f| !f.holds()) {
+        // Fencing: the leases may be taken over by now; the run fails.
+        return Err("not sent: this task's leases were not renewed in time".into());
+    }
     let cap = usize::try_from(shared.cfg.sitemaps.max_bytes).unwrap_or(usize::MAX);
     let r = shared.http.get(url, headers, cap).await;
     *last = tokio::time::Instant::now();

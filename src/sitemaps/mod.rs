@@ -30,7 +30,7 @@ use crate::net::robots::origin_of;
 use crate::stage::{Partitioned, Report, StageCtx};
 use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::lease::{Lease, Terms};
+use crate::store::lease::Fence;
 use crate::store::names;
 use crate::store::parquet::{self, PartWriter, part_name};
 use crate::store::partition::Partitioner;
@@ -500,23 +500,19 @@ fn run_task(
     let n = pt.n().max(1);
     let cfg = ctx.config();
     let is_task = ctx.is_task();
-    let lasts = lease_length(cfg, is_task)?;
+    // A task's leases are renewed by a heartbeat (`fetch.lease_ttl`); without one
+    // they last the time limit, which the task then stops at.
+    let heartbeat = cfg.fetch.lease_heartbeat(is_task);
+    let length = match heartbeat {
+        Some(_) => None,
+        None => lease_length(cfg, is_task)?,
+    };
     // A partition's hosts are fetched by one task at a time, sitemap or fetch.
-    let leases = set
+    let wanted: Vec<(PathBuf, String)> = set
         .iter()
-        .map(|i| {
-            Lease::acquire(
-                &dir.fetch_lease(n, i),
-                &Terms {
-                    what: &format!("partition {i} (sitemap)"),
-                    job: job.id(),
-                    attempt,
-                    lasts,
-                    wait: cfg.fetch.lease_wait(is_task),
-                },
-            )
-        })
-        .collect::<Result<Vec<Lease>>>()?;
+        .map(|i| (dir.fetch_lease(n, i), format!("partition {i} (sitemap)")))
+        .collect();
+    let leases = ctx.take_leases(&wanted, job.id(), attempt, length)?;
     let now = now_millis();
     let crawldb_version = crate::crawldb::version_id(dir)?;
     let sitemapdb_version = sitemapdb_version(dir)?;
@@ -540,19 +536,39 @@ fn run_task(
         jobs.len()
     );
     let last_ends: Vec<PathBuf> = set.iter().map(|i| dir.fetch_last_end_of(n, i)).collect();
-    if leases.iter().any(Lease::taken_over) {
+    if leases.taken_over {
         // A lost attempt may have sent requests to these hosts until a moment ago.
         Politeness::load_many(&last_ends, &[], &cfg.fetch).record_end()?;
     }
     let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
-    let time_limit = if is_task {
-        Some(Duration::from_secs_f64(cfg.fetch.time_limit))
-    } else {
-        None
-    };
-    let (results, children_not_due) = fetch::fetch_all(
-        cfg, politeness, jobs, &known, &policy, now, opts.force, time_limit,
-    )?;
+    let time_limit = (is_task && heartbeat.is_none())
+        .then(|| Duration::try_from_secs_f64(cfg.fetch.time_limit).unwrap_or_default());
+    let fence = leases.fence();
+    let fetched = fetch::fetch_all(
+        cfg,
+        politeness,
+        jobs,
+        &known,
+        &policy,
+        now,
+        opts.force,
+        fetch::Bounds {
+            time_limit,
+            fence: fence.clone(),
+        },
+    );
+    if fence.as_ref().is_some_and(Fence::tripped) {
+        // Another attempt may own these partitions now: nothing of this run is
+        // recorded, and the task fails.
+        return Err(Error::Locked {
+            path: dir.fetch_lease(n, set.iter().next().unwrap_or(0)),
+            message: format!(
+                "sitemap task on partitions {set} (attempt {attempt}): its leases were not renewed within fetch.lease_ttl ({} s): the process was held up or cut off, and another attempt may have taken the partitions over; it stopped sending requests and its attempt is not finished",
+                cfg.fetch.lease_ttl
+            ),
+        });
+    }
+    let (results, children_not_due) = fetched?;
     summary.not_due += children_not_due;
     let (entries, records) = tally(results, &mut summary);
     summary.reports = records;

@@ -326,7 +326,7 @@ impl Drop for Lease {
 /// Leases held by a task and renewed by a thread of their own (a heartbeat) every
 /// third of their time to live, so that a lease lasts seconds after its holder
 /// stopped (its process frozen, its machine cut off) instead of the task's whole
-/// time limit. The holder asks [`Heartbeat::valid_until`] before each request: past
+/// time limit. The holder asks its [`Heartbeat::fence`] before each request: past
 /// it, the lease may be about to expire and be taken over, so the holder sends
 /// nothing more (fencing) and fails. Leases are added as they are taken
 /// ([`Heartbeat::add`]), so those held are renewed while the task waits for the
@@ -335,7 +335,6 @@ impl Drop for Lease {
 pub struct Heartbeat {
     leases: std::sync::Arc<std::sync::Mutex<Vec<Lease>>>,
     until: std::sync::Arc<std::sync::atomic::AtomicI64>,
-    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -351,10 +350,8 @@ impl Heartbeat {
         let until = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(
             crate::datum::now_millis() + ttl_ms - ttl_ms / 3,
         ));
-        let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let (t_leases, t_until, t_lost, t_stop) =
-            (leases.clone(), until.clone(), lost.clone(), stop.clone());
+        let (t_leases, t_until, t_stop) = (leases.clone(), until.clone(), stop.clone());
         let period = std::time::Duration::from_millis((ttl_ms / 3) as u64);
         let thread = std::thread::spawn(move || {
             loop {
@@ -403,7 +400,6 @@ impl Heartbeat {
                 }
                 drop(leases);
                 if !ok {
-                    t_lost.store(true, SeqCst);
                     t_until.store(i64::MIN, SeqCst);
                     break;
                 }
@@ -413,7 +409,6 @@ impl Heartbeat {
         Heartbeat {
             leases,
             until,
-            lost,
             stop,
             thread: Some(thread),
         }
@@ -427,15 +422,13 @@ impl Heartbeat {
             .push(lease);
     }
 
-    /// Until when (ms UTC) the holder may start requests; `i64::MIN` once the leases
-    /// are lost. Shared with the thread that advances it.
-    pub fn valid_until(&self) -> std::sync::Arc<std::sync::atomic::AtomicI64> {
-        self.until.clone()
-    }
-
-    /// Whether the leases were lost (not renewed in time, or taken over).
-    pub fn lost(&self) -> bool {
-        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    /// What the holder checks before each request: until when the leases let it
+    /// start one (advanced by the heartbeat's thread).
+    pub fn fence(&self) -> Fence {
+        Fence {
+            until: self.until.clone(),
+            tripped: Default::default(),
+        }
     }
 }
 
@@ -452,6 +445,63 @@ impl Drop for Heartbeat {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+    }
+}
+
+/// A lease holder's check before each request (fencing): past the safe point of its
+/// leases' last renewal ([`Heartbeat::fence`]) another attempt may take them over,
+/// so no request may start, and the run must fail instead of finishing its attempt.
+/// Clones share the verdict.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    until: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    tripped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Fence {
+    /// Whether a request may start now; `false` also trips the fence.
+    pub fn holds(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let ok = crate::datum::now_millis() < self.until.load(SeqCst);
+        if !ok {
+            self.tripped.store(true, SeqCst);
+        }
+        ok
+    }
+
+    /// Whether a request was refused ([`Fence::holds`] said no) or the leases were
+    /// lost: the run must fail.
+    pub fn tripped(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.tripped.load(SeqCst) || self.until.load(SeqCst) == i64::MIN
+    }
+}
+
+/// The leases a task holds (released on drop): renewed by a heartbeat, or lasting
+/// the length they were taken for.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// Their heartbeat, if they have one (it holds them).
+    pub heartbeat: Option<Heartbeat>,
+    /// The leases without a heartbeat.
+    pub leases: Vec<Lease>,
+    /// Whether one was taken over from a holder that did not release it.
+    pub taken_over: bool,
+}
+
+impl Held {
+    /// Holds `lease` (renewed by the heartbeat if there is one).
+    pub fn add(&mut self, lease: Lease) {
+        self.taken_over |= lease.taken_over();
+        match &self.heartbeat {
+            Some(h) => h.add(lease),
+            None => self.leases.push(lease),
+        }
+    }
+
+    /// What the holder checks before each request; `None` without a heartbeat.
+    pub fn fence(&self) -> Option<Fence> {
+        self.heartbeat.as_ref().map(Heartbeat::fence)
     }
 }
 

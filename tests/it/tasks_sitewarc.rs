@@ -264,6 +264,85 @@ fn a_killed_sitemap_task_leaves_the_crawl_usable_and_its_retry_works() {
     web.stop();
 }
 
+/// Sitemap tasks hold fetch leases with a heartbeat too (`fetch.lease_ttl`): a task
+/// frozen mid-run (SIGSTOP) stops renewing; a retry started at once waits for its
+/// leases to expire (`fetch.lease_wait`), takes them over and finishes; resumed, the
+/// frozen task sends no request, fails (exit 6) and leaves no attempt; the commit
+/// installs the retry's.
+#[test]
+fn a_frozen_sitemap_task_loses_its_leases_and_sends_nothing_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let map = site_map(dir, SM_WEB);
+    let web = TestWeb::start(dir, SM_WEB);
+    // A long delay keeps the task fetching the sitemap host's sitemaps for seconds.
+    let config = config_with(dir, &web.addr, 1.0, 4);
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[fetch]\n", "[fetch]\nlease_ttl = 1.5\n");
+    std::fs::write(&config, text).unwrap();
+    let a = crawl_after_round(dir, &config, &map);
+    let smap = part_of_host(testweb::xmlsitemaps::SMAP_HOST, 4);
+    let lease = a.join(format!("fetch_state/00004/p{smap:05}/fetch.lease"));
+    let frozen = task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !lease.is_file() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no lease taken"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    let pid = frozen.id().to_string();
+    let signal = |sig: &str| {
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    signal("-STOP");
+    let held = trawl::store::lease::Lease::read(&lease).unwrap();
+    assert_eq!(held.attempt, "k-0");
+    assert!(
+        held.expires.unwrap() - trawl::datum::now_millis() <= 1500,
+        "the lease lasts the TTL, not the time limit: {held:?}"
+    );
+    let out = output_ok(task_command(
+        "sitemap",
+        &a,
+        &config,
+        &[],
+        "k1",
+        "0-3",
+        "k-1",
+    ));
+    assert!(
+        out.contains("waiting") && out.contains("is taken over"),
+        "{out}"
+    );
+    let resumed_ms = trawl::datum::now_millis();
+    signal("-CONT");
+    let done = frozen.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(6), "{err}");
+    assert!(err.contains("were not renewed"), "{err}");
+    let summary = commit_ok("sitemap", &a, &config, &[], "k1");
+    assert!(summary_count(&summary, "sitemap", "added") > 0, "{summary}");
+    let log = web.stop();
+    let after: Vec<_> = log.iter().filter(|l| l.time_ms > resumed_ms).collect();
+    assert!(
+        after.is_empty(),
+        "requests after the frozen sitemap task resumed: {after:?}"
+    );
+}
+
 /// warcio's view of every record of the `.warc.gz` files of `dir`: (type, target
 /// URI, record id, block digest, payload digest), sorted.
 fn warc_records(dir: &Path, scratch: &Path) -> Option<Vec<String>> {
