@@ -691,6 +691,23 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     );
     eprintln!("the frozen fetch process, resumed after the rounds, sent nothing");
     let hosts = assert_polite(&log, &map, DELAY_MS);
+    // What the lost attempt's work cost: its pages requested again by the retry (fetch
+    // keeps no checkpoint yet, docs/cluster.md), at most the pages it had made.
+    let mut pages: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for l in log.iter().filter(|l| {
+        l.path != "/robots.txt" && Partitioner::by_host(PARTITIONS).of_host(&l.host) == target
+    }) {
+        *pages.entry((l.host.clone(), l.path.clone())).or_default() += 1;
+    }
+    let twice = pages.values().filter(|&&n| n > 1).count();
+    eprintln!(
+        "pages of partition {target} requested twice (the frozen attempt's, fetched again by its retry): {twice} of {}",
+        pages.len()
+    );
+    assert!(
+        twice <= kill.pages_before,
+        "only the frozen attempt's pages are requested again"
+    );
     let fetched_hosts: std::collections::BTreeSet<&str> = got
         .iter()
         .filter(|(_, (s, _))| s == "db_fetched")
