@@ -246,20 +246,6 @@ fn leased_segment(
     (web, config, crawl, seg, lease)
 }
 
-/// Starts `cmd` (a fetch task) and waits until it holds `lease`.
-fn spawn_holding(cmd: &mut Command, lease: &Path) -> std::process::Child {
-    let child = cmd.spawn().unwrap();
-    let started = Instant::now();
-    while !lease.is_file() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no lease taken"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
 #[test]
 fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     let tmp = tempfile::tempdir().unwrap();
@@ -276,14 +262,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
     let mut cmd = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-0");
     let mut zombie = spawn_holding(&mut cmd, &lease);
     std::thread::sleep(Duration::from_millis(300));
-    let pid = zombie.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-STOP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    send_signal(zombie.id(), "-STOP");
 
     let out = task_command("fetch", &crawl, &config, &[&seg], "j", "0-3", "a-1")
         .output()
@@ -306,13 +285,7 @@ fn a_live_lease_refuses_a_second_attempt_until_it_expires() {
         "a-2",
     ));
     // The zombie is killed without a chance to finish: its attempt never counts.
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    send_signal(zombie.id(), "-KILL");
     let _ = zombie.wait();
     // A fetch task without a time limit is refused (its lease could never expire).
     let cfg2 = config_variant(&config, "nolimit.toml", "time_limit = 2.0\n", "");
@@ -375,17 +348,8 @@ fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
     std::thread::sleep(Duration::from_millis(1200));
     let renewed = trawl::store::lease::Lease::read(&lease).unwrap();
     assert_eq!(renewed.attempt, "a-0");
-    let pid = frozen.id().to_string();
-    let signal = |sig: &str| {
-        assert!(
-            Command::new("kill")
-                .args([sig, &pid])
-                .status()
-                .unwrap()
-                .success()
-        )
-    };
-    signal("-STOP");
+    let pid = frozen.id();
+    send_signal(pid, "-STOP");
     let frozen_at = Instant::now();
     // The lease expires within the TTL of its last renewal; a retry started now
     // waits for that, then takes over.
@@ -411,7 +375,7 @@ fn a_frozen_fetch_task_loses_its_leases_in_seconds_and_sends_nothing_after() {
     assert!(frozen_at.elapsed() < Duration::from_secs(60));
     // Resumed, the frozen task sends nothing and fails without an attempt.
     let resumed_ms = trawl::datum::now_millis();
-    signal("-CONT");
+    send_signal(pid, "-CONT");
     let done = frozen.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(6), "{err}");

@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use trawl::sitemaps::SitemapRecord;
@@ -220,17 +220,10 @@ fn a_killed_sitemap_task_leaves_the_crawl_usable_and_its_retry_works() {
 
     let smap = part_of_host(testweb::xmlsitemaps::SMAP_HOST, 4);
     let lease = a.join(format!("fetch_state/00004/p{smap:05}/fetch.lease"));
-    let mut victim = task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0")
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !lease.is_file() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no lease taken"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut victim = spawn_holding(
+        &mut task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0"),
+        &lease,
+    );
     std::thread::sleep(Duration::from_millis(700));
     victim.kill().unwrap();
     let _ = victim.wait();
@@ -284,30 +277,14 @@ fn a_frozen_sitemap_task_loses_its_leases_and_sends_nothing_after() {
     let a = crawl_after_round(dir, &config, &map);
     let smap = part_of_host(testweb::xmlsitemaps::SMAP_HOST, 4);
     let lease = a.join(format!("fetch_state/00004/p{smap:05}/fetch.lease"));
-    let frozen = task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !lease.is_file() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no lease taken"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let frozen = spawn_holding(
+        task_command("sitemap", &a, &config, &[], "k1", "0-3", "k-0")
+            .stderr(std::process::Stdio::piped()),
+        &lease,
+    );
     std::thread::sleep(Duration::from_millis(1200));
-    let pid = frozen.id().to_string();
-    let signal = |sig: &str| {
-        assert!(
-            Command::new("kill")
-                .args([sig, &pid])
-                .status()
-                .unwrap()
-                .success()
-        )
-    };
-    signal("-STOP");
+    let pid = frozen.id();
+    send_signal(pid, "-STOP");
     let held = trawl::store::lease::Lease::read(&lease).unwrap();
     assert_eq!(held.attempt, "k-0");
     assert!(
@@ -328,7 +305,7 @@ fn a_frozen_sitemap_task_loses_its_leases_and_sends_nothing_after() {
         "{out}"
     );
     let resumed_ms = trawl::datum::now_millis();
-    signal("-CONT");
+    send_signal(pid, "-CONT");
     let done = frozen.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(6), "{err}");

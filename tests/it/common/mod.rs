@@ -605,3 +605,26 @@ pub fn ran_with(component: &str) {
         let _ = writeln!(f, "{component}\t{test}");
     }
 }
+
+/// Starts `cmd` (a task that takes fetch leases) and waits until it holds `lease`.
+pub fn spawn_holding(cmd: &mut Command, lease: &Path) -> Child {
+    let child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while !lease.is_file() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no lease taken"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`, ..) to the process `pid`, asserting it was sent.
+pub fn send_signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal} {pid}");
+}
