@@ -224,18 +224,25 @@ def describe_units(step, specs, partitions):
 # Running binaries: on the executors (tasks) and in the driver (driver-side steps).
 
 
-def _die_with_parent():
-    """In the child before exec: get SIGTERM when the Python worker that started the
-    binary dies (Spark killed the task or the executor), so no binary outlives its
-    task by more than the binary's own stop at a signal."""
-    try:
-        import ctypes
+def _die_with_parent(parent):
+    """For the child before exec: get SIGTERM when the Python worker `parent` that
+    started the binary dies (Spark killed the task or the executor), so no binary
+    outlives its task by more than the binary's own stop at a signal; if it died
+    already (between the fork and here), exit at once."""
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    except OSError:
-        pass  # not Linux: the binary may outlive a killed task (leases still guard)
+    def arm():
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            pr_set_pdeathsig = 1
+            libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        except OSError:
+            pass  # not Linux: the binary may outlive a killed task (leases still guard)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
 def make_task(stage, command, crawl_dir, job, ok_codes, extra_flags=()):
@@ -273,7 +280,7 @@ def make_task(stage, command, crawl_dir, job, ok_codes, extra_flags=()):
                 # SIGHUP, and the kernel's SIGHUP + SIGCONT to a stopped process in a
                 # group orphaned when the worker dies, would wake a frozen binary).
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent(os.getpid()),
             )
         finally:
             if work:

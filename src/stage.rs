@@ -207,14 +207,24 @@ impl StageCtx {
             .map(|m| m as Arc<dyn crate::store::lease::LeaseStore>)
     }
 
+    /// The time to live of this run's fetch leases, renewed by a heartbeat: a task's
+    /// when `fetch.lease_ttl` > 0 and the store can renew them (not a `file://`
+    /// store); `None`: they last the holder's time limit.
+    pub fn lease_heartbeat(&self) -> Option<std::time::Duration> {
+        self.cfg
+            .fetch
+            .lease_heartbeat(self.is_task())
+            .filter(|_| self.lease_store().is_none_or(|s| s.renews()))
+    }
+
     /// Takes the fetch leases `leases` (`(lease file of the crawl directory, what it
     /// guards)`, in order) for `attempt` of `job`: lease files on a local crawl
-    /// directory, objects at the same keys on an object store. A task's leases get a
-    /// heartbeat when `fetch.lease_ttl` > 0 ([`crate::config::FetchConfig::lease_heartbeat`]:
-    /// renewed from when each is taken, also while it waits for the next); otherwise
-    /// they last `length` (the holder's time limit and then some; `None`: until
-    /// released). A live lease of another attempt
-    /// is waited for up to `fetch.lease_wait` (a task only), then refuses.
+    /// directory, objects at the same keys on an object store. With a heartbeat
+    /// ([`StageCtx::lease_heartbeat`]) each is renewed from when it is taken (also
+    /// while the task waits for the next); otherwise they last `length` (the
+    /// holder's time limit and then some; `None`: until released), counted for all
+    /// of them from when the last was taken. A live lease of another attempt is
+    /// waited for up to `fetch.lease_wait` (a task only), then refuses.
     pub fn take_leases(
         &self,
         leases: &[(PathBuf, String)],
@@ -224,7 +234,8 @@ impl StageCtx {
     ) -> Result<crate::store::lease::Held> {
         use crate::store::lease::{Heartbeat, Held, Lease, Terms};
         let cfg = &self.cfg.fetch;
-        let ttl = cfg.lease_heartbeat(self.is_task());
+        let ttl = self.lease_heartbeat();
+        let started = Instant::now();
         let mut held = Held {
             heartbeat: ttl.map(|t| Heartbeat::start(t.as_millis() as i64)),
             ..Held::default()
@@ -249,6 +260,24 @@ impl StageCtx {
                 None => Lease::acquire(path, &terms)?,
             };
             held.add(lease);
+        }
+        // Without a heartbeat, a lease taken before a wait would expire that much
+        // earlier than the holder stops: all of them last `length` from now.
+        if let Some(length) = length.filter(|_| ttl.is_none())
+            && held.leases.len() > 1
+            && started.elapsed() >= std::time::Duration::from_secs(1)
+            && self.lease_store().is_none_or(|s| s.renews())
+        {
+            let expires = crate::datum::now_millis()
+                .saturating_add(i64::try_from(length.as_millis()).unwrap_or(i64::MAX));
+            for lease in &mut held.leases {
+                if !lease.renew(expires)? {
+                    return Err(Error::Locked {
+                        path: lease.path().to_path_buf(),
+                        message: "the lease was taken over while this task waited for its other leases; retry the task".into(),
+                    });
+                }
+            }
         }
         Ok(held)
     }

@@ -486,7 +486,7 @@ fn run_task(
     check_queue_mode(cfg, set, pt)?;
     // A task's leases are renewed by a heartbeat (`fetch.lease_ttl`); without one
     // they last the time limit.
-    let length = match cfg.fetch.lease_heartbeat(is_task) {
+    let length = match ctx.lease_heartbeat() {
         Some(_) => None,
         None => lease_length(cfg, is_task)?,
     };

@@ -207,6 +207,13 @@ async fn origin_task(
     let base = shared.politeness.delay_secs(&host);
     tokio::time::sleep(shared.politeness.first_wait(base)).await;
     let mut delay = Duration::try_from_secs_f64(base.max(0.0)).unwrap_or_default();
+    if shared.fence.as_ref().is_some_and(|f| !f.holds()) {
+        // Fencing: not even robots.txt is requested; the run fails.
+        return queue
+            .iter()
+            .map(|j| failed(&shared, j, "failed", "lease_lost"))
+            .collect();
+    }
     let robots = if fcfg.respect_robots {
         let (r, _, _) = fetch_robots(&shared.http, &origin, &host, &fcfg.robots_agent).await;
         r

@@ -502,7 +502,7 @@ fn run_task(
     let is_task = ctx.is_task();
     // A task's leases are renewed by a heartbeat (`fetch.lease_ttl`); without one
     // they last the time limit, which the task then stops at.
-    let heartbeat = cfg.fetch.lease_heartbeat(is_task);
+    let heartbeat = ctx.lease_heartbeat();
     let length = match heartbeat {
         Some(_) => None,
         None => lease_length(cfg, is_task)?,

@@ -163,6 +163,10 @@ pub trait LeaseStore: std::fmt::Debug + Send + Sync {
     /// a conditional update of the version read); `false` when it holds something
     /// else or changed meanwhile: the lease was taken over.
     fn renew(&self, rel: &str, old: &str, new: &str) -> Result<bool>;
+    /// Whether leases can be renewed (and so have a heartbeat) on this store.
+    fn renews(&self) -> bool {
+        true
+    }
 }
 
 /// A lease held by this process; released (its file or object removed) on drop.
@@ -374,6 +378,8 @@ impl Heartbeat {
                         (now - t_until.load(SeqCst)) as f64 / 1000.0 + (ttl_ms / 3) as f64 / 1000.0
                     );
                 }
+                // When the leases expire unless renewed (the last renewal's expiry).
+                let expiry = t_until.load(SeqCst).saturating_add(ttl_ms / 3);
                 let expires = now + ttl_ms;
                 let mut leases = t_leases.lock().unwrap_or_else(|e| e.into_inner());
                 for l in leases.iter_mut() {
@@ -399,6 +405,16 @@ impl Heartbeat {
                     }
                 }
                 drop(leases);
+                if ok && crate::datum::now_millis() >= expiry {
+                    // Held up while renewing (a local renewal reads, then replaces):
+                    // the leases may have been taken over before the replace. They
+                    // are given up; a taker that was overwritten finds out at its
+                    // next renewal.
+                    tracing::warn!(
+                        "the leases of this task were renewed too late: it sends no more requests and fails"
+                    );
+                    ok = false;
+                }
                 if !ok {
                     t_until.store(i64::MIN, SeqCst);
                     break;

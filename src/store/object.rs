@@ -1661,9 +1661,24 @@ impl Mirror {
     }
 }
 
+/// The version tag of a lease object as read (`<e-tag>\n<version>`): S3 and Azure
+/// update conditionally on the e-tag, GCS on the generation (`version`).
+fn lease_tag(meta: &object_store::ObjectMeta) -> String {
+    format!(
+        "{}\n{}",
+        meta.e_tag.as_deref().unwrap_or_default(),
+        meta.version.as_deref().unwrap_or_default()
+    )
+}
+
 /// Leases on the store (src/store/lease.rs): created with `If-None-Match: *`,
-/// taken over with `If-Match: <e-tag read>`.
+/// taken over and renewed with `If-Match: <e-tag read>` (GCS: the generation read).
 impl super::lease::LeaseStore for Mirror {
+    /// `file://` stores have no conditional update (`object_store`'s local store).
+    fn renews(&self) -> bool {
+        self.remote.uri.scheme != "file"
+    }
+
     fn create(&self, rel: &str, body: &str) -> Result<Option<(String, String)>> {
         let remote = &self.remote;
         let key = remote.key(rel);
@@ -1680,7 +1695,7 @@ impl super::lease::LeaseStore for Mirror {
             }
             match remote.store.get(&key).await {
                 Ok(r) => {
-                    let tag = r.meta.e_tag.clone().unwrap_or_default();
+                    let tag = lease_tag(&r.meta);
                     let b = r.bytes().await.map_err(|e| remote.err("GET", &key, e))?;
                     Ok(Some((String::from_utf8_lossy(&b).into_owned(), tag)))
                 }
@@ -1697,13 +1712,17 @@ impl super::lease::LeaseStore for Mirror {
     fn replace(&self, rel: &str, body: &str, tag: &str) -> Result<bool> {
         let remote = &self.remote;
         let key = remote.key(rel);
-        if tag.is_empty() {
+        if tag.trim().is_empty() {
             return Ok(false);
         }
         remote.rt.block_on(async {
+            let (e_tag, version) = match tag.split_once('\n') {
+                Some((e, v)) => (e, (!v.is_empty()).then(|| v.to_string())),
+                None => (tag, None),
+            };
             let opts = PutOptions::from(PutMode::Update(object_store::UpdateVersion {
-                e_tag: Some(tag.to_string()),
-                version: None,
+                e_tag: (!e_tag.is_empty()).then(|| e_tag.to_string()),
+                version,
             }));
             match remote
                 .store
@@ -1738,7 +1757,7 @@ impl super::lease::LeaseStore for Mirror {
         let tag = remote.rt.block_on(async {
             match remote.store.get(&key).await {
                 Ok(r) => {
-                    let tag = r.meta.e_tag.clone().unwrap_or_default();
+                    let tag = lease_tag(&r.meta);
                     let b = r.bytes().await.map_err(|e| remote.err("GET", &key, e))?;
                     Ok((b.as_ref() == old.as_bytes()).then_some(tag))
                 }
