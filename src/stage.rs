@@ -268,16 +268,7 @@ impl StageCtx {
             && started.elapsed() >= std::time::Duration::from_secs(1)
             && self.lease_store().is_none_or(|s| s.renews())
         {
-            let expires = crate::datum::now_millis()
-                .saturating_add(i64::try_from(length.as_millis()).unwrap_or(i64::MAX));
-            for lease in &mut held.leases {
-                if !lease.renew(expires)? {
-                    return Err(Error::Locked {
-                        path: lease.path().to_path_buf(),
-                        message: "the lease was taken over while this task waited for its other leases; retry the task".into(),
-                    });
-                }
-            }
+            held.extend_all(length)?;
         }
         Ok(held)
     }

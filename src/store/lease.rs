@@ -515,6 +515,22 @@ impl Held {
         }
     }
 
+    /// Extends every lease without a heartbeat to last `length` from now; an error
+    /// when one was taken over meanwhile.
+    pub fn extend_all(&mut self, length: std::time::Duration) -> Result<()> {
+        let expires = crate::datum::now_millis()
+            .saturating_add(i64::try_from(length.as_millis()).unwrap_or(i64::MAX));
+        for lease in &mut self.leases {
+            if !lease.renew(expires)? {
+                return Err(Error::Locked {
+                    path: lease.path().to_path_buf(),
+                    message: "the lease was taken over while this task waited for its other leases; retry the task".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// What the holder checks before each request; `None` without a heartbeat.
     pub fn fence(&self) -> Option<Fence> {
         self.heartbeat.as_ref().map(Heartbeat::fence)
