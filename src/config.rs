@@ -213,6 +213,11 @@ pub struct FetchConfig {
     /// before it fails (exit 6): a retry meeting the lease of the attempt it replaces
     /// (frozen, or on a lost machine) takes it over once it expired. 0 = fail at once.
     pub lease_wait: f64,
+    /// How often (seconds) a fetch publishes a checkpoint of what it fetched since the
+    /// last one (rows, pages, robots.txt): a retry of a lost task, or a rerun after a
+    /// kill, continues from the checkpoints instead of fetching those URLs again.
+    /// 0 = no checkpoints (docs/fetch.md, "Checkpoints").
+    pub checkpoint_interval: f64,
     /// Stop early when fewer fetch-list URLs than this finish per second over a whole
     /// `min_throughput_window` (checked from `min_throughput_after` on): the URLs left
     /// get `fetch_retry`/`throughput_limit` and stay due, like Nutch's
@@ -338,6 +343,7 @@ impl Default for FetchConfig {
             time_limit: 0.0,
             lease_ttl: 30.0,
             lease_wait: 60.0,
+            checkpoint_interval: 10.0,
             min_throughput: 0.0,
             min_throughput_window: 30.0,
             min_throughput_after: 60.0,

@@ -39,6 +39,8 @@ pub struct BenchSpec {
     pub max_connections: usize,
     /// `https://` URLs, served over TLS.
     pub https: bool,
+    /// `fetch.checkpoint_interval` (seconds; 0 = no checkpoints).
+    pub checkpoint_interval: f64,
 }
 
 /// What one scenario measured.
@@ -334,6 +336,7 @@ pub fn run_bench(spec: &BenchSpec, work: &Path) -> Result<BenchReport> {
     server_rt.spawn(serve(listener, page, tls, conns.clone()));
 
     cfg.fetch.delay = spec.delay;
+    cfg.fetch.checkpoint_interval = spec.checkpoint_interval;
     cfg.fetch.max_connections = spec.max_connections;
     cfg.fetch.per_host_connections = 1;
     cfg.fetch
@@ -379,6 +382,7 @@ mod tests {
             delay: 0.01,
             max_connections: 8,
             https: true,
+            checkpoint_interval: 10.0,
         };
         let r = run_bench(&spec, dir.path()).unwrap();
         assert_eq!(r.pages, 15);

@@ -118,6 +118,7 @@ const RULES: &[(&str, Rule, &str)] = &[
     ("fetch.time_limit", closed(0.0, YEAR), "seconds"),
     ("fetch.lease_ttl", closed(0.0, DAY), "seconds"),
     ("fetch.lease_wait", closed(0.0, DAY), "seconds"),
+    ("fetch.checkpoint_interval", closed(0.0, DAY), "seconds"),
     ("fetch.min_throughput", at_least(0.0), "URLs per second"),
     ("fetch.min_throughput_window", positive(DAY), "seconds"),
     ("fetch.min_throughput_after", closed(0.0, YEAR), "seconds"),

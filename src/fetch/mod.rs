@@ -9,6 +9,7 @@
 //! (`segments/<name>.lock`) for its whole run, so a second fetch of the same segment
 //! is refused instead of deleting the first one's work in progress.
 
+mod checkpoint;
 mod origins;
 mod page;
 mod progress;
@@ -89,6 +90,9 @@ pub struct FetchReport {
     pub unreached: BTreeMap<String, (String, String)>,
     /// What JavaScript rendering did (`[fetch.render]`).
     pub render: RenderStats,
+    /// crawl_fetch rows taken from the checkpoints of an earlier, lost attempt
+    /// (`fetch.checkpoint_interval`): those URLs were not requested again.
+    pub resumed: u64,
 }
 
 /// How many unreached hosts the unreachable warning names.
@@ -148,6 +152,13 @@ impl FetchReport {
             join(&self.stats.by_reason)
         ) + &if self.render.any() {
             format!("; {}", self.render.line())
+        } else {
+            String::new()
+        } + &if self.resumed > 0 {
+            format!(
+                "; {} rows resumed from the checkpoints of a lost attempt",
+                self.resumed
+            )
         } else {
             String::new()
         }
@@ -296,6 +307,8 @@ struct TaskReport {
     unreached: BTreeMap<String, (String, String)>,
     #[serde(default)]
     render: RenderStats,
+    #[serde(default)]
+    resumed: u64,
 }
 
 impl TaskReport {
@@ -321,6 +334,7 @@ impl TaskReport {
         self.reached |= o.reached;
         self.unreached.extend(o.unreached);
         self.render.add(&o.render);
+        self.resumed += o.resumed;
     }
 
     fn into_report(self, seg: &Segment) -> FetchReport {
@@ -340,6 +354,7 @@ impl TaskReport {
             reached: self.reached,
             unreached: self.unreached,
             render: self.render,
+            resumed: self.resumed,
         }
     }
 }
@@ -435,7 +450,7 @@ impl Partitioned for Fetch<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<TaskReport> {
-        commit(self.seg, job, self.pt.n())
+        commit(self.dir, self.seg, job, self.pt.n())
     }
 
     /// A one-process run reports what its task did (with the hosts it did not
@@ -508,19 +523,50 @@ fn run_task(
     let lease_path = dir.fetch_lease(partitions, own.first().copied().unwrap_or(0));
     let seed_hosts = dir.crawldb_meta().map(|m| m.seed_hosts).unwrap_or_default();
     let policy = UrlPolicy::new(&cfg.urls, &seed_hosts)?;
-    let (hosts, urls) = read_fetch_list(seg, set)?;
+    let (mut hosts, urls) = read_fetch_list(seg, set)?;
+    let n_hosts = hosts.len();
+    // What the checkpoints of earlier attempts hold is not requested again.
+    let checkpoints = checkpoint_root(ctx, dir, seg, partitions);
+    let resumed = match &checkpoints {
+        Some((root, _)) => {
+            let listed: HashSet<&str> = hosts
+                .iter()
+                .flat_map(|(_, items)| items.iter().map(|i| &*i.url))
+                .collect();
+            checkpoint::load(root, set, pt, &listed)
+        }
+        None => checkpoint::Resumed::default(),
+    };
+    if resumed.rows() > 0 {
+        for (_, items) in &mut hosts {
+            items.retain(|i| !resumed.done.contains(&*i.url));
+        }
+        hosts.retain(|(_, items)| !items.is_empty());
+        tracing::info!(
+            "resuming from {} checkpoints of earlier attempts: {} fetch-list URLs and {} redirect targets are done",
+            resumed.checkpoints,
+            resumed.listed,
+            resumed.followed
+        );
+    }
+    let remaining = urls - resumed.listed;
     tracing::info!(
-        "fetching segment {} (partitions {set}): {urls} urls on {} hosts",
+        "fetching segment {} (partitions {set}): {remaining} urls on {} hosts",
         seg.name(),
         hosts.len()
     );
-    let n_hosts = hosts.len();
     let w = job.attempt_writer(set, attempt)?;
+    let resumed = Arc::new(resumed);
+    let sink = checkpoints
+        .as_ref()
+        .map(|(root, every)| checkpoint::Sink::new(root, set, *every, held.fence()));
     let writer = writer::SegmentWriter::start(
         &w.dataset(SegmentDataset::CrawlFetch.as_str())?,
         &w.dataset(SegmentDataset::Content.as_str())?,
         pt,
         &own,
+        (resumed.rows() > 0).then(|| resumed.clone()),
+        sink,
     )?;
     let last_ends: Vec<PathBuf> = own
         .iter()
@@ -535,6 +581,17 @@ fn run_task(
     let politeness = Politeness::load_many(&last_ends, &[dir.fetch_last_end()], &cfg.fetch);
     let robots_cache = RobotsCache::new(dir, cfg, pt, &own);
     let mut shared = new_shared(cfg, policy, &writer, &hosts, &politeness, &robots_cache)?;
+    if cfg.fetch.follow_redirects > 0 {
+        let claimed = shared.claimed.get_mut().unwrap_or_else(|e| e.into_inner());
+        claimed.extend(resumed.done.iter().cloned());
+    }
+    // The robots.txt the lost attempt decided: reused, and in this attempt's robots/.
+    shared.robots_cache.extend(resumed.robots_cache());
+    shared
+        .robots_log
+        .get_mut()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(resumed.robots.values().map(|e| e.record.clone()));
     if !set.is_all(partitions) {
         shared.own = Some((own.iter().copied().collect(), pt));
     }
@@ -547,7 +604,8 @@ fn run_task(
         path: dir.status_file(),
         segment: seg.name().to_string(),
     });
-    let run = rt.block_on(fetch_queues(shared, hosts, urls, sink));
+    let tick = checkpoints.as_ref().map(|(_, every)| *every / 2);
+    let run = rt.block_on(fetch_queues(shared, hosts, remaining, sink, tick));
     drop(rt);
     if fence.as_ref().is_some_and(Fence::tripped) {
         // Another attempt may own these partitions now: nothing of this run is
@@ -563,16 +621,25 @@ fn run_task(
     // Every request of this run has ended: the next run keeps its distance from now.
     politeness.record_end()?;
     let written = writer.finish()?;
-    robots_cache.save(run.robots_fetched);
-    let expected = urls + run.followed;
+    let mut robots_fetched = run.robots_fetched;
+    for (origin, e) in resumed.robots_cache() {
+        robots_fetched.entry(origin).or_insert(e);
+    }
+    robots_cache.save(robots_fetched);
+    let followed = run.followed + resumed.followed;
+    let expected = urls + followed;
     if run.aborted || written.stats.rows != expected {
         return Err(Error::crawl_dir(
             seg.path(),
             format!(
-                "fetch produced {} crawl_fetch rows for {urls} fetch-list URLs and {} followed redirects; nothing was committed, rerun fetch",
-                written.stats.rows, run.followed
+                "fetch produced {} crawl_fetch rows for {urls} fetch-list URLs and {followed} followed redirects ({} rows from checkpoints); nothing was committed, rerun fetch",
+                written.stats.rows,
+                resumed.rows()
             ),
         ));
+    }
+    if written.checkpoints > 0 {
+        tracing::debug!("{} checkpoints published", written.checkpoints);
     }
     if run.interrupted && is_task {
         // A task's output is whole or nothing: the retry fetches the partitions again.
@@ -584,15 +651,20 @@ fn run_task(
             ),
         });
     }
-    let robots = run.robots_log.len();
-    let robots_cached = run
+    // One row per origin: the last decided (a resumed run's own over its checkpoints').
+    let robots_log: BTreeMap<String, RobotsRecord> = run
         .robots_log
-        .iter()
-        .filter(|r| run.robots_cached_origins.contains(&r.origin))
+        .into_iter()
+        .map(|r| (r.origin.clone(), r))
+        .collect();
+    let robots = robots_log.len();
+    let robots_cached = robots_log
+        .keys()
+        .filter(|o| run.robots_cached_origins.contains(*o) && !resumed.robots.contains_key(*o))
         .count();
     write_robots(
         &w.dataset(SegmentDataset::Robots.as_str())?,
-        run.robots_log,
+        robots_log.into_values(),
         pt,
         &own,
     )?;
@@ -601,7 +673,7 @@ fn run_task(
         hosts: n_hosts,
         queues: run.queues,
         dns_lookups: run.dns_lookups,
-        followed: run.followed,
+        followed,
         robots_cached,
         stats: written.stats,
         robots,
@@ -611,6 +683,7 @@ fn run_task(
         reached: run.reached,
         unreached: run.unreached,
         render: run.render,
+        resumed: resumed.rows(),
     };
     // A one-process run stopped by a signal still writes what it fetched.
     w.finish_anyway(&report)?;
@@ -621,7 +694,7 @@ fn run_task(
 /// into the segment's datasets and installs them in that order (`crawl_fetch/` last:
 /// its presence means the segment is fetched); removes the job; returns the
 /// attempts' reports summed.
-fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
+fn commit(dir: &CrawlDir, seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
     let chosen = job.choose(partitions)?;
     let staged = |ds: SegmentDataset| StagedDataset::new(&seg.dataset(ds));
     let robots = staged(SegmentDataset::Robots)?;
@@ -641,7 +714,35 @@ fn commit(seg: &Segment, job: &Job, partitions: usize) -> Result<TaskReport> {
     robots.commit()?;
     content.commit()?;
     fetch.commit()?;
+    // The segment is fetched: its checkpoints are no longer needed.
+    let checkpoints = dir.fetch_checkpoints_of(seg.name());
+    if checkpoints.exists() {
+        std::fs::remove_dir_all(&checkpoints).at(&checkpoints)?;
+    }
+    if let Some(parent) = checkpoints.parent() {
+        // Gone when empty: another segment's may still be there.
+        let _ = std::fs::remove_dir(parent);
+    }
     Ok(report)
+}
+
+/// Where this run's checkpoints go and how often (`fetch.checkpoint_interval`):
+/// `None` when they are off, or on an object store (each task runs on a mirror of
+/// its own there, which a retry does not see).
+fn checkpoint_root(
+    ctx: &StageCtx,
+    dir: &CrawlDir,
+    seg: &Segment,
+    partitions: usize,
+) -> Option<(PathBuf, Duration)> {
+    let every = ctx.config().fetch.checkpoint_interval;
+    if every <= 0.0 || ctx.is_remote() {
+        return None;
+    }
+    Some((
+        dir.fetch_checkpoints(seg.name(), partitions),
+        Duration::try_from_secs_f64(every).unwrap_or(Duration::MAX),
+    ))
 }
 
 /// The robots cache as this run uses it: kept only when `fetch.robots_cache_ttl` > 0
@@ -792,8 +893,21 @@ async fn fetch_queues(
     hosts: Vec<HostList>,
     urls: u64,
     sink: Option<progress::StatusSink>,
+    tick: Option<Duration>,
 ) -> RunResult {
     let watch = tokio::spawn(watch_signals(shared.clone()));
+    // Wakes the writer to publish a checkpoint when rows wait and none arrives.
+    let ticker = tick.map(|every| {
+        let tx = shared.tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if tx.send(writer::Msg::Tick).await.is_err() {
+                    return;
+                }
+            }
+        })
+    });
     let reporter = progress::spawn_reporter(shared.progress.clone(), urls, sink);
     let grouped = queues::group_into_queues(shared.mode, shared.http.resolver(), hosts).await;
     // Every queue is registered before any worker starts, so a redirect target
@@ -819,6 +933,9 @@ async fn fetch_queues(
         f.abort();
     }
     watch.abort();
+    if let Some(t) = ticker {
+        t.abort();
+    }
     reporter.finish().await;
     let render = match &shared.render {
         Some(r) => {
@@ -896,14 +1013,13 @@ struct RunResult {
 }
 
 /// Writes the `robots/` rows of partitions `own` (of `partitions`, by host) into
-/// `out`, a part per partition.
+/// `out`, a part per partition, in the order given.
 fn write_robots(
     out: &Path,
-    mut rows: Vec<RobotsRecord>,
+    rows: impl Iterator<Item = RobotsRecord>,
     partitions: Partitioner,
     own: &[usize],
 ) -> Result<()> {
-    rows.sort_by(|a, b| a.origin.cmp(&b.origin));
     let mut parts: Vec<Option<PartWriter<RobotsRecord>>> =
         (0..partitions.n()).map(|_| None).collect();
     for &i in own {

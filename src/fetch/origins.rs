@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::fetch::checkpoint::RobotsEntry;
 use crate::fetch::queues::{HostQueue, lock};
 use crate::fetch::state::Shared;
 use crate::fetch::worker::gated;
+use crate::fetch::writer::Msg;
 use crate::net::outcome::network_reason;
 use crate::net::robots::{Robots, fetch_robots, origin_of};
 use crate::net::robots_cache::CacheEntry;
@@ -31,27 +33,35 @@ pub(super) async fn robots_for(
         return Some((r.clone(), reason));
     }
     let agent = &shared.cfg.robots_agent;
-    let (robots, rec, requested) = match shared.robots_cache.get(&origin) {
+    let (robots, rec, entry, requested) = match shared.robots_cache.get(&origin) {
         Some(entry) => {
             tracing::debug!("robots.txt of {origin} from the robots cache");
             let (robots, rec) = entry.robots(agent);
-            (robots, rec, false)
+            (robots, rec, Some(entry.clone()), false)
         }
         None => {
             let (robots, rec, body) = gated(shared, queue, || async {
                 (fetch_robots(&shared.http, &origin, host, agent).await, None)
             })
             .await?;
+            let entry = CacheEntry::new(&robots, &rec, body.as_deref());
             if shared.cfg.robots_cache_ttl > 0.0
-                && let Some(e) = CacheEntry::new(&robots, &rec, body.as_deref())
+                && let Some(e) = &entry
             {
-                lock(&shared.robots_fetched).insert(origin.clone(), e);
+                lock(&shared.robots_fetched).insert(origin.clone(), e.clone());
             }
             let failure = rec.http_status.is_none().then_some(rec.reason.as_str());
             shared.record_contact(url, host, failure);
-            (robots, rec, true)
+            (robots, rec, entry, true)
         }
     };
+    // For the checkpoints: a resumed run reuses it instead of asking again.
+    shared
+        .send(Msg::Robots(Box::new(RobotsEntry {
+            record: rec.clone(),
+            cache: entry,
+        })))
+        .await;
     let unavailable = match (&robots, rec.http_status) {
         (Robots::Unavailable, None) => network_reason(&rec.reason).unwrap_or("robots_unavailable"),
         _ => "robots_unavailable",

@@ -14,7 +14,7 @@ use crate::crawldb::state::{REASON_INTERRUPTED, REASON_THROUGHPUT_LIMIT, REASON_
 use crate::datum::FetchStatus;
 use crate::fetch::page::FetchItem;
 use crate::fetch::queues::{HostQueue, QueueMode, lock, queue_key};
-use crate::fetch::writer::Output;
+use crate::fetch::writer::{Msg, Output};
 use crate::net::client::Http;
 use crate::net::outcome::{connect_failure, network_reason};
 use crate::net::politeness::Politeness;
@@ -65,8 +65,8 @@ pub struct Shared {
     pub policy: UrlPolicy,
     /// `[fetch]`.
     pub cfg: FetchConfig,
-    /// Results go here.
-    pub tx: mpsc::Sender<Output>,
+    /// Results (and robots.txt decisions, for the checkpoints) go here.
+    pub tx: mpsc::Sender<Msg>,
     /// Global connection permits.
     pub permits: Arc<Semaphore>,
     /// The time limit, if any.
@@ -286,7 +286,12 @@ impl Shared {
             p.pages.fetch_add(1, Ordering::Relaxed);
             p.bytes.fetch_add(c.content.len() as u64, Ordering::Relaxed);
         }
-        if self.tx.send(out).await.is_err() {
+        self.send(Msg::Row(out)).await;
+    }
+
+    /// Sends `msg` to the writer; a writer gone (it failed) aborts the run.
+    pub(super) async fn send(&self, msg: Msg) {
+        if self.tx.send(msg).await.is_err() {
             self.aborted.store(true, Ordering::Relaxed);
         }
     }

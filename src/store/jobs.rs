@@ -214,6 +214,12 @@ fn check_id(kind: &str, id: &str, max: usize) -> Result<()> {
 
 /// Checks a `--job` id.
 pub fn check_job_id(id: &str) -> Result<()> {
+    if id == names::FETCH_CHECKPOINTS {
+        return Err(Error::input(
+            format!("--job `{id}`"),
+            "the name of fetch's checkpoint directory (_jobs/fetch-checkpoints/); choose another",
+        ));
+    }
     check_id("job", id, MAX_JOB_LEN)
 }
 

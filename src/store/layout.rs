@@ -267,6 +267,22 @@ impl CrawlDir {
         self.fetch_state(partitions, i).join(names::FETCH_LEASE)
     }
 
+    /// `_jobs/fetch-checkpoints/<segment>/`: the checkpoints fetch attempts of
+    /// `segment` published (`fetch.checkpoint_interval`), removed by its fetch commit.
+    pub fn fetch_checkpoints_of(&self, segment: &str) -> PathBuf {
+        self.root
+            .join(names::JOBS)
+            .join(names::FETCH_CHECKPOINTS)
+            .join(segment)
+    }
+
+    /// `_jobs/fetch-checkpoints/<segment>/<n>/`: those of its fetch list's `n`
+    /// partitions (`<pset>/<checkpoint>/` below).
+    pub fn fetch_checkpoints(&self, segment: &str, partitions: usize) -> PathBuf {
+        self.fetch_checkpoints_of(segment)
+            .join(format!("{partitions:05}"))
+    }
+
     /// Reads the crawldb's `_meta.json`.
     pub fn crawldb_meta(&self) -> Result<CrawlDbMeta> {
         parquet::read_json(&self.crawldb_current().join(CRAWLDB_META))

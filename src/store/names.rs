@@ -153,6 +153,9 @@ pub const FETCH_LAST_END: &str = "fetch.last_end";
 /// `_jobs/`: the attempts of partition tasks waiting for their commit
 /// (see [`super::jobs`]).
 pub const JOBS: &str = "_jobs";
+/// `_jobs/fetch-checkpoints/`: what fetch attempts checkpointed, by segment (a name
+/// no job may take).
+pub const FETCH_CHECKPOINTS: &str = "fetch-checkpoints";
 /// `fetch_state/`: fetch's state per partition (`fetch_state/<n>/p<i>/`: the
 /// partition's `fetch.last_end`, `robots_cache.json` and `fetch.lease`), for `n`
 /// partitions.

@@ -144,6 +144,17 @@ pub fn writer_properties() -> WriterProperties {
         .build()
 }
 
+/// Writer properties of scratch files trawl reads back once and removes (fetch's
+/// checkpoints): Snappy, which costs the writer thread less than zstd.
+pub fn scratch_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_column_dictionary_enabled(::parquet::schema::types::ColumnPath::from("url"), false)
+        .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// The file name of part `i` (`part-00003.parquet`).
 pub fn part_name(i: usize) -> String {
     format!("part-{i:05}.parquet")
@@ -186,8 +197,13 @@ impl<R: Record> PartWriter<R> {
 
     /// Creates `path` (truncating it).
     pub fn create(path: &Path) -> Result<Self> {
+        Self::create_with(path, writer_properties())
+    }
+
+    /// Creates `path` (truncating it) written with `props`.
+    pub fn create_with(path: &Path, props: WriterProperties) -> Result<Self> {
         let file = File::create(path).at(path)?;
-        let writer = ArrowWriter::try_new(file, R::schema(), Some(writer_properties()))
+        let writer = ArrowWriter::try_new(file, R::schema(), Some(props))
             .map_err(|e| Error::parquet(path, e))?;
         Ok(PartWriter {
             path: path.to_path_buf(),

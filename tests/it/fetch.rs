@@ -2,7 +2,7 @@
 //! that serves several virtual hosts (`*.test`, mapped with `fetch.resolve`).
 
 use crate::common;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
 use trawl::datum::{CrawlDatum, FetchStatus};
+use trawl::net::robots::RobotsRecord;
 use trawl::records::{ContentRecord, FetchRecord};
 use trawl::store::layout::SegmentMeta;
 use trawl::store::parquet::{self, PartWriter, StagedDataset};
@@ -606,4 +607,134 @@ fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
         .filter(|n| n.contains(".tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A fetch killed mid-run (kill -9) and run again continues from its checkpoints
+/// (`fetch.checkpoint_interval`): only the pages requested within the last interval
+/// before the kill are requested again, robots.txt is not asked again, and the
+/// segment has every page once, with its content.
+#[test]
+fn a_fetch_killed_mid_run_resumes_from_its_checkpoints() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, log) = start_server(&rt);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let n = 12;
+    let seg = host_segment(root, "20260104000000", "k.test", n);
+    let interval = 0.5;
+    let delay = 0.25;
+    let config = write_config(
+        root,
+        addr,
+        &format!("delay = {delay}\ncheckpoint_interval = {interval}"),
+    );
+    let mut child = Command::new(common::bin("fetch"))
+        .arg("--crawl-dir")
+        .arg(root)
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once it has requested some pages, about half of them.
+    let started = Instant::now();
+    let pages = |log: &Log| {
+        log.hits()
+            .iter()
+            .filter(|h| h.path != "/robots.txt")
+            .count()
+    };
+    while pages(&log) < n / 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the fetch made {} requests",
+            pages(&log)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    let killed = Instant::now();
+    child.wait().unwrap();
+    let before = pages(&log);
+    assert!(
+        !seg.join("crawl_fetch").exists(),
+        "a killed fetch commits nothing"
+    );
+    let checkpoints = root.join("_jobs/fetch-checkpoints/20260104000000");
+    assert!(
+        checkpoints.is_dir(),
+        "the killed fetch published checkpoints"
+    );
+
+    let out = run_fetch(root, &config, &["--delay", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("fetch: segment"))
+        .unwrap_or_else(|| panic!("no summary: {stderr}"));
+    let resumed: u64 = summary
+        .split("; ")
+        .find_map(|f| f.split_once(" rows resumed from the checkpoints of a lost attempt"))
+        .map(|(n, _)| n)
+        .unwrap_or_else(|| panic!("the summary says what was resumed: {summary}"))
+        .parse()
+        .unwrap();
+    assert!(resumed >= 2, "{summary}");
+
+    // Every page once in the segment, with its content.
+    let rows = by_url(parquet::read_dataset::<FetchRecord>(&seg.join("crawl_fetch")).unwrap());
+    assert_eq!(rows.len(), n);
+    assert!(
+        rows.values().all(|r| r.status == FetchStatus::FetchSuccess),
+        "{rows:?}"
+    );
+    let content = parquet::read_dataset::<ContentRecord>(&seg.join("content")).unwrap();
+    let with_content: BTreeSet<&str> = content.iter().map(|c| c.url.as_str()).collect();
+    assert_eq!(with_content.len(), n, "one page per URL: {with_content:?}");
+    for c in &content {
+        let path = c.url.trim_start_matches("http://k.test");
+        assert!(
+            String::from_utf8_lossy(&c.content).contains(&format!(">k.test{path}<")),
+            "the page of {} is its own",
+            c.url
+        );
+    }
+    let robots = parquet::read_dataset::<RobotsRecord>(&seg.join("robots")).unwrap();
+    assert_eq!(robots.len(), 1, "one robots.txt row: {robots:?}");
+    assert!(!checkpoints.exists(), "the commit removed the checkpoints");
+
+    // Only the last interval's pages were requested again; robots.txt once.
+    let hits = log.hits();
+    let mut first: BTreeMap<&str, Instant> = BTreeMap::new();
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for h in &hits {
+        first.entry(&h.path).or_insert(h.start);
+        *count.entry(&h.path).or_default() += 1;
+    }
+    assert_eq!(count.get("/robots.txt"), Some(&1), "robots.txt asked once");
+    let twice: Vec<&str> = count
+        .iter()
+        .filter(|(p, c)| **c > 1 && **p != "/robots.txt")
+        .map(|(p, _)| *p)
+        .collect();
+    eprintln!(
+        "{before} pages requested before the kill, {} again after it, {resumed} rows resumed",
+        twice.len()
+    );
+    // A checkpoint is published at most 1.5 intervals (its tick) after its first row,
+    // and a row is emitted when its response ends: slack for both.
+    let window = Duration::from_secs_f64(interval * 1.5 + 0.5);
+    for p in &twice {
+        assert!(
+            killed.duration_since(first[p]) <= window,
+            "{p} was requested {:.2} s before the kill and again after it",
+            killed.duration_since(first[p]).as_secs_f64()
+        );
+    }
+    assert!(
+        twice.len() < before,
+        "the rerun did not fetch everything again"
+    );
 }

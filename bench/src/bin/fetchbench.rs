@@ -42,6 +42,9 @@ struct Args {
     /// from a throw-away CA trusted through fetch.ca_file).
     #[arg(long)]
     https: bool,
+    /// fetch.checkpoint_interval (seconds; 0 = no checkpoints): what checkpoints cost.
+    #[arg(long, default_value_t = trawl::config::Config::default().fetch.checkpoint_interval)]
+    checkpoint_interval: f64,
     /// Where to create the temporary crawl directories.
     #[arg(long, default_value = "target/fetchbench")]
     work_dir: PathBuf,
@@ -64,6 +67,7 @@ fn run() -> anyhow::Result<()> {
         delay: 0.0,
         max_connections: args.max_connections,
         https: false,
+        checkpoint_interval: args.checkpoint_interval,
     };
     let r = run_bench(&throughput, &args.work_dir)?;
     println!(
@@ -123,6 +127,7 @@ fn run() -> anyhow::Result<()> {
             delay: args.delay,
             max_connections: args.max_connections,
             https: false,
+            checkpoint_interval: args.checkpoint_interval,
         };
         let r = run_bench(&polite, &args.work_dir)?;
         println!(
