@@ -123,9 +123,22 @@ impl Sink {
             .ok_or_else(|| Error::Net("internal: no checkpoint".into()))
     }
 
+    /// Whether nothing more is written: after a failure, or once the leases are lost
+    /// (a zombie resumed after its retry took over creates nothing, not even a
+    /// directory).
+    fn stopped(&mut self) -> bool {
+        if !self.off && self.fence.as_ref().is_some_and(|f| !f.holds()) {
+            self.off = true;
+            if let Some(c) = self.chunk.take() {
+                let _ = std::fs::remove_dir_all(&c.tmp);
+            }
+        }
+        self.off
+    }
+
     /// Adds a row (and its page) to the next checkpoint.
     pub fn row(&mut self, out: &Output) {
-        if self.off {
+        if self.stopped() {
             return;
         }
         let r = self.chunk().and_then(|c| {
@@ -146,7 +159,7 @@ impl Sink {
 
     /// Adds a robots.txt decision to the next checkpoint.
     pub fn robots(&mut self, e: RobotsEntry) {
-        if self.off {
+        if self.stopped() {
             return;
         }
         let r = self.chunk().map(|c| c.robots.push(e));
@@ -171,6 +184,9 @@ impl Sink {
             // Another attempt may own the partitions now: nothing more of this one.
             self.off = true;
             let _ = std::fs::remove_dir_all(&chunk.tmp);
+            if let Some(parent) = chunk.tmp.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
             return;
         }
         let dest = self.dir.join(format!("{}-{:06}", self.prefix, self.seq));

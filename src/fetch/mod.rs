@@ -528,14 +528,14 @@ fn run_task(
     // What the checkpoints of earlier attempts hold is not requested again.
     let checkpoints = checkpoint_root(ctx, dir, seg, partitions);
     let resumed = match &checkpoints {
-        Some((root, _)) => {
+        Some((root, _)) if root.is_dir() => {
             let listed: HashSet<&str> = hosts
                 .iter()
                 .flat_map(|(_, items)| items.iter().map(|i| &*i.url))
                 .collect();
             checkpoint::load(root, set, pt, &listed)
         }
-        None => checkpoint::Resumed::default(),
+        _ => checkpoint::Resumed::default(),
     };
     if resumed.rows() > 0 {
         for (_, items) in &mut hosts {

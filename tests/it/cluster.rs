@@ -592,6 +592,10 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(
+        !crawl.join("_jobs/fetch-checkpoints").exists(),
+        "the fetch commits removed the checkpoints, and the resumed process wrote none"
+    );
     // Spark ran the killed task again: its retry (attempt number 1) is what was committed.
     let retried: Vec<&str> = stdout
         .lines()

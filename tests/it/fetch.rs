@@ -234,16 +234,19 @@ fn write_config(root: &Path, addr: SocketAddr, extra: &str) -> PathBuf {
     p
 }
 
-fn run_fetch(root: &Path, config: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(common::bin("fetch"))
-        .arg("--crawl-dir")
+/// `fetch --crawl-dir ROOT --config CONFIG` (warnings logged).
+fn fetch_command(root: &Path, config: &Path) -> Command {
+    let mut c = Command::new(common::bin("fetch"));
+    c.arg("--crawl-dir")
         .arg(root)
         .arg("--config")
         .arg(config)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
+        .env("RUST_LOG", "warn");
+    c
+}
+
+fn run_fetch(root: &Path, config: &Path, args: &[&str]) -> std::process::Output {
+    fetch_command(root, config).args(args).output().unwrap()
 }
 
 fn by_url(rows: Vec<FetchRecord>) -> BTreeMap<String, FetchRecord> {
@@ -577,12 +580,7 @@ fn a_killed_run_leaves_no_dataset_and_a_rerun_completes() {
     let root = tmp.path();
     let seg = host_segment(root, "20260104000000", "k.test", 8);
     let config = write_config(root, addr, "delay = 0.5");
-    let mut child = Command::new(common::bin("fetch"))
-        .arg("--crawl-dir")
-        .arg(root)
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "warn")
+    let mut child = fetch_command(root, &config)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -628,12 +626,7 @@ fn a_fetch_killed_mid_run_resumes_from_its_checkpoints() {
         addr,
         &format!("delay = {delay}\ncheckpoint_interval = {interval}"),
     );
-    let mut child = Command::new(common::bin("fetch"))
-        .arg("--crawl-dir")
-        .arg(root)
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "warn")
+    let mut child = fetch_command(root, &config)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -703,7 +696,10 @@ fn a_fetch_killed_mid_run_resumes_from_its_checkpoints() {
     }
     let robots = parquet::read_dataset::<RobotsRecord>(&seg.join("robots")).unwrap();
     assert_eq!(robots.len(), 1, "one robots.txt row: {robots:?}");
-    assert!(!checkpoints.exists(), "the commit removed the checkpoints");
+    assert!(
+        !root.join("_jobs").exists(),
+        "the commit removed the checkpoints (and the job)"
+    );
 
     // Only the last interval's pages were requested again; robots.txt once.
     let hits = log.hits();
