@@ -18,7 +18,7 @@
 //! taken: those URLs are fetched), copies the rows and pages into its own attempt
 //! and fetches the rest. The fetch commit removes the segment's checkpoints.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -253,29 +253,39 @@ impl Resumed {
             .collect()
     }
 
-    /// Streams the rows and pages taken into `push` (checkpoint by checkpoint).
+    /// Streams the rows and pages taken into `push` (checkpoint by checkpoint). A
+    /// checkpoint's pages are in the order of its rows (the writer adds both at
+    /// once), so both files are read side by side, a batch at a time.
     pub fn copy(&self, mut push: impl FnMut(Output) -> Result<()>) -> Result<()> {
         for (chunk, taken) in &self.chunks {
             if taken.is_empty() {
                 continue;
             }
             let content_file = chunk.join(CONTENT_FILE);
-            let mut pages: HashMap<String, ContentRecord> = HashMap::new();
-            for rows in
-                parquet::read_part::<ContentRecord>(&content_file).map_err(|e| damaged(chunk, e))?
-            {
-                for c in rows.map_err(|e| damaged(chunk, e))? {
-                    if taken.contains(&c.url) {
-                        pages.insert(c.url.clone(), c);
+            let mut pages = parquet::read_part::<ContentRecord>(&content_file)
+                .map_err(|e| damaged(chunk, e))?;
+            let mut batch: VecDeque<ContentRecord> = VecDeque::new();
+            let mut page_of = |url: &str| -> Result<Option<ContentRecord>> {
+                loop {
+                    if let Some(c) = batch.front() {
+                        return Ok(if c.url == url {
+                            batch.pop_front()
+                        } else {
+                            None
+                        });
+                    }
+                    match pages.next() {
+                        Some(b) => batch.extend(b.map_err(|e| damaged(chunk, e))?),
+                        None => return Ok(None),
                     }
                 }
-            }
+            };
             for rows in parquet::read_part::<FetchRecord>(&chunk.join(FETCH_FILE))
                 .map_err(|e| damaged(chunk, e))?
             {
                 for r in rows.map_err(|e| damaged(chunk, e))? {
+                    let content = page_of(&r.url)?;
                     if taken.contains(&r.url) {
-                        let content = pages.remove(&r.url);
                         push(Output { record: r, content })?;
                     }
                 }

@@ -549,7 +549,7 @@ fn run_task(
             resumed.followed
         );
     }
-    let remaining = urls - resumed.listed;
+    let remaining = urls.saturating_sub(resumed.listed);
     tracing::info!(
         "fetching segment {} (partitions {set}): {remaining} urls on {} hosts",
         seg.name(),

@@ -247,8 +247,10 @@ fn rounds_until_nothing_is_due_match_the_site_map() {
 #[test]
 fn a_crawl_killed_anywhere_resumes_where_it_was() {
     let s = setup();
-    // Killed while round 2 fetches.
-    let mut child = s.spawn(&["--rounds", "3"]);
+    // Checkpoints every 0.1 s: the rerun continues round 2's fetch from them.
+    let args = ["--rounds", "3", "--set", "fetch.checkpoint_interval=0.1"];
+    // Killed while round 2 fetches, once it has published a checkpoint.
+    let mut child = s.spawn(&args);
     wait_until("round 2 has its fetch list", || {
         s.journal().is_some_and(|j| {
             j["current"]["round"] == 2
@@ -258,8 +260,17 @@ fn a_crawl_killed_anywhere_resumes_where_it_was() {
                     .is_empty()
         })
     });
-    std::thread::sleep(Duration::from_millis(300));
+    let checkpoints = s.crawl.join("_jobs/fetch-checkpoints");
+    wait_until("round 2's fetch has checkpointed a row", || {
+        files_under(&checkpoints).iter().any(|p| {
+            p.ends_with("crawl_fetch.parquet")
+                && !p.to_string_lossy().contains(".tmp-")
+                && trawl::store::parquet::read_part_all::<trawl::records::FetchRecord>(p)
+                    .is_ok_and(|rows| !rows.is_empty())
+        })
+    });
     kill9(&mut child);
+    let killed_ms = trawl::datum::now_millis();
     let fetched_before = s
         .segments()
         .iter()
@@ -267,7 +278,7 @@ fn a_crawl_killed_anywhere_resumes_where_it_was() {
         .count();
     assert_eq!(fetched_before, 1, "killed during round 2's fetch");
     // Killed again between round 3's steps (after dedup, before pagerank finished).
-    let mut child = s.spawn(&["--rounds", "3"]);
+    let mut child = s.spawn(&args);
     wait_until("round 3 has deduplicated", || {
         s.journal().is_some_and(|j| {
             j["current"]["round"] == 3
@@ -277,6 +288,12 @@ fn a_crawl_killed_anywhere_resumes_where_it_was() {
         })
     });
     kill9(&mut child);
+    let mut second = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut second).unwrap();
+    assert!(
+        second.contains(" rows resumed from the checkpoints of a lost attempt"),
+        "round 2's fetch continued from the killed run's checkpoints: {second}"
+    );
     // The steps of round 3 the killed run had finished (dedup at least; on a quick
     // machine pagerank too before the kill lands).
     let done: Vec<String> = s
@@ -287,7 +304,7 @@ fn a_crawl_killed_anywhere_resumes_where_it_was() {
         .filter_map(|x| x.as_str().map(str::to_string))
         .collect();
     // The rest.
-    let out = s.crawl_cmd(&["--rounds", "3"]).output().unwrap();
+    let out = s.crawl_cmd(&args).output().unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let summary = err.lines().last().unwrap();
@@ -320,6 +337,19 @@ fn a_crawl_killed_anywhere_resumes_where_it_was() {
     s.assert_segments_complete(3);
     let log = s.web.stop();
     assert_polite(&log, &s.map, DELAY_MS);
+    // Only what round 2's fetch requested since its last checkpoint was requested
+    // again (no page is fetched in two rounds: see assert_segments_complete).
+    let mut first: BTreeMap<(&str, &str), (i64, usize)> = BTreeMap::new();
+    for l in log.iter().filter(|l| l.path != "/robots.txt") {
+        first.entry((&l.host, &l.path)).or_insert((l.time_ms, 0)).1 += 1;
+    }
+    for ((host, path), (at, n)) in first {
+        assert!(
+            n == 1 || killed_ms - at <= 650,
+            "{host}{path} requested {n} times, first {} ms before the kill (more than a checkpoint interval)",
+            killed_ms - at
+        );
+    }
 }
 
 #[test]

@@ -403,13 +403,17 @@ pub fn hit_urls(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-/// Every file under `dir`, recursively, sorted.
+/// Every file under `dir`, recursively, sorted (none when it does not exist; a
+/// directory removed while it is read, by a stage at work, is skipped).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
             if p.is_dir() {
                 todo.push(p);
             } else {
