@@ -489,7 +489,8 @@ impl Partitioned for Generate<'_> {
             _ => {
                 let cut = read_cutoff(job)?;
                 let w = job.pass(SELECT).attempt_writer(partitions, attempt)?;
-                let r = select_task(self.ctx, &cut, &parts, w.path())?;
+                let histogram = job.pass(HISTOGRAM);
+                let r = select_task(self.ctx, &cut, histogram.dir(), &parts, w.path())?;
                 super::finish_attempt(w, &r)?;
                 Ok(GenerateReport {
                     scanned: cut.scanned,
@@ -529,15 +530,12 @@ pub fn run_cutoff(ctx: &StageCtx, opts: &GenerateOpts, job: &str) -> Result<(usi
         .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
         .collect::<Result<Vec<_>>>()?;
     let cut = cutoff(ctx, opts, &attempts)?;
-    let urls = cut
-        .lists
-        .iter()
-        .flat_map(|l| l.iter().map(|p| p.len() as u64))
-        .sum();
+    let per_list = cut.selection.urls();
+    let urls = per_list.iter().sum();
     let bytes = serde_json::to_vec(&cut)
         .map_err(|e| Error::crawl_dir(job.dir(), format!("cannot encode the cut-off: {e}")))?;
     parquet::write_atomic(&job.file(CUTOFF_FILE), &bytes)?;
-    Ok((cut.lists.len(), urls))
+    Ok((per_list.len(), urls))
 }
 
 /// The cut-off of `job`.
@@ -579,8 +577,9 @@ pub struct HistogramReport {
 }
 
 /// The cut-off of a generate job (`generate --cutoff`, stored as a job file): the
-/// exact selection made from every partition's pass-1 candidates, as row numbers of
-/// the crawldb parts per fetch list, and the names the segments get.
+/// exact selection made from every partition's pass-1 candidates ([`Selection`]:
+/// ranges of each partition's candidates, or with a per-domain cap the row numbers),
+/// and the names the segments get.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Cutoff {
     /// The crawldb version the histograms were made from.
@@ -593,14 +592,57 @@ pub struct Cutoff {
     pub generated_time: Millis,
     /// One segment name per fetch list.
     pub names: Vec<String>,
-    /// `lists[segment][partition]`: crawldb row numbers, best first.
-    pub lists: select::Lists,
+    /// The fetch lists.
+    pub selection: Selection,
     /// Summed counts of the histogram tasks.
     pub scanned: u64,
     /// Rows due and eligible.
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+}
+
+/// The fetch lists a cut-off chose.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    /// Without a per-domain cap ([`select::needs_rows`] false): per fetch list and
+    /// partition, the range `(from, to)` of the partition's pass-1 candidates it takes
+    /// (`ranges[list][partition]`), from the histogram attempt `sources[partition]`
+    /// (`<partition set>/<attempt>` under the job's histogram pass). A select task
+    /// reads its own partitions' candidates there, so the cut-off file is a few numbers
+    /// per partition whatever the lists hold.
+    Prefixes {
+        /// `ranges[list][partition]`.
+        ranges: Vec<Vec<(usize, usize)>>,
+        /// The histogram attempt of each partition.
+        sources: Vec<String>,
+    },
+    /// With a per-domain cap: `lists[list][partition]`, crawldb row numbers, best
+    /// first.
+    Rows(select::Lists),
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection::Rows(Vec::new())
+    }
+}
+
+impl Selection {
+    /// URLs per fetch list.
+    pub fn urls(&self) -> Vec<u64> {
+        match self {
+            Selection::Prefixes { ranges, .. } => ranges
+                .iter()
+                .map(|l| l.iter().map(|(a, b)| b.saturating_sub(*a) as u64).sum())
+                .collect(),
+            Selection::Rows(lists) => lists
+                .iter()
+                .map(|l| l.iter().map(|p| p.len() as u64).sum())
+                .collect(),
+        }
+    }
 }
 
 /// What a `--pass select` task wrote: URLs per fetch list of its partitions.
@@ -702,6 +744,7 @@ fn cutoff(
         ..Cutoff::default()
     };
     let mut parts: Vec<Option<select::Ranked>> = (0..n).map(|_| None).collect();
+    let mut sources: Vec<String> = vec![String::new(); n];
     let mut pending: std::collections::BTreeSet<String> = Default::default();
     for (path, r) in attempts {
         if r.crawldb_version != version {
@@ -711,18 +754,23 @@ fn cutoff(
         c.scanned += r.scanned;
         c.due += r.due;
         c.pending += r.pending;
+        // `<partition set>/<attempt>`: where a select task finds the candidates.
+        let name = |p: Option<&Path>| {
+            p.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let source = format!("{}/{}", name(path.parent()), name(Some(path)));
         for &i in &r.partitions {
-            let file = ranked_file(path, i);
-            let bytes = std::fs::read(&file).at(&file)?;
-            let (ranked, _): (select::Ranked, usize) =
-                bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(
-                    |e| Error::crawl_dir(&file, format!("cannot decode candidates: {e}")),
-                )?;
+            let ranked = read_ranked(&ranked_file(path, i))?;
             match parts.get_mut(i) {
-                Some(slot @ None) => *slot = Some(ranked),
+                Some(slot @ None) => {
+                    *slot = Some(ranked);
+                    sources[i] = source.clone();
+                }
                 _ => {
                     return Err(Error::crawl_dir(
-                        &file,
+                        ranked_file(path, i),
                         format!("internal: partition {i} given twice or out of range"),
                     ));
                 }
@@ -741,9 +789,17 @@ fn cutoff(
     }
     let rules = rules(&dir, cfg, opts)?;
     let paths: Vec<PathBuf> = (0..n).map(|i| current_part(&dir, i)).collect();
-    c.lists = select::choose(&paths, &ranked, &rules, opts.top_n)?;
+    c.selection = if select::needs_rows(&rules) {
+        Selection::Rows(select::choose(&paths, &ranked, &rules, opts.top_n)?)
+    } else {
+        Selection::Prefixes {
+            ranges: select::choose_prefixes(&paths, &ranked, &rules, opts.top_n)?,
+            sources,
+        }
+    };
+    let lists = c.selection.urls().len();
     let mut t = opts.now;
-    while c.names.len() < c.lists.len() {
+    while c.names.len() < lists {
         let name = layout::new_segment_name(&dir, t);
         if !c.names.contains(&name) {
             c.names.push(name);
@@ -751,6 +807,15 @@ fn cutoff(
         t += 1000;
     }
     Ok(c)
+}
+
+/// Reads a partition's pass-1 candidates (`ranked-NNNNN.bin` of a histogram attempt).
+fn read_ranked(file: &Path) -> Result<select::Ranked> {
+    let bytes = std::fs::read(file).at(file)?;
+    let (ranked, _): (select::Ranked, usize) =
+        bincode::serde::decode_from_slice(&bytes, bincode::config::standard())
+            .map_err(|e| Error::crawl_dir(file, format!("cannot decode candidates: {e}")))?;
+    Ok(ranked)
 }
 
 /// The error for a job whose tasks read crawldb version `read` when `now` is current.
@@ -766,14 +831,45 @@ fn changed(dir: &CrawlDir, attempt: &Path, read: &str, now: &str) -> Error {
 
 /// A generate job's pass 2 for the partitions `parts`: writes their rows of every
 /// fetch list of the cut-off into `out` ([`list_dir`]), as one-process generate does.
-fn select_task(ctx: &StageCtx, cut: &Cutoff, parts: &[usize], out: &Path) -> Result<SelectReport> {
+/// Lists given as ranges are read from the partitions' candidates in the job's
+/// histogram attempts (`histogram`, the pass's directory).
+fn select_task(
+    ctx: &StageCtx,
+    cut: &Cutoff,
+    histogram: &Path,
+    parts: &[usize],
+    out: &Path,
+) -> Result<SelectReport> {
     let dir = ctx.open_existing()?;
     check_partitions(&dir, parts, cut.partitions)?;
     let version = super::version_id(&dir)?;
     if version != cut.crawldb_version {
         return Err(changed(&dir, out, &cut.crawldb_version, &version));
     }
-    let gen_dirs: Vec<PathBuf> = (0..cut.lists.len()).map(|k| list_dir(out, k)).collect();
+    let lists: std::borrow::Cow<'_, select::Lists> = match &cut.selection {
+        Selection::Rows(lists) => std::borrow::Cow::Borrowed(lists),
+        Selection::Prefixes { ranges, sources } => {
+            let mut lists: select::Lists = ranges
+                .iter()
+                .map(|_| vec![Vec::new(); cut.partitions])
+                .collect();
+            for &i in parts {
+                let source = sources.get(i).ok_or_else(|| {
+                    Error::crawl_dir(
+                        histogram,
+                        format!("the cut-off names no histogram attempt of partition {i}"),
+                    )
+                })?;
+                let ranked = read_ranked(&ranked_file(&histogram.join(source), i))?;
+                for (list, range) in lists.iter_mut().zip(ranges) {
+                    let (from, to) = range.get(i).copied().unwrap_or_default();
+                    list[i] = select::rows_of(&ranked, from, to);
+                }
+            }
+            std::borrow::Cow::Owned(lists)
+        }
+    };
+    let gen_dirs: Vec<PathBuf> = (0..lists.len()).map(|k| list_dir(out, k)).collect();
     for d in &gen_dirs {
         std::fs::create_dir_all(d).at(d)?;
     }
@@ -781,14 +877,13 @@ fn select_task(ctx: &StageCtx, cut: &Cutoff, parts: &[usize], out: &Path) -> Res
         .par_iter()
         .map(|&i| {
             super::interrupted("generate")?;
-            write_partition(i, &current_part(&dir, i), &cut.lists, &gen_dirs)
+            write_partition(i, &current_part(&dir, i), &lists, &gen_dirs)
         })
         .collect::<Result<Vec<()>>>()?;
     Ok(SelectReport {
         crawldb_version: version,
         partitions: parts.to_vec(),
-        urls: cut
-            .lists
+        urls: lists
             .iter()
             .map(|l| parts.iter().map(|&i| l[i].len() as u64).sum())
             .collect(),
@@ -836,8 +931,8 @@ fn commit(
         ..GenerateReport::default()
     };
     let n = cut.partitions;
-    for (k, (list, name)) in cut.lists.iter().zip(&cut.names).enumerate() {
-        let urls: u64 = list.iter().map(|p| p.len() as u64).sum();
+    let per_list = cut.selection.urls();
+    for (k, (&urls, name)) in per_list.iter().zip(&cut.names).enumerate() {
         let seg = StagedDataset::new(&dir.segments_dir().join(name))?;
         let gen_dir = seg.path().join(SegmentDataset::CrawlGenerate.as_str());
         std::fs::create_dir_all(&gen_dir).at(&gen_dir)?;

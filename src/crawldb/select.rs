@@ -575,9 +575,39 @@ pub fn choose(
     rules: &Rules,
     per_list: usize,
 ) -> Result<Lists> {
-    if rules.by_domain && rules.capped() {
+    if needs_rows(rules) {
         return choose_by_domain(paths, parts, rules, per_list);
     }
+    let ranges = choose_prefixes(paths, parts, rules, per_list)?;
+    Ok(ranges
+        .iter()
+        .map(|list| {
+            parts
+                .iter()
+                .zip(list)
+                .map(|(r, &(from, to))| rows_of(r, from, to))
+                .collect()
+        })
+        .collect())
+}
+
+/// Whether [`choose`] needs the URLs of the candidates it may take (a per-domain cap:
+/// a domain spans parts), so that its lists are not prefixes of the parts'
+/// candidates ([`choose_prefixes`]).
+pub fn needs_rows(rules: &Rules) -> bool {
+    rules.by_domain && rules.capped()
+}
+
+/// The fetch lists as prefix ranges: `ranges[list][part] = (from, to)`, the part's
+/// candidates `cands[from..to]` in that list. [`choose`] without a per-domain cap
+/// ([`needs_rows`] false): the global order restricted to one part is the part's own
+/// order ([`better`]), so each list takes the next run of every part's candidates.
+pub fn choose_prefixes(
+    paths: &[PathBuf],
+    parts: &[Ranked],
+    rules: &Rules,
+    per_list: usize,
+) -> Result<Vec<Vec<(usize, usize)>>> {
     let total: usize = parts.iter().map(|r| r.cands.len()).sum();
     let end = total.min(rules.limit);
     let per_list = per_list.max(1);
@@ -588,16 +618,20 @@ pub fn choose(
     let mut lists = Vec::new();
     let mut from = vec![0usize; parts.len()];
     for to in top_prefixes(paths, parts, &cuts)? {
-        lists.push(
-            parts
-                .iter()
-                .enumerate()
-                .map(|(p, r)| r.cands[from[p]..to[p]].iter().map(|c| c.row).collect())
-                .collect(),
-        );
+        lists.push(from.iter().copied().zip(to.iter().copied()).collect());
         from = to;
     }
     Ok(lists)
+}
+
+/// The rows of `r`'s candidates `from..to` (a range [`choose_prefixes`] gave).
+pub fn rows_of(r: &Ranked, from: usize, to: usize) -> Vec<u32> {
+    r.cands
+        .get(from..to.min(r.cands.len()))
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.row)
+        .collect()
 }
 
 /// [`choose`] with a per-domain cap.

@@ -305,6 +305,22 @@ fn round_both(c: &Crawl, r: usize) -> bool {
         &["--pass", "histogram"],
     );
     run_ok("generate", &c.b, &c.cfg, &["--job", &job, "--cutoff"]);
+    // Without a per-domain cap the cut-off is ranges of each partition's candidates,
+    // not the lists' rows: its size does not grow with the lists.
+    let cut: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(c.b.join("_jobs").join(&job).join("cutoff.json")).unwrap(),
+    )
+    .unwrap();
+    let ranges = &cut["selection"]["prefixes"]["ranges"];
+    assert!(ranges.is_array(), "ranges in the cut-off: {cut}");
+    assert!(
+        ranges
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l.as_array().unwrap().len() == 8),
+        "one range per partition and list: {cut}"
+    );
     tasks_over_sets("generate", &c.b, &c.cfg, &[], &job, &["--pass", "select"]);
     let seg_b = commit_ok("generate", &c.b, &c.cfg, &[], &job)
         .trim()
@@ -596,6 +612,11 @@ fn generate_caps_per_domain_as_tasks_with_either_partition_key() {
         let job = "g";
         tasks_over_sets("generate", &b, &cfg, &[], job, &["--pass", "histogram"]);
         run_ok("generate", &b, &cfg, &["--job", job, "--cutoff"]);
+        let cut = std::fs::read_to_string(b.join("_jobs").join(job).join("cutoff.json")).unwrap();
+        assert!(
+            cut.contains("\"rows\""),
+            "with the per-domain cap the cut-off holds the rows: {cut}"
+        );
         tasks_over_sets("generate", &b, &cfg, &[], job, &["--pass", "select"]);
         let seg_b = commit_ok("generate", &b, &cfg, &[], job).trim().to_string();
         let (la, lb) = (fetch_list(Path::new(&seg_a)), fetch_list(Path::new(&seg_b)));
