@@ -551,7 +551,16 @@ fn read_cutoff(job: &crate::store::jobs::Job) -> Result<Cutoff> {
             ),
         ));
     }
-    parquet::read_json(&file)
+    parquet::read_json(&file).map_err(|e| {
+        Error::crawl_dir(
+            &file,
+            format!(
+                "the cut-off of job {} cannot be read ({e}); run `generate --job {} --cutoff` again",
+                job.id(),
+                job.id()
+            ),
+        )
+    })
 }
 
 /// What a `--pass histogram` task of a generate job did: its partitions' counts and
@@ -860,10 +869,28 @@ fn select_task(
                         format!("the cut-off names no histogram attempt of partition {i}"),
                     )
                 })?;
-                let ranked = read_ranked(&ranked_file(&histogram.join(source), i))?;
+                let file = ranked_file(&histogram.join(source), i);
+                let rerun = |why: String| {
+                    Error::crawl_dir(
+                        &file,
+                        format!(
+                            "{why}: the cut-off does not match the job's histogram attempts; rerun the job's cut-off (`generate --job ID --cutoff`), then its select tasks"
+                        ),
+                    )
+                };
+                let ranked = read_ranked(&file).map_err(|e| {
+                    rerun(format!(
+                        "the candidates of partition {i} cannot be read ({e})"
+                    ))
+                })?;
                 for (list, range) in lists.iter_mut().zip(ranges) {
                     let (from, to) = range.get(i).copied().unwrap_or_default();
-                    list[i] = select::rows_of(&ranked, from, to);
+                    list[i] = select::rows_of(&ranked, from, to).ok_or_else(|| {
+                        rerun(format!(
+                            "partition {i} has {} candidates, the cut-off takes {from}..{to}",
+                            ranked.cands.len()
+                        ))
+                    })?;
                 }
             }
             std::borrow::Cow::Owned(lists)
@@ -932,6 +959,20 @@ fn commit(
     };
     let n = cut.partitions;
     let per_list = cut.selection.urls();
+    for (k, &want) in per_list.iter().enumerate() {
+        let got: u64 = attempts
+            .iter()
+            .map(|(_, r)| r.urls.get(k).copied().unwrap_or(0))
+            .sum();
+        if got != want {
+            return Err(Error::crawl_dir(
+                dir.root(),
+                format!(
+                    "the select tasks wrote {got} URLs for fetch list {k}, the cut-off chose {want}: nothing was written; rerun the job's select tasks"
+                ),
+            ));
+        }
+    }
     for (k, (&urls, name)) in per_list.iter().zip(&cut.names).enumerate() {
         let seg = StagedDataset::new(&dir.segments_dir().join(name))?;
         let gen_dir = seg.path().join(SegmentDataset::CrawlGenerate.as_str());

@@ -585,7 +585,7 @@ pub fn choose(
             parts
                 .iter()
                 .zip(list)
-                .map(|(r, &(from, to))| rows_of(r, from, to))
+                .map(|(r, &(from, to))| rows_of(r, from, to).unwrap_or_default())
                 .collect()
         })
         .collect())
@@ -624,14 +624,10 @@ pub fn choose_prefixes(
     Ok(lists)
 }
 
-/// The rows of `r`'s candidates `from..to` (a range [`choose_prefixes`] gave).
-pub fn rows_of(r: &Ranked, from: usize, to: usize) -> Vec<u32> {
-    r.cands
-        .get(from..to.min(r.cands.len()))
-        .unwrap_or_default()
-        .iter()
-        .map(|c| c.row)
-        .collect()
+/// The rows of `r`'s candidates `from..to` (a range [`choose_prefixes`] gave);
+/// `None` when `r` does not have them (not the candidates the range was cut from).
+pub fn rows_of(r: &Ranked, from: usize, to: usize) -> Option<Vec<u32>> {
+    Some(r.cands.get(from..to)?.iter().map(|c| c.row).collect())
 }
 
 /// [`choose`] with a per-domain cap.

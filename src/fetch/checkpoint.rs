@@ -195,9 +195,23 @@ impl Sink {
             chunk.fetch.finish()?;
             chunk.content.finish()?;
             parquet::write_json(&tmp.join(ROBOTS_FILE), &chunk.robots)?;
-            std::fs::rename(&tmp, &dest).at(&dest)?;
             Ok(())
         })();
+        // Checked again at the last moment: writing took time.
+        let lost = self.fence.as_ref().is_some_and(|f| !f.holds());
+        let r = r.and_then(|()| {
+            if lost {
+                self.off = true;
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Ok(false);
+            }
+            std::fs::rename(&tmp, &dest).at(&dest)?;
+            Ok(true)
+        });
+        let r = match r {
+            Ok(false) => return,
+            other => other.map(|_| ()),
+        };
         if r.is_ok() {
             self.seq += 1;
             self.published += 1;
@@ -237,6 +251,8 @@ pub struct Resumed {
     pub robots: BTreeMap<String, RobotsEntry>,
     /// Checkpoints read.
     pub checkpoints: usize,
+    /// Whether a row taken got a response (a server was reached before the loss).
+    pub reached: bool,
 }
 
 impl Resumed {
@@ -344,6 +360,13 @@ pub fn load(root: &Path, own: &PartitionSet, pt: Partitioner, listed: &HashSet<&
                 continue;
             }
         };
+        if let Err(e) = parquet::read_batches(&dir.join(CONTENT_FILE)) {
+            tracing::warn!(
+                "skipping the fetch checkpoint {}: its pages cannot be read ({e}); its URLs are fetched again",
+                dir.display()
+            );
+            continue;
+        }
         let robots: Vec<RobotsEntry> = match parquet::read_json(&dir.join(ROBOTS_FILE)) {
             Ok(r) => r,
             Err(e) => {
@@ -374,6 +397,7 @@ pub fn load(root: &Path, own: &PartitionSet, pt: Partitioner, listed: &HashSet<&
             if skipped {
                 continue;
             }
+            resumed.reached |= r.http_status.is_some();
             if listed.contains(r.url.as_str()) {
                 resumed.listed += 1;
             } else {
@@ -486,6 +510,7 @@ mod tests {
             "not attempted: fetched"
         );
         assert!(!r.done.contains("http://a.test/4"), "never published");
+        assert!(r.reached, "a row taken had a response");
         assert_eq!(r.robots.len(), 1);
         let mut copied = Vec::new();
         r.copy(|o| {

@@ -556,7 +556,6 @@ fn run_task(
         hosts.len()
     );
     let w = job.attempt_writer(set, attempt)?;
-    let resumed = Arc::new(resumed);
     let sink = checkpoints
         .as_ref()
         .map(|(root, every)| checkpoint::Sink::new(root, set, *every, held.fence()));
@@ -565,7 +564,7 @@ fn run_task(
         &w.dataset(SegmentDataset::Content.as_str())?,
         pt,
         &own,
-        (resumed.rows() > 0).then(|| resumed.clone()),
+        (resumed.rows() > 0).then_some(&resumed),
         sink,
     )?;
     let last_ends: Vec<PathBuf> = own
@@ -680,7 +679,8 @@ fn run_task(
         interrupted: run
             .interrupted
             .then(|| crate::signal::received().unwrap_or("a signal").to_string()),
-        reached: run.reached,
+        // A server the lost attempt reached counts: its rows are this attempt's.
+        reached: run.reached || resumed.reached,
         unreached: run.unreached,
         render: run.render,
         resumed: resumed.rows(),
@@ -714,16 +714,36 @@ fn commit(dir: &CrawlDir, seg: &Segment, job: &Job, partitions: usize) -> Result
     robots.commit()?;
     content.commit()?;
     fetch.commit()?;
-    // The segment is fetched: its checkpoints are no longer needed.
-    let checkpoints = dir.fetch_checkpoints_of(seg.name());
-    if checkpoints.exists() {
-        std::fs::remove_dir_all(&checkpoints).at(&checkpoints)?;
-    }
-    if let Some(parent) = checkpoints.parent() {
-        // Gone when empty: another segment's may still be there.
-        let _ = std::fs::remove_dir(parent);
-    }
+    remove_checkpoints(dir, seg);
     Ok(report)
+}
+
+/// Removes the checkpoints of `seg` (now fetched), and those of segments fetched or
+/// deleted since (a late attempt may have published after their commit). A failure
+/// is a warning: the segment is installed.
+fn remove_checkpoints(dir: &CrawlDir, seg: &Segment) {
+    let ours = dir.fetch_checkpoints_of(seg.name());
+    let Some(root) = ours.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = dir.segments_dir().join(&name);
+        let done = name == seg.name()
+            || !path.is_dir()
+            || path.join(SegmentDataset::CrawlFetch.as_str()).exists();
+        if done && let Err(err) = std::fs::remove_dir_all(e.path()) {
+            tracing::warn!(
+                "cannot remove the fetch checkpoints {}: {err}; delete the directory",
+                e.path().display()
+            );
+        }
+    }
+    // Gone when empty: an unfetched segment's may still be there.
+    let _ = std::fs::remove_dir(root);
 }
 
 /// Where this run's checkpoints go and how often (`fetch.checkpoint_interval`):

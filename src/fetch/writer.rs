@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
@@ -135,15 +134,15 @@ impl Parts {
 impl SegmentWriter {
     /// Creates part `i` of `crawl_fetch` in `fetch_dir` and of `content` in
     /// `content_dir` for every partition `i` in `own` (of `partitions`) and starts
-    /// the writing thread, which first copies the rows `resumed` from earlier
-    /// attempts' checkpoints, then writes what arrives, publishing checkpoints into
+    /// the writing thread; first copies the rows `resumed` from earlier attempts'
+    /// checkpoints. The thread writes what arrives, publishing checkpoints into
     /// `sink`. A row of a host of another partition is an error.
     pub fn start(
         fetch_dir: &Path,
         content_dir: &Path,
         pt: Partitioner,
         own: &[usize],
-        resumed: Option<Arc<Resumed>>,
+        resumed: Option<&Resumed>,
         mut sink: Option<Sink>,
     ) -> Result<Self> {
         let partitions = pt.n();
@@ -158,13 +157,14 @@ impl SegmentWriter {
             parts.fetch[i] = Some(PartWriter::create(&fetch_dir.join(part_name(i)))?);
             parts.content[i] = Some(PartWriter::create(&content_dir.join(part_name(i)))?);
         }
+        // Copied here, before the run's clocks (time limit, throughput floor) start.
+        if let Some(r) = &resumed {
+            r.copy(|out| parts.push(out))?;
+        }
         let (tx, mut rx) = mpsc::channel::<Msg>(1024);
         let join = std::thread::Builder::new()
             .name("fetch-writer".into())
             .spawn(move || -> Result<Written> {
-                if let Some(r) = &resumed {
-                    r.copy(|out| parts.push(out))?;
-                }
                 // Drain in batches: one wake-up of this thread per batch, not per URL.
                 let mut batch = Vec::with_capacity(RECV_BATCH);
                 while rx.blocking_recv_many(&mut batch, RECV_BATCH) > 0 {
