@@ -136,19 +136,19 @@ pub fn from_batch<R: Record>(batch: &RecordBatch) -> Result<Vec<R>> {
 /// Writer properties shared by every dataset: zstd, row groups of at most
 /// [`ROW_GROUP_ROWS`] rows ([`PartWriter`] also closes them at [`ROW_GROUP_BYTES`]).
 pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_column_dictionary_enabled(::parquet::schema::types::ColumnPath::from("url"), false)
-        .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")))
-        .build()
+    properties(Compression::ZSTD(ZstdLevel::try_new(3).unwrap_or_default()))
 }
 
 /// Writer properties of scratch files trawl reads back once and removes (fetch's
 /// checkpoints): Snappy, which costs the writer thread less than zstd.
 pub fn scratch_properties() -> WriterProperties {
+    properties(Compression::SNAPPY)
+}
+
+/// [`writer_properties`] with another codec.
+fn properties(compression: Compression) -> WriterProperties {
     WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
+        .set_compression(compression)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_column_dictionary_enabled(::parquet::schema::types::ColumnPath::from("url"), false)
         .set_created_by(format!("trawl {}", env!("CARGO_PKG_VERSION")))
