@@ -417,23 +417,12 @@ mod tests {
 
     fn out(url: &str, status: FetchStatus, reason: &str, page: Option<&str>) -> Output {
         let host = crate::urls::host_of(url).to_string();
+        let datum = crate::datum::CrawlDatum::unfetched(url.into(), host.clone(), 1, 86400);
+        let item = crate::fetch::page::FetchItem::from_datum(datum, host.as_str().into());
+        let mut record = item.record(status, reason);
+        record.http_status = page.map(|_| 200);
         Output {
-            record: FetchRecord {
-                url: url.into(),
-                host: host.clone(),
-                status,
-                reason: reason.into(),
-                fetch_time: 1,
-                http_status: page.map(|_| 200),
-                content_type: None,
-                content_length: None,
-                redirect_target: None,
-                etag: None,
-                last_modified: None,
-                response_time_ms: None,
-                score: 1.0,
-                depth: 0,
-            },
+            record,
             content: page.map(|p| ContentRecord {
                 url: url.into(),
                 host,
