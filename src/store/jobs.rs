@@ -34,6 +34,9 @@ use super::parquet;
 use super::storage::LocalFs;
 use crate::error::{Error, IoContext, Result};
 
+/// The directory-name prefix of a shuffle pass inside a job ([`Job::shuffle`]).
+pub const SHUFFLE_PREFIX: &str = "shuffle.";
+
 /// The longest job id.
 const MAX_JOB_LEN: usize = 80;
 /// The longest attempt id.
@@ -277,6 +280,19 @@ impl Job {
         Job {
             id: format!("{}/{name}", self.id),
             dir: self.dir.join(format!("pass.{name}")),
+        }
+    }
+
+    /// The sub-job of a shuffle pass `name` (`<job>/shuffle.<name>/`): as
+    /// [`Job::pass`], but each attempt writes parts for every partition of the next
+    /// pass (`part-0000j.parquet` for partition or bucket `j`), which a task of that
+    /// pass reads from every attempt, whatever partition set wrote it (dedup's keys and
+    /// groups). On an object store a task downloads those parts of its own partitions
+    /// from every attempt of the shuffle ([`SHUFFLE_PREFIX`]).
+    pub fn shuffle(&self, name: &str) -> Job {
+        Job {
+            id: format!("{}/{name}", self.id),
+            dir: self.dir.join(format!("{SHUFFLE_PREFIX}{name}")),
         }
     }
 

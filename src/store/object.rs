@@ -1278,8 +1278,13 @@ impl Mirror {
                     };
                     // A task needs only the attempts that share a partition with it
                     // (an earlier pass's, a finished twin's), not its sibling tasks':
-                    // what a task reads does not grow with the number of tasks.
+                    // what a task reads does not grow with the number of tasks. A
+                    // shuffle's attempts are the exception: every one of them holds
+                    // parts of every partition (its own are taken below).
                     if let Scope::Task { partitions, .. } = &self.scope
+                        && !dir
+                            .split('/')
+                            .any(|c| c.starts_with(crate::store::jobs::SHUFFLE_PREFIX))
                         && let Some(theirs) = dir.split('/').find_map(PartitionSet::from_dir_name)
                         && !theirs.iter().any(|i| partitions.contains(i))
                     {

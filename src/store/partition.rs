@@ -77,7 +77,14 @@ pub fn check_key(place: &std::path::Path, crawl: PartitionKey, wanted: Partition
 
 /// The first 8 bytes of blake3 of `key`, modulo `n`.
 fn hash_mod(key: &str, n: usize) -> usize {
-    let h = blake3::hash(key.as_bytes());
+    bucket_of(key.as_bytes(), n)
+}
+
+/// The bucket (of `n`) of a shuffle by content rather than by host (dedup routes a
+/// candidate by its signature and its SimHash blocks): the first 8 bytes of blake3
+/// of `key`, modulo `n`, the hash rows are partitioned with.
+pub fn bucket_of(key: &[u8], n: usize) -> usize {
+    let h = blake3::hash(key);
     let mut b = [0u8; 8];
     b.copy_from_slice(&h.as_bytes()[..8]);
     (u64::from_le_bytes(b) % n.max(1) as u64) as usize
