@@ -70,11 +70,21 @@ FETCH = {
 PAGERANK = {
     "stage": "pagerank", "segment": "none",
     "units": [
-        {"run": "tasks", "flags": ["--pass", "scores"], "all": True},
+        {"run": "tasks", "flags": ["--pass", "scores"], "all": True,
+         "why": "the whole link graph: not partitioned yet"},
         {"run": "tasks", "flags": ["--pass", "rewrite"], "all": False},
         {"run": "commit"},
     ],
     "ok": [0], "outcomes": [], "leases": False, "after_unreachable": False, "optional": None,
+}
+DEDUP = {
+    "stage": "dedup", "segment": "none",
+    "units": [
+        {"run": "tasks", "flags": ["--pass", "keys"], "all": False},
+        {"run": "tasks", "flags": ["--pass", "resolve"], "all": True},
+        {"run": "commit"},
+    ],
+    "ok": [0], "outcomes": [], "leases": False, "after_unreachable": False, "optional": "dedup",
 }
 INDEX = {
     "stage": "index", "segment": "none", "units": [{"run": "whole"}], "ok": [0],
@@ -93,8 +103,14 @@ class Plan(unittest.TestCase):
         self.assertEqual(ts.describe_units(FETCH, specs, 4), "2 tasks over 4 partitions, commit")
         self.assertEqual(
             ts.describe_units(PAGERANK, specs, 4),
-            "pass scores: 1 tasks over every partition (not partitioned yet), "
+            "pass scores: 1 task over every partition (the whole link graph: not partitioned yet), "
             "pass rewrite: 2 tasks over 4 partitions, commit",
+        )
+        # A one-task unit without a reason of its own.
+        self.assertEqual(
+            ts.describe_units(DEDUP, specs, 4),
+            "pass keys: 2 tasks over 4 partitions, "
+            "pass resolve: 1 task over every partition (not partitioned yet), commit",
         )
         self.assertIn("not partitioned yet", ts.describe_units(INDEX, specs, 4))
 

@@ -209,8 +209,10 @@ def describe_units(step, specs, partitions):
         if unit["run"] == "tasks":
             what = " ".join(unit["flags"]).replace("--pass ", "pass ") or "tasks"
             n = 1 if unit["all"] else len(specs)
-            over = "every partition (not partitioned yet)" if unit["all"] else f"{partitions} partitions"
-            parts.append(f"{what}: {n} tasks over {over}" if what != "tasks" else f"{n} tasks over {over}")
+            why = unit.get("why") or "not partitioned yet"
+            over = f"every partition ({why})" if unit["all"] else f"{partitions} partitions"
+            tasks = f"{n} task" if n == 1 else f"{n} tasks"
+            parts.append(f"{what}: {tasks} over {over}" if what != "tasks" else f"{tasks} over {over}")
         elif unit["run"] == "driver":
             parts.append(" ".join(unit["flags"]).lstrip("-") + " in the driver")
         elif unit["run"] == "commit":

@@ -18,6 +18,8 @@
 //! The crawldb is rewritten under its lock through a staged version installed
 //! with [`VersionedDataset::install`](crate::store::versioned::VersionedDataset::install), part by part, keeping partitioning and order.
 
+pub mod tasks;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -46,11 +48,20 @@ pub struct DedupOpts {
     pub pass: Option<DedupPass>,
 }
 
-/// The two passes of a dedup job's tasks.
+/// The passes of a dedup job's tasks: the decision in one task (`Signatures`) or
+/// as partition tasks (`Keys`, `Groups`, `Resolve`; [`tasks`]), then `Rewrite`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DedupPass {
-    /// One task over every partition: the global duplicate decision.
+    /// One task over every partition: the global duplicate decision in memory.
     Signatures,
+    /// Per partition set: the candidates routed to buckets by signature and SimHash
+    /// block (a shuffle).
+    Keys,
+    /// Per bucket set: each bucket's groups (verdicts), or with `--near` its edges.
+    Groups,
+    /// One task: with `--near`, the groups every bucket's edges make, and their
+    /// verdicts; nothing without.
+    Resolve,
     /// Per partition set: the crawldb parts rewritten with the decision.
     Rewrite,
 }
@@ -72,7 +83,7 @@ pub const RESTORED_KEY: &str = "dedup_restored";
 
 /// The sub-job (directory) of each pass inside a dedup job.
 const SIGNATURES: &str = "signatures";
-const REWRITE: &str = "rewrite";
+pub(crate) const REWRITE: &str = "rewrite";
 
 /// Counts reported by the stage.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +120,15 @@ impl fmt::Display for DedupReport {
 
 impl Report for DedupReport {
     const STAGE: &'static str = "dedup";
+}
+
+/// Whether a candidate `(score, url)` wins its group over `b`: the higher score,
+/// then the shorter URL, then the smaller URL (Nutch's rule).
+fn wins(a: (f64, &str), b: (f64, &str)) -> bool {
+    b.0.total_cmp(&a.0)
+        .then(a.1.len().cmp(&b.1.len()))
+        .then(a.1.cmp(b.1))
+        .is_lt()
 }
 
 struct Cand {
@@ -212,18 +232,32 @@ pub fn near_pairs(hashes: &[u64], k: u32) -> Vec<(usize, usize)> {
     pairs
 }
 
-/// SimHashes of the pages of every parsed segment (newest segment wins).
-fn simhashes(dir: &CrawlDir) -> Result<HashMap<String, u64>> {
+/// SimHashes of the pages of every parsed segment (newest segment wins): all of
+/// them, or with `only = Some((n, parts))` those of partitions `parts` of `n` (a
+/// partition task's: a partition's pages are in the same partition of every segment).
+/// Near-duplicate verdicts are written into the crawldb: what is read is checked in
+/// full against its manifest.
+fn simhashes(dir: &CrawlDir, only: Option<(usize, &[usize])>) -> Result<HashMap<String, u64>> {
     let mut out = HashMap::new();
     for seg in dir.segments()? {
         if !seg.has(SegmentDataset::ParseData) {
             continue;
         }
-        // Near-duplicate verdicts are written into the crawldb: checked in full.
-        let files = crate::store::integrity::verify(
-            &seg.dataset(SegmentDataset::ParseData),
-            crate::store::integrity::Check::Checksums,
-        )?;
+        let data = seg.dataset(SegmentDataset::ParseData);
+        let files = match only {
+            None => {
+                crate::store::integrity::verify(&data, crate::store::integrity::Check::Checksums)?
+            }
+            Some((n, parts)) => {
+                seg.check_partitions(n)?;
+                let mut files = Vec::new();
+                for &i in parts {
+                    files.extend(parquet::partition_files(&data, i)?);
+                }
+                crate::store::integrity::verify_files(&data, &files)?;
+                files
+            }
+        };
         for part in files {
             for rows in parquet::read_part::<ParseDataRecord>(&part)? {
                 for r in rows? {
@@ -258,7 +292,7 @@ pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let pass = ctx.pass(
         "dedup",
         opts.pass,
-        "--pass signatures (one task, --partitions all) or --pass rewrite",
+        "--pass keys, groups, resolve (one task, --partitions all) and rewrite, or --pass signatures (one task, --partitions all) and rewrite",
     )?;
     let n = dir.crawldb_meta()?.partitions;
     crate::stage::execute(
@@ -295,24 +329,71 @@ impl Partitioned for Dedup<'_> {
         let (ctx, n) = (self.ctx, self.n);
         let whole = ctx.is_whole();
         let mut sum = DedupReport::default();
-        if whole || self.pass == Some(DedupPass::Signatures) {
-            if !partitions.is_all(n) {
-                return Err(crate::error::Error::input(
-                    format!("--partitions {partitions}"),
-                    "the signatures pass decides duplicates over the whole crawldb: run it as one task with --partitions all",
-                ));
+        let parts: Vec<usize> = partitions.iter().collect();
+        let one_task = |what: &str| -> Result<()> {
+            if partitions.is_all(n) {
+                return Ok(());
             }
+            Err(crate::error::Error::input(
+                format!("--partitions {partitions}"),
+                format!(
+                    "the {what} pass decides over the whole crawldb: run it as one task with --partitions all"
+                ),
+            ))
+        };
+        match self.pass {
+            Some(DedupPass::Keys) => {
+                let w = job
+                    .shuffle(tasks::KEYS)
+                    .attempt_writer(partitions, attempt)?;
+                let out = w.dataset(tasks::KEYS)?;
+                let r = tasks::keys(self.dir, self.opts, n, &parts, &out)?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                return Ok(DedupReport {
+                    rows: r.rows,
+                    candidates: r.candidates,
+                    ..DedupReport::default()
+                });
+            }
+            Some(DedupPass::Groups) => {
+                let w = job
+                    .shuffle(tasks::GROUPS)
+                    .attempt_writer(partitions, attempt)?;
+                let r = tasks::groups(self.dir, job, self.opts, n, &parts, w.path())?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                return Ok(DedupReport {
+                    candidates: r.received,
+                    groups: r.groups,
+                    ..DedupReport::default()
+                });
+            }
+            Some(DedupPass::Resolve) => {
+                one_task("resolve")?;
+                let w = job
+                    .pass(tasks::RESOLVE)
+                    .attempt_writer(partitions, attempt)?;
+                let r = tasks::resolve(self.dir, job, self.opts, n, w.path())?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                return Ok(DedupReport {
+                    groups: r.groups,
+                    near_pairs: r.near_pairs,
+                    ..DedupReport::default()
+                });
+            }
+            _ => {}
+        }
+        if whole || self.pass == Some(DedupPass::Signatures) {
+            one_task("signatures")?;
             let w = job.pass(SIGNATURES).attempt_writer(partitions, attempt)?;
             let sig = signatures_task(ctx, self.opts, w.path())?;
             crate::crawldb::finish_attempt(w, &sig)?;
             sum = sig.summary();
         }
         if whole || self.pass == Some(DedupPass::Rewrite) {
-            let (sig_dir, sig) = signatures_of(job, n)?;
+            let decided = Decided::of(job, self.opts, n, &parts)?;
             let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
             let out = w.dataset(crate::crawldb::TASK_DATASET)?;
-            let parts: Vec<usize> = partitions.iter().collect();
-            let r = rewrite_task(ctx, &sig_dir, &sig, &parts, &out)?;
+            let r = rewrite_task(ctx, &decided, &parts, &out)?;
             crate::crawldb::finish_attempt(w, &r)?;
             sum.duplicates = r.duplicates;
             sum.restored = r.restored;
@@ -321,12 +402,81 @@ impl Partitioned for Dedup<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<DedupReport> {
-        let (_, sig) = signatures_of(job, self.n)?;
+        let decided = Decided::of(job, self.opts, self.n, &[])?;
         commit(
             self.dir,
-            &sig,
+            &decided,
             &crate::crawldb::chosen_parts(&job.pass(REWRITE), self.n)?,
         )
+    }
+}
+
+/// The duplicate decision of a job, as a rewrite task and the commit read it: from
+/// its signatures attempt (one task), or from its keys, groups and resolve passes
+/// ([`tasks`]).
+enum Decided {
+    /// The signatures pass: its attempt and report.
+    Signatures(PathBuf, SignaturesReport),
+    /// The partitioned passes.
+    Tasks(tasks::Decision),
+}
+
+impl Decided {
+    /// The decision of `job` (of `n` partitions), with the verdicts of partitions
+    /// `want` at hand.
+    fn of(job: &Job, opts: &DedupOpts, n: usize, want: &[usize]) -> Result<Decided> {
+        if job.pass(SIGNATURES).finished()?.is_empty()
+            && !job.shuffle(tasks::KEYS).finished()?.is_empty()
+        {
+            return Ok(Decided::Tasks(tasks::decision(job, opts, n, want)?));
+        }
+        let (dir, sig) = signatures_of(job, n)?;
+        Ok(Decided::Signatures(dir, sig))
+    }
+
+    /// The crawldb version the decision read.
+    fn crawldb_version(&self) -> &str {
+        match self {
+            Decided::Signatures(_, s) => &s.crawldb_version,
+            Decided::Tasks(d) => &d.crawldb_version,
+        }
+    }
+
+    /// The counts of the decision (rows, candidates, groups, near pairs).
+    fn summary(&self) -> DedupReport {
+        match self {
+            Decided::Signatures(_, s) => s.summary(),
+            Decided::Tasks(d) => d.summary.clone(),
+        }
+    }
+
+    /// Every attempt the decision came from, with the crawldb version it read.
+    fn attempts(&self) -> Vec<(PathBuf, String)> {
+        match self {
+            Decided::Signatures(p, s) => vec![(p.clone(), s.crawldb_version.clone())],
+            Decided::Tasks(d) => d.attempts.clone(),
+        }
+    }
+
+    /// Partition `i`'s verdicts: each candidate URL in a duplicate group and whether
+    /// it is a duplicate (a candidate missing is alone in its group).
+    fn verdicts(&self, i: usize) -> Result<HashMap<String, bool>> {
+        match self {
+            Decided::Signatures(dir, _) => {
+                let file = verdict_file(dir, i);
+                let bytes = std::fs::read(&file).map_err(|e| crate::error::Error::io(&file, e))?;
+                let (v, _): (Vec<(String, bool)>, usize) =
+                    bincode::serde::decode_from_slice(&bytes, bincode::config::standard())
+                        .map_err(|e| {
+                            crate::error::Error::crawl_dir(
+                                &file,
+                                format!("cannot decode verdicts: {e}"),
+                            )
+                        })?;
+                Ok(v.into_iter().collect())
+            }
+            Decided::Tasks(d) => d.verdicts(i),
+        }
     }
 }
 
@@ -336,7 +486,7 @@ fn signatures_of(job: &Job, n: usize) -> Result<(PathBuf, SignaturesReport)> {
     let a = chosen.first().ok_or_else(|| {
         crate::error::Error::crawl_dir(
             job.dir(),
-            "no finished signatures attempt: run --pass signatures first",
+            "no finished decision: run --pass keys, groups and resolve (or --pass signatures) first",
         )
     })?;
     Ok((a.path().to_path_buf(), a.report()?))
@@ -408,7 +558,7 @@ pub fn signatures_task(ctx: &StageCtx, opts: &DedupOpts, out: &Path) -> Result<S
     let version = crate::crawldb::version_id(&dir)?;
     let parts = parquet::part_files(&current)?;
     let sims = if opts.near {
-        simhashes(&dir)?
+        simhashes(&dir, None)?
     } else {
         HashMap::new()
     };
@@ -436,17 +586,19 @@ pub fn signatures_task(ctx: &StageCtx, opts: &DedupOpts, out: &Path) -> Result<S
 }
 
 /// A dedup rewrite task: rewrites crawldb parts `parts` into `out` with the verdicts
-/// of the signatures pass (its attempt `sig_dir`, report `sig`).
-pub fn rewrite_task(
+/// of the job's decision.
+fn rewrite_task(
     ctx: &StageCtx,
-    sig_dir: &Path,
-    sig: &SignaturesReport,
+    decided: &Decided,
     parts: &[usize],
     out: &Path,
 ) -> Result<RewriteReport> {
     let dir = ctx.open_existing()?;
     let version = crate::crawldb::version_id(&dir)?;
-    crate::crawldb::check_version(&dir, sig_dir, &sig.crawldb_version, &version)?;
+    for (attempt, read) in decided.attempts() {
+        crate::crawldb::check_version(&dir, &attempt, &read, &version)?;
+    }
+    let partitions = dir.crawldb_meta()?.partitions;
     std::fs::create_dir_all(out).map_err(|e| crate::error::Error::io(out, e))?;
     let mut r = RewriteReport {
         crawldb_version: version,
@@ -454,22 +606,13 @@ pub fn rewrite_task(
         ..RewriteReport::default()
     };
     for &i in parts {
-        if i >= sig.partitions {
+        if i >= partitions {
             return Err(crate::error::Error::crawl_dir(
                 dir.crawldb(),
-                format!(
-                    "partition {i} does not exist: the crawldb has {} partitions",
-                    sig.partitions
-                ),
+                format!("partition {i} does not exist: the crawldb has {partitions} partitions"),
             ));
         }
-        let file = verdict_file(sig_dir, i);
-        let bytes = std::fs::read(&file).map_err(|e| crate::error::Error::io(&file, e))?;
-        let (v, _): (Vec<(String, bool)>, usize) =
-            bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(
-                |e| crate::error::Error::crawl_dir(&file, format!("cannot decode verdicts: {e}")),
-            )?;
-        let verdict: HashMap<String, bool> = v.into_iter().collect();
+        let verdict = decided.verdicts(i)?;
         let part = crate::crawldb::current_part(&dir, i);
         let (d, rs) = run_partition(&part, &out.join(parquet::part_name(i)), &verdict)?;
         r.duplicates += d;
@@ -483,13 +626,18 @@ pub fn rewrite_task(
 /// once) into a new version and installs it.
 fn commit(
     dir: &CrawlDir,
-    sig: &SignaturesReport,
+    decided: &Decided,
     tasks: &[(PathBuf, RewriteReport)],
 ) -> Result<DedupReport> {
     let version = crate::crawldb::version_id(dir)?;
     let mut meta = dir.crawldb_meta()?;
-    crate::crawldb::check_version(dir, dir.crawldb().as_path(), &sig.crawldb_version, &version)?;
-    let mut sum = sig.summary();
+    crate::crawldb::check_version(
+        dir,
+        dir.crawldb().as_path(),
+        decided.crawldb_version(),
+        &version,
+    )?;
+    let mut sum = decided.summary();
     for (path, t) in tasks {
         crate::crawldb::check_version(dir, path, &t.crawldb_version, &version)?;
         sum.duplicates += t.duplicates;
@@ -569,13 +717,7 @@ fn verdicts(
         }
     }
     // Winner per group: highest score, then shortest URL, then smallest URL.
-    let better = |a: &Cand, b: &Cand| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.url.len().cmp(&b.url.len()))
-            .then(a.url.cmp(&b.url))
-            .is_lt()
-    };
+    let better = |a: &Cand, b: &Cand| wins((a.score, &a.url), (b.score, &b.url));
     let mut winner: HashMap<usize, usize> = HashMap::new();
     let mut size: HashMap<usize, usize> = HashMap::new();
     for i in 0..cands.len() {
@@ -612,7 +754,8 @@ fn run_partition(part: &Path, dest: &Path, verdict: &HashMap<String, bool>) -> R
                         d.status = DbStatus::DbDuplicate;
                         duplicates += 1;
                     }
-                    Some(false) if d.status == DbStatus::DbDuplicate => {
+                    // Not a duplicate: its group's winner, or alone (no verdict).
+                    Some(false) | None if d.status == DbStatus::DbDuplicate => {
                         d.status = DbStatus::DbFetched;
                         d.metadata
                             .insert(RESTORED_KEY.into(), crate::datum::now_millis().to_string());

@@ -30,12 +30,15 @@ pub enum SegmentUse {
 pub enum Unit {
     /// Partition tasks (`--job J --partitions S --attempt A` plus `flags`): one per
     /// partition set, or with `all` one task over every partition (a pass that needs
-    /// the whole crawl: it is not partitioned yet).
+    /// more than a partition set: `why` says what it holds).
     Tasks {
         /// Extra flags of these tasks (a pass: `--pass histogram`).
         flags: &'static [&'static str],
         /// One task over every partition (`--partitions all`).
         all: bool,
+        /// With `all`: what the one task holds, for the driver's progress line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<&'static str>,
     },
     /// A step in the driver's process between two passes (`--job J` plus `flags`:
     /// generate's `--cutoff`).
@@ -130,6 +133,7 @@ pub enum Optional {
 const TASKS: Unit = Unit::Tasks {
     flags: &[],
     all: false,
+    why: None,
 };
 
 const OK: &[u8] = &[exit::OK];
@@ -159,6 +163,7 @@ pub const GENERATE: Step = Step {
         Unit::Tasks {
             flags: &["--pass", "histogram"],
             all: false,
+            why: None,
         },
         Unit::Driver {
             flags: &["--cutoff"],
@@ -166,6 +171,7 @@ pub const GENERATE: Step = Step {
         Unit::Tasks {
             flags: &["--pass", "select"],
             all: false,
+            why: None,
         },
         Unit::Commit,
     ],
@@ -207,17 +213,32 @@ pub const LINKDB: Step = Step {
     ..partitioned("linkdb", SegmentUse::Takes)
 };
 
-/// `dedup`: the signatures pass as one task (the global decision), rewrite tasks, the
-/// commit.
+/// `dedup`: keys tasks (the candidates shuffled to buckets), groups tasks (a bucket's
+/// groups), the resolve task (with `--near`, the groups joined across buckets from
+/// their pairs alone), rewrite tasks, the commit.
 pub const DEDUP: Step = Step {
     units: &[
         Unit::Tasks {
-            flags: &["--pass", "signatures"],
+            flags: &["--pass", "keys"],
+            all: false,
+            why: None,
+        },
+        Unit::Tasks {
+            flags: &["--pass", "groups"],
+            all: false,
+            why: None,
+        },
+        Unit::Tasks {
+            flags: &["--pass", "resolve"],
             all: true,
+            why: Some(
+                "with --near, the groups joined across buckets from their pairs alone; without, nothing",
+            ),
         },
         Unit::Tasks {
             flags: &["--pass", "rewrite"],
             all: false,
+            why: None,
         },
         Unit::Commit,
     ],
@@ -232,10 +253,12 @@ pub const PAGERANK: Step = Step {
         Unit::Tasks {
             flags: &["--pass", "scores"],
             all: true,
+            why: Some("the whole link graph: not partitioned yet"),
         },
         Unit::Tasks {
             flags: &["--pass", "rewrite"],
             all: false,
+            why: None,
         },
         Unit::Commit,
     ],

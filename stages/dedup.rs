@@ -31,7 +31,13 @@ struct Args {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Pass {
-    /// The duplicate decision over the whole crawldb (one task over every partition).
+    /// Per partition set: its candidates routed to buckets by signature and SimHash block.
+    Keys,
+    /// Per bucket set: each bucket's duplicate groups (with --near, its pairs).
+    Groups,
+    /// One task (--partitions all): with --near, the groups the buckets' pairs make.
+    Resolve,
+    /// The duplicate decision over the whole crawldb in memory (one task over every partition).
     Signatures,
     /// Crawldb parts rewritten with the job's decision.
     Rewrite,
@@ -50,6 +56,9 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         near: args.near,
         max_distance: args.distance.min(63),
         pass: args.pass.pass.map(|p| match p {
+            Pass::Keys => DedupPass::Keys,
+            Pass::Groups => DedupPass::Groups,
+            Pass::Resolve => DedupPass::Resolve,
             Pass::Signatures => DedupPass::Signatures,
             Pass::Rewrite => DedupPass::Rewrite,
         }),

@@ -663,6 +663,12 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         "hostdb runs as partition tasks:\n{stdout}"
     );
     assert!(
+        line("dedup").contains(&format!(
+            "pass keys: {PARTITIONS} tasks over {PARTITIONS} partitions, pass groups: {PARTITIONS} tasks over {PARTITIONS} partitions"
+        )),
+        "dedup decides as partition tasks (a shuffle by signature):\n{stdout}"
+    );
+    assert!(
         line("index").contains("1 task running the whole stage (not partitioned yet)"),
         "a step that runs whole says so:\n{stdout}"
     );

@@ -696,6 +696,7 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
     let local = t.path().join("crawl");
     run_ok("inject", &local, &config, &[seeds]);
     round(&local, &config).expect("seeds are due");
+    run_ok("dedup", &local, &config, &["--near"]);
 
     // Partition tasks on S3; every task and commit in a process (and work dir) of
     // its own.
@@ -943,6 +944,65 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         &mut log,
     );
     s3_step(m, sc, &uri, c, "pagerank", &[], "r1", "", "", &mut log);
+    // dedup's shuffle: a groups task reads its buckets' parts of every keys attempt,
+    // a rewrite task its partitions' verdicts of every groups attempt, and nothing of
+    // another partition (s3_step checks what each downloaded).
+    let mut crossed = 0;
+    for pass in ["keys", "groups"] {
+        let from = log.len();
+        s3_tasks(
+            m,
+            sc,
+            &uri,
+            c,
+            "dedup",
+            &["--near", "--pass", pass],
+            "d1",
+            &mut log,
+        );
+        // A groups task's buckets come from keys attempts of other partition sets.
+        for (_, r) in &log[from..] {
+            for d in &r.downloaded {
+                let theirs = d
+                    .split(" of attempt shuffle.keys/")
+                    .nth(1)
+                    .and_then(|a| a.split('/').next())
+                    .and_then(trawl::store::jobs::PartitionSet::from_dir_name);
+                if let (Some(theirs), Some(i)) = (theirs, part_of(d))
+                    && !theirs.contains(i)
+                {
+                    crossed += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        crossed > 0,
+        "dedup's groups tasks read keys routed by other partition sets' tasks: {log:?}"
+    );
+    s3_step(
+        m,
+        sc,
+        &uri,
+        c,
+        "dedup",
+        &["--near", "--pass", "resolve"],
+        "d1",
+        "all",
+        "r-1",
+        &mut log,
+    );
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "dedup",
+        &["--near", "--pass", "rewrite"],
+        "d1",
+        &mut log,
+    );
+    s3_step(m, sc, &uri, c, "dedup", &["--near"], "d1", "", "", &mut log);
 
     let remote = s3_crawldb(&moto, t.path(), &uri, &config);
     let here = crawldb(&local);

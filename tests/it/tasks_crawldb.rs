@@ -378,20 +378,34 @@ fn round_both(c: &Crawl, r: usize) -> bool {
         .collect()
     };
     assert_eq!(pr(&c.a), pr(&c.b), "round {r}: pagerank/ differs");
-    // dedup
-    run_ok("dedup", &c.a, &c.cfg, &[]);
+    // dedup: the decision as partition tasks (keys, groups over buckets, resolve),
+    // then the rewrite tasks; equal to the one-process decision in memory.
+    let one = run("dedup", &c.a, &c.cfg, &[]);
+    assert!(one.status.success(), "{}", out_text(&one));
     let job = format!("r{r}-dedup");
+    tasks_over_sets("dedup", &c.b, &c.cfg, &[], &job, &["--pass", "keys"]);
+    tasks_over_sets("dedup", &c.b, &c.cfg, &[], &job, &["--pass", "groups"]);
     task_ok(
         "dedup",
         &c.b,
         &c.cfg,
-        &["--pass", "signatures"],
+        &["--pass", "resolve"],
         &job,
         "all",
         "s-1",
     );
     tasks_over_sets("dedup", &c.b, &c.cfg, &[], &job, &["--pass", "rewrite"]);
-    commit_ok("dedup", &c.b, &c.cfg, &[], &job);
+    let o = commit("dedup", &c.b, &c.cfg, &[], &job);
+    assert!(o.status.success(), "dedup commit: {}", out_text(&o));
+    let counts = |o: &Output| {
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        err.lines()
+            .find_map(|l| l.strip_prefix("dedup: "))
+            .and_then(|l| l.rsplit_once(" in "))
+            .map(|(counts, _)| counts.to_string())
+            .unwrap_or_else(|| panic!("no dedup summary: {err}"))
+    };
+    assert_eq!(counts(&o), counts(&one), "round {r}: dedup's counts");
     assert_same_crawldb(&c.a, &c.b, &format!("round {r} after dedup"));
     true
 }
