@@ -8,7 +8,7 @@
 //! `fetch_success` row per fetch-list URL, fetch's partitioning), then `parse_text`,
 //! `crawl_parse` (a signature row per page, a link row per outlink, in its target
 //! host's partition, the page's score shared among its links, depth + 1),
-//! `parse_inlinks` (a row per outlink, linkdb's input) and `parse_data` (outlinks, signature, SimHash), as parse commits them. So the
+//! `parse_inlinks` (a row per outlink, linkdb's input) and `parse_data` (outlinks, signature, SimHash; one page in 8 a copy, for dedup: [`signature_of`]), as parse commits them. So the
 //! segment is fetched and parsed for updatedb, linkdb and pagerank. Not written:
 //! `content` (page bodies; its size is the pages' own) and `robots`.
 //!
@@ -167,7 +167,7 @@ fn write_part(
                 }
             })
             .collect();
-        let signature = format!("{:032x}", ((i as u128) << 64) | k as u128);
+        let (signature, simhash) = signature_of(&d.url, i, k);
         fetch.push(crate::benchgen::fetch_ok(
             d.url.clone(),
             d.host.clone(),
@@ -208,7 +208,7 @@ fn write_part(
                 segment: out.segment.to_string(),
             })?;
         }
-        let mut row = data_row(d, links, signature, k as u64);
+        let mut row = data_row(d, links, signature, k as u64, simhash);
         match words {
             Some((vocab, n)) => {
                 let title = vocab.title(&d.url);
@@ -239,7 +239,44 @@ fn write_part(
 }
 
 /// The `parse_data` row of a page with `links`.
-fn data_row(d: &CrawlDatum, outlinks: Vec<Outlink>, signature: String, k: u64) -> ParseDataRecord {
+/// How many duplicate families the copies ([`signature_of`]) fall into.
+pub const FAMILIES: u64 = 50_000;
+
+/// The signature and SimHash of page `url` (position `k` of part `i`): one page in 8
+/// (by the blake3 of its URL) is a copy of one of [`FAMILIES`] pages, half of them
+/// exact (the family's signature) and half near (a signature of their own), all
+/// with the family's SimHash with one bit flipped, so that dedup has exact and near
+/// duplicates across hosts and partitions to find; every other page has a
+/// signature and a SimHash of its own.
+fn signature_of(url: &str, i: usize, k: usize) -> (String, u64) {
+    let h = blake3::hash(url.as_bytes());
+    let word = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h.as_bytes()[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    let (a, b) = (word(0), word(8));
+    if a % 8 == 0 {
+        let family = (a >> 3) % FAMILIES;
+        let base = family.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29) ^ 0x5bd1_e995;
+        let signature = if a % 16 == 0 {
+            format!("{:032x}", (1u128 << 127) | family as u128)
+        } else {
+            format!("{:032x}", ((i as u128) << 64) | k as u128)
+        };
+        (signature, base ^ (1 << (b % 64)))
+    } else {
+        (format!("{:032x}", ((i as u128) << 64) | k as u128), b)
+    }
+}
+
+fn data_row(
+    d: &CrawlDatum,
+    outlinks: Vec<Outlink>,
+    signature: String,
+    k: u64,
+    simhash: u64,
+) -> ParseDataRecord {
     ParseDataRecord {
         url: d.url.clone(),
         status: "parse_success".into(),
@@ -255,7 +292,7 @@ fn data_row(d: &CrawlDatum, outlinks: Vec<Outlink>, signature: String, k: u64) -
         noarchive: false,
         outlinks,
         signature: Some(signature),
-        simhash: Some(k.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        simhash: Some(simhash),
         metadata: BTreeMap::new(),
     }
 }

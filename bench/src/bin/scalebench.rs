@@ -1,6 +1,6 @@
 //! `scalebench`: the crawl at scale (issue 15), each stage a fresh process: inject N
 //! seed URLs, generate, a synthetic fetch and parse result, updatedb, linkdb,
-//! pagerank; wall time, peak RSS and disk per stage, bytes per URL, and inject and
+//! pagerank, dedup `--near` in one process and as partition tasks; wall time, peak RSS and disk per stage, bytes per URL, and inject and
 //! generate against DuckDB doing the same jobs in the same run.
 
 use std::ffi::OsString;
@@ -21,7 +21,9 @@ use trawl_bench::measure::{Measured, mb, measure};
 (http://hI.example.com/p/J.html) under --dir, then runs each stage binary (from this \
 binary's directory) in a fresh process on --dir/crawl: inject, generate --top-n G \
 --max-per-host 100 (G = --generate, default min(1M, urls/10)), fakefetch (every URL \
-fetched, --outlinks new links a page), updatedb, linkdb, pagerank. Per stage: wall \
+fetched, --outlinks new links a page), updatedb, linkdb, pagerank, then dedup --near in one \
+process and as a job of partition tasks (keys, groups, resolve, rewrite: one task per \
+partition, one after another; the largest task's peak RSS), which must decide the same. Per stage: wall \
 time, peak RSS (GNU time, else VmHWM sampled), the disk it needed above what was \
 there (sampled every 50 ms) and what it left. Then bytes per URL of the crawldb and \
 per fetched URL of the segment. With --python (a Python with duckdb), inject and \
@@ -203,9 +205,105 @@ fn run() -> anyhow::Result<()> {
             .join(", "),
         m,
     });
+    // dedup --near (the fetched pages' copies, see trawl_bench::fakefetch): in one
+    // process, then as a job of partition tasks (keys, groups, resolve, rewrite), one
+    // task per partition, run one after another: the decision must be the same.
+    let near: Vec<OsString> = vec!["--near".into()];
+    let m = stage("dedup", &near)?;
+    let one = dedup_counts(&m);
+    rows.push(Row {
+        stage: "dedup",
+        what: format!("one process, --near: {one}"),
+        m,
+    });
+    let parts = CrawlDir::new(&crawl).crawldb_meta()?.partitions;
+    let job = "scalebench-dedup";
+    let task = |pass: &str, set: &str| {
+        let mut a = near.clone();
+        for x in [
+            "--job",
+            job,
+            "--pass",
+            pass,
+            "--partitions",
+            set,
+            "--attempt",
+            "1",
+        ] {
+            a.push(x.into());
+        }
+        stage("dedup", &a)
+    };
+    let sets: Vec<String> = (0..parts).map(|i| i.to_string()).collect();
+    let mut passes: Vec<(&str, Vec<Measured>)> = Vec::new();
+    for pass in ["keys", "groups", "resolve", "rewrite"] {
+        let on: Vec<&str> = if pass == "resolve" {
+            vec!["all"]
+        } else {
+            sets.iter().map(String::as_str).collect()
+        };
+        let runs = on
+            .iter()
+            .map(|set| task(pass, set))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        passes.push((pass, runs));
+    }
+    let mut commit = near.clone();
+    for x in ["--job", job, "--commit"] {
+        commit.push(x.into());
+    }
+    let c = stage("dedup", &commit)?;
+    let tasks = dedup_counts(&c);
+    let same = |a: &str, b: &str| {
+        // The second run finds the first one's duplicates marked: nothing to restore
+        // either way, the same groups and duplicates.
+        let key = |s: &str| {
+            s.split(", ")
+                .filter(|p| !p.contains("restored"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        key(a) == key(b)
+    };
+    anyhow::ensure!(
+        same(&one, &tasks),
+        "dedup as tasks decided otherwise than in one process: {tasks} vs {one}"
+    );
+    for (pass, runs) in passes {
+        let max = runs.iter().map(|m| m.peak_rss_mib).fold(0.0f64, f64::max);
+        let secs: f64 = runs.iter().map(|m| m.secs).sum();
+        let mut m = runs
+            .into_iter()
+            .max_by(|a, b| a.peak_rss_mib.total_cmp(&b.peak_rss_mib))
+            .context("no task")?;
+        m.peak_rss_mib = max;
+        m.secs = secs;
+        rows.push(Row {
+            stage: "dedup task",
+            what: format!(
+                "--pass {pass}: {} task(s), time summed, largest RSS",
+                if pass == "resolve" { 1 } else { parts }
+            ),
+            m,
+        });
+    }
+    rows.push(Row {
+        stage: "dedup commit",
+        what: format!("the same decision: {tasks}"),
+        m: c,
+    });
     print_table(&rows);
     print_disk(&crawl, &segment)?;
     Ok(())
+}
+
+/// The counts of dedup's summary line (`R rows, ..., N near pairs`).
+fn dedup_counts(m: &Measured) -> String {
+    m.summary()
+        .strip_prefix("dedup: ")
+        .and_then(|l| l.rsplit_once(" in "))
+        .map(|(counts, _)| counts.to_string())
+        .unwrap_or_default()
 }
 
 /// Runs the DuckDB side with `args` when `--python` is given.
