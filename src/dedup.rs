@@ -250,6 +250,15 @@ fn simhashes(dir: &CrawlDir, only: Option<(usize, &[usize])>) -> Result<HashMap<
             }
             Some((n, parts)) => {
                 seg.check_partitions(n)?;
+                let (theirs, ours) = (seg.meta()?.partitioner(), dir.crawldb_meta()?.partitioner());
+                if theirs != ours {
+                    return Err(crate::error::Error::crawl_dir(
+                        seg.path(),
+                        format!(
+                            "the segment is partitioned as {theirs} and the crawldb as {ours}: run `repartition` first"
+                        ),
+                    ));
+                }
                 let mut files = Vec::new();
                 for &i in parts {
                     files.extend(parquet::partition_files(&data, i)?);
@@ -362,7 +371,6 @@ impl Partitioned for Dedup<'_> {
                 let r = tasks::groups(self.dir, job, self.opts, n, &parts, w.path())?;
                 crate::crawldb::finish_attempt(w, &r)?;
                 return Ok(DedupReport {
-                    candidates: r.received,
                     groups: r.groups,
                     ..DedupReport::default()
                 });
@@ -482,6 +490,12 @@ impl Decided {
 
 /// The finished signatures attempt of `job` (covering every partition of `n`).
 fn signatures_of(job: &Job, n: usize) -> Result<(PathBuf, SignaturesReport)> {
+    if job.pass(SIGNATURES).finished()?.is_empty() {
+        return Err(crate::error::Error::crawl_dir(
+            job.dir(),
+            "no finished decision: run --pass keys, groups and resolve (or --pass signatures) first",
+        ));
+    }
     let chosen = job.pass(SIGNATURES).choose(n)?;
     let a = chosen.first().ok_or_else(|| {
         crate::error::Error::crawl_dir(

@@ -301,7 +301,17 @@ pub fn keys(
 /// The finished keys attempts of `job` (covering every partition of `n`) and what
 /// they routed by, checked to agree with each other.
 fn keys_of(job: &Job, n: usize) -> Result<(Vec<FinishedAttempt>, KeysReport)> {
-    let chosen = job.shuffle(KEYS).choose(n)?;
+    let keys = job.shuffle(KEYS);
+    let none = || {
+        Error::crawl_dir(
+            job.dir(),
+            "no finished keys attempt: run the keys tasks first (--pass keys)",
+        )
+    };
+    if keys.finished()?.is_empty() {
+        return Err(none());
+    }
+    let chosen = keys.choose(n)?;
     let mut sum: Option<KeysReport> = None;
     for a in &chosen {
         let r: KeysReport = a.report()?;
@@ -313,7 +323,7 @@ fn keys_of(job: &Job, n: usize) -> Result<(Vec<FinishedAttempt>, KeysReport)> {
                 {
                     return Err(Error::crawl_dir(
                         a.path(),
-                        "the keys tasks of this job read different crawldb versions or ran with different --near/--distance: rerun the job from its keys pass",
+                        "the keys tasks of this job read different crawldb versions or ran with different --near/--distance: run the job again under a new --job id",
                     ));
                 }
                 s.rows += r.rows;
@@ -323,9 +333,7 @@ fn keys_of(job: &Job, n: usize) -> Result<(Vec<FinishedAttempt>, KeysReport)> {
             }
         }
     }
-    let sum = sum.ok_or_else(|| {
-        Error::crawl_dir(job.dir(), "no finished keys attempt: run --pass keys first")
-    })?;
+    let sum = sum.ok_or_else(none)?;
     Ok((chosen, sum))
 }
 
@@ -441,12 +449,31 @@ pub fn groups(
                     .collect();
                 table.sort_unstable();
                 for run in table.chunk_by(|x, y| x.0 == y.0) {
-                    for (p, &(_, x)) in run.iter().enumerate() {
-                        for &(_, y) in &run[p + 1..] {
-                            let (hx, hy) = (rows[x].simhash, rows[y].simhash);
-                            if let (Some(hx), Some(hy)) = (hx, hy)
-                                && (hx ^ hy).count_ones() <= k.max_distance
-                            {
+                    // Identical SimHashes join their first (in block 0, which they
+                    // always share); distinct ones are compared once, in the first
+                    // block they share: every pair is written once in all buckets.
+                    let mut distinct: Vec<(u64, usize)> = Vec::new();
+                    let mut first: HashMap<u64, usize> = HashMap::new();
+                    for &(_, i) in run {
+                        let Some(h) = rows[i].simhash else { continue };
+                        match first.get(&h) {
+                            Some(&f) => {
+                                if j == 0 {
+                                    edges.push(edge(&rows[f], &rows[i], true));
+                                }
+                            }
+                            None => {
+                                first.insert(h, i);
+                                distinct.push((h, i));
+                            }
+                        }
+                    }
+                    for (p, &(hx, x)) in distinct.iter().enumerate() {
+                        for &(hy, y) in &distinct[p + 1..] {
+                            let shared_before = blocks[..j]
+                                .iter()
+                                .any(|&b| block_value(hx, b) == block_value(hy, b));
+                            if (hx ^ hy).count_ones() <= k.max_distance && !shared_before {
                                 edges.push(edge(&rows[x], &rows[y], true));
                             }
                         }
@@ -487,13 +514,14 @@ fn write_verdicts(dir: &Path, verdicts: BTreeMap<u32, Vec<VerdictRow>>) -> Resul
 /// The finished groups attempts of `job` (covering every bucket of `n`) and their
 /// reports.
 fn groups_of(job: &Job, n: usize) -> Result<Vec<(FinishedAttempt, GroupsReport)>> {
-    let chosen = job.shuffle(GROUPS).choose(n)?;
-    if chosen.is_empty() {
+    let groups = job.shuffle(GROUPS);
+    if groups.finished()?.is_empty() {
         return Err(Error::crawl_dir(
             job.dir(),
-            "no finished groups attempt: run --pass groups first",
+            "no finished groups attempt: run the groups tasks first (--pass groups)",
         ));
     }
+    let chosen = groups.choose(n)?;
     chosen
         .into_iter()
         .map(|a| {
@@ -625,13 +653,18 @@ pub fn decision(job: &Job, opts: &DedupOpts, n: usize, want: &[usize]) -> Result
             .push((a.path().to_path_buf(), g.crawldb_version.clone()));
     }
     if k.near {
-        let chosen = job.pass(RESOLVE).choose(n)?;
-        let a = chosen.first().ok_or_else(|| {
+        let resolve = job.pass(RESOLVE);
+        let none = || {
             Error::crawl_dir(
                 job.dir(),
-                "no finished resolve attempt: run --pass resolve first",
+                "no finished resolve attempt: run the resolve task first (--pass resolve --partitions all)",
             )
-        })?;
+        };
+        if resolve.finished()?.is_empty() {
+            return Err(none());
+        }
+        let chosen = resolve.choose(n)?;
+        let a = chosen.first().ok_or_else(none)?;
         let rr: ResolveReport = a.report()?;
         d.summary.groups = rr.groups;
         d.summary.near_pairs = rr.near_pairs;
