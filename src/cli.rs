@@ -84,6 +84,7 @@ pub const COMMANDS: &[Command] = &[
         mirror: MirrorNeeds {
             reads_whole: &[],
             fetch_state: true,
+            shuffles: &[],
         },
     },
     Command {
@@ -99,6 +100,7 @@ pub const COMMANDS: &[Command] = &[
         mirror: MirrorNeeds {
             reads_whole: &[WholeRead::UnlessRouted(SegmentDataset::CrawlFetch)],
             fetch_state: false,
+            shuffles: &[],
         },
     },
     Command {
@@ -111,7 +113,17 @@ pub const COMMANDS: &[Command] = &[
         name: "dedup",
         about: "Mark duplicate pages in the crawldb as db_duplicate",
         writes: true,
-        mirror: MirrorNeeds::NONE,
+        mirror: MirrorNeeds {
+            reads_whole: &[],
+            fetch_state: false,
+            // The keys shuffle goes to the groups tasks; the groups' verdicts (or
+            // pairs) to the resolve task and the rewrite tasks.
+            shuffles: &[
+                ("groups", &["keys"]),
+                ("resolve", &["groups"]),
+                ("rewrite", &["groups"]),
+            ],
+        },
     },
     Command {
         name: "hostdb",
@@ -120,6 +132,7 @@ pub const COMMANDS: &[Command] = &[
         mirror: MirrorNeeds {
             reads_whole: &[WholeRead::Db(VersionedDb::SitemapDb)],
             fetch_state: false,
+            shuffles: &[],
         },
     },
     Command {
@@ -135,6 +148,8 @@ pub const COMMANDS: &[Command] = &[
         mirror: MirrorNeeds {
             reads_whole: &[WholeRead::Always(SegmentDataset::Robots)],
             fetch_state: false,
+            // The URLs the fetch tasks found go to the merge tasks.
+            shuffles: &[("merge", &["fetch"])],
         },
     },
     Command {
@@ -438,6 +453,16 @@ pub struct PassArgs<P: clap::ValueEnum + Clone + Send + Sync + 'static> {
         help_heading = "Partition tasks"
     )]
     pub pass: Option<P>,
+}
+
+impl<P: clap::ValueEnum + Clone + Send + Sync + 'static> PassArgs<P> {
+    /// The pass as the command line names it (`histogram`), if given.
+    pub fn name(&self) -> Option<String> {
+        self.pass
+            .as_ref()
+            .and_then(|p| p.to_possible_value())
+            .map(|v| v.get_name().to_string())
+    }
 }
 
 impl CommonArgs {

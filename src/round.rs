@@ -265,9 +265,19 @@ pub const PAGERANK: Step = Step {
     ..partitioned("pagerank", SegmentUse::None)
 };
 
-/// `sitemap`: the sitemaps of each partition's hosts under their fetch leases, then
-/// the commit merging their URLs into the crawldb.
+/// `sitemap`: the sitemaps of each partition's hosts under their fetch leases (their
+/// URLs written per target partition), merge tasks (a partition's URLs into its
+/// crawldb parts), the commit.
 pub const SITEMAP: Step = Step {
+    units: &[
+        TASKS,
+        Unit::Tasks {
+            flags: &["--pass", "merge"],
+            all: false,
+            why: None,
+        },
+        Unit::Commit,
+    ],
     leases: true,
     ..partitioned("sitemap", SegmentUse::None)
 };

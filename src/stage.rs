@@ -193,8 +193,24 @@ impl StageCtx {
     /// (`--job`, `--partitions`, `--attempt`, `--commit`: [`TaskMode`]; the ids and
     /// the partition list are checked here).
     pub fn from_task_args(common: &CommonArgs, task: &TaskArgs) -> Result<Self> {
+        Self::from_pass_task_args(common, task, None)
+    }
+
+    /// [`StageCtx::from_task_args`] for a stage whose tasks run in passes: `pass` is
+    /// the task's `--pass` ([`crate::cli::PassArgs::name`]), which tells an object
+    /// store's mirror which of the job's shuffles the task reads
+    /// ([`crate::store::object::MirrorNeeds::shuffles`]).
+    pub fn from_pass_task_args(
+        common: &CommonArgs,
+        task: &TaskArgs,
+        pass: Option<String>,
+    ) -> Result<Self> {
         let mode = TaskMode::from_args(task)?;
-        let mut ctx = Self::open(common, mode.scope())?;
+        let mut scope = mode.scope();
+        if let Scope::Task { pass: p, .. } = &mut scope {
+            *p = pass;
+        }
+        let mut ctx = Self::open(common, scope)?;
         ctx.task = mode;
         Ok(ctx)
     }
@@ -442,6 +458,7 @@ impl TaskMode {
             } => Scope::Task {
                 job: job.clone(),
                 partitions: partitions.clone(),
+                pass: None,
             },
             TaskMode::Commit { job } => Scope::Job { job: job.clone() },
         }

@@ -51,7 +51,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     trawl::signal::install()?;
-    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
+    let ctx = StageCtx::from_pass_task_args(&args.common, &args.task, args.pass.name())?;
     let opts = DedupOpts {
         near: args.near,
         max_distance: args.distance.min(63),

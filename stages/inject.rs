@@ -66,6 +66,7 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         let opts = trawl::sitemaps::SitemapOpts {
             extra,
             force: false,
+            pass: None,
             only_extra: true,
         };
         let summary = trawl::sitemaps::run(&ctx, &opts)?;

@@ -21,7 +21,9 @@ keep their record (a <lastmod> newer than the last fetch makes them due). Proble
 files are reported with the sitemap URL, position and reason; the rest is kept. Runs as \
 partition tasks with --job/--partitions/--attempt (each fetches the sitemaps on its \
 partitions' hosts under their fetch leases and writes the URLs found per target partition) \
-and --job --commit (merges them into the crawldb and installs the sitemapdb). See \
+then --pass merge tasks (the URLs found for a task's partitions merged into their crawldb \
+parts), and --job --commit (installs the merged parts, or merges the URLs itself when no \
+merge task ran, and installs the sitemapdb). See \
 docs/sitemaps.md."
 )]
 struct Args {
@@ -29,6 +31,8 @@ struct Args {
     common: trawl::cli::CommonArgs,
     #[command(flatten)]
     task: trawl::cli::TaskArgs,
+    #[command(flatten)]
+    pass: trawl::cli::PassArgs<Pass>,
     /// Fetch every known sitemap now, due or not.
     #[arg(long)]
     force: bool,
@@ -44,6 +48,14 @@ struct Args {
     time_limit: Option<f64>,
 }
 
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Pass {
+    /// The sitemaps on the task's partitions' hosts, under their fetch leases (also without --pass).
+    Fetch,
+    /// The URLs every fetch attempt found for the task's partitions, merged into their crawldb parts.
+    Merge,
+}
+
 /// Runs the command with its arguments (`args[0]` is its name).
 pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
     trawl::cli::finish(run(args))
@@ -52,7 +64,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
+    let mut ctx = StageCtx::from_pass_task_args(&args.common, &args.task, args.pass.name())?;
     let cfg = ctx.config_mut();
     if args.probe {
         cfg.sitemaps.probe_sitemap_xml = true;
@@ -65,6 +77,10 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     }
     ctx.validate_flags()?;
     let opts = SitemapOpts {
+        pass: args.pass.pass.map(|p| match p {
+            Pass::Fetch => sitemaps::SitemapPass::Fetch,
+            Pass::Merge => sitemaps::SitemapPass::Merge,
+        }),
         force: args.force,
         ..Default::default()
     };

@@ -11,7 +11,7 @@
 //!   last fetch and not in the future is made due now (`fetch_time` = now) and gets
 //!   `sitemap_lastmod` in its metadata.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::parse::SitemapUrl;
 use crate::config::Config;
@@ -21,20 +21,8 @@ use crate::datum::{CrawlDatum, DbStatus, Millis, format_millis};
 use crate::error::Result;
 use crate::store::layout::CrawlDir;
 
-/// What the merge did.
-#[derive(Debug, Clone, Default)]
-pub struct MergeReport {
-    /// URLs added.
-    pub added: u64,
-    /// URLs already known.
-    pub known: u64,
-    /// Known URLs made due by a newer `<lastmod>`.
-    pub due_again: u64,
-    /// Rows of the crawldb afterwards (0 when it was left as it was).
-    pub rows: u64,
-    /// URLs added, per sitemap URL.
-    pub added_per_sitemap: HashMap<String, u64>,
-}
+/// What the merge did (of the whole crawldb, or of one partition: [`merge_part`]).
+pub type MergeReport = PartCounts;
 
 /// The crawldb row of a URL first seen in sitemap `sitemap`.
 pub fn new_datum(e: &SitemapUrl, sitemap: &str, cfg: &Config, now: Millis) -> CrawlDatum {
@@ -89,9 +77,8 @@ pub fn merge_into_crawldb(
     seed_hosts: &[String],
     now: Millis,
 ) -> Result<MergeReport> {
-    let mut report = MergeReport::default();
     if entries.is_empty() && seed_hosts.is_empty() {
-        return Ok(report);
+        return Ok(MergeReport::default());
     }
     let (exists, mut meta) = crate::crawldb::meta_or_new(dir, cfg)?;
     let pt = meta.partitioner();
@@ -105,56 +92,84 @@ pub fn merge_into_crawldb(
         parts[pt.of_url(&e.url)].insert(e.url.clone(), (e, sitemap.as_str()));
     }
     let counts = write_version(dir, &mut meta, "sitemap", |i, w| {
-        let mut db = if exists {
+        let db = if exists {
             DatumStream::open(&current_part(dir, i))?
         } else {
             DatumStream::empty()
         };
-        let mut new = parts[i].iter().peekable();
-        let mut c = PartCounts::default();
-        loop {
-            let (take_db, same) = match (db.peek_url(), new.peek()) {
-                (None, None) => break,
-                (Some(_), None) => (true, false),
-                (None, Some(_)) => (false, false),
-                (Some(a), Some((b, _))) => (a <= b.as_str(), a == b.as_str()),
-            };
-            if take_db {
-                let Some(mut row) = db.next_row()? else { break };
-                if same && let Some((_, (e, _))) = new.next() {
-                    c.known += 1;
-                    if touch_known(&mut row, e, cfg, now) {
-                        c.due_again += 1;
-                    }
-                }
-                c.rows += 1;
-                w.push(row)?;
-            } else if let Some((_, (e, sitemap))) = new.next() {
-                c.rows += 1;
-                c.added.push(sitemap.to_string());
-                w.push(new_datum(e, sitemap, cfg, now))?;
-            }
-        }
-        Ok(c)
+        merge_part(db, &parts[i], w, cfg, now)
     })?;
+    let mut report = MergeReport::default();
     for c in counts {
-        report.added += c.added.len() as u64;
-        report.known += c.known;
-        report.due_again += c.due_again;
-        report.rows += c.rows;
-        for s in c.added {
-            *report.added_per_sitemap.entry(s).or_default() += 1;
-        }
+        report.add(c);
     }
     Ok(report)
 }
 
-#[derive(Default)]
-struct PartCounts {
-    added: Vec<String>,
-    known: u64,
-    due_again: u64,
-    rows: u64,
+/// Merges the sitemap URLs of one partition (`new`: URL -> (entry, sitemap URL),
+/// in URL order) into its crawldb rows `db`, written to `w`.
+pub fn merge_part(
+    mut db: DatumStream,
+    new: &BTreeMap<String, (&SitemapUrl, &str)>,
+    w: &mut crate::store::parquet::PartWriter<CrawlDatum>,
+    cfg: &Config,
+    now: Millis,
+) -> Result<PartCounts> {
+    let mut new = new.iter().peekable();
+    let mut c = PartCounts::default();
+    loop {
+        let (take_db, same) = match (db.peek_url(), new.peek()) {
+            (None, None) => break,
+            (Some(_), None) => (true, false),
+            (None, Some(_)) => (false, false),
+            (Some(a), Some((b, _))) => (a <= b.as_str(), a == b.as_str()),
+        };
+        if take_db {
+            let Some(mut row) = db.next_row()? else { break };
+            if same && let Some((_, (e, _))) = new.next() {
+                c.known += 1;
+                if touch_known(&mut row, e, cfg, now) {
+                    c.due_again += 1;
+                }
+            }
+            c.rows += 1;
+            w.push(row)?;
+        } else if let Some((_, (e, sitemap))) = new.next() {
+            c.rows += 1;
+            c.added += 1;
+            *c.added_per_sitemap.entry(sitemap.to_string()).or_default() += 1;
+            w.push(new_datum(e, sitemap, cfg, now))?;
+        }
+    }
+    Ok(c)
+}
+
+impl PartCounts {
+    /// Adds what another partition's merge did.
+    pub fn add(&mut self, c: PartCounts) {
+        self.added += c.added;
+        self.known += c.known;
+        self.due_again += c.due_again;
+        self.rows += c.rows;
+        for (s, k) in c.added_per_sitemap {
+            *self.added_per_sitemap.entry(s).or_default() += k;
+        }
+    }
+}
+
+/// What the merge of one partition did ([`merge_part`]).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct PartCounts {
+    /// URLs added.
+    pub added: u64,
+    /// URLs added, per sitemap URL.
+    pub added_per_sitemap: BTreeMap<String, u64>,
+    /// URLs already known.
+    pub known: u64,
+    /// Known URLs made due by a newer `<lastmod>`.
+    pub due_again: u64,
+    /// Rows written.
+    pub rows: u64,
 }
 
 #[cfg(test)]

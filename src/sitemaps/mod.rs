@@ -91,6 +91,8 @@ pub struct Job {
 /// What one sitemap run does (the rest is `[sitemaps]` and `[fetch]` in the config).
 #[derive(Debug, Clone, Default)]
 pub struct SitemapOpts {
+    /// The pass a task of a job runs: `Fetch` (also without `--pass`) or `Merge`.
+    pub pass: Option<SitemapPass>,
     /// Sitemap URLs given directly (`inject --sitemaps`); fetched even when not due.
     pub extra: Vec<Url>,
     /// Fetch every known sitemap (and every child of the indexes fetched), due or not.
@@ -98,6 +100,21 @@ pub struct SitemapOpts {
     /// Skip discovery (robots.txt, probe, due records): only `extra` (inject).
     pub only_extra: bool,
 }
+
+/// The passes of a sitemap job's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SitemapPass {
+    /// The sitemaps on the hosts of a partition set, under their fetch leases; the
+    /// URLs found written per target partition (a shuffle).
+    Fetch,
+    /// Per partition set: the URLs every fetch attempt found for it merged into its
+    /// crawldb parts.
+    Merge,
+}
+
+/// The sub-jobs of the passes inside a sitemap job.
+const FETCH_PASS: &str = "fetch";
+const MERGE_PASS: &str = "merge";
 
 /// What a run did (the summary line's counts).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -424,17 +441,26 @@ impl Partitioned for Sitemap<'_> {
     }
 
     fn task(&mut self, job: &TaskJob, set: &PartitionSet, attempt: &str) -> Result<SitemapReport> {
-        run_task(self.ctx, self.dir, self.opts, job, set, attempt, self.pt)
+        match self.opts.pass {
+            Some(SitemapPass::Merge) => merge_task(
+                self.dir,
+                self.ctx.config(),
+                job,
+                set,
+                attempt,
+                self.partitions(),
+            ),
+            _ => run_task(self.ctx, self.dir, self.opts, job, set, attempt, self.pt),
+        }
     }
 
     fn commit(&mut self, job: &TaskJob) -> Result<SitemapReport> {
-        commit(
-            self.dir,
-            self.ctx.config(),
-            self.opts,
-            job,
-            self.partitions(),
-        )
+        let n = self.partitions();
+        if job.pass(MERGE_PASS).finished()?.is_empty() {
+            commit(self.dir, self.ctx.config(), self.opts, job, n)
+        } else {
+            commit_merged(self.dir, self.ctx.config(), self.opts, job, n)
+        }
     }
 }
 
@@ -573,7 +599,7 @@ fn run_task(
     let (entries, records) = tally(results, &mut summary);
     summary.reports = records;
 
-    let w = job.attempt_writer(set, attempt)?;
+    let w = job.shuffle(FETCH_PASS).attempt_writer(set, attempt)?;
     let out = w.dataset(names::SITEMAP_URLS)?;
     let mut writers: Vec<Option<PartWriter<SitemapUrlRow>>> = (0..n).map(|_| None).collect();
     for (seq, (e, sitemap)) in entries.iter().enumerate() {
@@ -612,24 +638,23 @@ fn extra_hosts(opts: &SitemapOpts) -> Vec<String> {
         .collect()
 }
 
-/// The commit of a sitemap job (under the crawldb lock): checks that every chosen
-/// attempt read the crawldb and sitemapdb versions current now, reads their URLs
-/// (every target partition's files; a URL listed by several sitemaps keeps the
-/// first in the one-process order), merges them into a new crawldb version, then
-/// installs the sitemapdb with the attempts' records, and removes the job.
-fn commit(
+/// The finished fetch attempts of a sitemap job, each checked to have read the
+/// crawldb and sitemapdb versions current now; their summed summary (without the
+/// crawldb counts) and their earliest clock.
+fn fetch_attempts(
     dir: &CrawlDir,
-    cfg: &Config,
-    opts: &SitemapOpts,
     job: &TaskJob,
     n: usize,
-) -> Result<SitemapReport> {
-    let chosen = job.choose(n)?;
+) -> Result<(
+    Vec<crate::store::jobs::FinishedAttempt>,
+    SitemapReport,
+    Millis,
+)> {
+    let chosen = job.shuffle(FETCH_PASS).choose(n)?;
     let crawldb_version = crate::crawldb::version_id(dir)?;
     let sm_version = sitemapdb_version(dir)?;
     let mut summary = SitemapReport::default();
     let mut now: Option<Millis> = None;
-    let mut rows: Vec<Vec<SitemapUrlRow>> = (0..n).map(|_| Vec::new()).collect();
     for a in &chosen {
         let t: SitemapTaskReport = a.report()?;
         crate::crawldb::check_version(dir, a.path(), &t.crawldb_version, &crawldb_version)?;
@@ -644,6 +669,20 @@ fn commit(
         }
         now = Some(now.map_or(t.now, |m| m.min(t.now)));
         summary.add(t.summary);
+    }
+    Ok((chosen, summary, now.unwrap_or_else(now_millis)))
+}
+
+/// The URLs the fetch attempts `chosen` found for target partitions `want` (of `n`),
+/// per partition: a URL listed by several sitemaps keeps the first in the
+/// one-process order (by the sitemap's origin, then its rank).
+fn urls_for(
+    chosen: &[crate::store::jobs::FinishedAttempt],
+    want: &[usize],
+    n: usize,
+) -> Result<BTreeMap<usize, Vec<(SitemapUrl, String)>>> {
+    let mut rows: BTreeMap<usize, Vec<SitemapUrlRow>> = BTreeMap::new();
+    for a in chosen {
         for p in a.parts(names::SITEMAP_URLS)? {
             let j = parquet::part_index(&p).filter(|&j| j < n).ok_or_else(|| {
                 Error::crawl_dir(
@@ -651,17 +690,59 @@ fn commit(
                     "not a sitemap_urls output of a sitemap task of this crawl",
                 )
             })?;
-            rows[j].extend(parquet::read_part_all::<SitemapUrlRow>(&p)?);
+            if want.contains(&j) {
+                crate::store::integrity::verify_files(
+                    &a.dataset(names::SITEMAP_URLS),
+                    std::slice::from_ref(&p),
+                )?;
+                rows.entry(j)
+                    .or_default()
+                    .extend(parquet::read_part_all::<SitemapUrlRow>(&p)?);
+            }
         }
     }
-    let now = now.unwrap_or_else(now_millis);
-    let mut entries = Vec::new();
-    for mut part in rows {
-        part.sort_by(|a, b| (&a.url, &a.origin, a.seq).cmp(&(&b.url, &b.origin, b.seq)));
-        part.dedup_by(|later, first| later.url == first.url);
-        entries.extend(part.into_iter().map(SitemapUrlRow::into_entry));
-    }
+    Ok(rows
+        .into_iter()
+        .map(|(j, mut part)| {
+            part.sort_by(|a, b| (&a.url, &a.origin, a.seq).cmp(&(&b.url, &b.origin, b.seq)));
+            part.dedup_by(|later, first| later.url == first.url);
+            (j, part.into_iter().map(SitemapUrlRow::into_entry).collect())
+        })
+        .collect())
+}
+
+/// The commit of a sitemap job whose URLs were not merged by merge tasks (under the
+/// crawldb lock): checks that every chosen fetch attempt read the crawldb and
+/// sitemapdb versions current now, reads their URLs (every target partition's
+/// files), merges them into a new crawldb version, then installs the sitemapdb with
+/// the attempts' records.
+fn commit(
+    dir: &CrawlDir,
+    cfg: &Config,
+    opts: &SitemapOpts,
+    job: &TaskJob,
+    n: usize,
+) -> Result<SitemapReport> {
+    let (chosen, mut summary, now) = fetch_attempts(dir, job, n)?;
+    let all: Vec<usize> = (0..n).collect();
+    let entries: Vec<(SitemapUrl, String)> = urls_for(&chosen, &all, n)?
+        .into_values()
+        .flatten()
+        .collect();
     let merged = merge::merge_into_crawldb(dir, cfg, &entries, &extra_hosts(opts), now)?;
+    install_sitemapdb(dir, &mut summary, merged)?;
+    Ok(summary)
+}
+
+/// Puts the crawldb counts of `merged` into `summary`, then installs the sitemapdb
+/// with the records of the sitemaps fetched. The crawldb is installed before: a
+/// commit killed in between leaves a sitemapdb its rerun refuses (the crawldb
+/// changed): the job is run again, fetches the sitemaps again and adds nothing twice.
+fn install_sitemapdb(
+    dir: &CrawlDir,
+    summary: &mut SitemapReport,
+    merged: merge::MergeReport,
+) -> Result<()> {
     summary.urls_added = merged.added;
     summary.urls_known = merged.known;
     summary.urls_due_again = merged.due_again;
@@ -669,14 +750,135 @@ fn commit(
     for r in summary.reports.iter_mut() {
         r.urls_added = merged.added_per_sitemap.get(&r.url).copied().unwrap_or(0) as i64;
     }
-    // The crawldb is installed; now remember what was processed. A commit killed in
-    // between leaves a sitemapdb its rerun refuses (the crawldb changed): the job is
-    // run again, fetches the sitemaps again and adds nothing twice.
     let mut db = read_sitemapdb(dir)?;
     for r in &summary.reports {
         db.insert(r.url.clone(), r.clone());
     }
-    record::write_sitemapdb(dir, db.into_values().collect())?;
+    record::write_sitemapdb(dir, db.into_values().collect())
+}
+
+/// What a merge task did (its attempt's report).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct MergeTaskReport {
+    /// The crawldb version it merged into.
+    crawldb_version: String,
+    /// Its partitions.
+    partitions: Vec<usize>,
+    /// The fetch attempts whose URLs it merged (`<partition set>/<attempt>`).
+    fetched_by: Vec<String>,
+    /// Its merge counts.
+    counts: merge::PartCounts,
+}
+
+/// The names of fetch attempts, `<partition set>/<attempt>` (what a merge task
+/// records and the commit checks: the same on every machine).
+fn attempt_dirs(chosen: &[crate::store::jobs::FinishedAttempt]) -> Vec<String> {
+    chosen
+        .iter()
+        .map(|a| format!("{}/{}", a.partitions().dir_name(), a.attempt()))
+        .collect()
+}
+
+/// A merge task on partitions `set` (of `n`): the URLs every fetch attempt of `job`
+/// found for them, merged into their crawldb parts (written into its attempt, as
+/// the one-process merge writes them). Installs nothing.
+fn merge_task(
+    dir: &CrawlDir,
+    cfg: &Config,
+    job: &TaskJob,
+    set: &PartitionSet,
+    attempt: &str,
+    n: usize,
+) -> Result<SitemapReport> {
+    let (chosen, _, now) = fetch_attempts(dir, job, n)?;
+    let parts: Vec<usize> = set.iter().collect();
+    let urls = urls_for(&chosen, &parts, n)?;
+    let exists = parquet::dataset_complete(&dir.crawldb_current());
+    if exists {
+        let files: Vec<PathBuf> = parts
+            .iter()
+            .map(|&i| crate::crawldb::current_part(dir, i))
+            .collect();
+        crate::store::integrity::verify_files(&dir.crawldb_current(), &files)?;
+    }
+    let w = job.pass(MERGE_PASS).attempt_writer(set, attempt)?;
+    let out = w.dataset(crate::crawldb::TASK_DATASET)?;
+    let mut r = MergeTaskReport {
+        crawldb_version: crate::crawldb::version_id(dir)?,
+        partitions: parts.clone(),
+        fetched_by: attempt_dirs(&chosen),
+        ..MergeTaskReport::default()
+    };
+    let none = Vec::new();
+    for &i in &parts {
+        let mut new: BTreeMap<String, (&SitemapUrl, &str)> = BTreeMap::new();
+        for (e, sitemap) in urls.get(&i).unwrap_or(&none) {
+            new.insert(e.url.clone(), (e, sitemap.as_str()));
+        }
+        let db = if exists {
+            crate::crawldb::stream::DatumStream::open(&crate::crawldb::current_part(dir, i))?
+        } else {
+            crate::crawldb::stream::DatumStream::empty()
+        };
+        let mut wr = PartWriter::create(&out.join(part_name(i)))?;
+        let c = merge::merge_part(db, &new, &mut wr, cfg, now)?;
+        wr.finish()?;
+        r.counts.add(c);
+    }
+    crate::crawldb::finish_attempt(w, &r)?;
+    Ok(SitemapReport {
+        urls_added: r.counts.added,
+        urls_known: r.counts.known,
+        urls_due_again: r.counts.due_again,
+        crawldb_rows: r.counts.rows,
+        ..SitemapReport::default()
+    })
+}
+
+/// The commit of a sitemap job whose URLs the merge tasks merged (under the crawldb
+/// lock): checks the versions every fetch and merge attempt read, installs the
+/// merge tasks' crawldb parts as the new version (with the extra sitemaps' hosts as
+/// seed hosts), then the sitemapdb. Without a URL to merge and without extra hosts
+/// the crawldb stays as it is, as in one process.
+fn commit_merged(
+    dir: &CrawlDir,
+    cfg: &Config,
+    opts: &SitemapOpts,
+    job: &TaskJob,
+    n: usize,
+) -> Result<SitemapReport> {
+    let (chosen, mut summary, _) = fetch_attempts(dir, job, n)?;
+    let version = crate::crawldb::version_id(dir)?;
+    let tasks: Vec<(PathBuf, MergeTaskReport)> =
+        crate::crawldb::chosen_parts(&job.pass(MERGE_PASS), n)?;
+    let fetched_by = attempt_dirs(&chosen);
+    let mut merged = merge::MergeReport::default();
+    for (path, t) in &tasks {
+        crate::crawldb::check_version(dir, path, &t.crawldb_version, &version)?;
+        if t.fetched_by != fetched_by {
+            return Err(Error::crawl_dir(
+                path,
+                "the merge task read other fetch attempts than the commit chooses (a fetch attempt finished after the merge tasks ran): nothing was installed; run the merge tasks again, then the commit",
+            ));
+        }
+        merged.add(t.counts.clone());
+    }
+    let extra = extra_hosts(opts);
+    if merged.added + merged.known == 0 && extra.is_empty() {
+        merged.rows = 0;
+    } else {
+        let (_, mut meta) = crate::crawldb::meta_or_new(dir, cfg)?;
+        let mut hosts: std::collections::BTreeSet<String> =
+            meta.seed_hosts.iter().cloned().collect();
+        hosts.extend(extra);
+        meta.seed_hosts = hosts.into_iter().collect();
+        let parts: Vec<(&Path, &[usize])> = tasks
+            .iter()
+            .map(|(p, t)| (p.as_path(), t.partitions.as_slice()))
+            .collect();
+        crate::crawldb::install_parts(dir, &parts, &mut meta, "sitemap")?;
+    }
+    install_sitemapdb(dir, &mut summary, merged)?;
     Ok(summary)
 }
 

@@ -70,6 +70,8 @@ pub enum Scope {
         job: String,
         /// The partitions the task works on.
         partitions: PartitionSet,
+        /// Its `--pass`, if any: which shuffles it reads ([`MirrorNeeds::shuffles`]).
+        pass: Option<String>,
     },
     /// A driver step of `job` (its commit, generate's cut-off): every part is a
     /// placeholder, attempts' parts included; the push commits the changed units
@@ -103,6 +105,11 @@ pub struct MirrorNeeds {
     /// Its runs carry each partition's fetch state between runs
     /// (`fetch_state/<n>/p<i>/`: `fetch.last_end`, the robots cache): fetch.
     pub fetch_state: bool,
+    /// The shuffle passes of its jobs ([`crate::store::jobs::Job::shuffle`]) a task
+    /// of each pass reads: `(pass, shuffles)`, the pass as `--pass` names it (`""`
+    /// for a task without `--pass`). A task pulls the attempts of those shuffles
+    /// only (its partitions' parts of every one of them), no other shuffle's.
+    pub shuffles: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// A dataset a task reads whole (see [`MirrorNeeds`]).
@@ -126,7 +133,17 @@ impl MirrorNeeds {
     pub const NONE: MirrorNeeds = MirrorNeeds {
         reads_whole: &[],
         fetch_state: false,
+        shuffles: &[],
     };
+
+    /// Whether a task of pass `pass` (`None`: without `--pass`) reads the shuffle
+    /// `name`.
+    fn reads_shuffle(&self, pass: Option<&str>, name: &str) -> bool {
+        let pass = pass.unwrap_or("");
+        self.shuffles
+            .iter()
+            .any(|(p, reads)| *p == pass && reads.contains(&name))
+    }
 
     /// Whether a task reads the whole of `dataset` of a segment (`segment_routed`:
     /// the segment brings its redirects in `crawl_parse`).
@@ -1280,11 +1297,21 @@ impl Mirror {
                     // (an earlier pass's, a finished twin's), not its sibling tasks':
                     // what a task reads does not grow with the number of tasks. A
                     // shuffle's attempts are the exception: every one of them holds
-                    // parts of every partition (its own are taken below).
+                    // parts of every partition (its own are taken below); of a
+                    // shuffle its pass does not read, a task takes the small files
+                    // (the report) and no part.
+                    let shuffle = dir
+                        .split('/')
+                        .next()
+                        .and_then(|c| c.strip_prefix(crate::store::jobs::SHUFFLE_PREFIX));
+                    let no_parts = match (&self.scope, shuffle) {
+                        (Scope::Task { pass, .. }, Some(name)) => {
+                            !self.needs.reads_shuffle(pass.as_deref(), name)
+                        }
+                        _ => false,
+                    };
                     if let Scope::Task { partitions, .. } = &self.scope
-                        && !dir
-                            .split('/')
-                            .any(|c| c.starts_with(crate::store::jobs::SHUFFLE_PREFIX))
+                        && shuffle.is_none()
                         && let Some(theirs) = dir.split('/').find_map(PartitionSet::from_dir_name)
                         && !theirs.iter().any(|i| partitions.contains(i))
                     {
@@ -1313,7 +1340,7 @@ impl Mirror {
                             match (f.name.rsplit('/').next().and_then(part_index), &self.scope) {
                                 (None, _) => false,
                                 (Some(i), Scope::Task { partitions, .. }) => {
-                                    !partitions.contains(i)
+                                    no_parts || !partitions.contains(i)
                                 }
                                 (Some(_), _) => true,
                             };
@@ -1982,6 +2009,7 @@ mod tests {
     fn declared_whole_reads() {
         use names::SegmentDataset::{CrawlFetch, CrawlParse, Robots};
         let needs = MirrorNeeds {
+            shuffles: &[],
             reads_whole: &[
                 WholeRead::UnlessRouted(CrawlFetch),
                 WholeRead::Always(Robots),

@@ -669,6 +669,12 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         "dedup decides as partition tasks (a shuffle by signature):\n{stdout}"
     );
     assert!(
+        line("sitemap").contains(&format!(
+            "pass merge: {PARTITIONS} tasks over {PARTITIONS} partitions, commit"
+        )),
+        "sitemap merges its URLs as partition tasks:\n{stdout}"
+    );
+    assert!(
         line("index").contains("1 task running the whole stage (not partitioned yet)"),
         "a step that runs whole says so:\n{stdout}"
     );

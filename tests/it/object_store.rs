@@ -980,6 +980,7 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         crossed > 0,
         "dedup's groups tasks read keys routed by other partition sets' tasks: {log:?}"
     );
+    let from = log.len();
     s3_step(
         m,
         sc,
@@ -1003,6 +1004,17 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         &mut log,
     );
     s3_step(m, sc, &uri, c, "dedup", &["--near"], "d1", "", "", &mut log);
+    // The resolve and rewrite tasks read the groups' output, not the keys shuffle
+    // (of which they take the reports).
+    for (what, r) in &log[from..] {
+        assert!(
+            !r.downloaded
+                .iter()
+                .any(|d| d.contains("shuffle.keys") && part_of(d).is_some()),
+            "{what} downloaded the keys shuffle: {:?}",
+            r.downloaded
+        );
+    }
 
     let remote = s3_crawldb(&moto, t.path(), &uri, &config);
     let here = crawldb(&local);

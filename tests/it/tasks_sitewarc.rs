@@ -150,7 +150,7 @@ fn sitemap_as_tasks_equals_one_process() {
     // The shuffle: a task writes the URLs its sitemaps listed to their host's
     // partition; the fetches were its own partitions' hosts only.
     let mut targets = Vec::new();
-    for set in std::fs::read_dir(b.join("_jobs/s1")).unwrap() {
+    for set in std::fs::read_dir(b.join("_jobs/s1/shuffle.fetch")).unwrap() {
         for attempt in std::fs::read_dir(set.unwrap().path()).unwrap() {
             let urls = attempt.unwrap().path().join("sitemap_urls");
             for p in trawl::store::parquet::part_files(&urls).unwrap() {
@@ -167,6 +167,20 @@ fn sitemap_as_tasks_equals_one_process() {
         let st = b.join(format!("fetch_state/00004/p{i:05}"));
         assert!(!st.join("fetch.lease").exists(), "lease of {i} released");
     }
+    // The merge tasks (uneven sets again, one run twice): each merges the URLs every
+    // fetch attempt found for its partitions into their crawldb parts.
+    for (set, attempt) in [("0", "m-0"), ("1-3", "m-13"), ("1-3", "m-13-zombie")] {
+        output_ok(task_command(
+            "sitemap",
+            &b,
+            &config,
+            &["--probe", "--pass", "merge"],
+            "s1",
+            set,
+            attempt,
+        ));
+    }
+    assert_eq!(before, crawldb_view(&b), "merge tasks install nothing");
     let summary = commit_ok("sitemap", &b, &config, &["--probe"], "s1");
     assert_eq!(
         summary_count(&summary, "sitemap", "added"),
