@@ -849,18 +849,28 @@ fn commit_merged(
 ) -> Result<SitemapReport> {
     let (chosen, mut summary, _) = fetch_attempts(dir, job, n)?;
     let version = crate::crawldb::version_id(dir)?;
-    let tasks: Vec<(PathBuf, MergeTaskReport)> =
-        crate::crawldb::chosen_parts(&job.pass(MERGE_PASS), n)?;
+    // A merge task that read other fetch attempts (one finished after it ran) is
+    // passed over: its partitions need a merge task run since.
     let fetched_by = attempt_dirs(&chosen);
+    let tasks: Vec<(PathBuf, MergeTaskReport)> = job
+        .pass(MERGE_PASS)
+        .choose_where(n, |a| {
+            Ok(a.report::<MergeTaskReport>()?.fetched_by == fetched_by)
+        })
+        .map_err(|e| {
+            Error::crawl_dir(
+                job.dir(),
+                format!(
+                    "{e} (merge tasks that read other fetch attempts than the commit chooses are passed over: a fetch attempt finished after them; run the merge tasks of those partitions again under a new attempt id)"
+                ),
+            )
+        })?
+        .iter()
+        .map(|a| Ok((a.dataset(crate::crawldb::TASK_DATASET), a.report()?)))
+        .collect::<Result<_>>()?;
     let mut merged = merge::MergeReport::default();
     for (path, t) in &tasks {
         crate::crawldb::check_version(dir, path, &t.crawldb_version, &version)?;
-        if t.fetched_by != fetched_by {
-            return Err(Error::crawl_dir(
-                path,
-                "the merge task read other fetch attempts than the commit chooses (a fetch attempt finished after the merge tasks ran): nothing was installed; run the merge tasks again, then the commit",
-            ));
-        }
         merged.add(t.counts.clone());
     }
     let extra = extra_hosts(opts);

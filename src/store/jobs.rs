@@ -351,9 +351,22 @@ impl Job {
     /// `0..partitions`; otherwise the error names the missing or overlapping
     /// partitions and nothing may be installed.
     pub fn choose(&self, partitions: usize) -> Result<Vec<FinishedAttempt>> {
+        self.choose_where(partitions, |_| Ok(true))
+    }
+
+    /// [`Job::choose`] among the finished attempts `usable` accepts (an attempt
+    /// that read what the commit reads): a refused attempt is passed over, not chosen.
+    pub fn choose_where(
+        &self,
+        partitions: usize,
+        usable: impl Fn(&FinishedAttempt) -> Result<bool>,
+    ) -> Result<Vec<FinishedAttempt>> {
         let mut by_set: BTreeMap<PartitionSet, FinishedAttempt> = BTreeMap::new();
         for a in self.finished()? {
-            by_set.entry(a.pset.clone()).or_insert(a);
+            if by_set.contains_key(&a.pset) || !usable(&a)? {
+                continue;
+            }
+            by_set.insert(a.pset.clone(), a);
         }
         let mut owner: Vec<Option<&PartitionSet>> = vec![None; partitions];
         let mut beyond = Vec::new();

@@ -181,6 +181,46 @@ fn sitemap_as_tasks_equals_one_process() {
         ));
     }
     assert_eq!(before, crawldb_view(&b), "merge tasks install nothing");
+    // A zombie fetch attempt of set 2 finishes after the merges, with an id that
+    // sorts first: the commit chooses it, so no merge task read what it will
+    // install; it refuses, and merge tasks run again under new ids are taken.
+    output_ok(task_command(
+        "sitemap",
+        &b,
+        &config,
+        &["--probe"],
+        "s1",
+        "2",
+        "s-2--zombie",
+    ));
+    let mut c = stage_command(
+        bin("sitemap"),
+        &b,
+        &config,
+        &["--probe", "--job", "s1", "--commit"],
+    );
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("run the merge tasks of those partitions again"),
+        "{err}"
+    );
+    assert_eq!(
+        before,
+        crawldb_view(&b),
+        "a refused commit installs nothing"
+    );
+    for (set, attempt) in [("0", "n-0"), ("1-3", "n-13")] {
+        output_ok(task_command(
+            "sitemap",
+            &b,
+            &config,
+            &["--probe", "--pass", "merge"],
+            "s1",
+            set,
+            attempt,
+        ));
+    }
     let summary = commit_ok("sitemap", &b, &config, &["--probe"], "s1");
     assert_eq!(
         summary_count(&summary, "sitemap", "added"),
