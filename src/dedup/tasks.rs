@@ -390,12 +390,15 @@ pub fn groups(
     let mut verdicts: BTreeMap<u32, Vec<VerdictRow>> = BTreeMap::new();
     let mut edges: Vec<EdgeRow> = Vec::new();
     let blocks = blocks(k.max_distance);
+    // Every keys attempt's parts of these buckets, listed and checked once.
+    let mut files: Vec<PathBuf> = Vec::new();
+    for a in &keys {
+        files.extend(parts_for(a, KEYS, buckets)?);
+    }
     for &b in buckets {
         let mut rows: Vec<KeyRow> = Vec::new();
-        for a in &keys {
-            for f in parts_for(a, KEYS, &[b])? {
-                rows.extend(parquet::read_part_all::<KeyRow>(&f)?);
-            }
+        for f in files.iter().filter(|f| parquet::part_index(f) == Some(b)) {
+            rows.extend(parquet::read_part_all::<KeyRow>(f)?);
         }
         r.received += rows.len() as u64;
         // Candidates with the same signature: a group of this bucket.
@@ -623,8 +626,8 @@ pub struct Decision {
     pub crawldb_version: String,
     /// Rows, candidates, groups, near pairs.
     pub summary: DedupReport,
-    /// The directories holding `part-0000i.parquet` verdicts.
-    verdict_dirs: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// The verdict parts (`part-0000i.parquet`) of the partitions asked for.
+    verdict_files: Vec<PathBuf>,
     /// Every attempt the decision came from, with the version it read.
     pub attempts: Vec<(PathBuf, String)>,
 }
@@ -642,7 +645,7 @@ pub fn decision(job: &Job, opts: &DedupOpts, n: usize, want: &[usize]) -> Result
             candidates: k.candidates,
             ..DedupReport::default()
         },
-        verdict_dirs: Vec::new(),
+        verdict_files: Vec::new(),
         attempts: keys
             .iter()
             .map(|a| (a.path().to_path_buf(), k.crawldb_version.clone()))
@@ -670,13 +673,11 @@ pub fn decision(job: &Job, opts: &DedupOpts, n: usize, want: &[usize]) -> Result
         d.summary.near_pairs = rr.near_pairs;
         d.attempts
             .push((a.path().to_path_buf(), rr.crawldb_version.clone()));
-        d.verdict_dirs
-            .push((a.dataset(VERDICTS), parts_for(a, VERDICTS, want)?));
+        d.verdict_files.extend(parts_for(a, VERDICTS, want)?);
     } else {
         for (a, g) in &groups {
             d.summary.groups += g.groups;
-            d.verdict_dirs
-                .push((a.dataset(VERDICTS), parts_for(a, VERDICTS, want)?));
+            d.verdict_files.extend(parts_for(a, VERDICTS, want)?);
         }
     }
     Ok(d)
@@ -686,13 +687,11 @@ impl Decision {
     /// The verdicts of partition `i` (a rewrite task's).
     pub fn verdicts(&self, i: usize) -> Result<HashMap<String, bool>> {
         let mut out = HashMap::new();
-        for (_, files) in &self.verdict_dirs {
-            for f in files {
-                if parquet::part_index(f) == Some(i) {
-                    for rows in parquet::read_part::<VerdictRow>(f)? {
-                        for v in rows? {
-                            out.insert(v.url, v.duplicate);
-                        }
+        for f in &self.verdict_files {
+            if parquet::part_index(f) == Some(i) {
+                for rows in parquet::read_part::<VerdictRow>(f)? {
+                    for v in rows? {
+                        out.insert(v.url, v.duplicate);
                     }
                 }
             }
