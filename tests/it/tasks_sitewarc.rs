@@ -169,7 +169,7 @@ fn sitemap_as_tasks_equals_one_process() {
     }
     // The merge tasks (uneven sets again, one run twice): each merges the URLs every
     // fetch attempt found for its partitions into their crawldb parts.
-    for (set, attempt) in [("0", "m-0"), ("1-3", "m-13"), ("1-3", "m-13-zombie")] {
+    let merge = |set: &str, attempt: &str| {
         output_ok(task_command(
             "sitemap",
             &b,
@@ -178,7 +178,10 @@ fn sitemap_as_tasks_equals_one_process() {
             "s1",
             set,
             attempt,
-        ));
+        ))
+    };
+    for (set, attempt) in [("0", "m-0"), ("1-3", "m-13"), ("1-3", "m-13-zombie")] {
+        merge(set, attempt);
     }
     assert_eq!(before, crawldb_view(&b), "merge tasks install nothing");
     // A zombie fetch attempt of set 2 finishes after the merges, with an id that
@@ -193,17 +196,11 @@ fn sitemap_as_tasks_equals_one_process() {
         "2",
         "s-2--zombie",
     ));
-    let mut c = stage_command(
-        bin("sitemap"),
+    refused_commit(
         &b,
         &config,
         &["--probe", "--job", "s1", "--commit"],
-    );
-    let out = c.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("run the merge tasks of those partitions again"),
-        "{err}"
+        "run the merge tasks of those partitions again",
     );
     assert_eq!(
         before,
@@ -211,15 +208,7 @@ fn sitemap_as_tasks_equals_one_process() {
         "a refused commit installs nothing"
     );
     for (set, attempt) in [("0", "n-0"), ("1-3", "n-13")] {
-        output_ok(task_command(
-            "sitemap",
-            &b,
-            &config,
-            &["--probe", "--pass", "merge"],
-            "s1",
-            set,
-            attempt,
-        ));
+        merge(set, attempt);
     }
     let summary = commit_ok("sitemap", &b, &config, &["--probe"], "s1");
     assert_eq!(
@@ -241,19 +230,23 @@ fn sitemap_as_tasks_equals_one_process() {
         "t-0",
     ));
     run_ok("sitemap", &b, &config, &["--force"]);
-    let mut c = stage_command(
-        bin("sitemap"),
+    refused_commit(
         &b,
         &config,
         &["--force", "--job", "s2", "--commit"],
-    );
-    let out = c.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("changed since the tasks"),
-        "{err}"
+        "changed since the tasks",
     );
     web.stop();
+}
+
+/// Runs `sitemap args` (a commit) on `crawl`, asserting that it fails with `why` in
+/// its error.
+fn refused_commit(crawl: &Path, config: &Path, args: &[&str], why: &str) {
+    let out = stage_command(bin("sitemap"), crawl, config, args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(why), "{err}");
 }
 
 fn read_dataset_file(p: &Path) -> Vec<trawl::sitemaps::SitemapUrlRow> {
