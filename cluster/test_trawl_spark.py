@@ -70,8 +70,19 @@ FETCH = {
 PAGERANK = {
     "stage": "pagerank", "segment": "none",
     "units": [
+        {"run": "tasks", "flags": ["--pass", "links"], "all": False},
+        {"run": "tasks", "flags": ["--pass", "graph"], "all": False},
+        {"run": "iterate", "flags": ["--pass", "iterate"], "check": ["--check"],
+         "then": ["--pass", "rewrite"]},
+        {"run": "commit"},
+    ],
+    "ok": [0], "outcomes": [], "leases": False, "after_unreachable": False, "optional": None,
+}
+PAGERANK_WHOLE_GRAPH = {
+    "stage": "pagerank", "segment": "none",
+    "units": [
         {"run": "tasks", "flags": ["--pass", "scores"], "all": True,
-         "why": "the whole link graph: not partitioned yet"},
+         "why": "the whole link graph: HITS and HostRank are not partitioned"},
         {"run": "tasks", "flags": ["--pass", "rewrite"], "all": False},
         {"run": "commit"},
     ],
@@ -103,8 +114,14 @@ class Plan(unittest.TestCase):
         self.assertEqual(ts.describe_units(FETCH, specs, 4), "2 tasks over 4 partitions, commit")
         self.assertEqual(
             ts.describe_units(PAGERANK, specs, 4),
-            "pass scores: 1 task over every partition (the whole link graph: not partitioned yet), "
-            "pass rewrite: 2 tasks over 4 partitions, commit",
+            "pass links: 2 tasks over 4 partitions, pass graph: 2 tasks over 4 partitions, "
+            "pass iterate: 2 tasks over 4 partitions per iteration until the check in the "
+            "driver stops it, then pass rewrite: 2 tasks, commit",
+        )
+        self.assertEqual(
+            ts.describe_units(PAGERANK_WHOLE_GRAPH, specs, 4),
+            "pass scores: 1 task over every partition (the whole link graph: HITS and HostRank "
+            "are not partitioned), pass rewrite: 2 tasks over 4 partitions, commit",
         )
         # A one-task unit without a reason of its own.
         self.assertEqual(

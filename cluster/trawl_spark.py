@@ -213,6 +213,15 @@ def describe_units(step, specs, partitions):
             over = f"every partition ({why})" if unit["all"] else f"{partitions} partitions"
             tasks = f"{n} task" if n == 1 else f"{n} tasks"
             parts.append(f"{what}: {tasks} over {over}" if what != "tasks" else f"{tasks} over {over}")
+        elif unit["run"] == "iterate":
+            what = " ".join(unit["flags"]).replace("--pass ", "pass ")
+            then = " ".join(unit["then"]).replace("--pass ", "pass ")
+            check = " ".join(unit["check"]).lstrip("-")
+            tasks = f"{len(specs)} task" if len(specs) == 1 else f"{len(specs)} tasks"
+            parts.append(
+                f"{what}: {tasks} over {partitions} partitions per iteration until the {check} "
+                f"in the driver stops it, then {then}: {tasks}"
+            )
         elif unit["run"] == "driver":
             parts.append(" ".join(unit["flags"]).lstrip("-") + " in the driver")
         elif unit["run"] == "commit":
@@ -460,6 +469,8 @@ class Driver:
                 what = " ".join(unit["flags"]).replace("--pass ", "pass ") or "tasks"
                 sets = ["all"] if unit["all"] else specs
                 self.spark_tasks(stage, what, stage_args, job, sets, ok, unit["flags"])
+            elif run == "iterate":
+                self.iterate(stage, stage_args, job, specs, ok, unit)
             elif run == "driver":
                 self.driver_step(stage, stage_args, ["--job", job] + unit["flags"])
             elif run == "commit":
@@ -470,6 +481,39 @@ class Driver:
             else:
                 raise StepFailed(EXIT_ERROR, f"{stage}: unit {run!r} of the plan is not known to this driver")
         return code, out
+
+    def iterate(self, stage, stage_args, job, specs, ok, unit):
+        """An `iterate` unit: its tasks once per iteration (`--iteration K`, K = 0, 1,
+        ...), after each the check in the driver, whose JSON line says whether to run
+        another; then the `then` tasks with the last K."""
+        k = 0
+        while True:
+            flags = list(unit["flags"]) + ["--iteration", str(k)]
+            what = " ".join(flags).replace("--pass ", "pass ").replace("--iteration ", "iteration ")
+            self.spark_tasks(stage, what, stage_args, job, specs, ok, flags)
+            _, out = self.driver_step(
+                stage, stage_args, ["--job", job] + list(unit["check"]) + ["--iteration", str(k)]
+            )
+            lines = out.strip().splitlines()
+            try:
+                verdict = json.loads(lines[-1])
+                again = verdict["again"]
+            except (IndexError, ValueError, KeyError, TypeError) as e:
+                raise StepFailed(
+                    EXIT_ERROR,
+                    f"{stage} {' '.join(unit['check'])} --iteration {k} printed no verdict "
+                    f"(a JSON line with \"again\"): {out!r} ({e})",
+                )
+            self.say(
+                f"  {stage} iteration {k}: L1 change {verdict.get('delta', 0.0):.3e}"
+                + (", again" if again else ", stopped")
+            )
+            if not again:
+                break
+            k += 1
+        flags = list(unit["then"]) + ["--iteration", str(k)]
+        what = " ".join(flags).replace("--pass ", "pass ").replace("--iteration ", "iteration ")
+        self.spark_tasks(stage, what, stage_args, job, specs, ok, flags)
 
     def job(self, stage, stage_args, label, plan):
         """A stage run as a job of its own (inject, warc): its plan step."""

@@ -139,7 +139,18 @@ pub const COMMANDS: &[Command] = &[
         name: "pagerank",
         about: "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
         writes: true,
-        mirror: MirrorNeeds::NONE,
+        mirror: MirrorNeeds {
+            reads_whole: &[],
+            fetch_state: false,
+            // The links go to the graph tasks; an iteration reads its partitions'
+            // graph and what the previous iteration sent them; the rewrite tasks
+            // the last iteration's ranks (`{k}`: the task's --iteration).
+            shuffles: &[
+                ("graph", &["links"]),
+                ("iterate", &["graph", "rank.{k-1}"]),
+                ("rewrite", &["graph", "rank.{k}"]),
+            ],
+        },
     },
     Command {
         name: "sitemap",

@@ -46,6 +46,19 @@ pub enum Unit {
         /// Its flags.
         flags: &'static [&'static str],
     },
+    /// Partition tasks run once per iteration: `--iteration K` (K = 0, 1, ...) added
+    /// to `flags`. After each iteration's tasks the driver runs the step `check`
+    /// (`--job J` + `check` + `--iteration K`) in its process, which prints one JSON
+    /// line, `{"iteration": K, "delta": D, "again": true|false}`: with `again` the
+    /// next iteration runs; without, the `then` tasks run with `--iteration K`.
+    Iterate {
+        /// Flags of each iteration's tasks (`--pass iterate`).
+        flags: &'static [&'static str],
+        /// Flags of the check after each iteration (`--check`).
+        check: &'static [&'static str],
+        /// Flags of the tasks after the last iteration (`--pass rewrite`).
+        then: &'static [&'static str],
+    },
     /// The job's commit (`--job J --commit`), in the driver's process.
     Commit,
     /// The stage run whole, without task flags, as one task: a step that has no
@@ -246,14 +259,41 @@ pub const DEDUP: Step = Step {
     ..partitioned("dedup", SegmentUse::None)
 };
 
-/// `pagerank`: the scores pass as one task (the whole graph), rewrite tasks, the
+/// `pagerank`: links tasks (each link routed to its source's partition), graph tasks
+/// (each partition's nodes and edges), the iteration (iterate tasks, then the check in
+/// the driver, until it stops), rewrite tasks with the last iteration's ranks, the
 /// commit.
 pub const PAGERANK: Step = Step {
     units: &[
         Unit::Tasks {
+            flags: &["--pass", "links"],
+            all: false,
+            why: None,
+        },
+        Unit::Tasks {
+            flags: &["--pass", "graph"],
+            all: false,
+            why: None,
+        },
+        Unit::Iterate {
+            flags: &["--pass", "iterate"],
+            check: &["--check"],
+            then: &["--pass", "rewrite"],
+        },
+        Unit::Commit,
+    ],
+    ..partitioned("pagerank", SegmentUse::None)
+};
+
+/// `pagerank` with HITS or HostRank (`pagerank.hits`, `pagerank.hostrank`): the
+/// scores pass as one task (the whole graph, which those need), rewrite tasks, the
+/// commit.
+pub const PAGERANK_WHOLE_GRAPH: Step = Step {
+    units: &[
+        Unit::Tasks {
             flags: &["--pass", "scores"],
             all: true,
-            why: Some("the whole link graph: not partitioned yet"),
+            why: Some("the whole link graph: HITS and HostRank are not partitioned"),
         },
         Unit::Tasks {
             flags: &["--pass", "rewrite"],
@@ -323,6 +363,9 @@ pub struct RoundOpts {
     pub index: bool,
     /// Export the segment as WARC (`--warc`; the Spark driver only).
     pub warc: bool,
+    /// PageRank with HITS or HostRank: its scores pass as one task over the whole
+    /// graph ([`PAGERANK_WHOLE_GRAPH`]).
+    pub pagerank_whole_graph: bool,
 }
 
 impl Default for RoundOpts {
@@ -331,6 +374,7 @@ impl Default for RoundOpts {
             dedup: true,
             index: true,
             warc: false,
+            pagerank_whole_graph: false,
         }
     }
 }
@@ -345,7 +389,10 @@ pub fn steps(opts: RoundOpts) -> Vec<Step> {
             Some(Optional::Index) => opts.index,
             Some(Optional::Warc) => opts.warc,
         })
-        .copied()
+        .map(|s| match s.stage {
+            "pagerank" if opts.pagerank_whole_graph => PAGERANK_WHOLE_GRAPH,
+            _ => *s,
+        })
         .collect()
 }
 
@@ -388,6 +435,11 @@ mod tests {
                 "{} is a command of the registry",
                 s.stage
             );
+            if let Some(Unit::Iterate { flags, check, then }) =
+                s.units.iter().find(|u| matches!(u, Unit::Iterate { .. }))
+            {
+                assert!(!flags.is_empty() && !check.is_empty() && !then.is_empty());
+            }
             let last = s.units.last().copied();
             assert!(
                 matches!(last, Some(Unit::Commit)) || s.units == [Unit::Whole],
@@ -422,7 +474,10 @@ mod tests {
             dedup: false,
             index: false,
             warc: true,
+            pagerank_whole_graph: true,
         };
+        let pagerank = steps(lean).into_iter().find(|s| s.stage == "pagerank");
+        assert_eq!(pagerank, Some(PAGERANK_WHOLE_GRAPH));
         let names: Vec<&str> = steps(lean).iter().map(|s| s.stage).collect();
         assert!(!names.contains(&"dedup") && !names.contains(&"index"));
         assert_eq!(names.last(), Some(&"warc"));

@@ -14,9 +14,17 @@ enum Source {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Pass {
-    /// The graph, the iteration and the new pagerank/ (one task over every partition).
+    /// Each link of the task's partitions routed to its source's partition (a shuffle).
+    Links,
+    /// Each partition's nodes and edges.
+    Graph,
+    /// One iteration (--iteration K, from 0 until --check stops it).
+    Iterate,
+    /// The graph, the iteration and the new pagerank/ in one task over every
+    /// partition (with HITS, HostRank).
     Scores,
-    /// Crawldb parts rewritten with the scores of the job's scores pass.
+    /// pagerank/ and crawldb parts with the scores: of the last iteration
+    /// (--iteration K), else of the scores pass.
     Rewrite,
 }
 
@@ -49,6 +57,19 @@ struct Args {
     task: trawl::cli::TaskArgs,
     #[command(flatten)]
     pass: trawl::cli::PassArgs<Pass>,
+    /// The iteration of an iterate task (0 for the first), of the --check after it,
+    /// or the last one for the rewrite tasks.
+    #[arg(long, value_name = "K", help_heading = "Partition tasks")]
+    iteration: Option<usize>,
+    /// With --job and --iteration K: after iteration K's tasks, print whether to run
+    /// another as one JSON line ({"iteration": K, "delta": ..., "again": true|false}).
+    #[arg(
+        long,
+        requires_all = ["job", "iteration"],
+        conflicts_with_all = ["partitions", "attempt", "commit", "pass"],
+        help_heading = "Partition tasks"
+    )]
+    check: bool,
     /// Damping factor (overrides pagerank.damping, default 0.85).
     #[arg(long, value_name = "D")]
     damping: Option<f64>,
@@ -87,7 +108,21 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     trawl::signal::install()?;
-    let mut ctx = StageCtx::from_task_args(&args.common, &args.task)?;
+    let pass = args.pass.pass.map(|p| match p {
+        Pass::Links => PageRankPass::Links,
+        Pass::Graph => PageRankPass::Graph,
+        Pass::Iterate => PageRankPass::Iterate,
+        Pass::Scores => PageRankPass::Scores,
+        Pass::Rewrite => PageRankPass::Rewrite,
+    });
+    let mut ctx = match (&args.task.job, args.check) {
+        (Some(job), true) => StageCtx::from_job_args(&args.common, job)?,
+        _ => StageCtx::from_pass_task_args(
+            &args.common,
+            &args.task,
+            pass.map(|p| p.scope_name(args.iteration)),
+        )?,
+    };
     let pc = &mut ctx.config_mut().pagerank;
     if let Some(d) = args.damping {
         pc.damping = d;
@@ -117,11 +152,23 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         pc.update_crawldb = false;
     }
     ctx.validate_flags()?;
+    if let (Some(job), true, Some(k)) = (&args.task.job, args.check, args.iteration) {
+        let o = stage::run_check(&ctx, job, k)?;
+        println!("{}", serde_json::to_string(&o)?);
+        let what = if o.again {
+            format!("run iteration {}", k + 1)
+        } else {
+            format!("stopped: run the rewrite tasks with --iteration {k}")
+        };
+        ctx.finish_line(
+            "pagerank --check",
+            &format!("iteration {k}, L1 change {:.3e}: {what}", o.delta),
+        )?;
+        return Ok(());
+    }
     let opts = PageRankOpts {
-        pass: args.pass.pass.map(|p| match p {
-            Pass::Scores => PageRankPass::Scores,
-            Pass::Rewrite => PageRankPass::Rewrite,
-        }),
+        pass,
+        iteration: args.iteration,
     };
     let report = stage::run(&ctx, &opts)?;
     ctx.finish(&report)?;

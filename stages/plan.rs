@@ -84,10 +84,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
     let started = std::time::Instant::now();
-    let opts = RoundOpts {
+    let mut opts = RoundOpts {
         dedup: !args.no_dedup,
         index: !args.no_index,
         warc: args.warc,
+        pagerank_whole_graph: false,
     };
     if let What::Steps = args.what {
         let steps = round::steps(opts);
@@ -100,9 +101,12 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     // On an object store only the crawl's small files are pulled (no part data).
     let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
     let object_store = ctx.is_remote();
+    // HITS and HostRank need the whole graph in one task.
+    let pc = &ctx.config().pagerank;
+    opts.pagerank_whole_graph = pc.hits || pc.hostrank;
+    let mut steps = round::steps(opts);
     let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
     let mut skipped = Vec::new();
-    let mut steps = round::steps(opts);
     if object_store {
         // The index is a local directory (docs/object-store.md).
         steps.retain(|s| {

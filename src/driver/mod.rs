@@ -579,6 +579,7 @@ impl Driver<'_> {
             dedup: self.opts.dedup,
             index: self.opts.index,
             warc: false,
+            pagerank_whole_graph: false,
         };
         crate::round::steps(opts)
             .iter()
@@ -603,7 +604,7 @@ impl Driver<'_> {
                 self.stage(|ctx| crate::dedup::run(ctx, &opts))?;
             }
             Step::Pagerank => {
-                let opts = crate::graph::stage::PageRankOpts { pass: None };
+                let opts = crate::graph::stage::PageRankOpts::default();
                 self.stage(|ctx| crate::graph::stage::run(ctx, &opts))?;
             }
             Step::Sitemap => {

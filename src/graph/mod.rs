@@ -1,5 +1,6 @@
 //! The link graph: the `linkdb` stage (inverted outlinks) and the `pagerank` stage
-//! (PageRank, HITS and HostRank over the page graph).
+//! (PageRank, HITS and HostRank over the page graph; PageRank also as partition
+//! tasks, [`tasks`]).
 //!
 //! Building a graph ([`ids`]) takes two passes over the edge source and holds no
 //! edge list: the first interns every URL into a sharded string-arena hash table
@@ -18,3 +19,4 @@ pub mod pagerank;
 pub mod rows;
 pub mod source;
 pub mod stage;
+pub mod tasks;

@@ -17,6 +17,7 @@ use super::ids::{PageGraph, build_graph};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
 use super::rows::{HitsRecord, HostRankRecord, PageRankMeta};
 use super::source::{EdgeSource, read_columns};
+use super::tasks;
 use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
@@ -40,15 +41,49 @@ pub struct PageRankOpts {
     /// The pass a task of a job runs (`--pass`); `None` in a one-process run and a
     /// commit.
     pub pass: Option<PageRankPass>,
+    /// The iteration of an `iterate` task, or the last one for a `rewrite` task after
+    /// the iteration (`--iteration`).
+    pub iteration: Option<usize>,
 }
 
-/// The two passes of a pagerank job's tasks.
+/// The passes of a pagerank job's tasks: `links`, `graph`, `iterate` (once per
+/// iteration), `rewrite` ([`super::tasks`]); or `scores` (one task over the whole
+/// graph, which also computes HITS and HostRank), then `rewrite`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageRankPass {
+    /// Per partition set: its links routed to their sources' partitions.
+    Links,
+    /// Per partition set: its partitions' nodes and edges.
+    Graph,
+    /// Per partition set: one iteration (`--iteration K`).
+    Iterate,
     /// One task over every partition: the graph and the iteration, `pagerank/`.
     Scores,
-    /// Per partition set: crawldb parts rewritten with the scores.
+    /// Per partition set: crawldb parts rewritten with the scores (with
+    /// `--iteration K`, the last iteration's, and `pagerank/`'s parts).
     Rewrite,
+}
+
+impl PageRankPass {
+    /// The pass as `--pass` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageRankPass::Links => "links",
+            PageRankPass::Graph => "graph",
+            PageRankPass::Iterate => "iterate",
+            PageRankPass::Scores => "scores",
+            PageRankPass::Rewrite => "rewrite",
+        }
+    }
+
+    /// The name an object store's mirror is told (`iterate@3`: the iteration's
+    /// shuffles, [`crate::store::object::MirrorNeeds::shuffles`]).
+    pub fn scope_name(self, iteration: Option<usize>) -> String {
+        match iteration {
+            Some(k) => format!("{}@{k}", self.name()),
+            None => self.name().to_string(),
+        }
+    }
 }
 
 /// The sub-job (directory) of each pass inside a pagerank job.
@@ -63,9 +98,43 @@ pub fn run_job(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
     let pass = ctx.pass(
         "pagerank",
         opts.pass,
-        "--pass scores (one task, --partitions all) or --pass rewrite",
+        "--pass links, graph, iterate --iteration K (K = 0, 1, ... until `--check` stops it), then rewrite --iteration K; or --pass scores (one task, --partitions all), then rewrite",
     )?;
-    crate::stage::execute(ctx, &mut PageRankJob { ctx, n, pass })
+    let needs = matches!(pass, Some(PageRankPass::Iterate));
+    match (opts.iteration, pass) {
+        (None, _) if needs => {
+            return Err(Error::input(
+                "--pass iterate",
+                "needs --iteration K (0 for the first)",
+            ));
+        }
+        (Some(_), Some(PageRankPass::Iterate | PageRankPass::Rewrite)) => {}
+        (Some(_), _) => {
+            return Err(Error::input(
+                "--iteration",
+                "is for the iterate and rewrite tasks of a job (and its --check)",
+            ));
+        }
+        _ => {}
+    }
+    crate::stage::execute(
+        ctx,
+        &mut PageRankJob {
+            ctx,
+            n,
+            pass,
+            iteration: opts.iteration,
+        },
+    )
+}
+
+/// The check after iteration `k` of `job` (a driver-side step, `--check`): whether
+/// to run another ([`tasks::check`]).
+pub fn run_check(ctx: &StageCtx, job: &str, k: usize) -> Result<tasks::CheckOutcome> {
+    let dir = ctx.open_existing()?;
+    let n = dir.crawldb_meta()?.partitions;
+    let job = Job::open(dir.root(), job)?;
+    tasks::check(&job, &ctx.config().pagerank, n, k)
 }
 
 /// A pagerank job's tasks and commit as the executor runs them
@@ -74,6 +143,7 @@ struct PageRankJob<'a> {
     ctx: &'a StageCtx,
     n: usize,
     pass: Option<PageRankPass>,
+    iteration: Option<usize>,
 }
 
 impl Partitioned for PageRankJob<'_> {
@@ -91,8 +161,69 @@ impl Partitioned for PageRankJob<'_> {
         attempt: &str,
     ) -> Result<PageRankReport> {
         let (ctx, n) = (self.ctx, self.n);
-        match self.pass {
-            Some(PageRankPass::Scores) => {
+        let pc = &ctx.config().pagerank;
+        let parts: Vec<usize> = partitions.iter().collect();
+        match (self.pass, self.iteration) {
+            (Some(PageRankPass::Links), _) => {
+                if pc.hits || pc.hostrank {
+                    return Err(Error::input(
+                        "--pass links",
+                        "HITS and HostRank need the whole graph in one task: with pagerank.hits or pagerank.hostrank run --pass scores --partitions all, then --pass rewrite (trawl plan round does)",
+                    ));
+                }
+                let dir = ctx.open_existing()?;
+                let w = job
+                    .shuffle(tasks::LINKS)
+                    .attempt_writer(partitions, attempt)?;
+                let out = w.dataset(tasks::LINKS)?;
+                let r = tasks::links(&dir, pc, n, &parts, &out)?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                Ok(PageRankReport::pass(format!(
+                    "links: {} links of {} files routed to their pages' partitions",
+                    r.links, r.files
+                )))
+            }
+            (Some(PageRankPass::Graph), _) => {
+                let dir = ctx.open_existing()?;
+                let w = job
+                    .shuffle(tasks::GRAPH)
+                    .attempt_writer(partitions, attempt)?;
+                let r = tasks::graph(&dir, job, pc, n, &parts, w.path())?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                Ok(PageRankReport::pass(format!(
+                    "graph: {} nodes, {} edges, {} seed pages in partitions {partitions}",
+                    r.nodes, r.edges, r.seeds
+                )))
+            }
+            (Some(PageRankPass::Iterate), Some(k)) => {
+                let w = job
+                    .shuffle(&tasks::rank_shuffle(k))
+                    .attempt_writer(partitions, attempt)?;
+                let r = tasks::iterate(job, pc, n, k, &parts, w.path())?;
+                crate::crawldb::finish_attempt(w, &r)?;
+                Ok(PageRankReport::pass(format!(
+                    "iteration {k}: {} nodes, L1 change {:.3e} in partitions {partitions}, {} contributions sent",
+                    r.nodes, r.delta, r.messages
+                )))
+            }
+            (Some(PageRankPass::Rewrite), Some(k)) => {
+                let dir = ctx.open_existing()?;
+                let f = tasks::final_of(job, pc, n, Some(k))?;
+                let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
+                let scores = w.dataset(crate::store::names::PAGERANK)?;
+                let update = pc.update_crawldb && f.nodes > 0;
+                let crawldb = w.path().join(crate::crawldb::TASK_DATASET);
+                let updated = tasks::rewrite(&dir, &f, update, &parts, &scores, &crawldb)?;
+                let r = ScoreRewriteReport {
+                    crawldb_version: f.crawldb_version.clone(),
+                    partitions: parts,
+                    updated,
+                    iteration: Some(k),
+                };
+                crate::crawldb::finish_attempt(w, &r)?;
+                Ok(f.summary(updated))
+            }
+            (Some(PageRankPass::Scores), _) => {
                 if !partitions.is_all(n) {
                     return Err(Error::input(
                         format!("--partitions {partitions}"),
@@ -104,7 +235,11 @@ impl Partitioned for PageRankJob<'_> {
                 crate::crawldb::finish_attempt(w, &sr)?;
                 Ok(sr.summary(0))
             }
-            _ => {
+            (Some(PageRankPass::Iterate), None) => Err(Error::input(
+                "--pass iterate",
+                "needs --iteration K (0 for the first)",
+            )),
+            (Some(PageRankPass::Rewrite) | None, _) => {
                 let (scores, sr) = scores_of(job, n)?;
                 let w = job.pass(REWRITE).attempt_writer(partitions, attempt)?;
                 let out = w.dataset(crate::crawldb::TASK_DATASET)?;
@@ -117,6 +252,9 @@ impl Partitioned for PageRankJob<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<PageRankReport> {
+        if tasks::has_stopped(job) {
+            return commit_iterated(self.ctx, job, self.n);
+        }
         let (scores, sr) = scores_of(job, self.n)?;
         let rewrites = if sr.update_crawldb {
             crate::crawldb::chosen_parts(&job.pass(REWRITE), self.n)?
@@ -133,7 +271,7 @@ fn scores_of(job: &Job, n: usize) -> Result<(PathBuf, ScoresReport)> {
     let a = chosen.first().ok_or_else(|| {
         Error::crawl_dir(
             job.dir(),
-            "no finished scores attempt: run --pass scores first",
+            "no finished scores attempt and no stopped iteration: run --pass scores first, or the iteration's passes and its --check",
         )
     })?;
     Ok((a.path().to_path_buf(), a.report()?))
@@ -156,10 +294,25 @@ pub struct PageRankReport {
     pub build_time: Duration,
     /// Time spent iterating.
     pub rank_time: Duration,
+    /// A task of a pass that computes no scores says what it did instead.
+    pub pass: Option<String>,
+}
+
+impl PageRankReport {
+    /// The report of a task of a pass that computes no scores.
+    fn pass(line: String) -> Self {
+        PageRankReport {
+            pass: Some(line),
+            ..PageRankReport::default()
+        }
+    }
 }
 
 impl fmt::Display for PageRankReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = &self.pass {
+            return f.write_str(line);
+        }
         write!(
             f,
             "{} nodes, {} edges, {} iterations, final delta {:.3e}, {} crawldb scores updated (build {:.2}s, rank {:.2}s)",
@@ -224,6 +377,7 @@ pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
         crawldb_updated,
         build_time,
         rank_time,
+        pass: None,
     })
 }
 
@@ -646,6 +800,7 @@ impl ScoresReport {
             crawldb_updated: updated,
             build_time: Duration::from_millis(self.build_ms),
             rank_time: Duration::from_millis(self.rank_ms),
+            pass: None,
         }
     }
 }
@@ -659,6 +814,9 @@ pub struct ScoreRewriteReport {
     pub partitions: Vec<usize>,
     /// Rows whose score was replaced.
     pub updated: u64,
+    /// After the iteration as tasks: the last iteration it read the ranks of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<usize>,
 }
 
 /// The `pagerank/` directory inside a scores attempt.
@@ -712,6 +870,7 @@ pub fn rewrite_task(
         crawldb_version: crate::crawldb::version_id(&dir)?,
         partitions: parts.to_vec(),
         updated: 0,
+        iteration: None,
     };
     if !sr.update_crawldb {
         return Ok(r);
@@ -810,6 +969,89 @@ fn commit(
         crate::crawldb::install_parts(&dir, &parts, &mut meta, "pagerank")?;
     }
     Ok(report)
+}
+
+/// The commit of a pagerank job whose iteration ran as tasks: installs the rewrite
+/// attempts' `pagerank/` parts (with the job's metadata) and, under the crawldb lock,
+/// their crawldb parts as a new version. Files are linked, never rewritten.
+fn commit_iterated(ctx: &StageCtx, job: &Job, n: usize) -> Result<PageRankReport> {
+    let dir = ctx.open_existing()?;
+    let pc = &ctx.config().pagerank;
+    let f = tasks::final_of(job, pc, n, None)?;
+    let k = f.stopped.iteration;
+    let chosen = job.pass(REWRITE).choose(n)?;
+    let mut rewrites = Vec::with_capacity(chosen.len());
+    for a in chosen {
+        let r: ScoreRewriteReport = a.report()?;
+        if r.iteration != Some(k) {
+            return Err(Error::crawl_dir(
+                a.path(),
+                format!(
+                    "cannot commit job {}: this rewrite attempt read {}, the iteration stopped at {k}: run the rewrite tasks with --iteration {k} under new attempt ids",
+                    job.id(),
+                    r.iteration
+                        .map_or("the scores pass".to_string(), |i| format!("iteration {i}"))
+                ),
+            ));
+        }
+        rewrites.push((a, r));
+    }
+    let update = pc.update_crawldb && f.nodes > 0;
+    let db = dir.versioned(VersionedDb::CrawlDb);
+    let lock = if update {
+        let lock = db.lock("pagerank")?;
+        let version = crate::crawldb::version_id(&dir)?;
+        for (a, r) in &rewrites {
+            crate::crawldb::check_version(&dir, a.path(), &r.crawldb_version, &version)?;
+        }
+        Some(lock)
+    } else {
+        None
+    };
+    let meta = dir.crawldb_meta()?;
+    let staged = StagedDataset::new(&dir.pagerank())?;
+    for (a, _) in &rewrites {
+        a.link_parts(crate::store::names::PAGERANK, staged.path())?;
+    }
+    let pm = PageRankMeta {
+        source: pc.source.to_string(),
+        damping: pc.damping,
+        teleport: if f.seeds_used {
+            Teleport::Seeds.to_string()
+        } else {
+            Teleport::Uniform.to_string()
+        },
+        nodes: f.nodes,
+        edges: f.edges,
+        iterations: k,
+        delta: f.stopped.delta,
+        partitions: n,
+        partition_key: meta.partition_key,
+        hits: false,
+        hostrank: false,
+        ignore_internal: pc.ignore_internal,
+        crawldb_scale: crawldb_scale(f.nodes as usize),
+        written_time: now_millis(),
+    };
+    parquet::write_json(&staged.path().join(PAGERANK_META), &pm)?;
+    interrupted()?;
+    staged.commit_replacing()?;
+    let updated = rewrites.iter().map(|(_, r)| r.updated).sum();
+    if lock.is_some() {
+        let mut meta = meta;
+        let parts: Vec<(PathBuf, &[usize])> = rewrites
+            .iter()
+            .map(|(a, r)| {
+                (
+                    a.dataset(crate::crawldb::TASK_DATASET),
+                    r.partitions.as_slice(),
+                )
+            })
+            .collect();
+        let parts: Vec<(&Path, &[usize])> = parts.iter().map(|(p, r)| (p.as_path(), *r)).collect();
+        crate::crawldb::install_parts(&dir, &parts, &mut meta, "pagerank")?;
+    }
+    Ok(f.summary(updated))
 }
 
 #[cfg(test)]

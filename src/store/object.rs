@@ -137,12 +137,28 @@ impl MirrorNeeds {
     };
 
     /// Whether a task of pass `pass` (`None`: without `--pass`) reads the shuffle
-    /// `name`.
+    /// `name`. A pass of an iteration is named `pass@K` (pagerank's `iterate@3`);
+    /// the shuffles it reads may name the iteration: `rank.{k}` is `rank.3`,
+    /// `rank.{k-1}` is `rank.2` (none in iteration 0).
     fn reads_shuffle(&self, pass: Option<&str>, name: &str) -> bool {
         let pass = pass.unwrap_or("");
+        let (base, k) = match pass.split_once('@') {
+            Some((base, k)) => (base, k.parse::<usize>().ok()),
+            None => (pass, None),
+        };
+        let named = |pattern: &str| -> bool {
+            if let Some(stem) = pattern.strip_suffix("{k}") {
+                k.is_some_and(|k| name.strip_prefix(stem) == Some(&k.to_string()))
+            } else if let Some(stem) = pattern.strip_suffix("{k-1}") {
+                k.and_then(|k| k.checked_sub(1))
+                    .is_some_and(|k| name.strip_prefix(stem) == Some(&k.to_string()))
+            } else {
+                pattern == name
+            }
+        };
         self.shuffles
             .iter()
-            .any(|(p, reads)| *p == pass && reads.contains(&name))
+            .any(|(p, reads)| *p == base && reads.iter().any(|r| named(r)))
     }
 
     /// Whether a task reads the whole of `dataset` of a segment (`segment_routed`:
@@ -2021,6 +2037,30 @@ mod tests {
         assert!(needs.task_reads_whole(Robots.as_str(), true));
         assert!(!needs.task_reads_whole(CrawlParse.as_str(), false));
         assert!(!MirrorNeeds::NONE.task_reads_whole(Robots.as_str(), false));
+    }
+
+    /// A pass of an iteration reads the shuffles its iteration names, no other.
+    #[test]
+    fn iteration_shuffles() {
+        let needs = MirrorNeeds {
+            shuffles: &[
+                ("graph", &["links"]),
+                ("iterate", &["graph", "rank.{k-1}"]),
+                ("rewrite", &["graph", "rank.{k}"]),
+            ],
+            reads_whole: &[],
+            fetch_state: false,
+        };
+        assert!(needs.reads_shuffle(Some("graph"), "links"));
+        assert!(!needs.reads_shuffle(Some("links"), "links"));
+        assert!(needs.reads_shuffle(Some("iterate@3"), "rank.2"));
+        assert!(needs.reads_shuffle(Some("iterate@3"), "graph"));
+        assert!(!needs.reads_shuffle(Some("iterate@3"), "rank.3"));
+        assert!(!needs.reads_shuffle(Some("iterate@3"), "rank.1"));
+        assert!(!needs.reads_shuffle(Some("iterate@12"), "rank.1"));
+        assert!(!needs.reads_shuffle(Some("iterate@0"), "rank.0"));
+        assert!(needs.reads_shuffle(Some("rewrite@7"), "rank.7"));
+        assert!(!needs.reads_shuffle(Some("rewrite"), "rank.7"));
     }
 
     /// Two mirrors of one `file://` store: pull, change, push; the second writer

@@ -675,6 +675,15 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         "sitemap merges its URLs as partition tasks:\n{stdout}"
     );
     assert!(
+        line("pagerank").contains(&format!(
+            "pass iterate: {PARTITIONS} tasks over {PARTITIONS} partitions per iteration"
+        )),
+        "pagerank iterates as partition tasks:\n{stdout}"
+    );
+    let (pa, pb) = (pagerank_rows(&crawl), pagerank_rows(&reference));
+    assert!(pa.len() > 10, "a link graph: {pa:?}");
+    assert_same_pagerank(&pa, &pb, "the Spark crawl's pagerank/");
+    assert!(
         line("index").contains("1 task running the whole stage (not partitioned yet)"),
         "a step that runs whole says so:\n{stdout}"
     );
@@ -811,12 +820,22 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
             "{step} ran:\n{stdout}"
         );
     }
+    assert!(
+        stdout.contains("pagerank iteration 1: L1 change"),
+        "pagerank iterates as partition tasks on S3:\n{stdout}"
+    );
     drop(cluster);
     web.stop();
 
-    let (got, hosts) = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
-        (triples(crawldb(m)), hostdb_counts(m))
+    let (got, hosts, ranks) = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
+        (triples(crawldb(m)), hostdb_counts(m), pagerank_rows(m))
     });
+    assert!(ranks.len() > 10, "a link graph on S3: {ranks:?}");
+    assert_same_pagerank(
+        &ranks,
+        &pagerank_rows(&reference),
+        "the Spark crawl's pagerank/ on S3",
+    );
     assert!(hosts.len() >= 2, "a hostdb on S3: {hosts:?}");
     assert_eq!(
         hosts,

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use trawl::datum::{CrawlDatum, DbStatus};
 use trawl::records::ParseDataRecord;
-use trawl::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir, SegmentMeta};
-use trawl::store::parquet::{self, PartWriter, StagedDataset};
+use trawl::store::layout::CrawlDir;
+use trawl::store::parquet;
 use trawl::store::partition::Partitioner;
 
 const PARTS: usize = 2;
@@ -69,52 +69,7 @@ fn build(root: &Path) {
         "http://d.test/n2",
         0xF0F0_1234_5678_9ABC ^ 0b101,
     ));
-    write_crawl(root, by_part, sims);
-}
-
-/// Writes a crawldb of `rows` (one list per partition, sorted here) and a parsed
-/// segment whose `parse_data` holds `sims` (one list per partition).
-fn write_crawl(root: &Path, rows: Vec<Vec<CrawlDatum>>, sims: Vec<Vec<ParseDataRecord>>) {
-    let dir = CrawlDir::new(root);
-    let parts = rows.len();
-    let staged = StagedDataset::new(&dir.crawldb_current()).unwrap();
-    for (i, mut rows) in rows.into_iter().enumerate() {
-        rows.sort_by(|a, b| a.url.cmp(&b.url));
-        let mut w = PartWriter::<CrawlDatum>::create(&staged.part_path(i)).unwrap();
-        for r in rows {
-            w.push(r).unwrap();
-        }
-        w.finish().unwrap();
-    }
-    let meta = CrawlDbMeta {
-        partitions: parts,
-        ..Default::default()
-    };
-    parquet::write_json(&staged.path().join(CRAWLDB_META), &meta).unwrap();
-    staged.commit().unwrap();
-    let seg = dir.segments_dir().join("20260101000000");
-    std::fs::create_dir_all(&seg).unwrap();
-    parquet::write_json(
-        &seg.join("_meta.json"),
-        &SegmentMeta {
-            name: "20260101000000".into(),
-            generated_time: 0,
-            partitions: parts,
-            partition_key: Default::default(),
-            urls: sims.iter().map(Vec::len).sum::<usize>() as u64,
-            redirects_in_crawl_parse: false,
-        },
-    )
-    .unwrap();
-    let staged = StagedDataset::new(&seg.join("parse_data")).unwrap();
-    for (i, rows) in sims.into_iter().enumerate() {
-        let mut w = PartWriter::<ParseDataRecord>::create(&staged.part_path(i)).unwrap();
-        for r in rows {
-            w.push(r).unwrap();
-        }
-        w.finish().unwrap();
-    }
-    staged.commit().unwrap();
+    common::write_crawl(root, by_part, sims);
 }
 
 fn statuses(root: &Path) -> BTreeMap<String, DbStatus> {
@@ -255,7 +210,7 @@ fn build_families(root: &Path, parts: usize) {
             rows[i].push(d);
         }
     }
-    write_crawl(root, rows, sims);
+    common::write_crawl(root, rows, sims);
 }
 
 /// Every crawldb row's status.

@@ -157,3 +157,140 @@ fn cnr_2000_matches_reference_pagerank() {
         );
     }
 }
+
+/// cnr-2000 as a crawl (a crawldb of its 325,557 pages on 251 hosts in 4 partitions,
+/// a parsed segment holding its 3.2M links), ranked by `pagerank` in one process and
+/// as partition tasks through the binary, as a driver runs them: the same scores
+/// (L1 distance at most 1e-9), degrees and iteration count, and within the stopping
+/// rule's bound of the reference vector.
+#[test]
+fn cnr_2000_as_partition_tasks_equals_one_process_pagerank() {
+    let Some(root) = corpora() else {
+        common::missing(
+            "the shared corpora",
+            "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
+        );
+        return;
+    };
+    let dir = root.join("graph");
+    let (arcs, reference) = (
+        dir.join("cnr-2000.arcs.tsv.gz"),
+        dir.join("cnr-2000.pagerank-alpha0.85.txt.gz"),
+    );
+    if !arcs.is_file() || !reference.is_file() {
+        common::missing(
+            "the shared corpora",
+            &format!("the cnr-2000 graph is not at {}", dir.display()),
+        );
+        return;
+    }
+    common::ran_with("corpora");
+    const PARTS: usize = 4;
+    let want: Vec<f64> = gz_lines(&reference)
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let n = want.len();
+    let url = |i: usize| format!("http://h{}.cnr.test/p{i}", i % 251);
+    let pt = trawl::store::partition::Partitioner::by_host(PARTS);
+    let part_of = |i: usize| pt.of_host(&format!("h{}.cnr.test", i % 251));
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for line in gz_lines(&arcs) {
+        let (s, d) = line.split_once('\t').expect("src<TAB>dst");
+        out[s.parse::<usize>().unwrap()].push(d.parse().unwrap());
+    }
+    let mut rows: Vec<Vec<trawl::CrawlDatum>> = vec![Vec::new(); PARTS];
+    let mut parsed: Vec<Vec<trawl::records::ParseDataRecord>> = vec![Vec::new(); PARTS];
+    for (i, targets) in out.iter().enumerate() {
+        let u = url(i);
+        rows[part_of(i)].push(trawl::CrawlDatum::unfetched(
+            u.clone(),
+            trawl::urls::host_of(&u),
+            0,
+            86400,
+        ));
+        if targets.is_empty() {
+            continue;
+        }
+        parsed[part_of(i)].push(trawl::records::ParseDataRecord {
+            url: u,
+            status: "parse_success".into(),
+            reason: "ok".into(),
+            title: None,
+            content_type: None,
+            charset: None,
+            charset_source: None,
+            lang: None,
+            canonical: None,
+            noindex: false,
+            nofollow: false,
+            noarchive: false,
+            outlinks: targets
+                .iter()
+                .map(|&t| trawl::records::Outlink {
+                    url: url(t),
+                    anchor: String::new(),
+                    nofollow: false,
+                })
+                .collect(),
+            signature: None,
+            simhash: None,
+            metadata: Default::default(),
+        });
+    }
+    drop(out);
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    common::write_crawl(&a, rows, parsed);
+    common::copy_tree(&a, &b);
+    let config = tmp.path().join("trawl.toml");
+    std::fs::write(&config, "[crawl]\npartitions = 4\n").unwrap();
+    let t = std::time::Instant::now();
+    common::run_ok("pagerank", &a, &config, &[]);
+    let one = t.elapsed();
+    let t = std::time::Instant::now();
+    let job = "cnr-pagerank";
+    let iterations = common::pagerank_as_tasks(&b, &config, job, &|flags| {
+        for (set, attempt) in [("0-1", "a-1"), ("2", "a-2"), ("3", "a-3")] {
+            let mut args: Vec<&str> = flags.to_vec();
+            args.extend(["--job", job, "--partitions", set, "--attempt", attempt]);
+            common::run_ok("pagerank", &b, &config, &args);
+        }
+    });
+    eprintln!(
+        "cnr-2000 as a crawl: pagerank in one process {:.1}s, as partition tasks {:.1}s ({iterations} iterations, 3 tasks each)",
+        one.as_secs_f64(),
+        t.elapsed().as_secs_f64()
+    );
+    let (pa, pb) = (common::pagerank_rows(&a), common::pagerank_rows(&b));
+    assert_eq!(pa.len(), n, "every page is a node");
+    common::assert_same_pagerank(&pa, &pb, "cnr-2000 as partition tasks");
+    let meta = |c: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(c.join("pagerank/_meta.json")).unwrap()).unwrap()
+    };
+    assert_eq!(meta(&a)["iterations"], meta(&b)["iterations"]);
+    assert_eq!(meta(&b)["iterations"], iterations);
+    assert_eq!(meta(&a)["edges"], meta(&b)["edges"]);
+    let l1: f64 = pb
+        .iter()
+        .map(|(u, (s, _, _))| {
+            let i: usize = u.rsplit("/p").next().unwrap().parse().unwrap();
+            (s - want[i]).abs()
+        })
+        .sum();
+    let cfg = trawl::Config::default().pagerank;
+    assert!(
+        l1 <= cfg.tolerance * cfg.damping / (1.0 - cfg.damping),
+        "L1 distance {l1} to the reference beyond the stopping rule's bound"
+    );
+    // The crawldb's scores are the tasks' too.
+    let (da, db) = (common::crawldb(&a), common::crawldb(&b));
+    let diff: f64 = da
+        .iter()
+        .map(|(u, d)| (d.score - db[u].score).abs() / n as f64)
+        .sum();
+    assert!(
+        diff <= 1e-9,
+        "crawldb scores differ by L1 {diff:e} (over N)"
+    );
+}

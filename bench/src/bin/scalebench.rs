@@ -1,7 +1,8 @@
 //! `scalebench`: the crawl at scale (issue 15), each stage a fresh process: inject N
-//! seed URLs, generate, a synthetic fetch and parse result, updatedb, linkdb,
-//! pagerank, dedup `--near` in one process and as partition tasks; wall time, peak RSS and disk per stage, bytes per URL, and inject and
-//! generate against DuckDB doing the same jobs in the same run.
+//! seed URLs, generate, a synthetic fetch and parse result, updatedb, linkdb, then
+//! pagerank and dedup `--near` each in one process and as partition tasks; wall time,
+//! peak RSS and disk per stage, bytes per URL, and inject and generate against DuckDB
+//! doing the same jobs in the same run.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,9 +22,10 @@ use trawl_bench::measure::{Measured, mb, measure};
 (http://hI.example.com/p/J.html) under --dir, then runs each stage binary (from this \
 binary's directory) in a fresh process on --dir/crawl: inject, generate --top-n G \
 --max-per-host 100 (G = --generate, default min(1M, urls/10)), fakefetch (every URL \
-fetched, --outlinks new links a page), updatedb, linkdb, pagerank, then dedup --near in one \
-process and as a job of partition tasks (keys, groups, resolve, rewrite: one task per \
-partition, one after another; the largest task's peak RSS), which must decide the same. Per stage: wall \
+fetched, --outlinks new links a page), updatedb, linkdb, then pagerank and dedup --near, each in \
+one process and as a job of partition tasks (pagerank: links, graph, iterate until the check \
+stops, rewrite; dedup: keys, groups, resolve, rewrite; one task per partition, one after \
+another; the largest task's peak RSS), which must rank the same graph and decide the same. Per stage: wall \
 time, peak RSS (GNU time, else VmHWM sampled), the disk it needed above what was \
 there (sampled every 50 ms) and what it left. Then bytes per URL of the crawldb and \
 per fetched URL of the segment. With --python (a Python with duckdb), inject and \
@@ -205,6 +207,74 @@ fn run() -> anyhow::Result<()> {
             .join(", "),
         m,
     });
+    let one_pagerank = pagerank_counts(&rows[rows.len() - 1].m);
+    let parts = CrawlDir::new(&crawl).crawldb_meta()?.partitions;
+    let sets: Vec<String> = (0..parts).map(|i| i.to_string()).collect();
+    // The same pagerank as a job of partition tasks (links, graph, the iteration with
+    // the check in the driver, rewrite), one task per partition run one after another:
+    // the same graph, iterations and scores.
+    {
+        let job = "scalebench-pagerank";
+        let with = |flags: &[&str]| -> Vec<OsString> {
+            let mut a: Vec<OsString> = vec!["--job".into(), job.into()];
+            a.extend(flags.iter().map(|f| OsString::from(*f)));
+            a
+        };
+        let pass = |flags: &[&str]| -> anyhow::Result<Vec<Measured>> {
+            sets.iter()
+                .map(|set| {
+                    let mut a = with(flags);
+                    for x in ["--partitions", set.as_str(), "--attempt", "1"] {
+                        a.push(x.into());
+                    }
+                    stage("pagerank", &a)
+                })
+                .collect()
+        };
+        let mut passes: Vec<(String, Vec<Measured>)> = Vec::new();
+        for p in ["links", "graph"] {
+            passes.push((format!("--pass {p}"), pass(&["--pass", p])?));
+        }
+        let mut iterate: Vec<Measured> = Vec::new();
+        let mut checks: Vec<Measured> = Vec::new();
+        let mut k = 0usize;
+        loop {
+            let ks = k.to_string();
+            iterate.extend(pass(&["--pass", "iterate", "--iteration", &ks])?);
+            let c = stage("pagerank", &with(&["--check", "--iteration", &ks]))?;
+            let again = c.stdout.contains("\"again\":true");
+            checks.push(c);
+            if !again {
+                break;
+            }
+            k += 1;
+        }
+        let ks = k.to_string();
+        passes.push((format!("--pass iterate: {} iterations", k + 1), iterate));
+        passes.push((format!("--check in the driver: {} times", k + 1), checks));
+        passes.push((
+            "--pass rewrite".to_string(),
+            pass(&["--pass", "rewrite", "--iteration", &ks])?,
+        ));
+        let c = stage("pagerank", &with(&["--commit"]))?;
+        let tasks = pagerank_counts(&c);
+        anyhow::ensure!(
+            tasks == one_pagerank,
+            "pagerank as tasks ranked another graph than in one process: {tasks} vs {one_pagerank}"
+        );
+        for (what, runs) in passes {
+            rows.push(Row {
+                stage: "pagerank task",
+                what: format!("{what}, time summed, largest RSS"),
+                m: summed(runs)?,
+            });
+        }
+        rows.push(Row {
+            stage: "pagerank commit",
+            what: format!("the same graph: {tasks}"),
+            m: c,
+        });
+    }
     // dedup --near (the fetched pages' copies, see trawl_bench::fakefetch): in one
     // process, then as a job of partition tasks (keys, groups, resolve, rewrite), one
     // task per partition, run one after another: the decision must be the same.
@@ -216,7 +286,6 @@ fn run() -> anyhow::Result<()> {
         what: format!("one process, --near: {one}"),
         m,
     });
-    let parts = CrawlDir::new(&crawl).crawldb_meta()?.partitions;
     let job = "scalebench-dedup";
     let task = |pass: &str, set: &str| {
         let mut a = near.clone();
@@ -234,7 +303,6 @@ fn run() -> anyhow::Result<()> {
         }
         stage("dedup", &a)
     };
-    let sets: Vec<String> = (0..parts).map(|i| i.to_string()).collect();
     let mut passes: Vec<(&str, Vec<Measured>)> = Vec::new();
     for pass in ["keys", "groups", "resolve", "rewrite"] {
         let on: Vec<&str> = if pass == "resolve" {
@@ -270,14 +338,7 @@ fn run() -> anyhow::Result<()> {
         "dedup as tasks decided otherwise than in one process: {tasks} vs {one}"
     );
     for (pass, runs) in passes {
-        let max = runs.iter().map(|m| m.peak_rss_mib).fold(0.0f64, f64::max);
-        let secs: f64 = runs.iter().map(|m| m.secs).sum();
-        let mut m = runs
-            .into_iter()
-            .max_by(|a, b| a.peak_rss_mib.total_cmp(&b.peak_rss_mib))
-            .context("no task")?;
-        m.peak_rss_mib = max;
-        m.secs = secs;
+        let m = summed(runs)?;
         rows.push(Row {
             stage: "dedup task",
             what: format!(
@@ -295,6 +356,31 @@ fn run() -> anyhow::Result<()> {
     print_table(&rows);
     print_disk(&crawl, &segment)?;
     Ok(())
+}
+
+/// Runs of one pass as one row: their times summed, the largest peak RSS.
+fn summed(runs: Vec<Measured>) -> anyhow::Result<Measured> {
+    let max = runs.iter().map(|m| m.peak_rss_mib).fold(0.0f64, f64::max);
+    let secs: f64 = runs.iter().map(|m| m.secs).sum();
+    let mut m = runs
+        .into_iter()
+        .max_by(|a, b| a.peak_rss_mib.total_cmp(&b.peak_rss_mib))
+        .context("no task")?;
+    m.peak_rss_mib = max;
+    m.secs = secs;
+    Ok(m)
+}
+
+/// The graph and iteration counts of pagerank's summary line (`N nodes, M edges, K
+/// iterations`).
+fn pagerank_counts(m: &Measured) -> String {
+    m.summary()
+        .strip_prefix("pagerank: ")
+        .unwrap_or("")
+        .split(", ")
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The counts of dedup's summary line (`R rows, ..., N near pairs`).

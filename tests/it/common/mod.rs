@@ -632,3 +632,129 @@ pub fn send_signal(pid: u32, signal: &str) {
         .unwrap();
     assert!(sent.success(), "kill {signal} {pid}");
 }
+
+/// pagerank as partition tasks through the binary, as a driver runs them: links,
+/// graph, iterate (`--iteration K` from 0, each followed by the check in the driver
+/// until it prints `"again": false`), rewrite with the last K, the commit.
+/// `run_pass(flags)` runs one pass's tasks (`flags`: `--pass P [--iteration K]`).
+/// Returns the iterations run.
+pub fn pagerank_as_tasks(
+    crawl: &Path,
+    config: &Path,
+    job: &str,
+    run_pass: &dyn Fn(&[&str]),
+) -> usize {
+    for pass in ["links", "graph"] {
+        run_pass(&["--pass", pass]);
+    }
+    let mut k = 0usize;
+    loop {
+        let ks = k.to_string();
+        run_pass(&["--pass", "iterate", "--iteration", &ks]);
+        let out = run_ok(
+            "pagerank",
+            crawl,
+            config,
+            &["--job", job, "--check", "--iteration", &ks],
+        );
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+        assert_eq!(v["iteration"], k, "{out}");
+        if !v["again"].as_bool().expect("again") {
+            break;
+        }
+        assert!(k < 1000, "the iteration does not stop");
+        k += 1;
+    }
+    let ks = k.to_string();
+    run_pass(&["--pass", "rewrite", "--iteration", &ks]);
+    commit_ok("pagerank", crawl, config, &[], job);
+    k
+}
+
+/// Writes a crawldb of `rows` (one list per partition, sorted here) and a parsed
+/// segment whose `parse_data` holds `sims` (one list per partition).
+pub fn write_crawl(
+    root: &Path,
+    rows: Vec<Vec<trawl::CrawlDatum>>,
+    sims: Vec<Vec<trawl::records::ParseDataRecord>>,
+) {
+    let dir = trawl::store::layout::CrawlDir::new(root);
+    let parts = rows.len();
+    let staged = trawl::store::parquet::StagedDataset::new(&dir.crawldb_current()).unwrap();
+    for (i, mut rows) in rows.into_iter().enumerate() {
+        rows.sort_by(|a, b| a.url.cmp(&b.url));
+        let mut w =
+            trawl::store::parquet::PartWriter::<trawl::CrawlDatum>::create(&staged.part_path(i))
+                .unwrap();
+        for r in rows {
+            w.push(r).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let meta = trawl::store::layout::CrawlDbMeta {
+        partitions: parts,
+        ..Default::default()
+    };
+    trawl::store::parquet::write_json(
+        &staged.path().join(trawl::store::layout::CRAWLDB_META),
+        &meta,
+    )
+    .unwrap();
+    staged.commit().unwrap();
+    let seg = dir.segments_dir().join("20260101000000");
+    std::fs::create_dir_all(&seg).unwrap();
+    trawl::store::parquet::write_json(
+        &seg.join("_meta.json"),
+        &trawl::store::layout::SegmentMeta {
+            name: "20260101000000".into(),
+            generated_time: 0,
+            partitions: parts,
+            partition_key: Default::default(),
+            urls: sims.iter().map(Vec::len).sum::<usize>() as u64,
+            redirects_in_crawl_parse: false,
+        },
+    )
+    .unwrap();
+    let staged = trawl::store::parquet::StagedDataset::new(&seg.join("parse_data")).unwrap();
+    for (i, rows) in sims.into_iter().enumerate() {
+        let mut w = trawl::store::parquet::PartWriter::<trawl::records::ParseDataRecord>::create(
+            &staged.part_path(i),
+        )
+        .unwrap();
+        for r in rows {
+            w.push(r).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    staged.commit().unwrap();
+}
+
+/// `pagerank/` of a crawl: URL -> (score, in-degree, out-degree).
+pub fn pagerank_rows(crawl: &Path) -> BTreeMap<String, (f64, i64, i64)> {
+    trawl::store::parquet::read_dataset::<trawl::records::PageRankRecord>(&crawl.join("pagerank"))
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.url, (r.score, r.in_degree, r.out_degree)))
+        .collect()
+}
+
+/// pagerank/ rows of two crawls: the same pages and degrees, scores within float
+/// rounding of each other (L1 distance at most 1e-9).
+pub fn assert_same_pagerank(
+    a: &BTreeMap<String, (f64, i64, i64)>,
+    b: &BTreeMap<String, (f64, i64, i64)>,
+    when: &str,
+) {
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{when}: pagerank/ pages differ"
+    );
+    let mut l1 = 0.0;
+    for (url, x) in a {
+        let y = &b[url];
+        assert_eq!((x.1, x.2), (y.1, y.2), "{when}: {url}: in/out degrees");
+        l1 += (x.0 - y.0).abs();
+    }
+    assert!(l1 <= 1e-9, "{when}: pagerank/ scores differ by L1 {l1:e}");
+}
