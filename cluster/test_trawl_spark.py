@@ -151,6 +151,52 @@ class Plan(unittest.TestCase):
         self.assertEqual(ts.plan_args(ts.parse_args(["inject", "s.txt", "--crawl-dir", "/c"])), [])
 
 
+class Iteration(unittest.TestCase):
+    """The `iterate` unit's protocol: tasks with `--iteration K`, the check after each
+    (its JSON line decides), then the `then` tasks with the last K. The binaries run
+    for real in tests/it/cluster.rs; here only the order of what the driver asks."""
+
+    class Recorder(ts.Driver):
+        def __init__(self, verdicts):
+            self.calls = []
+            self.verdicts = list(verdicts)
+            self.verbose = False
+
+        def say(self, text):
+            pass
+
+        def spark_tasks(self, stage, what, stage_args, job, specs, ok_codes=(0,), extra=(), whole=False):
+            self.calls.append(("tasks", list(extra)))
+            return []
+
+        def driver_step(self, stage, stage_args, flags, ok_codes=(0,)):
+            self.calls.append(("driver", list(flags)))
+            return 0, self.verdicts.pop(0)
+
+    UNIT = PAGERANK["units"][2]
+
+    def test_iterates_until_the_check_stops(self):
+        d = self.Recorder(['{"iteration": 0, "delta": 0.0, "again": true}\n',
+                           '{"iteration": 1, "delta": 0.5, "again": true}\n',
+                           'log line\n{"iteration": 2, "delta": 1e-7, "again": false}\n'])
+        d.iterate("pagerank", [], "j", ["0-1", "2-3"], (0,), self.UNIT)
+        self.assertEqual(d.calls, [
+            ("tasks", ["--pass", "iterate", "--iteration", "0"]),
+            ("driver", ["--job", "j", "--check", "--iteration", "0"]),
+            ("tasks", ["--pass", "iterate", "--iteration", "1"]),
+            ("driver", ["--job", "j", "--check", "--iteration", "1"]),
+            ("tasks", ["--pass", "iterate", "--iteration", "2"]),
+            ("driver", ["--job", "j", "--check", "--iteration", "2"]),
+            ("tasks", ["--pass", "rewrite", "--iteration", "2"]),
+        ])
+
+    def test_a_check_without_a_verdict_fails_the_step(self):
+        d = self.Recorder(["no json\n"])
+        with self.assertRaises(ts.StepFailed) as e:
+            d.iterate("pagerank", [], "j", ["0"], (0,), self.UNIT)
+        self.assertIn("printed no verdict", str(e.exception))
+
+
 class CommandLines(unittest.TestCase):
     def test_round_sitemaps_and_warc(self):
         args = ts.parse_args(

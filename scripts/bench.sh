@@ -9,7 +9,8 @@
 # ~0.8 GB of Parquet in $BENCH_OUT, several minutes).
 # SCALE_SIZES (default "1000000") lists the seed counts of the scale pipeline
 # (scalebench: inject N, generate min(1M, N/10), a synthetic fetch with 5 new outlinks
-# a page, updatedb, linkdb, pagerank, dedup --near in one process and as partition tasks; each a fresh process) with inject and generate
+# a page, updatedb, linkdb, then pagerank and dedup --near each in one process and as
+# partition tasks; each a fresh process) with inject and generate
 # against DuckDB (2 threads, $PYTHON: the virtualenv `make bench` creates), e.g.
 # SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
 # crawl under $BENCH_OUT; docs/crawldb.md, "At scale").

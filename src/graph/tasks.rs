@@ -35,7 +35,7 @@
 //! partition every sum runs in one fixed order, so a retried task writes exactly
 //! what the lost attempt wrote.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -317,9 +317,74 @@ fn edge_files(
     }
 }
 
+/// Links a links task holds before it writes them out as a chunk: a few hundred
+/// bytes each (the routed rows of the link and of its target), so its memory stays
+/// within a few hundred MB whatever its partitions hold.
+const LINKS_CHUNK: usize = 1 << 20;
+
+/// The links a links task routed and not yet written.
+struct Routed<'a> {
+    out: &'a Path,
+    rows: BTreeMap<u32, Vec<LinkRow>>,
+    held: usize,
+    /// The targets routed in this chunk (each once a chunk), by partition and key:
+    /// their row in `rows`, whose URL a target of the same key is compared with (two
+    /// URLs of one key both go, and the graph task refuses them).
+    targets: HashMap<(u32, u64), usize>,
+    chunks: usize,
+}
+
+impl Routed<'_> {
+    fn push(&mut self, partition: u32, row: LinkRow) -> usize {
+        let rows = self.rows.entry(partition).or_default();
+        rows.push(row);
+        self.held += 1;
+        rows.len() - 1
+    }
+
+    /// Routes target `t` (key `tk`) to its partition `tp`, unless this chunk has.
+    fn target(&mut self, tp: u32, tk: u64, t: &str) {
+        if let Some(&i) = self.targets.get(&(tp, tk))
+            && self
+                .rows
+                .get(&tp)
+                .and_then(|r| r.get(i))
+                .is_some_and(|r| r.url == t)
+        {
+            return;
+        }
+        let row = LinkRow {
+            url: t.to_string(),
+            to_partition: None,
+            to_key: None,
+        };
+        let i = self.push(tp, row);
+        self.targets.insert((tp, tk), i);
+    }
+
+    /// Writes the held rows as chunk `part-0000j-NNNNN.parquet` of each partition `j`.
+    fn flush(&mut self) -> Result<()> {
+        for (q, rows) in std::mem::take(&mut self.rows) {
+            let file = self
+                .out
+                .join(format!("part-{q:05}-{:05}.parquet", self.chunks));
+            let mut w = PartWriter::<LinkRow>::create_with(&file, parquet::scratch_properties())?;
+            for row in rows {
+                w.push(row)?;
+            }
+            w.finish()?;
+        }
+        self.chunks += 1;
+        self.held = 0;
+        self.targets.clear();
+        Ok(())
+    }
+}
+
 /// The links pass over partitions `parts` (of `n`): routes each link of their edge
 /// files to its source's partition and each target to its own, into `out` (the
-/// attempt's `links/`, one part per partition that receives any).
+/// attempt's `links/`: `part-0000j-NNNNN.parquet` per partition `j` that receives
+/// any, a chunk of at most [`LINKS_CHUNK`] links at a time).
 pub fn links(
     dir: &CrawlDir,
     pc: &PageRankConfig,
@@ -331,40 +396,45 @@ pub fn links(
     let pt = dir.crawldb_meta()?.partitioner();
     let (kind, files) = edge_files(dir, pc, n, parts)?;
     let source = EdgeSource::new(kind, files.clone()).ignore_internal(pc.ignore_internal);
-    let mut routed: BTreeMap<u32, Vec<LinkRow>> = BTreeMap::new();
-    let mut targets: HashSet<String> = HashSet::new();
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let mut routed = Routed {
+        out,
+        rows: BTreeMap::new(),
+        held: 0,
+        targets: HashMap::new(),
+        chunks: 0,
+    };
     let mut count = 0u64;
+    let mut failed: Option<Error> = None;
     let of = |url: &str| pt.of_host(&url_host(url)) as u32;
     for f in &files {
         crate::signal::check("pagerank links task stopped: nothing recorded; rerun the task")?;
         source.scan_file(f, &mut |s, t| {
+            if failed.is_some() {
+                return;
+            }
             count += 1;
-            let tp = of(t);
-            routed.entry(of(s)).or_default().push(LinkRow {
-                url: s.to_string(),
-                to_partition: Some(tp),
-                to_key: Some(url_key(t)),
-            });
-            if !targets.contains(t) {
-                targets.insert(t.to_string());
-                routed.entry(tp).or_default().push(LinkRow {
-                    url: t.to_string(),
-                    to_partition: None,
-                    to_key: None,
-                });
+            let (tp, tk) = (of(t), url_key(t));
+            routed.push(
+                of(s),
+                LinkRow {
+                    url: s.to_string(),
+                    to_partition: Some(tp),
+                    to_key: Some(tk),
+                },
+            );
+            routed.target(tp, tk, t);
+            if routed.held >= LINKS_CHUNK
+                && let Err(e) = routed.flush()
+            {
+                failed = Some(e);
             }
         })?;
-    }
-    drop(targets);
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    for (q, rows) in routed {
-        let file = out.join(parquet::part_name(q as usize));
-        let mut w = PartWriter::<LinkRow>::create_with(&file, parquet::scratch_properties())?;
-        for row in rows {
-            w.push(row)?;
+        if let Some(e) = failed.take() {
+            return Err(e);
         }
-        w.finish()?;
     }
+    routed.flush()?;
     Ok(LinksReport {
         crawldb_version: version,
         partitions: parts.to_vec(),
@@ -410,7 +480,10 @@ fn parts_of(attempts: &[&FinishedAttempt], name: &str, i: usize) -> Result<Vec<P
         let files: Vec<PathBuf> = a
             .parts(name)?
             .into_iter()
-            .filter(|p| parquet::part_index(p) == Some(i))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|f| parquet::is_partition_file(&f.to_string_lossy(), i))
+            })
             .collect();
         if !files.is_empty() {
             integrity::verify_files(&a.dataset(name), &files)?;

@@ -944,6 +944,92 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         &mut log,
     );
     s3_step(m, sc, &uri, c, "pagerank", &[], "r1", "", "", &mut log);
+    // pagerank again, as the iteration's partition tasks: each iterate task downloads
+    // its partitions' graph and what the previous iteration sent them, no older
+    // iteration's parts; the check runs on a mirror of the job alone.
+    for pass in ["links", "graph"] {
+        s3_tasks(
+            m,
+            sc,
+            &uri,
+            c,
+            "pagerank",
+            &["--pass", pass],
+            "p2",
+            &mut log,
+        );
+    }
+    let mut k = 0usize;
+    loop {
+        let ks = k.to_string();
+        let from = log.len();
+        s3_tasks(
+            m,
+            sc,
+            &uri,
+            c,
+            "pagerank",
+            &["--pass", "iterate", "--iteration", &ks],
+            "p2",
+            &mut log,
+        );
+        for (what, r) in &log[from..] {
+            // Of the job's attempts (the crawl's own datasets: its partitions' parts).
+            for d in r
+                .downloaded
+                .iter()
+                .filter(|d| part_of(d).is_some() && d.contains(" of attempt "))
+            {
+                let read = d
+                    .split(" of attempt shuffle.")
+                    .nth(1)
+                    .and_then(|a| a.split('/').next())
+                    .unwrap_or_default();
+                let wanted = ["graph".to_string(), format!("rank.{}", k.wrapping_sub(1))];
+                assert!(
+                    wanted.iter().any(|w| w == read),
+                    "{what} of iteration {k} downloaded {d}"
+                );
+            }
+        }
+        let previous = format!("shuffle.rank.{}/", k.wrapping_sub(1));
+        assert!(
+            k == 0
+                || log[from..]
+                    .iter()
+                    .any(|(_, r)| r.downloaded.iter().any(|d| d.contains(&previous))),
+            "iteration {k}'s tasks read what iteration {} sent them: {:?}",
+            k.wrapping_sub(1),
+            &log[from..]
+        );
+        let out = s3_ok(
+            m,
+            &sc.join(format!("check-{k}")),
+            "pagerank",
+            &uri,
+            c,
+            &["--job", "p2", "--check", "--iteration", &ks],
+        );
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+        if !v["again"].as_bool().expect("again") {
+            break;
+        }
+        assert!(k < 200, "the iteration does not stop");
+        k += 1;
+    }
+    assert!(k >= 2, "pagerank iterated: {k}");
+    let ks = k.to_string();
+    s3_tasks(
+        m,
+        sc,
+        &uri,
+        c,
+        "pagerank",
+        &["--pass", "rewrite", "--iteration", &ks],
+        "p2",
+        &mut log,
+    );
+    s3_step(m, sc, &uri, c, "pagerank", &[], "p2", "", "", &mut log);
     // dedup's shuffle: a groups task reads its buckets' parts of every keys attempt,
     // a rewrite task its partitions' verdicts of every groups attempt, and nothing of
     // another partition (s3_step checks what each downloaded).
@@ -1016,7 +1102,10 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         );
     }
 
-    let remote = s3_crawldb(&moto, t.path(), &uri, &config);
+    let (remote, ranks) = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
+        (crawldb(m), pagerank_rows(m))
+    });
+    assert_same_pagerank(&ranks, &pagerank_rows(&local), "pagerank/ on S3");
     let here = crawldb(&local);
     assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
     assert_eq!(triples(&remote), triples(&here));
