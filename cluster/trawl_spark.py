@@ -497,15 +497,16 @@ class Driver:
             lines = out.strip().splitlines()
             try:
                 verdict = json.loads(lines[-1])
-                again = verdict["again"]
-            except (IndexError, ValueError, KeyError, TypeError) as e:
+                again = bool(verdict["again"])
+                delta = float(verdict.get("delta") or 0.0)
+            except (IndexError, ValueError, KeyError, TypeError, AttributeError) as e:
                 raise StepFailed(
                     EXIT_ERROR,
                     f"{stage} {' '.join(unit['check'])} --iteration {k} printed no verdict "
                     f"(a JSON line with \"again\"): {out!r} ({e})",
                 )
             self.say(
-                f"  {stage} iteration {k}: L1 change {verdict.get('delta', 0.0):.3e}"
+                f"  {stage} iteration {k}: L1 change {delta:.3e}"
                 + (", again" if again else ", stopped")
             )
             if not again:

@@ -14,6 +14,11 @@
 # against DuckDB (2 threads, $PYTHON: the virtualenv `make bench` creates), e.g.
 # SCALE_SIZES="10000000 30000000 100000000" (100M: a 3.5 GB seed file and a few GB of
 # crawl under $BENCH_OUT; docs/crawldb.md, "At scale").
+# SCALE_TASKS=N also runs the whole scale pipeline again as partition tasks over N
+# partition sets (inject, generate, updatedb, linkdb, pagerank, dedup: jobs of tasks,
+# each task and driver step a fresh process; the largest task's and driver step's peak
+# RSS), and SCALE_CONFIG=FILE passes a config to every stage (e.g. partitions = 64 for
+# the 100M run as tasks; docs/cluster.md).
 # WCXB names a copy of the WCXB benchmark (git clone
 # https://github.com/Murrough-Foley/web-content-extraction-benchmark) for the main-text
 # benchmark's second public set; without it that set is skipped with a message.
@@ -62,11 +67,14 @@ for n in ${SCALE_SIZES:-1000000}; do
   echo "== scale: inject $n seed URLs ($((n / 100)) hosts), generate, a synthetic fetch (5 new outlinks a page), updatedb,"
   echo "   linkdb, pagerank, dedup --near (one process, then as partition tasks), each in a fresh process (wall, peak RSS, disk); inject and generate against DuckDB (2 threads)"
   rm -rf "$OUT/scale-$n"
+  extra=()
+  if [ -n "${SCALE_TASKS:-}" ]; then extra+=(--tasks "$SCALE_TASKS"); fi
+  if [ -n "${SCALE_CONFIG:-}" ]; then extra+=(--config "$SCALE_CONFIG"); fi
   if [ -x "$PYTHON" ]; then
-    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n" --python "$PYTHON" --duckdb-script scripts/bench_duckdb.py
+    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n" --python "$PYTHON" --duckdb-script scripts/bench_duckdb.py "${extra[@]}"
   else
     echo "   ($PYTHON not found: no DuckDB comparison; \`make bench\` creates it)"
-    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n"
+    "$BIN/scalebench" --dir "$OUT/scale-$n" --urls "$n" "${extra[@]}"
   fi
   rm -rf "$OUT/scale-$n"
 done

@@ -219,6 +219,7 @@ impl Partitioned for PageRankJob<'_> {
                     partitions: parts,
                     updated,
                     iteration: Some(k),
+                    update_crawldb: Some(update),
                 };
                 crate::crawldb::finish_attempt(w, &r)?;
                 Ok(f.summary(updated))
@@ -817,6 +818,10 @@ pub struct ScoreRewriteReport {
     /// After the iteration as tasks: the last iteration it read the ranks of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<usize>,
+    /// After the iteration as tasks: whether it wrote crawldb parts
+    /// (`pagerank.update_crawldb` and a graph that is not empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_crawldb: Option<bool>,
 }
 
 /// The `pagerank/` directory inside a scores attempt.
@@ -871,6 +876,7 @@ pub fn rewrite_task(
         partitions: parts.to_vec(),
         updated: 0,
         iteration: None,
+        update_crawldb: None,
     };
     if !sr.update_crawldb {
         return Ok(r);
@@ -996,7 +1002,20 @@ fn commit_iterated(ctx: &StageCtx, job: &Job, n: usize) -> Result<PageRankReport
         }
         rewrites.push((a, r));
     }
-    let update = pc.update_crawldb && f.nodes > 0;
+    // Whether the rewrite tasks wrote crawldb parts: all of them, or none.
+    let update = rewrites.iter().any(|(_, r)| r.update_crawldb == Some(true));
+    if let Some((a, _)) = rewrites
+        .iter()
+        .find(|(_, r)| r.update_crawldb != Some(update))
+    {
+        return Err(Error::crawl_dir(
+            a.path(),
+            format!(
+                "cannot commit job {}: its rewrite tasks ran with and without --no-update-crawldb: run them again with the same settings under new attempt ids",
+                job.id()
+            ),
+        ));
+    }
     let db = dir.versioned(VersionedDb::CrawlDb);
     let lock = if update {
         let lock = db.lock("pagerank")?;

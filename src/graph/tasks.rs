@@ -265,36 +265,52 @@ pub struct CheckOutcome {
 // ---------------------------------------------------------------------------------
 // links
 
-/// The files holding the links of partitions `parts` (of `n`), and their kind.
+/// The partition index of a part file (`part-00003.parquet`, `part-00003-x.parquet`:
+/// 3; 0 for a name without one).
+fn file_index(file: &Path) -> usize {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("part-"))
+        .map(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The files holding the links a task on partitions `parts` (of `n`) reads, and
+/// their kind: of a dataset's parts, those of index `j` with `j % n` in `parts`,
+/// so that every file is read by exactly one task whatever its partitioning (links
+/// are routed by their URLs, not by the file they come from).
 fn edge_files(
     dir: &CrawlDir,
     pc: &PageRankConfig,
     n: usize,
     parts: &[usize],
 ) -> Result<(EdgeKind, Vec<PathBuf>)> {
-    let mut files = Vec::new();
+    let owned = |data: &Path| -> Result<Vec<PathBuf>> {
+        let files: Vec<PathBuf> = parquet::part_files(data)?
+            .into_iter()
+            .filter(|f| parts.contains(&(file_index(f) % n.max(1))))
+            .collect();
+        integrity::verify_files(data, &files)?;
+        Ok(files)
+    };
     match pc.source {
         GraphSource::Linkdb => {
             let cur = dir.linkdb_current();
-            let meta = super::linkdb::read_meta(dir)?.ok_or_else(|| {
-                Error::crawl_dir(&cur, "no linkdb: run `linkdb` first, or use --source crawl")
-            })?;
-            if meta.partitions != n {
+            if super::linkdb::read_meta(dir)?.is_none() {
                 return Err(Error::crawl_dir(
                     &cur,
-                    format!(
-                        "the linkdb has {} partitions and the crawldb {n}: run `repartition` first",
-                        meta.partitions
-                    ),
+                    "no linkdb: run `linkdb` first, or use --source crawl",
                 ));
             }
-            for &i in parts {
-                files.extend(parquet::partition_files(&cur, i)?);
-            }
-            integrity::verify_files(&cur, &files)?;
-            Ok((EdgeKind::LinkDb, files))
+            Ok((EdgeKind::LinkDb, owned(&cur)?))
         }
         GraphSource::Crawl => {
+            let mut files = Vec::new();
             for seg in dir.segments()? {
                 if !seg.has(SegmentDataset::ParseData) {
                     tracing::info!(
@@ -303,14 +319,7 @@ fn edge_files(
                     );
                     continue;
                 }
-                seg.check_partitions(n)?;
-                let data = seg.dataset(SegmentDataset::ParseData);
-                let mut mine = Vec::new();
-                for &i in parts {
-                    mine.extend(parquet::partition_files(&data, i)?);
-                }
-                integrity::verify_files(&data, &mine)?;
-                files.extend(mine);
+                files.extend(owned(&seg.dataset(SegmentDataset::ParseData))?);
             }
             Ok((EdgeKind::ParseData, files))
         }
@@ -472,11 +481,24 @@ fn chosen<R: serde::de::DeserializeOwned>(
         .collect()
 }
 
-/// The part of dataset `name` for index `i` in each of `attempts` that wrote one,
-/// checked against its attempt's manifest.
+/// The parts of dataset `name` for index `i` in every one of `attempts`, checked
+/// against each attempt's manifest: every part it lists must be there (an attempt
+/// whose dataset is gone or half gone, e.g. removed while a late task read it, is
+/// refused, never read as "nothing sent").
 fn parts_of(attempts: &[&FinishedAttempt], name: &str, i: usize) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for a in attempts {
+        let d = a.dataset(name);
+        if integrity::read(&d)?.is_none() {
+            return Err(Error::crawl_dir(
+                &d,
+                format!(
+                    "attempt {} of partitions {} has no sealed {name}/ (removed since, or never written): rerun this task",
+                    a.attempt(),
+                    a.partitions()
+                ),
+            ));
+        }
         let files: Vec<PathBuf> = a
             .parts(name)?
             .into_iter()
@@ -485,9 +507,7 @@ fn parts_of(attempts: &[&FinishedAttempt], name: &str, i: usize) -> Result<Vec<P
                     .is_some_and(|f| parquet::is_partition_file(&f.to_string_lossy(), i))
             })
             .collect();
-        if !files.is_empty() {
-            integrity::verify_files(&a.dataset(name), &files)?;
-        }
+        integrity::verify_files(&d, &files)?;
         out.extend(files);
     }
     Ok(out)
@@ -1211,15 +1231,20 @@ fn contributions(
 // check
 
 /// The check after iteration `k` (in the driver): whether to run another, as the
-/// one-process kernel decides (iteration 0 only starts; then stop below the
-/// tolerance or at `max_iterations`). When the iteration stops it writes the job's
-/// `iterations.json` for the rewrite tasks and the commit, and removes the shuffles
-/// of iterations before `k`; otherwise it removes those before `k - 1` (the tasks
-/// of `k + 1` read `k`).
+/// one-process kernel decides (iteration 0 only starts, unless the graph is empty;
+/// then stop below the tolerance or at `max_iterations`). When the iteration stops it
+/// writes the job's `iterations.json` for the rewrite tasks and the commit. It
+/// removes the shuffles of the iterations before `k - 1`: the tasks of `k + 1` read
+/// `k`, and a late attempt of `k` may still read `k - 1` (on an object store the
+/// driver step's push removes their manifests too).
 pub fn check(job: &Job, pc: &PageRankConfig, n: usize, k: usize) -> Result<CheckOutcome> {
     let g = graph_of(job, n, pc, "check")?;
     let it = iteration_of(job, n, k, g.nodes)?;
-    let again = k == 0 || (it.delta >= pc.tolerance && k < pc.max_iterations);
+    let again = if k == 0 {
+        g.nodes > 0
+    } else {
+        it.delta >= pc.tolerance && k < pc.max_iterations
+    };
     let file = job.file(ITERATIONS_FILE);
     if again {
         if file.is_file() {
@@ -1234,7 +1259,7 @@ pub fn check(job: &Job, pc: &PageRankConfig, n: usize, k: usize) -> Result<Check
         parquet::write_atomic(&file, &bytes)?;
     }
     // Iterations no task reads again.
-    for old in 0..k {
+    for old in 0..k.saturating_sub(1) {
         let dir = job.shuffle(&rank_shuffle(old));
         if dir.dir().is_dir() {
             crate::store::storage::LocalFs.delete(dir.dir())?;
@@ -1415,6 +1440,19 @@ mod tests {
         // The key is part of a job's files: it must not change between builds.
         assert_eq!(url_key(""), 0xef46_db37_51d8_e999);
         assert_ne!(url_key("http://a/"), url_key("http://a/x"));
+    }
+
+    #[test]
+    fn edge_files_are_owned_by_their_index_modulo_the_partitions() {
+        let idx = |n: &str| file_index(Path::new(n));
+        assert_eq!(idx("part-00003.parquet"), 3);
+        assert_eq!(idx("part-00012-p00000-00003.parquet"), 12);
+        assert_eq!(idx("odd.parquet"), 0);
+        // A dataset of 6 parts read by tasks of a 4-partition crawl: each part once.
+        let owners: Vec<usize> = (0..6)
+            .map(|j| idx(&format!("part-{j:05}.parquet")) % 4)
+            .collect();
+        assert_eq!(owners, [0, 1, 2, 3, 0, 1]);
     }
 
     #[test]

@@ -1462,6 +1462,41 @@ impl Mirror {
                 report.committed.push(format!("{base}/{JOB_FILES}/{rel}"));
                 state.job_files.insert(rel, st);
             }
+            if matches!(self.scope, Scope::Job { .. }) {
+                // What a driver step removed from the job goes from the store too
+                // (pagerank's check: the iterations no task reads again, a stop
+                // marker taken back), so later tasks do not list and GET it.
+                let gone: Vec<String> = state
+                    .remote_attempts
+                    .iter()
+                    .filter(|d| !local.join(d).exists())
+                    .cloned()
+                    .collect();
+                let files: Vec<String> = state
+                    .job_files
+                    .keys()
+                    .filter(|f| !local.join(f).exists())
+                    .cloned()
+                    .collect();
+                let keys = gone
+                    .iter()
+                    .map(|d| format!("{base}/{ATTEMPTS}/{d}.json"))
+                    .chain(files.iter().map(|f| format!("{base}/{JOB_FILES}/{f}")));
+                for rel in keys {
+                    let key = remote.key(&rel);
+                    report.requests.other += 1;
+                    match remote.store.delete(&key).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => return Err(remote.err("DELETE", &key, e)),
+                    }
+                }
+                for d in gone {
+                    state.remote_attempts.remove(&d);
+                }
+                for f in files {
+                    state.job_files.remove(&f);
+                }
+            }
             Ok(())
         }))
     }

@@ -1018,6 +1018,23 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         k += 1;
     }
     assert!(k >= 2, "pagerank iterated: {k}");
+    // The checks removed the older iterations' attempts from the store as well: a
+    // task lists and GETs two iterations' manifests, not all of them.
+    let iterations: std::collections::BTreeSet<String> = Bucket::new(&moto)
+        .keys("tasks/_jobs/p2/attempts")
+        .into_iter()
+        .filter_map(|key| {
+            key.split("shuffle.rank.")
+                .nth(1)
+                .and_then(|r| r.split('/').next())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(
+        iterations,
+        [k - 1, k].iter().map(|i| i.to_string()).collect(),
+        "iterations left on the store after check {k}"
+    );
     let ks = k.to_string();
     s3_tasks(
         m,

@@ -58,6 +58,12 @@ struct Args {
     /// The DuckDB side (run by --python).
     #[arg(long, default_value = "scripts/bench_duckdb.py")]
     duckdb_script: PathBuf,
+    /// Also run the whole pipeline again as partition tasks over this many partition
+    /// sets (in --dir/crawl-tasks: inject, generate, updatedb, linkdb, pagerank and
+    /// dedup as jobs of tasks one after another, each task a fresh process, the
+    /// driver-side steps too); 0: not.
+    #[arg(long, default_value_t = 0)]
+    tasks: usize,
 }
 
 /// One row of the stage table.
@@ -355,7 +361,262 @@ fn run() -> anyhow::Result<()> {
     });
     print_table(&rows);
     print_disk(&crawl, &segment)?;
+    if args.tasks > 0 {
+        as_tasks(&args, &bin, &seeds, top, &crawl)?;
+    }
     Ok(())
+}
+
+/// The pipeline again in `--dir/crawl-tasks`, every stage as a job of partition tasks
+/// over `--tasks` partition sets and its driver-side steps, each a fresh process:
+/// per stage the tasks' time summed and the largest task's peak RSS, and the largest
+/// driver step's; the crawldb and the graph must equal the one-process crawl's.
+fn as_tasks(args: &Args, bin: &Path, seeds: &Path, top: u64, one: &Path) -> anyhow::Result<()> {
+    let crawl = args.dir.join("crawl-tasks");
+    let scratch = args.dir.join("out-tasks");
+    if crawl.exists() {
+        std::fs::remove_dir_all(&crawl).with_context(|| format!("removing {}", crawl.display()))?;
+    }
+    let run = |name: &str, extra: &[OsString]| -> anyhow::Result<Measured> {
+        let mut a: Vec<OsString> = vec!["--crawl-dir".into(), crawl.clone().into()];
+        if let Some(c) = &args.config {
+            a.push("--config".into());
+            a.push(c.clone().into());
+        }
+        a.extend(extra.iter().cloned());
+        measure(&bin.join(name), &a, &crawl, &scratch.join(name))
+    };
+    let os = |v: &[&str]| -> Vec<OsString> { v.iter().map(OsString::from).collect() };
+    // The partition sets: `--tasks` contiguous ranges over the crawl's partitions.
+    let n = {
+        let cfg = trawl::Config::load_with(args.config.as_deref(), &[])?;
+        cfg.crawl.partitions
+    };
+    let k = args.tasks.min(n).max(1);
+    let sets: Vec<String> = (0..k)
+        .map(|t| {
+            let (a, b) = (t * n / k, (t + 1) * n / k - 1);
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    // One pass of a job: a task per set, `pre` before and `flags` after the task flags.
+    let pass =
+        |stage: &str, job: &str, pre: &[OsString], flags: &[&str]| -> anyhow::Result<Measured> {
+            let runs = sets
+                .iter()
+                .map(|set| {
+                    let mut a = pre.to_vec();
+                    a.extend(os(flags));
+                    a.extend(os(&["--job", job, "--partitions", set, "--attempt", "1"]));
+                    run(stage, &a)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            summed(runs)
+        };
+    let driver =
+        |stage: &str, job: &str, pre: &[OsString], flags: &[&str]| -> anyhow::Result<Measured> {
+            let mut a = pre.to_vec();
+            a.extend(os(flags));
+            a.extend(os(&["--job", job]));
+            run(stage, &a)
+        };
+    let mut push =
+        |stage: &'static str, what: String, m: Measured| rows.push(Row { stage, what, m });
+    let tasks = format!("{} tasks", sets.len());
+
+    let pre = vec![OsString::from(seeds)];
+    std::fs::create_dir_all(&crawl)?;
+    push(
+        "inject",
+        tasks.clone(),
+        pass("inject", "t-inject", &pre, &[])?,
+    );
+    push(
+        "inject",
+        "commit".into(),
+        driver("inject", "t-inject", &pre, &["--commit"])?,
+    );
+
+    let generate = os(&[
+        "--top-n",
+        &top.to_string(),
+        "--max-per-host",
+        &args.max_per_host.to_string(),
+    ]);
+    push(
+        "generate",
+        format!("{tasks}, --pass histogram"),
+        pass("generate", "t-gen", &generate, &["--pass", "histogram"])?,
+    );
+    push(
+        "generate",
+        "--cutoff in the driver".into(),
+        driver("generate", "t-gen", &generate, &["--cutoff"])?,
+    );
+    push(
+        "generate",
+        format!("{tasks}, --pass select"),
+        pass("generate", "t-gen", &generate, &["--pass", "select"])?,
+    );
+    let c = driver("generate", "t-gen", &generate, &["--commit"])?;
+    let segment = c
+        .stdout
+        .trim()
+        .lines()
+        .last()
+        .context("generate printed no segment")?
+        .to_string();
+    push("generate", "commit".into(), c);
+
+    push(
+        "(fetch+parse)",
+        "synthetic, one process".into(),
+        run(
+            "fakefetch",
+            &os(&[
+                "--segment",
+                &segment,
+                "--outlinks",
+                &args.outlinks.to_string(),
+            ]),
+        )?,
+    );
+    let seg = vec![OsString::from(&segment)];
+    for stage in ["updatedb", "linkdb"] {
+        let job = format!("t-{stage}");
+        push(
+            stage_name(stage),
+            tasks.clone(),
+            pass(stage, &job, &seg, &[])?,
+        );
+        push(
+            stage_name(stage),
+            "commit".into(),
+            driver(stage, &job, &seg, &["--commit"])?,
+        );
+    }
+    let want = dataset_rows(&CrawlDir::new(one).crawldb_current())?;
+    let got = dataset_rows(&CrawlDir::new(&crawl).crawldb_current())?;
+    anyhow::ensure!(
+        got == want,
+        "the crawldb as tasks has {got} rows, in one process {want}"
+    );
+
+    let none: Vec<OsString> = Vec::new();
+    push(
+        "pagerank",
+        format!("{tasks}, --pass links"),
+        pass("pagerank", "t-pr", &none, &["--pass", "links"])?,
+    );
+    push(
+        "pagerank",
+        format!("{tasks}, --pass graph"),
+        pass("pagerank", "t-pr", &none, &["--pass", "graph"])?,
+    );
+    let mut iterate = Vec::new();
+    let mut checks = Vec::new();
+    let mut it = 0usize;
+    loop {
+        let ks = it.to_string();
+        iterate.push(pass(
+            "pagerank",
+            "t-pr",
+            &none,
+            &["--pass", "iterate", "--iteration", &ks],
+        )?);
+        let c = driver("pagerank", "t-pr", &none, &["--check", "--iteration", &ks])?;
+        let again = c.stdout.contains("\"again\":true");
+        checks.push(c);
+        if !again {
+            break;
+        }
+        it += 1;
+    }
+    let ks = it.to_string();
+    push(
+        "pagerank",
+        format!("{tasks} x {} iterations, --pass iterate", it + 1),
+        summed(iterate)?,
+    );
+    push(
+        "pagerank",
+        format!("--check in the driver x {}", it + 1),
+        summed(checks)?,
+    );
+    push(
+        "pagerank",
+        format!("{tasks}, --pass rewrite"),
+        pass(
+            "pagerank",
+            "t-pr",
+            &none,
+            &["--pass", "rewrite", "--iteration", &ks],
+        )?,
+    );
+    let c = driver("pagerank", "t-pr", &none, &["--commit"])?;
+    push("pagerank", format!("commit: {}", pagerank_counts(&c)), c);
+
+    let near = os(&["--near"]);
+    for p in ["keys", "groups"] {
+        push(
+            "dedup",
+            format!("{tasks}, --pass {p}"),
+            pass("dedup", "t-dedup", &near, &["--pass", p])?,
+        );
+    }
+    let mut a = near.clone();
+    a.extend(os(&[
+        "--pass",
+        "resolve",
+        "--job",
+        "t-dedup",
+        "--partitions",
+        "all",
+        "--attempt",
+        "1",
+    ]));
+    push("dedup", "1 task, --pass resolve".into(), run("dedup", &a)?);
+    push(
+        "dedup",
+        format!("{tasks}, --pass rewrite"),
+        pass("dedup", "t-dedup", &near, &["--pass", "rewrite"])?,
+    );
+    let c = driver("dedup", "t-dedup", &near, &["--commit"])?;
+    push("dedup", format!("commit: {}", dedup_counts(&c)), c);
+
+    println!();
+    println!(
+        "as partition tasks: {n} partitions in {} sets, every task and driver step a fresh process one after another; wall = the tasks' time summed, peak RSS = the largest task's",
+        sets.len()
+    );
+    print_table(&rows);
+    let (task_max, driver_max) = rows.iter().fold((0.0f64, 0.0f64), |(t, d), r| {
+        if r.stage == "(fetch+parse)" {
+            (t, d)
+        } else if r.what.contains("tasks") || r.what.contains("task,") {
+            (t.max(r.m.peak_rss_mib), d)
+        } else {
+            (t, d.max(r.m.peak_rss_mib))
+        }
+    });
+    println!(
+        "tasks	largest task peak RSS {task_max:.0} MiB, largest driver step {driver_max:.0} MiB, all tasks and steps {:.1}s",
+        rows.iter().map(|r| r.m.secs).sum::<f64>()
+    );
+    Ok(())
+}
+
+/// A stage's name for the table.
+fn stage_name(stage: &str) -> &'static str {
+    match stage {
+        "updatedb" => "updatedb",
+        _ => "linkdb",
+    }
 }
 
 /// Runs of one pass as one row: their times summed, the largest peak RSS.

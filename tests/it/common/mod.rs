@@ -659,6 +659,23 @@ pub fn pagerank_as_tasks(
         );
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
         assert_eq!(v["iteration"], k, "{out}");
+        // The check removed the iterations no task reads again, and kept the one a
+        // late attempt of this iteration may still read.
+        let shuffle = |i: usize| crawl.join(format!("_jobs/{job}/shuffle.rank.{i}"));
+        if k >= 2 {
+            assert!(
+                !shuffle(k - 2).exists(),
+                "iteration {} left after check {k}",
+                k - 2
+            );
+        }
+        if k >= 1 {
+            assert!(
+                shuffle(k - 1).exists(),
+                "iteration {} removed by check {k}",
+                k - 1
+            );
+        }
         if !v["again"].as_bool().expect("again") {
             break;
         }
