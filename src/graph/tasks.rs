@@ -605,7 +605,6 @@ struct Iteration {
     dangling: f64,
     delta: f64,
     rank_sum: f64,
-    messages: u64,
     ms: u64,
 }
 
@@ -621,7 +620,6 @@ fn iteration_of(job: &Job, n: usize, k: usize, nodes: u64) -> Result<Iteration> 
         dangling: 0.0,
         delta: 0.0,
         rank_sum: 0.0,
-        messages: 0,
         ms: 0,
     };
     let mut counted = 0;
@@ -630,7 +628,6 @@ fn iteration_of(job: &Job, n: usize, k: usize, nodes: u64) -> Result<Iteration> 
         it.dangling += r.dangling;
         it.delta += r.delta;
         it.rank_sum += r.rank_sum;
-        it.messages += r.messages;
         it.ms = it.ms.max(r.total_ms);
         counted += r.nodes;
         it.attempts.push(a);
@@ -664,11 +661,11 @@ pub fn graph(
     let links: Vec<(FinishedAttempt, LinksReport)> =
         chosen(job, LINKS, n, "run the links tasks first (--pass links)")?;
     let version = crate::crawldb::version_id(dir)?;
-    let mut links_ms_settings: Option<&Settings> = None;
+    let mut links_settings: Option<&Settings> = None;
     for (a, r) in &links {
         crate::crawldb::check_version(dir, a.path(), &r.crawldb_version, &version)?;
-        match links_ms_settings {
-            None => links_ms_settings = Some(&r.settings),
+        match links_settings {
+            None => links_settings = Some(&r.settings),
             Some(s) if s != &r.settings => {
                 return Err(Error::crawl_dir(
                     a.path(),
@@ -678,7 +675,7 @@ pub fn graph(
             Some(_) => {}
         }
     }
-    if let Some(s) = links_ms_settings {
+    if let Some(s) = links_settings {
         same_settings(job, s, pc, "graph")?;
     }
     let meta = dir.crawldb_meta()?;
