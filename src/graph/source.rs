@@ -188,6 +188,23 @@ impl EdgeSource {
     }
 }
 
+/// Calls `f(url, depth)` for every row of the crawldb part `part`.
+pub fn scan_url_depth(part: &Path, f: &mut dyn FnMut(&str, i32)) -> Result<()> {
+    for batch in read_columns(part, &["url", "depth"])? {
+        let batch = batch?;
+        let bad = || Error::crawl_dir(part, "not a crawldb part (unexpected column types)");
+        let url = batch.column(0).as_string_opt::<i32>().ok_or_else(bad)?;
+        let depth = batch
+            .column(1)
+            .as_primitive_opt::<arrow::datatypes::Int32Type>()
+            .ok_or_else(bad)?;
+        for i in 0..batch.num_rows() {
+            f(url.value(i), depth.value(i));
+        }
+    }
+    Ok(())
+}
+
 /// Reads only the named top-level columns of a Parquet file, in that order.
 pub fn read_columns(
     path: &Path,

@@ -6,7 +6,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use arrow::array::AsArray;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +15,7 @@ use super::hostrank::hostrank;
 use super::ids::{PageGraph, build_graph};
 use super::pagerank::{PageRankParams, PageRankResult, out_degrees, pagerank};
 use super::rows::{HitsRecord, HostRankRecord, PageRankMeta};
-use super::source::{EdgeSource, read_columns};
+use super::source::{EdgeSource, scan_url_depth};
 use super::tasks;
 use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
@@ -638,22 +637,13 @@ fn seed_teleport(
         }
     }
     for part in parquet::part_files(&dir.crawldb_current())? {
-        for batch in read_columns(&part, &["url", "depth"])? {
-            let batch = batch?;
-            let bad = || Error::crawl_dir(&part, "not a crawldb part (unexpected column types)");
-            let url = batch.column(0).as_string_opt::<i32>().ok_or_else(bad)?;
-            let depth = batch
-                .column(1)
-                .as_primitive_opt::<arrow::datatypes::Int32Type>()
-                .ok_or_else(bad)?;
-            for i in 0..batch.num_rows() {
-                if depth.value(i) == 0
-                    && let Some(id) = graph.id_of(url.value(i))
-                {
-                    seeds.insert(id);
-                }
+        scan_url_depth(&part, &mut |url, depth| {
+            if depth == 0
+                && let Some(id) = graph.id_of(url)
+            {
+                seeds.insert(id);
             }
-        }
+        })?;
     }
     if seeds.is_empty() {
         tracing::warn!("teleport=seeds: no seed page is in the link graph; using uniform teleport");

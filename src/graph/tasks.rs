@@ -46,7 +46,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ids::url_host;
-use super::source::{EdgeKind, EdgeSource, read_columns};
+use super::source::{EdgeKind, EdgeSource, read_columns, scan_url_depth};
 use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::CrawlDatum;
 use crate::error::{Error, Result};
@@ -729,21 +729,12 @@ fn graph_part(
 ) -> Result<(u64, u64, u64)> {
     let mut urls: Vec<String> = Vec::new();
     let mut depth0: Vec<String> = Vec::new();
-    for batch in read_columns(crawldb, &["url", "depth"])? {
-        let batch = batch?;
-        let bad = || Error::crawl_dir(crawldb, "not a crawldb part (unexpected column types)");
-        let url = batch.column(0).as_string_opt::<i32>().ok_or_else(bad)?;
-        let depth = batch
-            .column(1)
-            .as_primitive_opt::<arrow::datatypes::Int32Type>()
-            .ok_or_else(bad)?;
-        for i in 0..batch.num_rows() {
-            urls.push(url.value(i).to_string());
-            if depth.value(i) == 0 {
-                depth0.push(url.value(i).to_string());
-            }
+    scan_url_depth(crawldb, &mut |url, depth| {
+        urls.push(url.to_string());
+        if depth == 0 {
+            depth0.push(url.to_string());
         }
-    }
+    })?;
     let mut out_links: Vec<(String, u32, u64)> = Vec::new();
     for f in linked {
         for rows in parquet::read_part::<LinkRow>(f)? {

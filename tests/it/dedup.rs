@@ -23,22 +23,8 @@ fn datum(url: &str, status: DbStatus, sig: Option<&str>, score: f64) -> CrawlDat
 
 fn parse_data(url: &str, simhash: u64) -> ParseDataRecord {
     ParseDataRecord {
-        url: url.into(),
-        status: "parse_success".into(),
-        reason: "ok".into(),
-        title: None,
-        content_type: None,
-        charset: None,
-        charset_source: None,
-        lang: None,
-        canonical: None,
-        noindex: false,
-        nofollow: false,
-        noarchive: false,
-        outlinks: vec![],
-        signature: None,
         simhash: Some(simhash),
-        metadata: BTreeMap::new(),
+        ..common::parse_data_row(url)
     }
 }
 

@@ -25,14 +25,15 @@ fn gz_lines(path: &PathBuf) -> impl Iterator<Item = String> {
         .map(|l| l.unwrap())
 }
 
-#[test]
-fn cnr_2000_matches_reference_pagerank() {
+/// The cnr-2000 directory, its arcs and its reference vector; `None` (with the
+/// message of a missing component) when the corpus is absent.
+fn cnr_2000() -> Option<(PathBuf, PathBuf, PathBuf)> {
     let Some(root) = corpora() else {
         common::missing(
             "the shared corpora",
             "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
         );
-        return;
+        return None;
     };
     let dir = root.join("graph");
     let arcs = dir.join("cnr-2000.arcs.tsv.gz");
@@ -42,9 +43,17 @@ fn cnr_2000_matches_reference_pagerank() {
             "the shared corpora",
             &format!("the cnr-2000 graph is not at {}", dir.display()),
         );
-        return;
+        return None;
     }
     common::ran_with("corpora");
+    Some((dir, arcs, reference))
+}
+
+#[test]
+fn cnr_2000_matches_reference_pagerank() {
+    let Some((dir, arcs, reference)) = cnr_2000() else {
+        return;
+    };
     let t = std::time::Instant::now();
     let mut edges: Vec<(u32, u32)> = Vec::with_capacity(3_300_000);
     for line in gz_lines(&arcs) {
@@ -165,26 +174,9 @@ fn cnr_2000_matches_reference_pagerank() {
 /// rule's bound of the reference vector.
 #[test]
 fn cnr_2000_as_partition_tasks_equals_one_process_pagerank() {
-    let Some(root) = corpora() else {
-        common::missing(
-            "the shared corpora",
-            "not found at $TRAWL_CORPORA, ../shared/corpora or /work/shared/corpora",
-        );
+    let Some((_, arcs, reference)) = cnr_2000() else {
         return;
     };
-    let dir = root.join("graph");
-    let (arcs, reference) = (
-        dir.join("cnr-2000.arcs.tsv.gz"),
-        dir.join("cnr-2000.pagerank-alpha0.85.txt.gz"),
-    );
-    if !arcs.is_file() || !reference.is_file() {
-        common::missing(
-            "the shared corpora",
-            &format!("the cnr-2000 graph is not at {}", dir.display()),
-        );
-        return;
-    }
-    common::ran_with("corpora");
     const PARTS: usize = 4;
     let want: Vec<f64> = gz_lines(&reference)
         .filter(|l| !l.starts_with('#'))
@@ -212,31 +204,16 @@ fn cnr_2000_as_partition_tasks_equals_one_process_pagerank() {
         if targets.is_empty() {
             continue;
         }
-        parsed[part_of(i)].push(trawl::records::ParseDataRecord {
-            url: u,
-            status: "parse_success".into(),
-            reason: "ok".into(),
-            title: None,
-            content_type: None,
-            charset: None,
-            charset_source: None,
-            lang: None,
-            canonical: None,
-            noindex: false,
-            nofollow: false,
-            noarchive: false,
-            outlinks: targets
-                .iter()
-                .map(|&t| trawl::records::Outlink {
-                    url: url(t),
-                    anchor: String::new(),
-                    nofollow: false,
-                })
-                .collect(),
-            signature: None,
-            simhash: None,
-            metadata: Default::default(),
-        });
+        let mut row = common::parse_data_row(&u);
+        row.outlinks = targets
+            .iter()
+            .map(|&t| trawl::records::Outlink {
+                url: url(t),
+                anchor: String::new(),
+                nofollow: false,
+            })
+            .collect();
+        parsed[part_of(i)].push(row);
     }
     drop(out);
     let tmp = tempfile::tempdir().unwrap();

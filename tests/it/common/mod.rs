@@ -775,3 +775,25 @@ pub fn assert_same_pagerank(
     }
     assert!(l1 <= 1e-9, "{when}: pagerank/ scores differ by L1 {l1:e}");
 }
+
+/// A parsed page's `parse_data` row with no links, title, signature or SimHash.
+pub fn parse_data_row(url: &str) -> trawl::records::ParseDataRecord {
+    trawl::records::ParseDataRecord {
+        url: url.into(),
+        status: "parse_success".into(),
+        reason: "ok".into(),
+        title: None,
+        content_type: None,
+        charset: None,
+        charset_source: None,
+        lang: None,
+        canonical: None,
+        noindex: false,
+        nofollow: false,
+        noarchive: false,
+        outlinks: vec![],
+        signature: None,
+        simhash: None,
+        metadata: Default::default(),
+    }
+}
