@@ -241,20 +241,11 @@ fn run() -> anyhow::Result<()> {
         for p in ["links", "graph"] {
             passes.push((format!("--pass {p}"), pass(&["--pass", p])?));
         }
-        let mut iterate: Vec<Measured> = Vec::new();
-        let mut checks: Vec<Measured> = Vec::new();
-        let mut k = 0usize;
-        loop {
-            let ks = k.to_string();
-            iterate.extend(pass(&["--pass", "iterate", "--iteration", &ks])?);
-            let c = stage("pagerank", &with(&["--check", "--iteration", &ks]))?;
-            let again = c.stdout.contains("\"again\":true");
-            checks.push(c);
-            if !again {
-                break;
-            }
-            k += 1;
-        }
+        let (iterate, checks, k) = iterate_until_stopped(
+            |ks| pass(&["--pass", "iterate", "--iteration", ks]),
+            |ks| stage("pagerank", &with(&["--check", "--iteration", ks])),
+        )?;
+        let iterate: Vec<Measured> = iterate.into_iter().flatten().collect();
         let ks = k.to_string();
         passes.push((format!("--pass iterate: {} iterations", k + 1), iterate));
         passes.push((format!("--check in the driver: {} times", k + 1), checks));
@@ -518,25 +509,17 @@ fn as_tasks(args: &Args, bin: &Path, seeds: &Path, top: u64, one: &Path) -> anyh
         format!("{tasks}, --pass graph"),
         pass("pagerank", "t-pr", &none, &["--pass", "graph"])?,
     );
-    let mut iterate = Vec::new();
-    let mut checks = Vec::new();
-    let mut it = 0usize;
-    loop {
-        let ks = it.to_string();
-        iterate.push(pass(
-            "pagerank",
-            "t-pr",
-            &none,
-            &["--pass", "iterate", "--iteration", &ks],
-        )?);
-        let c = driver("pagerank", "t-pr", &none, &["--check", "--iteration", &ks])?;
-        let again = c.stdout.contains("\"again\":true");
-        checks.push(c);
-        if !again {
-            break;
-        }
-        it += 1;
-    }
+    let (iterate, checks, it) = iterate_until_stopped(
+        |ks| {
+            pass(
+                "pagerank",
+                "t-pr",
+                &none,
+                &["--pass", "iterate", "--iteration", ks],
+            )
+        },
+        |ks| driver("pagerank", "t-pr", &none, &["--check", "--iteration", ks]),
+    )?;
     let ks = it.to_string();
     push(
         "pagerank",
@@ -616,6 +599,28 @@ fn stage_name(stage: &str) -> &'static str {
     match stage {
         "updatedb" => "updatedb",
         _ => "linkdb",
+    }
+}
+
+/// pagerank's iteration as a driver runs it: `iterate(K)` (the tasks of iteration K)
+/// then `check(K)` for K = 0, 1, ... until the check's JSON line says `"again":
+/// false`. Returns each iteration's and each check's measurements and the last K.
+fn iterate_until_stopped<T>(
+    iterate: impl Fn(&str) -> anyhow::Result<T>,
+    check: impl Fn(&str) -> anyhow::Result<Measured>,
+) -> anyhow::Result<(Vec<T>, Vec<Measured>, usize)> {
+    let (mut runs, mut checks) = (Vec::new(), Vec::new());
+    let mut k = 0usize;
+    loop {
+        let ks = k.to_string();
+        runs.push(iterate(&ks)?);
+        let c = check(&ks)?;
+        let again = c.stdout.contains("\"again\":true");
+        checks.push(c);
+        if !again {
+            return Ok((runs, checks, k));
+        }
+        k += 1;
     }
 }
 
