@@ -158,10 +158,11 @@ def trawl_command(bin_dir, stage, crawl_dir, config, stage_args=()):
     return argv + list(stage_args)
 
 
-def read_plan(bin_dir, crawl_dir, config, plan_args=()):
-    """What a round runs, as trawl says (`trawl plan round`, docs/cluster.md): the
-    steps, the partition count, the steps left out on this crawl directory."""
-    argv = trawl_command(bin_dir, "plan", crawl_dir, config, ["round"] + list(plan_args))
+def read_plan(bin_dir, crawl_dir, config, plan_args=(), what="round"):
+    """What a round runs, as trawl says (docs/cluster.md, "The plan"): `trawl plan
+    round` (the steps and the partition count) or `trawl plan next` (the one step to
+    run now)."""
+    argv = trawl_command(bin_dir, "plan", crawl_dir, config, [what] + list(plan_args))
     with tempfile.TemporaryDirectory(prefix="trawl-driver-") as work:
         if is_object_store(crawl_dir):
             argv += ["--work-dir", work]
@@ -345,9 +346,10 @@ class Driver:
     def say(self, text):
         print(text, flush=True)
 
-    def plan(self, plan_args=()):
-        """The round's plan (`trawl plan round`); --partitions overrides its count."""
-        plan = read_plan(self.bin_dir, self.crawl_dir, self.config, plan_args)
+    def plan(self, plan_args=(), what="round"):
+        """The round's plan (`trawl plan round`, or `plan next`: its next step);
+        --partitions overrides its count."""
+        plan = read_plan(self.bin_dir, self.crawl_dir, self.config, plan_args, what)
         if self.partitions_override is not None:
             plan["partitions"] = self.partitions_override
         return plan
@@ -522,27 +524,34 @@ class Driver:
         code, _ = self.step(step, stage_args, label, plan["partitions"])
         return code
 
-    def round(self, number, plan, flags):
-        """One round as the plan says; returns its exit code and outcome: (0, None),
-        or the code of an outcome and its name (`nothing_due`, `unreachable`)."""
+    def round(self, number, plan_args, flags):
+        """One round, a step at a time as trawl says (`trawl plan next`, given what the
+        round has done): the pending segments' steps first (a round the driver lost half
+        way), else generate, then the steps over the whole crawl. Returns its exit code
+        and outcome: (0, None), or the code of an outcome and its name (`nothing_due`,
+        `unreachable`)."""
         label = f"r{number}"
-        for skipped in plan["skipped"]:
-            self.say(f"{skipped['stage']}: left out of the round: {skipped['reason']}")
-        segment = None
-        stopped = None
-        for step in plan["round"]:
+        segments, done, stopped = [], [], None
+        while True:
+            progress = [a for s in segments for a in ("--segment", s)]
+            progress += [a for d in done for a in ("--done", d)]
+            if stopped is not None:
+                progress.append("--unreachable")
+            plan = self.plan(list(plan_args) + progress, what="next")
+            if plan["next"] is None:
+                break
+            step, segment = plan["next"]["step"], plan["next"]["segment"]
             stage = step["stage"]
-            if stopped is not None and not step["after_unreachable"]:
-                self.say(f"{stage}: skipped: fetch reached no server")
-                continue
             stage_args = list(flags.get(stage, []))
             if step["leases"] and "--time-limit" not in stage_args:
                 stage_args += ["--time-limit", f"{flags['time_limit']:g}"]
-            if step["segment"] == "takes":
-                if segment is None:
-                    raise StepFailed(EXIT_ERROR, f"{stage} takes the round's segment, but no step made one")
+            if segment is not None:
                 stage_args = [segment] + stage_args
+                if segment not in segments:
+                    segments.append(segment)
+                    self.say(f"round {number}: segment {segment}")
             code, out = self.step(step, stage_args, label, plan["partitions"])
+            done.append(stage)
             what = outcome(step, code)
             if what == "nothing_due":
                 self.say("round: no URLs are due")
@@ -558,11 +567,11 @@ class Driver:
                 lines = out.strip().splitlines()
                 if not lines:
                     raise StepFailed(EXIT_ERROR, f"{stage} --commit printed no segment")
-                segment = lines[-1].strip()
-                if is_object_store(self.crawl_dir):
-                    # The commit printed its scratch mirror's path: stages name it by name.
-                    segment = os.path.basename(segment.rstrip("/"))
-                self.say(f"round {number}: segment {segment}")
+                # The commit printed the segment's path (on an object store its scratch
+                # mirror's): the round names it by name.
+                made = os.path.basename(lines[-1].strip().rstrip("/"))
+                segments.append(made)
+                self.say(f"round {number}: segment {made}")
         if stopped is not None:
             return stopped, "unreachable"
         return EXIT_OK, None
@@ -741,9 +750,7 @@ def main(argv):
             code = EXIT_OK
             for number in range(1, args.rounds + 1):
                 driver.say(f"== round {number} of {args.rounds} (Spark master {sc.master})")
-                if number > 1:
-                    plan = driver.plan(plan_args(args))
-                code, what = driver.round(number, plan, flags)
+                code, what = driver.round(number, plan_args(args), flags)
                 if what == "nothing_due":
                     driver.say(f"trawl_spark: nothing left to crawl after {number - 1} rounds")
                     break

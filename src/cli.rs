@@ -63,7 +63,14 @@ pub const COMMANDS: &[Command] = &[
         name: "crawl",
         about: "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
         writes: true,
-        mirror: MirrorNeeds::NONE,
+        // Its one working mirror serves every step of its rounds: the fetch state
+        // of fetch, the index of index.
+        mirror: MirrorNeeds {
+            reads_whole: &[],
+            fetch_state: true,
+            shuffles: &[],
+            index: true,
+        },
     },
     Command {
         name: "inject",
@@ -85,6 +92,7 @@ pub const COMMANDS: &[Command] = &[
             reads_whole: &[],
             fetch_state: true,
             shuffles: &[],
+            index: false,
         },
     },
     Command {
@@ -101,6 +109,7 @@ pub const COMMANDS: &[Command] = &[
             reads_whole: &[WholeRead::UnlessRouted(SegmentDataset::CrawlFetch)],
             fetch_state: false,
             shuffles: &[],
+            index: false,
         },
     },
     Command {
@@ -123,6 +132,7 @@ pub const COMMANDS: &[Command] = &[
                 ("resolve", &["groups"]),
                 ("rewrite", &["groups"]),
             ],
+            index: false,
         },
     },
     Command {
@@ -133,6 +143,7 @@ pub const COMMANDS: &[Command] = &[
             reads_whole: &[WholeRead::Db(VersionedDb::SitemapDb)],
             fetch_state: false,
             shuffles: &[],
+            index: false,
         },
     },
     Command {
@@ -150,6 +161,7 @@ pub const COMMANDS: &[Command] = &[
                 ("iterate", &["graph", "rank.{k-1}"]),
                 ("rewrite", &["graph", "rank.{k}"]),
             ],
+            index: false,
         },
     },
     Command {
@@ -157,23 +169,35 @@ pub const COMMANDS: &[Command] = &[
         about: "Fetch sitemaps and merge their URLs into the crawldb",
         writes: true,
         mirror: MirrorNeeds {
-            reads_whole: &[WholeRead::Always(SegmentDataset::Robots)],
+            // A task plans its hosts' sitemaps from every segment's robots.txt records
+            // and the whole sitemapdb (its due records, whichever host they are on).
+            reads_whole: &[
+                WholeRead::Always(SegmentDataset::Robots),
+                WholeRead::Db(VersionedDb::SitemapDb),
+            ],
             fetch_state: false,
             // The URLs the fetch tasks found go to the merge tasks.
             shuffles: &[("merge", &["fetch"])],
+            index: false,
         },
     },
     Command {
         name: "index",
         about: "Build or update the search index, or export it as JSON Lines",
         writes: true,
-        mirror: MirrorNeeds::NONE,
+        mirror: MirrorNeeds {
+            index: true,
+            ..MirrorNeeds::NONE
+        },
     },
     Command {
         name: "search",
         about: "Search the crawl's index, or serve a search page",
         writes: false,
-        mirror: MirrorNeeds::NONE,
+        mirror: MirrorNeeds {
+            index: true,
+            ..MirrorNeeds::NONE
+        },
     },
     Command {
         name: "readhostdb",
@@ -370,8 +394,11 @@ pub fn finish(result: anyhow::Result<()>) -> ExitCode {
         eprintln!("{err}");
         return ExitCode::from(code);
     }
-    crate::status::failed(&binary_name(), &format!("{err:#}"));
-    eprintln!("Error: {err:?}");
+    // The message and its causes on one line, never a backtrace (not even where
+    // RUST_BACKTRACE is set: a user error is not a crash).
+    let message = format!("{err:#}");
+    crate::status::failed(&binary_name(), &message);
+    eprintln!("Error: {message}");
     ExitCode::from(code)
 }
 

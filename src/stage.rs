@@ -161,6 +161,17 @@ impl StageCtx {
         Self::open(common, Scope::Meta)
     }
 
+    /// [`StageCtx::from_args`] for a reader of the search index alone (`search`,
+    /// `index --to jsonl`): on an object store only the index is pulled
+    /// ([`Scope::Index`]). The mirror is let go at once (its lock released): the
+    /// files stay, and a reader open on them keeps reading them while a later
+    /// stage on the same mirror replaces them, as it does on a local directory.
+    pub fn from_index_args(common: &CommonArgs) -> Result<Self> {
+        let mut ctx = Self::open(common, Scope::Index)?;
+        ctx.mirror = None;
+        Ok(ctx)
+    }
+
     fn open(common: &CommonArgs, scope: Scope) -> Result<Self> {
         let (cfg, root) = common.setup()?;
         match CrawlUri::parse(&root)? {

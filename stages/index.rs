@@ -56,8 +56,7 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     trawl::signal::install()?;
     if let (Some(Format::Jsonl), Some(file)) = (args.to, &args.file) {
         let started = std::time::Instant::now();
-        let (_cfg, crawl_dir) = args.common.setup()?;
-        let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
+        let dir = trawl::index::locate(&args.common, args.index_dir.as_deref())?;
         let n = export::export_jsonl(&dir, file, &args.index_name)?;
         let what = format!("{n} documents exported to {}", file.display());
         trawl::cli::summary("index", started, &what);

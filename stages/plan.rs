@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use clap::{Parser, ValueEnum};
+use trawl::driver::next::{Next, Progress};
 use trawl::round::{self, RoundOpts, Step};
 
 /// Prints the crawl round as JSON for a driver that schedules its tasks elsewhere.
@@ -15,11 +16,14 @@ use trawl::round::{self, RoundOpts, Step};
 step in order with its units (partition tasks and their flags, driver-side steps, the commit, \
 or the stage run whole as one task), the exit codes that are not failures and those that are \
 outcomes of the round (3 nothing due, 5 no server reached), which steps hold fetch leases and \
-which still run after fetch reached no server; the crawl's partition count (of its crawldb, \
-else crawl.partitions); and the steps left out on this crawl directory with the reason. \
-`crawl` runs the same round in one process; cluster/trawl_spark.py runs what this prints on \
-Spark. The format is docs/cluster.md's \"The plan\". `plan steps` prints the round's steps as \
-plain lines for a shell script (scripts/round.sh), without reading the crawl directory."
+which still run after fetch reached no server; and the crawl's partition count (of its crawldb, \
+else crawl.partitions). \
+`plan next` prints the one step to run now, read off the crawl directory and the round's \
+progress (--segment, --done, --unreachable): the decision `crawl` follows between two steps, \
+pending segments first; cluster/trawl_spark.py asks it before every step and runs what it \
+says on Spark. The format is docs/cluster.md's \"The plan\". `plan steps` prints the round's \
+steps as plain lines for a shell script (scripts/round.sh), without reading the crawl \
+directory."
 )]
 struct Args {
     #[command(flatten)]
@@ -36,6 +40,16 @@ struct Args {
     /// End the round with the segment's WARC export.
     #[arg(long)]
     warc: bool,
+    /// With `next`: a segment of the round in progress (made by its generate, or one
+    /// it ran a step on); repeat for each.
+    #[arg(long = "segment", value_name = "NAME")]
+    segments: Vec<String>,
+    /// With `next`: a stage the round in progress has run; repeat for each.
+    #[arg(long = "done", value_name = "STAGE")]
+    done: Vec<String>,
+    /// With `next`: fetch reached no server in the round in progress (exit code 5).
+    #[arg(long)]
+    unreachable: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -47,13 +61,32 @@ enum What {
     /// of "nothing due" and "no server reached" (- for none), and of an interrupted run.
     /// Reads no crawl directory (scripts/round.sh).
     Steps,
+    /// The round's next step, from the crawl directory (the segments still to fetch,
+    /// parse, apply or invert) and the round's progress (--segment, --done,
+    /// --unreachable): the step `crawl` would run now, or none when the round is over.
+    Next,
 }
 
-/// A step the round leaves out on this crawl directory, and why.
+/// The document `plan next` prints.
 #[derive(Debug, serde::Serialize)]
-struct Skipped {
-    stage: &'static str,
-    reason: &'static str,
+struct NextPlan {
+    /// The format's version (docs/cluster.md).
+    plan_version: u32,
+    /// The crawl's partition count.
+    partitions: usize,
+    /// The crawl directory is on an object store.
+    object_store: bool,
+    /// The step to run now, `null` when the round is over.
+    next: Option<NextStep>,
+}
+
+/// A step `plan next` gives.
+#[derive(Debug, serde::Serialize)]
+struct NextStep {
+    /// The step, as in `plan round`.
+    step: Step,
+    /// The segment's name, for a step that takes one.
+    segment: Option<String>,
 }
 
 /// The document `plan round` prints.
@@ -70,8 +103,6 @@ struct Plan {
     object_store: bool,
     /// The round's steps, in order.
     round: Vec<Step>,
-    /// Steps of the round left out here, with the reason.
-    skipped: Vec<Skipped>,
     /// The steps a driver may run as jobs of their own, by stage.
     jobs: BTreeMap<&'static str, Step>,
 }
@@ -104,23 +135,38 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     // HITS and HostRank need the whole graph in one task.
     let pc = &ctx.config().pagerank;
     opts.pagerank_whole_graph = pc.hits || pc.hostrank;
-    let mut steps = round::steps(opts);
     let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
-    let mut skipped = Vec::new();
-    if object_store {
-        // The index is a local directory (docs/object-store.md).
-        steps.retain(|s| {
-            let reason = match s.stage {
-                "index" => "the search index is a local directory: not built on an object-store crawl directory",
-                _ => return true,
-            };
-            skipped.push(Skipped {
-                stage: s.stage,
-                reason,
-            });
-            false
-        });
+    if let What::Next = args.what {
+        let progress = Progress {
+            segments: args.segments,
+            done: args.done,
+            unreachable: args.unreachable,
+        };
+        let next = match trawl::driver::next::next(&ctx.crawl_dir(), opts, &progress)? {
+            Next::Run { step, segment } => Some(NextStep { step, segment }),
+            Next::RoundDone => None,
+        };
+        let line = match &next {
+            Some(n) => format!(
+                "next: {}{}",
+                n.step.stage,
+                n.segment
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" on {s}"))
+            ),
+            None => "next: the round is over".to_string(),
+        };
+        let plan = NextPlan {
+            plan_version: 1,
+            partitions: meta.partitions,
+            object_store,
+            next,
+        };
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        trawl::cli::summary("plan", started, &line);
+        return Ok(());
     }
+    let steps = round::steps(opts);
     let jobs = ["inject", "warc"]
         .into_iter()
         .filter_map(|n| round::step(n).map(|s| (n, s)))
@@ -131,7 +177,6 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         crawldb,
         object_store,
         round: steps,
-        skipped,
         jobs,
     };
     println!("{}", serde_json::to_string_pretty(&plan)?);

@@ -72,8 +72,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> std::process::ExitCode {
 
 fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let args = Args::parse_from(args);
-    let (_cfg, crawl_dir) = args.common.setup()?;
-    let dir = trawl::index::locate(&crawl_dir, args.index_dir.as_deref())?;
+    let dir = trawl::index::locate(&args.common, args.index_dir.as_deref())?;
     let searcher = Searcher::open(&dir)?;
     let ranking = match args.ranking {
         RankingArg::Full => Ranking::full(),

@@ -170,14 +170,6 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     // is newer than this time, so the next run sees it.
     let started_ms = crate::datum::now_millis();
     let crawl = ctx.open_existing()?;
-    if ctx.is_remote() && opts.index_dir.is_none() {
-        return Err(Error::Input {
-            input: "--crawl-dir".into(),
-            message: "the search index is a local directory: with an object-store crawl \
-                      directory pass --index-dir PATH"
-                .into(),
-        });
-    }
     let dir = opts.index_dir.clone().unwrap_or_else(|| crawl.index());
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let lock_path = match &opts.index_dir {

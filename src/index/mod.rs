@@ -20,26 +20,20 @@ pub use search::{Hit, Ranking, SearchRequest, SearchResults, Searcher, Snippet};
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
-use crate::store::layout::CrawlDir;
-use crate::store::object::CrawlUri;
+use crate::cli::CommonArgs;
+use crate::error::Result;
+use crate::stage::StageCtx;
 
-/// The index a query reads: `index_dir` when given, else the crawl directory's
-/// `index/`. The index is always a local directory: with an object-store crawl
-/// directory (`s3://...`) `--index-dir` is required (nothing is downloaded to search).
-pub fn locate(crawl_dir: &Path, index_dir: Option<&Path>) -> Result<PathBuf> {
+/// The index a reader opens (`search`, `index --to jsonl`): `index_dir` when given,
+/// else the crawl directory's `index/`. With an object-store crawl directory
+/// (`s3://...`) that is the working mirror's `index/`, pulled first: only the index,
+/// no other dataset is downloaded (and nothing when `index_dir` is given).
+pub fn locate(common: &CommonArgs, index_dir: Option<&Path>) -> Result<PathBuf> {
     if let Some(d) = index_dir {
+        common.setup()?;
         return Ok(d.to_path_buf());
     }
-    match CrawlUri::parse(crawl_dir)? {
-        CrawlUri::Local(root) => Ok(CrawlDir::new(root).index()),
-        CrawlUri::Object(uri) => Err(Error::Input {
-            input: format!("--crawl-dir {}", uri.as_str()),
-            message: "the search index is a local directory: pass --index-dir PATH \
-                      (the directory `index --index-dir PATH` built)"
-                .into(),
-        }),
-    }
+    Ok(StageCtx::from_index_args(common)?.crawl_dir().index())
 }
 
 /// `s` cut to at most `max` bytes, at a character boundary.

@@ -84,14 +84,23 @@ pub enum Scope {
     /// A step that reads only small files (`readdb --partitions`): every part is
     /// a placeholder; nothing is pushed.
     Meta,
+    /// A reader of the search index alone (`search`, `index --to jsonl`): the
+    /// index is pulled, no other unit is looked at; nothing is pushed.
+    Index,
 }
 
 impl Scope {
     fn job(&self) -> Option<&str> {
         match self {
-            Scope::Whole | Scope::Meta => None,
+            Scope::Whole | Scope::Meta | Scope::Index => None,
             Scope::Task { job, .. } | Scope::Job { job } => Some(job),
         }
+    }
+
+    /// Whether the mirror's pull leaves placeholders for parts (the next open
+    /// starts afresh).
+    fn placeholders(&self) -> bool {
+        matches!(self, Scope::Task { .. } | Scope::Job { .. } | Scope::Meta)
     }
 }
 
@@ -110,6 +119,10 @@ pub struct MirrorNeeds {
     /// for a task without `--pass`). A task pulls the attempts of those shuffles
     /// only (its partitions' parts of every one of them), no other shuffle's.
     pub shuffles: &'static [(&'static str, &'static [&'static str])],
+    /// It reads or writes the search index (`index/`: tantivy's files, the one
+    /// unit that is not Parquet): index, search, crawl. Other stages' mirrors
+    /// neither pull nor push it.
+    pub index: bool,
 }
 
 /// A dataset a task reads whole (see [`MirrorNeeds`]).
@@ -134,6 +147,7 @@ impl MirrorNeeds {
         reads_whole: &[],
         fetch_state: false,
         shuffles: &[],
+        index: false,
     };
 
     /// Whether a task of pass `pass` (`None`: without `--pass`) reads the shuffle
@@ -159,6 +173,14 @@ impl MirrorNeeds {
         self.shuffles
             .iter()
             .any(|(p, reads)| *p == base && reads.iter().any(|r| named(r)))
+    }
+
+    /// Whether a driver step of a job (its commit) reads the whole of `dataset`: the
+    /// versioned datasets the stage reads whole ([`WholeRead::Db`]).
+    fn job_reads_whole(&self, dataset: &str) -> bool {
+        self.reads_whole
+            .iter()
+            .any(|w| matches!(w, WholeRead::Db(d) if d.as_str() == dataset))
     }
 
     /// Whether a task reads the whole of `dataset` of a segment (`segment_routed`:
@@ -372,6 +394,9 @@ enum Unit {
     State,
     /// `pagerank`: the whole `pagerank/` tree.
     PageRank,
+    /// `index`: the search index's tree (tantivy's segment files, `meta.json` and
+    /// `.managed.json`; pulled and pushed only for [`MirrorNeeds::index`]).
+    Index,
     /// A versioned dataset: the files of its `current/`.
     Db(DbUnit),
 }
@@ -398,10 +423,11 @@ impl DbUnit {
 }
 
 /// The units that always exist (possibly without a version yet), in commit order.
-const FIXED: [Unit; 7] = [
+const FIXED: [Unit; 8] = [
     Unit::Catalog,
     Unit::State,
     Unit::PageRank,
+    Unit::Index,
     Unit::Db(DbUnit::Sitemap),
     Unit::Db(DbUnit::Link),
     Unit::Db(DbUnit::Host),
@@ -416,6 +442,7 @@ impl Unit {
             Unit::Catalog => names::SEGMENTS.to_string(),
             Unit::State => STATE_UNIT.to_string(),
             Unit::PageRank => names::PAGERANK.to_string(),
+            Unit::Index => names::INDEX.to_string(),
             Unit::Db(d) => d.db().as_str().to_string(),
         }
     }
@@ -427,6 +454,7 @@ impl Unit {
             Unit::Catalog => None,
             Unit::State => Some((root.to_path_buf(), false)),
             Unit::PageRank => Some((root.join(names::PAGERANK), true)),
+            Unit::Index => Some((root.join(names::INDEX), true)),
             Unit::Db(d) => Some((root.join(d.db().as_str()).join(names::CURRENT), false)),
         }
     }
@@ -450,6 +478,11 @@ fn is_segment_name(name: &str) -> bool {
 /// Whether a local file or directory is work in progress or private to this machine
 /// (never pushed): hidden files, locks, staged and stale leftovers, job directories.
 fn is_private(name: &str) -> bool {
+    // tantivy's list of the files it manages (the index unit's): without it, a
+    // pulled index would never delete the segment files its merges replaced.
+    if name == TANTIVY_MANAGED {
+        return false;
+    }
     name.starts_with('.')
         || name.starts_with("_jobs")
         || name.contains(".tmp-")
@@ -457,6 +490,9 @@ fn is_private(name: &str) -> bool {
         || name.contains(".stale-")
         || name.ends_with(".lock")
 }
+
+/// tantivy's record of the files it created in an index directory.
+const TANTIVY_MANAGED: &str = ".managed.json";
 
 /// `objects/<b3[0..2]>/<b3>`.
 fn object_key(blake3: &str) -> String {
@@ -1014,11 +1050,11 @@ impl Mirror {
             Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
             Err(_) => MirrorState::default(),
         };
-        if state.partial || scope != Scope::Whole {
+        if state.partial || scope.placeholders() {
             // Placeholders are known to their process only: start afresh.
             remove_all(&dir.join("crawl"))?;
             state = MirrorState {
-                partial: scope != Scope::Whole,
+                partial: scope.placeholders(),
                 ..MirrorState::default()
             };
         }
@@ -1086,14 +1122,19 @@ impl Mirror {
         let mut state = self.state().clone();
         let remote = &self.remote;
         let root = self.root.clone();
+        let index_only = self.scope == Scope::Index;
         let result: Result<()> = remote.rt.block_on(async {
-            let catalog = remote.newest(&Unit::Catalog.name(), &mut req).await?;
+            let catalog = if index_only {
+                None
+            } else {
+                remote.newest(&Unit::Catalog.name(), &mut req).await?
+            };
             let live: BTreeSet<String> = catalog
                 .as_ref()
                 .filter(|c| !c.deleted)
                 .map(|c| c.segments.iter().cloned().collect())
                 .unwrap_or_default();
-            let mut units: Vec<Unit> = FIXED.to_vec();
+            let mut units: Vec<Unit> = FIXED.iter().filter(|u| self.syncs(u)).cloned().collect();
             units.extend(live.iter().map(|s| Unit::Segment(s.clone())));
             let mut any = false;
             for unit in &units {
@@ -1144,6 +1185,9 @@ impl Mirror {
                     },
                 );
             }
+            if index_only {
+                return Ok(());
+            }
             // Local segments the catalog does not list: deleted remotely, or left by
             // a stage whose push failed.
             let seg_dir = root.join(names::SEGMENTS);
@@ -1167,6 +1211,16 @@ impl Mirror {
         self.save_state(&state)?;
         *self.state() = state;
         Ok(req)
+    }
+
+    /// Whether this mirror pulls and pushes `unit` of [`FIXED`]: the index only for a
+    /// stage that needs it ([`MirrorNeeds::index`]); a reader of the index alone
+    /// ([`Scope::Index`]) nothing else.
+    fn syncs(&self, unit: &Unit) -> bool {
+        match unit {
+            Unit::Index => self.needs.index,
+            _ => self.scope != Scope::Index,
+        }
     }
 
     /// Makes the local files of a unit those of `m`: keeps files whose recorded
@@ -1246,15 +1300,18 @@ impl Mirror {
         let Some(index) = parts.next().and_then(part_index) else {
             return false;
         };
+        let dataset = match (parts.next(), unit) {
+            (Some(d), _) => d.to_string(),
+            (None, Unit::Db(d)) => d.db().as_str().to_string(),
+            (None, _) => String::new(),
+        };
         match &self.scope {
-            Scope::Whole => false,
-            Scope::Job { .. } | Scope::Meta => true,
+            Scope::Whole | Scope::Index => false,
+            Scope::Meta => true,
+            // A commit reads the versioned datasets its stage reads whole (sitemap's
+            // commit merges the fetch attempts' records into the whole sitemapdb).
+            Scope::Job { .. } => !self.needs.job_reads_whole(&dataset),
             Scope::Task { partitions, .. } => {
-                let dataset = match (parts.next(), unit) {
-                    (Some(d), _) => d.to_string(),
-                    (None, Unit::Db(d)) => d.db().as_str().to_string(),
-                    (None, _) => String::new(),
-                };
                 !partitions.contains(index)
                     && !self.needs.task_reads_whole(&dataset, segment_routed)
             }
@@ -1507,7 +1564,7 @@ impl Mirror {
     /// [`Error::Locked`]; units committed before it stay committed.
     pub fn push(&self) -> Result<PushReport> {
         let mut report = match &self.scope {
-            Scope::Task { .. } | Scope::Meta => PushReport::default(),
+            Scope::Task { .. } | Scope::Meta | Scope::Index => PushReport::default(),
             _ => self.push_units()?,
         };
         if let Some(job) = self.scope.job() {
@@ -1534,7 +1591,7 @@ impl Mirror {
         let set = match &self.scope {
             Scope::Task { partitions, .. } => partitions.resolve(n),
             Scope::Whole => PartitionSet::all(n),
-            Scope::Job { .. } | Scope::Meta => return Vec::new(),
+            Scope::Job { .. } | Scope::Meta | Scope::Index => return Vec::new(),
         };
         set.iter()
             .filter(|&i| i < n)
@@ -1612,7 +1669,7 @@ impl Mirror {
     fn push_units(&self) -> Result<PushReport> {
         let mut state = self.state().clone();
         let root = self.root.clone();
-        let mut units: BTreeSet<Unit> = FIXED.iter().cloned().collect();
+        let mut units: BTreeSet<Unit> = FIXED.iter().filter(|u| self.syncs(u)).cloned().collect();
         let mut local_segments = BTreeSet::new();
         if let Ok(entries) = fs::read_dir(root.join(names::SEGMENTS)) {
             for entry in entries.flatten() {
@@ -2066,6 +2123,7 @@ mod tests {
                 WholeRead::Always(Robots),
             ],
             fetch_state: false,
+            index: false,
         };
         assert!(needs.task_reads_whole(CrawlFetch.as_str(), false));
         assert!(!needs.task_reads_whole(CrawlFetch.as_str(), true));
@@ -2085,6 +2143,7 @@ mod tests {
             ],
             reads_whole: &[],
             fetch_state: false,
+            index: false,
         };
         assert!(needs.reads_shuffle(Some("graph"), "links"));
         assert!(!needs.reads_shuffle(Some("links"), "links"));

@@ -497,16 +497,19 @@ fn hostdb_counts(crawl: &Path) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// The queries whose top 10 a cluster crawl's index must share with the one-process
+/// crawl's.
+const QUERIES: [&str; 4] = [
+    "stone river",
+    "winter",
+    "forest garden",
+    "lighthouse keeper",
+];
+
 /// The URLs `search --top 10 QUERY` returns on `crawl`, in order.
 fn top10(crawl: &Path, config: &Path, query: &str) -> Vec<String> {
     let out = run_ok("search", crawl, config, &["--json", "--top", "10", query]);
-    let results: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let hits = results["hits"]
-        .as_array()
-        .unwrap_or_else(|| panic!("search --json: {out}"));
-    hits.iter()
-        .map(|h| h["url"].as_str().unwrap().to_string())
-        .collect()
+    hit_urls(&serde_json::from_str(&out).unwrap_or_else(|e| panic!("search --json ({e}): {out}")))
 }
 
 #[test]
@@ -694,12 +697,7 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
         hostdb_counts(&reference),
         "the Spark crawl's hostdb differs from the one-process crawl's"
     );
-    for query in [
-        "stone river",
-        "winter",
-        "forest garden",
-        "lighthouse keeper",
-    ] {
+    for query in QUERIES {
         let spark = top10(&crawl, &config, query);
         assert!(!spark.is_empty(), "search {query:?} finds pages");
         assert_eq!(
@@ -769,7 +767,9 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
 
 /// One round through Spark with the crawl directory on S3 (moto on loopback): no
 /// shared file system between the driver and the executors; every task and step runs
-/// on a scratch mirror of its own; the crawldb equals the one-process crawl's.
+/// on a scratch mirror of its own; the crawldb, hostdb, PageRank and search results
+/// equal the one-process crawl's. Then a round whose driver was lost after fetch: the
+/// next Spark round finishes that segment first (`trawl plan next`).
 #[test]
 fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     if !java_present() {
@@ -806,15 +806,7 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         stdout.contains(&format!("{PARTITIONS} tasks over {PARTITIONS} partitions")),
         "the driver read the partition count from the store:\n{stdout}"
     );
-    assert!(
-        stdout.contains("index: left out of the round: "),
-        "the driver says why the index does not run on S3:\n{stdout}"
-    );
-    assert!(
-        !stdout.contains("hostdb: left out"),
-        "the hostdb runs on S3:\n{stdout}"
-    );
-    for step in ["dedup", "hostdb"] {
+    for step in ["dedup", "hostdb", "index"] {
         assert!(
             stdout.contains(&format!("\n{step}: job ")),
             "{step} ran:\n{stdout}"
@@ -824,9 +816,6 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         stdout.contains("pagerank iteration 1: L1 change"),
         "pagerank iterates as partition tasks on S3:\n{stdout}"
     );
-    drop(cluster);
-    web.stop();
-
     let (got, hosts, ranks) = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
         (triples(crawldb(m)), hostdb_counts(m), pagerank_rows(m))
     });
@@ -851,4 +840,94 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         got, want,
         "the Spark crawl on S3 differs from the one-process crawl"
     );
+    // The index was built on S3: `search` on the store (pulling the index alone into
+    // a mirror of its own) finds what the one-process crawl's index finds.
+    let reader = dir.join("search-reader");
+    for query in QUERIES {
+        let mut cmd = stage_command(
+            bin("search"),
+            crawl,
+            &config,
+            &["--json", "--top", "10", query],
+        );
+        common::moto::s3_env(&mut cmd, &moto, &reader);
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "search {query:?} on S3: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = hit_urls(&serde_json::from_str(&stdout).unwrap());
+        assert!(!got.is_empty(), "search {query:?} on S3 finds pages");
+        assert_eq!(
+            got,
+            top10(&reference, &config, query),
+            "search {query:?}: the Spark crawl's index on S3 differs from the one-process crawl's"
+        );
+    }
+
+    // A round whose driver was lost after generate and fetch (run here by hand on the
+    // store): the next Spark round asks trawl what to run (`plan next`) and finishes
+    // that segment first, then the steps over the whole crawl; nothing is generated or
+    // fetched again.
+    let by_hand = |stage: &str, args: &[&str]| -> String {
+        let mut cmd = stage_command(bin(stage), crawl, &config, args);
+        common::moto::s3_env(&mut cmd, &moto, &dir.join("by-hand"));
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{stage} on S3: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = by_hand("generate", &[]);
+    let name = Path::new(out.trim().lines().last().unwrap())
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    by_hand("fetch", &[&name]);
+    // (Three PageRank iterations: the scores are not compared here.)
+    let out = cluster.submit_env(
+        crawl,
+        &config,
+        &[
+            "round",
+            "--rounds",
+            "1",
+            "--pagerank-flags",
+            "--max-iterations 3",
+        ],
+        Some(&moto),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "the resumed round failed:\n{stdout}");
+    assert!(
+        stdout.contains(&format!("round 1: segment {name}")),
+        "the round took the pending segment {name}:\n{stdout}"
+    );
+    for step in ["generate", "fetch"] {
+        assert!(
+            !stdout.contains(&format!("\n{step}: job ")),
+            "{step} did not run again:\n{stdout}"
+        );
+    }
+    for step in [
+        "parse", "updatedb", "linkdb", "dedup", "pagerank", "hostdb", "index",
+    ] {
+        assert!(
+            stdout.contains(&format!("\n{step}: job ")),
+            "{step} ran:\n{stdout}"
+        );
+    }
+    let applied = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
+        let dir = trawl::store::layout::CrawlDir::new(m);
+        dir.crawldb_meta().unwrap().is_applied(&name)
+    });
+    assert!(applied, "the resumed round applied {name}");
+    drop(cluster);
+    web.stop();
 }

@@ -8,7 +8,9 @@
 //!   current, a rerun completes, `gc` removes exactly the orphans;
 //! - a full round (inject → generate → fetch → parse → updatedb → linkdb →
 //!   pagerank) with the crawl directory on S3 ends with the crawldb (URL, status,
-//!   signature) of the same round on a local directory.
+//!   signature) of the same round on a local directory;
+//! - `crawl` on S3 (the index committed to the store, `search` pulling it alone)
+//!   equals `crawl` on a local directory, and continues from another machine.
 
 use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
@@ -510,6 +512,124 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     let reader = t.path().join("reader2");
     let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
     assert!(seg.contains(&name), "{seg}");
+}
+
+/// `crawl` on S3 runs every step of its rounds on one working mirror, each stage
+/// committing its datasets as it ends (the index too), and `search` on the store pulls
+/// the index alone: the crawldb, hostdb and search results equal those of the same
+/// `crawl` on a local directory. A second run on a fresh machine (another work
+/// directory) continues from what the store holds.
+#[test]
+fn crawl_on_s3_equals_crawl_on_a_local_directory_and_search_reads_the_index_on_s3() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.05, "");
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let crawl_args = ["--seeds", seeds.to_str().unwrap(), "--rounds", "2"];
+
+    let local = t.path().join("crawl");
+    run_ok("crawl", &local, &config, &crawl_args);
+    let uri = format!("s3://{BUCKET}/crawl");
+    let work = t.path().join("w");
+    s3_ok(&moto, &work, "crawl", &uri, &config, &crawl_args);
+    // Every unit committed, the index too; the driver's journal is the machine's
+    // (beside the mirror), in no manifest.
+    let bucket = Bucket::new(&moto);
+    let (_, newest) = bucket.referenced("crawl");
+    for unit in [
+        "crawldb", "linkdb", "hostdb", "pagerank", "index", "segments",
+    ] {
+        assert!(newest.contains_key(unit), "{unit} is committed: {newest:?}");
+    }
+    for key in bucket
+        .keys("crawl")
+        .iter()
+        .filter(|k| k.contains("/_versions/") && k.ends_with(".json"))
+    {
+        let m: VersionManifest = serde_json::from_slice(&bucket.get(key).unwrap()).unwrap();
+        assert!(
+            m.files
+                .iter()
+                .all(|f| !f.name.contains("crawl_journal") && f.name != "status.json"),
+            "{key} lists the driver's own files: {:?}",
+            m.files.iter().map(|f| &f.name).collect::<Vec<_>>()
+        );
+    }
+
+    // Search on the store from a fresh machine: the index alone is pulled.
+    let reader = t.path().join("searcher");
+    let mut found = 0;
+    for query in [
+        "stone river",
+        "winter",
+        "forest garden",
+        "lighthouse keeper",
+    ] {
+        let args = ["--json", "--top", "10", query];
+        let here =
+            hit_urls(&serde_json::from_str(&run_ok("search", &local, &config, &args)).unwrap());
+        let there = hit_urls(
+            &serde_json::from_str(&s3_ok(&moto, &reader, "search", &uri, &config, &args)).unwrap(),
+        );
+        assert_eq!(there, here, "search {query:?} on S3 and locally");
+        found += here.len();
+    }
+    assert!(found > 0, "the queries find pages");
+    let pulled: Vec<PathBuf> = files_under(&reader)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    assert!(
+        pulled.is_empty(),
+        "search pulled only the index: {pulled:?}"
+    );
+    let out = s3_ok(
+        &moto,
+        &reader,
+        "index",
+        &uri,
+        &config,
+        &["--to", "jsonl", "-"],
+    );
+    let local_out = run_ok("index", &local, &config, &["--to", "jsonl", "-"]);
+    assert_eq!(
+        out.lines().count(),
+        local_out.lines().count(),
+        "the export on S3"
+    );
+
+    // One more round on both, the S3 one from another work directory: it starts from
+    // the store (the index updated, not rebuilt).
+    let more = ["--rounds", "1"];
+    run_ok("crawl", &local, &config, &more);
+    s3_ok(&moto, &t.path().join("w2"), "crawl", &uri, &config, &more);
+    let (remote, hosts) = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
+        (crawldb(m), read_hosts(m))
+    });
+    let here = crawldb(&local);
+    assert!(here.values().any(|d| d.status.as_str() == "db_fetched"));
+    assert_eq!(
+        triples(&remote),
+        triples(&here),
+        "the crawldb on S3 and locally"
+    );
+    assert_eq!(hosts, read_hosts(&local), "the hostdb on S3 and locally");
+    for query in ["stone river", "winter"] {
+        let args = ["--json", "--top", "10", query];
+        let here =
+            hit_urls(&serde_json::from_str(&run_ok("search", &local, &config, &args)).unwrap());
+        let there = hit_urls(
+            &serde_json::from_str(&s3_ok(&moto, &reader, "search", &uri, &config, &args)).unwrap(),
+        );
+        assert_eq!(
+            there, here,
+            "search {query:?} on S3 and locally after the third round"
+        );
+    }
+    web.stop();
 }
 
 /// The hostdb's counts of the crawl at `crawl`, by host (URLs by status, fetches by

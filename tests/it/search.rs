@@ -274,9 +274,16 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
         !hit_urls(&search(&crawl, &config, &[&upper])).is_empty(),
         "{upper}"
     );
-    let out = run("search", &dir.join("nowhere"), &config, &["x"]);
+    // A user error is its message, even where RUST_BACKTRACE is set: no backtrace.
+    let out = stage_command(bin("search"), &dir.join("nowhere"), &config, &["x"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
     assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("index"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no search index here"), "{err}");
+    assert!(!err.contains("backtrace"), "no backtrace: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 
     // Generation 1: pages changed, vanished, redirected; re-crawled and re-indexed
     // incrementally.
