@@ -29,7 +29,7 @@ use crate::stage::{Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::lock::Lock;
 use crate::store::names;
-use crate::store::object::{CrawlUri, Mirror, MirrorNeeds, Scope};
+use crate::store::object::{CrawlUri, Mirror};
 
 use crate::round::SegmentUse;
 use journal::{InProgress, Journal, RoundRecord, Step};
@@ -146,17 +146,10 @@ pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlRepo
             (ctx, root.clone(), root)
         }
         CrawlUri::Object(uri) => {
-            // Pulled once before the first step: the driver's first decisions (a
-            // crawldb yet? pending segments?) read the crawl.
-            let mirror = Mirror::open_scoped(
-                &uri,
-                common.work_dir.as_deref(),
-                &crate::cli::binary_name(),
-                crate::cli::running().map_or(MirrorNeeds::NONE, |c| c.mirror),
-                Scope::Whole,
-            )?;
-            let root = mirror.root().to_path_buf();
-            drop(mirror);
+            // Pulled once before the first step (the mirror let go at once, nothing
+            // pushed): the driver's first decisions (a crawldb yet? pending
+            // segments?) read the crawl.
+            let root = StageCtx::from_args(common)?.root().to_path_buf();
             let home = Mirror::dir_for(&uri, common.work_dir.as_deref());
             crate::status::set_live(CrawlDir::new(&home).status_file());
             (StageCtx::new(&home, cfg), root, home)

@@ -426,15 +426,20 @@ fn triples(
         .collect()
 }
 
+/// The test web of [`WEB`] started in `dir`, a config for it, and its seed file.
+fn web_and_seeds(dir: &Path) -> (TestWeb, PathBuf, PathBuf) {
+    let web = TestWeb::start(dir, WEB);
+    let config = write_config(dir, &web.addr, 0.05, "");
+    let seeds = dir.join("seeds.txt");
+    std::fs::write(&seeds, site_map(dir, WEB).seeds.join("\n") + "\n").unwrap();
+    (web, config, seeds)
+}
+
 #[test]
 fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     let Some(moto) = start_moto() else { return };
     let t = tempfile::tempdir().unwrap();
-    let web = TestWeb::start(t.path(), WEB);
-    let config = write_config(t.path(), &web.addr, 0.05, "");
-    let map = site_map(t.path(), WEB);
-    let seeds = t.path().join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let (_web, config, seeds) = web_and_seeds(t.path());
 
     // Locally.
     let local = t.path().join("crawl");
@@ -523,11 +528,7 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
 fn crawl_on_s3_equals_crawl_on_a_local_directory_and_search_reads_the_index_on_s3() {
     let Some(moto) = start_moto() else { return };
     let t = tempfile::tempdir().unwrap();
-    let web = TestWeb::start(t.path(), WEB);
-    let config = write_config(t.path(), &web.addr, 0.05, "");
-    let map = site_map(t.path(), WEB);
-    let seeds = t.path().join("seeds.txt");
-    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let (web, config, seeds) = web_and_seeds(t.path());
     let crawl_args = ["--seeds", seeds.to_str().unwrap(), "--rounds", "2"];
 
     let local = t.path().join("crawl");
