@@ -21,19 +21,34 @@ pub use search::{Hit, Ranking, SearchRequest, SearchResults, Searcher, Snippet};
 use std::path::{Path, PathBuf};
 
 use crate::cli::CommonArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stage::StageCtx;
+use crate::store::object::CrawlUri;
 
 /// The index a reader opens (`search`, `index --to jsonl`): `index_dir` when given,
 /// else the crawl directory's `index/`. With an object-store crawl directory
 /// (`s3://...`) that is the working mirror's `index/`, pulled first: only the index,
 /// no other dataset is downloaded (and nothing when `index_dir` is given).
 pub fn locate(common: &CommonArgs, index_dir: Option<&Path>) -> Result<PathBuf> {
+    let (_, given) = common.setup()?;
     if let Some(d) = index_dir {
-        common.setup()?;
         return Ok(d.to_path_buf());
     }
-    Ok(StageCtx::from_index_args(common)?.crawl_dir().index())
+    let dir = StageCtx::from_index_args(common)?.crawl_dir().index();
+    if let CrawlUri::Object(uri) = CrawlUri::parse(&given)?
+        && !dir.join("meta.json").is_file()
+    {
+        // Said of the store, not of the scratch mirror it was pulled into.
+        return Err(Error::Index {
+            message: format!(
+                "{}: no search index on the store; build it with `index --crawl-dir {}` \
+                 (after parse, updatedb, linkdb and pagerank)",
+                uri.as_str(),
+                uri.as_str()
+            ),
+        });
+    }
+    Ok(dir)
 }
 
 /// `s` cut to at most `max` bytes, at a character boundary.

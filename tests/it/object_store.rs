@@ -579,6 +579,16 @@ fn crawl_on_s3_equals_crawl_on_a_local_directory_and_search_reads_the_index_on_s
         found += here.len();
     }
     assert!(found > 0, "the queries find pages");
+    // A crawl without an index on the store: said of the store, in one line.
+    let none = format!("s3://{BUCKET}/none");
+    let out = s3_run(&moto, &reader, "search", &none, &config, &["winter"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{none}: no search index on the store"))
+            && err.contains(&format!("index --crawl-dir {none}")),
+        "{err}"
+    );
     let pulled: Vec<PathBuf> = files_under(&reader)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
