@@ -531,7 +531,7 @@ class Driver:
         and outcome: (0, None), or the code of an outcome and its name (`nothing_due`,
         `unreachable`)."""
         label = f"r{number}"
-        segments, done, stopped = [], [], None
+        segments, done, stopped, last = [], [], None, None
         while True:
             progress = [a for s in segments for a in ("--segment", s)]
             progress += [a for d in done for a in ("--done", d)]
@@ -542,6 +542,14 @@ class Driver:
                 break
             step, segment = plan["next"]["step"], plan["next"]["segment"]
             stage = step["stage"]
+            if (stage, segment) == last:
+                # It ran and succeeded, yet its work is not there: never loop on it.
+                raise StepFailed(
+                    EXIT_ERROR,
+                    f"{stage} ran on {segment or 'the crawl'} but trawl plan next gives it again "
+                    "(its output is not in the crawl directory); stopping the round",
+                )
+            last = (stage, segment)
             stage_args = list(flags.get(stage, []))
             if step["leases"] and "--time-limit" not in stage_args:
                 stage_args += ["--time-limit", f"{flags['time_limit']:g}"]

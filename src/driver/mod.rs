@@ -366,6 +366,7 @@ impl Driver<'_> {
         // journaled: a rerun runs them again with the rest of the round).
         let mut unreachable: Option<String> = None;
         let mut after: Vec<String> = Vec::new();
+        let mut last: Option<(&str, Option<String>)> = None;
         loop {
             let progress = Progress {
                 segments: cur.record.segments.clone(),
@@ -382,6 +383,19 @@ impl Driver<'_> {
             else {
                 break;
             };
+            let this = (step.stage, segment.clone());
+            if last.as_ref() == Some(&this) {
+                // It ran and succeeded, yet its work is not there: never loop on it.
+                return Err(Error::crawl_dir(
+                    &self.root,
+                    format!(
+                        "{} ran on {} but is the round's next step again (its output is not in the crawl directory): the round stops here",
+                        step.stage,
+                        segment.as_deref().unwrap_or("the crawl")
+                    ),
+                ));
+            }
+            last = Some(this);
             let on_segment = segment.zip(SegmentStep::of(step.stage));
             if step.segment == SegmentUse::Makes {
                 eprintln!("crawl: round {n}/{total}: {}", step.stage);
