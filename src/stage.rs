@@ -40,7 +40,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::object::{CrawlUri, GcReport, Mirror, MirrorNeeds, Scope};
+use crate::store::object::{CrawlUri, GcReport, Mirror, MirrorNeeds, ObjectUri, Scope};
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
 ///
@@ -163,13 +163,9 @@ impl StageCtx {
 
     /// [`StageCtx::from_args`] for a reader of the search index alone (`search`,
     /// `index --to jsonl`): on an object store only the index is pulled
-    /// ([`Scope::Index`]). The mirror is let go at once (its lock released): the
-    /// files stay, and a reader open on them keeps reading them while a later
-    /// stage on the same mirror replaces them, as it does on a local directory.
+    /// ([`Scope::Index`]).
     pub fn from_index_args(common: &CommonArgs) -> Result<Self> {
-        let mut ctx = Self::open(common, Scope::Index)?;
-        ctx.mirror = None;
-        Ok(ctx)
+        Self::open(common, Scope::Index)
     }
 
     fn open(common: &CommonArgs, scope: Scope) -> Result<Self> {
@@ -304,6 +300,11 @@ impl StageCtx {
     /// working mirror).
     pub fn is_remote(&self) -> bool {
         self.mirror.is_some()
+    }
+
+    /// The object-store crawl directory's URI (`None` for a local directory).
+    pub fn store_uri(&self) -> Option<&ObjectUri> {
+        self.mirror.as_deref().map(Mirror::uri)
     }
 
     /// The crawl directory's root as given (it may not exist yet: inject creates it).

@@ -29,7 +29,7 @@ use crate::stage::{Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::lock::Lock;
 use crate::store::names;
-use crate::store::object::{CrawlUri, Mirror};
+use crate::store::object::Mirror;
 
 use crate::round::SegmentUse;
 use journal::{InProgress, Journal, RoundRecord, Step};
@@ -138,22 +138,26 @@ impl Report for CrawlReport {
 /// machine's: they sit beside the mirror's `crawl/`, not in it (a pull would replace
 /// them with the store's), and a rerun on the same work directory continues the run.
 pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlReport)> {
-    let (cfg, given) = common.setup()?;
-    let (ctx, root, home) = match CrawlUri::parse(&given)? {
-        CrawlUri::Local(_) => {
-            let ctx = StageCtx::from_args(common)?;
-            let root = ctx.root().to_path_buf();
-            (ctx, root.clone(), root)
-        }
-        CrawlUri::Object(uri) => {
-            // Pulled once before the first step (the mirror let go at once, nothing
-            // pushed): the driver's first decisions (a crawldb yet? pending
-            // segments?) read the crawl.
-            let root = StageCtx::from_args(common)?.root().to_path_buf();
-            let home = Mirror::dir_for(&uri, common.work_dir.as_deref());
-            crate::status::set_live(CrawlDir::new(&home).status_file());
-            (StageCtx::new(&home, cfg), root, home)
-        }
+    // On an object store: pulled once before the first step, then let go (nothing
+    // pushed): the driver's first decisions (a crawldb yet? pending segments?) read
+    // the crawl.
+    let pulled = StageCtx::from_args(common)?;
+    let root = pulled.root().to_path_buf();
+    let (shown, home) = match pulled.store_uri() {
+        None => (root.display().to_string(), root.clone()),
+        Some(uri) => (
+            uri.as_str().to_string(),
+            Mirror::dir_for(uri, common.work_dir.as_deref()),
+        ),
+    };
+    let ctx = if pulled.is_remote() {
+        crate::status::set_live(CrawlDir::new(&home).status_file());
+        let ctx = StageCtx::new(&home, pulled.config().clone());
+        // Its mirror's lock goes with it: every stage opens the mirror itself.
+        drop(pulled);
+        ctx
+    } else {
+        pulled
     };
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let dir = CrawlDir::new(&root);
@@ -176,8 +180,7 @@ pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlRepo
             return Err(Error::input(
                 "--num-tasks",
                 format!(
-                    "the crawl in {} has {have} partitions, not {want}: drop --num-tasks, or run `repartition --partitions {want}` first",
-                    given.display()
+                    "the crawl in {shown} has {have} partitions, not {want}: drop --num-tasks, or run `repartition --partitions {want}` first"
                 ),
             ));
         }
@@ -186,8 +189,7 @@ pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlRepo
         return Err(Error::input(
             "--seeds",
             format!(
-                "{} has no crawldb yet: give --seeds PATH (a seed file or a directory of them)",
-                given.display()
+                "{shown} has no crawldb yet: give --seeds PATH (a seed file or a directory of them)"
             ),
         ));
     }

@@ -23,19 +23,23 @@ use std::path::{Path, PathBuf};
 use crate::cli::CommonArgs;
 use crate::error::{Error, Result};
 use crate::stage::StageCtx;
-use crate::store::object::CrawlUri;
 
 /// The index a reader opens (`search`, `index --to jsonl`): `index_dir` when given,
 /// else the crawl directory's `index/`. With an object-store crawl directory
 /// (`s3://...`) that is the working mirror's `index/`, pulled first: only the index,
 /// no other dataset is downloaded (and nothing when `index_dir` is given).
+///
+/// The mirror is let go on return (its lock released): the files stay, and a reader
+/// open on them keeps reading them while a later stage on the same mirror replaces
+/// them, as it does on a local directory.
 pub fn locate(common: &CommonArgs, index_dir: Option<&Path>) -> Result<PathBuf> {
-    let (_, given) = common.setup()?;
     if let Some(d) = index_dir {
+        common.setup()?;
         return Ok(d.to_path_buf());
     }
-    let dir = StageCtx::from_index_args(common)?.crawl_dir().index();
-    if let CrawlUri::Object(uri) = CrawlUri::parse(&given)?
+    let ctx = StageCtx::from_index_args(common)?;
+    let dir = ctx.crawl_dir().index();
+    if let Some(uri) = ctx.store_uri()
         && !dir.join("meta.json").is_file()
     {
         // Said of the store, not of the scratch mirror it was pulled into.
