@@ -29,11 +29,11 @@ use serde::{Deserialize, Serialize};
 use crate::datum::{CrawlDatum, DbStatus};
 use crate::error::Result;
 use crate::records::ParseDataRecord;
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::disk;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CrawlDir;
-use crate::store::names::{SegmentDataset, VersionedDb};
+use crate::store::names::SegmentDataset;
 use crate::store::parquet::{self, PartWriter};
 
 /// Options of a dedup run.
@@ -293,27 +293,20 @@ fn is_candidate(d: &CrawlDatum) -> bool {
 /// task of a job (`opts.pass`; no lock) or a job's commit.
 pub fn run(ctx: &StageCtx, opts: &DedupOpts) -> Result<DedupReport> {
     let dir = ctx.open_existing()?;
-    let db = dir.versioned(VersionedDb::CrawlDb);
-    let _lock = ctx.lock_unless_task(|| db.lock("dedup"))?;
-    if ctx.is_whole() {
-        crate::crawldb::verify_for_rewrite(&dir)?;
-    }
     let pass = ctx.pass(
         "dedup",
         opts.pass,
         "--pass keys, groups, resolve (one task, --partitions all) and rewrite, or --pass signatures (one task, --partitions all) and rewrite",
     )?;
-    let n = dir.crawldb_meta()?.partitions;
-    crate::stage::execute(
-        ctx,
-        &mut Dedup {
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::Whole), || {
+        Ok(Dedup {
             ctx,
             opts,
             dir: &dir,
-            n,
+            n: dir.crawldb_meta()?.partitions,
             pass,
-        },
-    )
+        })
+    })
 }
 
 /// The dedup stage as the executor runs it ([`crate::stage::execute`]): a

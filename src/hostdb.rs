@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::net::outcome::{connect_failure, network_reason};
 use crate::net::robots::RobotsRecord;
 use crate::records::{FetchRecord, HostRecord};
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
 use crate::store::integrity::Check;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
@@ -95,15 +95,14 @@ pub fn read_meta(dir: &CrawlDir) -> Result<Option<HostDbMeta>> {
 /// tasks".
 pub fn run(ctx: &StageCtx, opts: &HostDbOpts) -> Result<HostDbReport> {
     let dir = ctx.open_existing()?;
-    let db = dir.versioned(VersionedDb::HostDb);
     // Tasks only read the hostdb; the commit checks that the version they read is
     // still current.
-    let _lock = ctx.lock_unless_task(|| db.lock("hostdb"))?;
-    if !ctx.is_task() {
-        db.recover()?;
-    }
-    let plan = Plan::read(&dir, opts)?;
-    crate::stage::execute(ctx, &mut HostDb { dir: &dir, plan })
+    crate::stage::execute(ctx, Guard::Db(VersionedDb::HostDb), || {
+        Ok(HostDb {
+            dir: &dir,
+            plan: Plan::read(&dir, opts)?,
+        })
+    })
 }
 
 /// What a run folds in, read off the crawl directory the same way by every task of

@@ -9,11 +9,13 @@
 //!   work succeeded (generate's "nothing due", fetch's "no server reached").
 //!
 //! A stage whose work splits into partition tasks implements [`Partitioned`] (its
-//! partitions, one task on a set of them, the commit) and hands itself to
-//! [`execute`], the one executor: it runs the whole stage in this process (a task
-//! over every partition, then the commit), one task of a job, or a job's commit, as
-//! the task flags say, and owns the job's life (stale jobs of a killed run, the
-//! private job's removal on failure, the job's removal after its commit). A cluster
+//! partitions, one task on a set of them, the commit) and hands [`execute`], the one
+//! executor, what it locks ([`Guard`]) and how it is opened: the executor takes the
+//! lock (never in a task) and verifies what the guard says, then runs the whole stage
+//! in this process (a task over every partition, then the commit), one task of a
+//! job, or a job's commit, as the task flags say, and owns the job's life (stale jobs
+//! of a killed run, the private job's removal on failure, the job's removal after its
+//! commit). A cluster
 //! scheduler runs exactly these units (docs/cluster.md), so no stage spells how
 //! it is scheduled.
 //!
@@ -39,7 +41,9 @@ use crate::cli::{CommonArgs, Exit, TaskArgs};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
-use crate::store::layout::CrawlDir;
+use crate::store::layout::{CrawlDir, Segment};
+use crate::store::lock::Lock;
+use crate::store::names::VersionedDb;
 use crate::store::object::{CrawlUri, GcReport, Mirror, MirrorNeeds, ObjectUri, Scope};
 
 /// What every stage gets: the crawl directory's root, the configuration, the start time.
@@ -89,16 +93,6 @@ impl StageCtx {
             started: Instant::now(),
             task: TaskMode::Whole,
             mirror: None,
-        }
-    }
-
-    /// The lock a one-process run and a commit hold while they install (`take`
-    /// takes it); `None` for a task, which only reads and writes its own attempt
-    /// (many run at once, on several machines).
-    pub fn lock_unless_task<L>(&self, take: impl FnOnce() -> Result<L>) -> Result<Option<L>> {
-        match self.task {
-            TaskMode::Task { .. } => Ok(None),
-            _ => take().map(Some),
         }
     }
 
@@ -302,6 +296,14 @@ impl StageCtx {
         self.mirror.is_some()
     }
 
+    /// Whether a file a stage writes into the crawl directory before it ends (fetch's
+    /// checkpoints) is there for a rerun or a retry of the stage: on a local
+    /// directory; not on an object store, where each run works on a mirror of its
+    /// own and nothing reaches the store before the run commits.
+    pub fn keeps_partial_files(&self) -> bool {
+        self.mirror.is_none()
+    }
+
     /// The object-store crawl directory's URI (`None` for a local directory).
     pub fn store_uri(&self) -> Option<&ObjectUri> {
         self.mirror.as_deref().map(Mirror::uri)
@@ -477,15 +479,69 @@ impl TaskMode {
     }
 }
 
+/// What a stage's one-process run and its commit hold while they read what they
+/// install over and install it. The executor takes it ([`execute`]) before the stage
+/// opens anything, never in a task (tasks only read and write their own attempt,
+/// many at once on several machines; a commit checks that what they read is still
+/// current), and releases it when the run ends, however it ends.
+#[derive(Debug, Clone, Copy)]
+pub enum Guard<'a> {
+    /// A versioned dataset (`linkdb/`, `hostdb/`, ...): its lock, then the repair of
+    /// an install a killed stage left half done.
+    Db(VersionedDb),
+    /// The crawldb, as [`Guard::Db`]; then, in the runs `verify` names, every part's
+    /// blake3 checked against its manifest before the stage reads what it rewrites
+    /// ([`CrawlDir::verify_crawldb_for_rewrite`]).
+    CrawlDb(Verify),
+    /// A segment's lock (`segments/<name>.lock`): the stages that write into a
+    /// segment or read what another stage may delete from it.
+    Segment(&'a Segment),
+}
+
+/// Which runs of a stage that rewrites the crawldb verify it first ([`Guard::CrawlDb`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// None: the stage's tasks check what they read, and its commit links their parts.
+    Never,
+    /// A one-process run (it reads every part, then rewrites the crawldb); the commit
+    /// only links the tasks' parts.
+    Whole,
+    /// A one-process run and a commit (which reads the crawldb it rewrites).
+    WholeAndCommit,
+}
+
+impl Guard<'_> {
+    /// Takes the guard for stage `stage` on the crawl directory at `root`.
+    fn take(self, root: &Path, stage: &str, task: &TaskMode) -> Result<Lock> {
+        let dir = CrawlDir::new(root);
+        match self {
+            Guard::Db(db) => dir.versioned(db).lock(stage),
+            Guard::CrawlDb(verify) => {
+                let lock = dir.versioned(VersionedDb::CrawlDb).lock(stage)?;
+                let check = match verify {
+                    Verify::Never => false,
+                    Verify::Whole => *task == TaskMode::Whole,
+                    Verify::WholeAndCommit => true,
+                };
+                if check {
+                    dir.verify_crawldb_for_rewrite()?;
+                }
+                Ok(lock)
+            }
+            Guard::Segment(seg) => seg.lock(stage),
+        }
+    }
+}
+
 /// A partitioned stage: the work of one task on some partitions of a dataset, and
 /// the commit that installs the tasks' output. [`execute`] runs it in each of the
 /// three ways a run can be split ([`TaskMode`]), so that a stage says only what it
 /// does, never how a run is scheduled (in the spirit of DataFusion's
 /// `ExecutionPlan::execute(partition)`; docs/architecture.md, "The stage").
 ///
-/// What a stage does before its tasks (open its datasets, take its lock unless it
-/// runs as a task: [`StageCtx::lock_unless_task`], verify what it rewrites) it does
-/// while making the value it hands to [`execute`].
+/// A stage declares what it locks ([`Guard`]) and hands the executor the function
+/// that opens it (reads what its tasks and commit need); the executor takes the lock,
+/// verifies what the guard says, then opens the stage and runs it.
 pub trait Partitioned {
     /// What a task and a commit return (the stage's report, or its part of it).
     type Out;
@@ -512,19 +568,38 @@ pub trait Partitioned {
         let _ = task;
         commit
     }
+
+    /// A one-process run's result when there is nothing to do (the linkdb with no
+    /// new segment): then no job is made and nothing is installed.
+    fn up_to_date(&mut self) -> Result<Option<Self::Out>> {
+        Ok(None)
+    }
 }
 
-/// Runs `stage` as `ctx`'s task flags split the run ([`TaskMode`]):
-/// - one process: jobs a killed one-process run of the stage left are removed,
-///   then one task over every partition (a private job, attempt `0`) and its
-///   commit; if either fails, the private job is removed, so nothing is left
-///   behind and a rerun starts afresh;
-/// - `--job J --partitions P --attempt A`: that task alone (`P` resolved and
-///   checked against the stage's partitions);
-/// - `--job J --commit`: the commit alone, then the job is removed.
-///
-/// Call it while holding the lock the stage's commit needs (not in a task).
-pub fn execute<S: Partitioned>(ctx: &StageCtx, stage: &mut S) -> Result<S::Out> {
+/// Runs the stage `open` opens as `ctx`'s task flags split the run ([`TaskMode`]):
+/// - one process: `guard` taken (and released when the run ends), jobs a killed
+///   one-process run of the stage left removed, the stage opened, then one task over
+///   every partition (a private job, attempt `0`) and its commit; if either fails,
+///   the private job is removed, so nothing is left behind and a rerun starts afresh;
+/// - `--job J --partitions P --attempt A`: the stage opened without the guard, then
+///   that task alone (`P` resolved and checked against the stage's partitions);
+/// - `--job J --commit`: `guard` taken, the stage opened, the commit alone, then the
+///   job is removed.
+pub fn execute<S: Partitioned>(
+    ctx: &StageCtx,
+    guard: Guard<'_>,
+    open: impl FnOnce() -> Result<S>,
+) -> Result<S::Out> {
+    let _lock = match ctx.task {
+        TaskMode::Task { .. } => None,
+        _ => Some(guard.take(&ctx.root, S::NAME, &ctx.task)?),
+    };
+    let mut stage = open()?;
+    if ctx.task == TaskMode::Whole
+        && let Some(out) = stage.up_to_date()?
+    {
+        return Ok(out);
+    }
     let n = stage.partitions();
     match &ctx.task {
         TaskMode::Whole => {
@@ -536,7 +611,7 @@ pub fn execute<S: Partitioned>(ctx: &StageCtx, stage: &mut S) -> Result<S::Out> 
                 job.remove()?;
                 Ok(stage.whole(task, commit))
             };
-            run(stage).inspect_err(|_| {
+            run(&mut stage).inspect_err(|_| {
                 let _ = job.remove();
             })
         }

@@ -31,7 +31,7 @@ use crate::crawldb::stream::read_partition;
 use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::disk;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{self, CrawlDir, SEGMENT_META, SegmentMeta};
@@ -446,7 +446,9 @@ pub fn run_job(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
         opts.pass,
         "--pass histogram, then (after --cutoff) --pass select",
     )?;
-    crate::stage::execute(ctx, &mut Generate { ctx, opts, n, pass })
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::Never), || {
+        Ok(Generate { ctx, opts, n, pass })
+    })
 }
 
 /// A generate job's tasks and commit as the executor runs them
@@ -928,8 +930,8 @@ fn commit(
     attempts: &[(PathBuf, SelectReport)],
 ) -> Result<GenerateReport> {
     let cfg = ctx.config();
+    // Under the crawldb lock the executor holds for a commit.
     let dir = ctx.open_existing()?;
-    let _lock = lock(&dir, "generate")?;
     let version = super::version_id(&dir)?;
     for (path, r) in attempts {
         if r.crawldb_version != version {

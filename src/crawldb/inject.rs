@@ -16,13 +16,13 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, MAX_INTERVAL_SECS};
+use crate::crawldb::current_part;
 use crate::crawldb::schedule::FIXED_INTERVAL_KEY;
 use crate::crawldb::spill::{SortKey, Sorter};
 use crate::crawldb::stream::DatumStream;
-use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, Millis, now_millis};
 use crate::error::{Error, Result};
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
@@ -642,21 +642,15 @@ pub fn run(
 ) -> Result<InjectReport> {
     let dir = ctx.crawl_dir();
     std::fs::create_dir_all(dir.crawldb()).map_err(|e| Error::io(dir.crawldb(), e))?;
-    let _lock = ctx.lock_unless_task(|| lock(&dir, "inject"))?;
-    if ctx.is_whole() {
-        super::verify_for_rewrite(&dir)?;
-    }
-    let (_, meta) = super::meta_or_new(&dir, ctx.config())?;
-    crate::stage::execute(
-        ctx,
-        &mut Inject {
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::Whole), || {
+        Ok(Inject {
             ctx,
             opts,
             on_reject,
             dir: &dir,
-            n: meta.partitions,
-        },
-    )
+            n: super::meta_or_new(&dir, ctx.config())?.1.partitions,
+        })
+    })
 }
 
 /// The inject stage as the executor runs it ([`crate::stage::execute`]).

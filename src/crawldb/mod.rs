@@ -72,15 +72,9 @@ pub fn meta_or_new(dir: &CrawlDir, cfg: &crate::config::Config) -> Result<(bool,
 }
 
 /// Before a stage rewrites the crawldb (under its lock): refuses a damaged
-/// `crawldb/current/` (no manifest, a part missing, added, resized, or with a
-/// blake3 that differs from its manifest), so that nothing read from it is written
-/// into a new version. No crawldb yet is fine.
+/// `crawldb/current/` ([`CrawlDir::verify_crawldb_for_rewrite`]).
 pub fn verify_for_rewrite(dir: &CrawlDir) -> Result<()> {
-    dir.refuse_unmarked_crawldb()?;
-    if parquet::dataset_complete(&dir.crawldb_current()) {
-        dir.verify_crawldb(Check::Checksums)?;
-    }
-    Ok(())
+    dir.verify_crawldb_for_rewrite()
 }
 
 /// The identity of the crawldb version installed now: the blake3 of its

@@ -27,13 +27,13 @@ use crate::crawldb::spill::Sorter;
 use crate::crawldb::state::{Ctx, Inlink};
 use crate::crawldb::stream::{read_partition, scan_partition};
 use crate::crawldb::{
-    TASK_DATASET, check_version, chosen_parts, current_part, finish_attempt, install_parts, lock,
+    TASK_DATASET, check_version, chosen_parts, current_part, finish_attempt, install_parts,
     version_id,
 };
 use crate::datum::{CrawlDatum, FetchStatus, Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::records::{CrawlParseRecord, FetchRecord};
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::disk;
 use crate::store::integrity::{self, Check};
 use crate::store::jobs::{Job, PartitionSet};
@@ -131,18 +131,15 @@ pub fn run(ctx: &StageCtx, opts: &UpdateOpts) -> Result<UpdateReport> {
 fn run_at(ctx: &StageCtx, opts: &UpdateOpts, now: Millis) -> Result<UpdateReport> {
     let dir = ctx.open_existing()?;
     // Tasks run at once on many machines: only the commit takes the lock.
-    let _lock = ctx.lock_unless_task(|| lock(&dir, "updatedb"))?;
-    let n = dir.crawldb_meta()?.partitions;
-    crate::stage::execute(
-        ctx,
-        &mut UpdateDb {
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::Never), || {
+        Ok(UpdateDb {
             ctx,
             opts,
             dir: &dir,
-            n,
+            n: dir.crawldb_meta()?.partitions,
             now,
-        },
-    )
+        })
+    })
 }
 
 /// The updatedb stage as the executor runs it ([`crate::stage::execute`]).

@@ -26,7 +26,7 @@ use crate::config::LinkDbConfig;
 use crate::datum::now_millis;
 use crate::error::{Error, Result};
 use crate::records::InlinkRecord;
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
 use crate::store::disk;
 use crate::store::integrity;
 use crate::store::integrity::Check;
@@ -146,42 +146,32 @@ pub fn run(ctx: &StageCtx, opts: &LinkDbOpts) -> Result<LinkDbReport> {
     let db = dir.versioned(VersionedDb::LinkDb);
     // A task only reads the linkdb; the commit checks that the version the tasks
     // read is still current.
-    let _lock = ctx.lock_unless_task(|| db.lock("linkdb"))?;
-    let old_meta = read_meta(dir)?;
-    let done: BTreeSet<String> = old_meta
-        .as_ref()
-        .map(|m| m.inverted_segments.iter().cloned().collect())
-        .unwrap_or_default();
-    let segments = select_segments(dir, &opts.segments, &done)?;
-    let pt = match &old_meta {
-        Some(m) if m.partitions > 0 => Partitioner::new(m.partitions, m.partition_key),
-        _ => dir
-            .crawldb_meta()
-            .ok()
-            .filter(|m| m.partitions > 0)
-            .map(|m| m.partitioner())
-            .unwrap_or_else(|| Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)),
-    };
-    if segments.is_empty() && old_meta.is_some() && ctx.is_whole() {
-        tracing::info!("no new segments to invert; the linkdb is unchanged");
-        let mut summary = LinkDbReport {
-            segments: 0,
-            ..Default::default()
+    crate::stage::execute(ctx, Guard::Db(VersionedDb::LinkDb), || {
+        let old_meta = read_meta(dir)?;
+        let done: BTreeSet<String> = old_meta
+            .as_ref()
+            .map(|m| m.inverted_segments.iter().cloned().collect())
+            .unwrap_or_default();
+        let segments = select_segments(dir, &opts.segments, &done)?;
+        let pt = match &old_meta {
+            Some(m) if m.partitions > 0 => Partitioner::new(m.partitions, m.partition_key),
+            _ => dir
+                .crawldb_meta()
+                .ok()
+                .filter(|m| m.partitions > 0)
+                .map(|m| m.partitioner())
+                .unwrap_or_else(|| Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)),
         };
-        count_current(dir, &mut summary)?;
-        return Ok(summary);
-    }
-    crate::stage::execute(
-        ctx,
-        &mut LinkDb {
+        Ok(LinkDb {
             dir,
             cfg,
             db: &db,
-            segments: &segments,
-            done: &done,
+            unchanged: segments.is_empty() && old_meta.is_some(),
+            segments,
+            done,
             pt,
-        },
-    )
+        })
+    })
 }
 
 /// The linkdb stage as the executor runs it ([`crate::stage::execute`]).
@@ -189,8 +179,10 @@ struct LinkDb<'a> {
     dir: &'a CrawlDir,
     cfg: &'a crate::config::Config,
     db: &'a crate::store::versioned::VersionedDataset,
-    segments: &'a [Segment],
-    done: &'a BTreeSet<String>,
+    /// No new segment to invert into a linkdb that exists.
+    unchanged: bool,
+    segments: Vec<Segment>,
+    done: BTreeSet<String>,
     pt: Partitioner,
 }
 
@@ -206,7 +198,7 @@ impl Partitioned for LinkDb<'_> {
         let r = run_task(
             self.dir,
             self.cfg,
-            self.segments,
+            &self.segments,
             job,
             set,
             attempt,
@@ -221,7 +213,20 @@ impl Partitioned for LinkDb<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<LinkDbReport> {
-        commit(self.dir, self.db, self.segments, self.done, job, self.pt)
+        commit(self.dir, self.db, &self.segments, &self.done, job, self.pt)
+    }
+
+    fn up_to_date(&mut self) -> Result<Option<LinkDbReport>> {
+        if !self.unchanged {
+            return Ok(None);
+        }
+        tracing::info!("no new segments to invert; the linkdb is unchanged");
+        let mut summary = LinkDbReport {
+            segments: 0,
+            ..Default::default()
+        };
+        count_current(self.dir, &mut summary)?;
+        Ok(Some(summary))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::{CrawlDatum, now_millis};
 use crate::error::{Error, Result};
 use crate::records::PageRankRecord;
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::disk;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::CRAWLDB_META;
@@ -116,15 +116,16 @@ pub fn run_job(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
         }
         _ => {}
     }
-    crate::stage::execute(
-        ctx,
-        &mut PageRankJob {
+    // A commit holds the crawldb lock (it rewrites the crawldb's scores, unless
+    // pagerank.update_crawldb is off, and reads its version either way).
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::Never), || {
+        Ok(PageRankJob {
             ctx,
             n,
             pass,
             iteration: opts.iteration,
-        },
-    )
+        })
+    })
 }
 
 /// The check after iteration `k` of `job` (a driver-side step, `--check`): whether
@@ -936,18 +937,14 @@ fn commit(
 ) -> Result<PageRankReport> {
     let dir = ctx.open_existing()?;
     let report = sr.summary(rewrites.iter().map(|(_, r)| r.updated).sum());
-    // Check the crawldb first, so a refused commit changes nothing.
-    let db = dir.versioned(VersionedDb::CrawlDb);
-    let lock = if sr.update_crawldb {
-        let lock = db.lock("pagerank")?;
+    // Check the crawldb first (under the crawldb lock the executor holds for a
+    // commit), so a refused commit changes nothing.
+    if sr.update_crawldb {
         let version = crate::crawldb::version_id(&dir)?;
         for (path, r) in rewrites {
             crate::crawldb::check_version(&dir, path, &r.crawldb_version, &version)?;
         }
-        Some(lock)
-    } else {
-        None
-    };
+    }
     let staged = StagedDataset::new(&dir.pagerank())?;
     crate::store::jobs::link_tree(
         &scores_dataset(scores),
@@ -956,7 +953,7 @@ fn commit(
     )?;
     interrupted()?;
     staged.commit_replacing()?;
-    if lock.is_some() {
+    if sr.update_crawldb {
         let mut meta = dir.crawldb_meta()?;
         let parts: Vec<(&Path, &[usize])> = rewrites
             .iter()
@@ -1006,17 +1003,13 @@ fn commit_iterated(ctx: &StageCtx, job: &Job, n: usize) -> Result<PageRankReport
             ),
         ));
     }
-    let db = dir.versioned(VersionedDb::CrawlDb);
-    let lock = if update {
-        let lock = db.lock("pagerank")?;
+    // Under the crawldb lock the executor holds for a commit.
+    if update {
         let version = crate::crawldb::version_id(&dir)?;
         for (a, r) in &rewrites {
             crate::crawldb::check_version(&dir, a.path(), &r.crawldb_version, &version)?;
         }
-        Some(lock)
-    } else {
-        None
-    };
+    }
     let meta = dir.crawldb_meta()?;
     let staged = StagedDataset::new(&dir.pagerank())?;
     for (a, _) in &rewrites {
@@ -1046,7 +1039,7 @@ fn commit_iterated(ctx: &StageCtx, job: &Job, n: usize) -> Result<PageRankReport
     interrupted()?;
     staged.commit_replacing()?;
     let updated = rewrites.iter().map(|(_, r)| r.updated).sum();
-    if lock.is_some() {
+    if update {
         let mut meta = meta;
         let parts: Vec<(PathBuf, &[usize])> = rewrites
             .iter()

@@ -32,7 +32,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::records::{
     ContentRecord, CrawlParseRecord, FetchRecord, InlinkRecord, ParseDataRecord, ParseTextRecord,
 };
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::CrawlDir;
@@ -219,27 +219,24 @@ pub fn run(ctx: &StageCtx, opts: &ParseOpts) -> Result<ParseReport> {
     let seg = pick_segment(&dir, ctx, opts)?;
     // Held by a one-process run and by a commit (which install into the segment);
     // tasks only read the segment and write their own attempt, many at once.
-    let _lock = ctx.lock_unless_task(|| seg.lock("parse"))?;
-    seg.require(SegmentDataset::Content, "fetch")?;
-    if seg.has(SegmentDataset::ParseData) && !opts.reparse {
-        return Err(Error::crawl_dir(
-            seg.path(),
-            format!(
-                "segment {} is already parsed (parse_data/ exists); rerun with --reparse to parse it again (replaces parse_text/, parse_data/, crawl_parse/ and parse_inlinks/)",
-                seg.name()
-            ),
-        ));
-    }
-    let pt = seg.meta()?.partitioner();
-    let mut report = crate::stage::execute(
-        ctx,
-        &mut Parse {
+    let mut report = crate::stage::execute(ctx, Guard::Segment(&seg), || {
+        seg.require(SegmentDataset::Content, "fetch")?;
+        if seg.has(SegmentDataset::ParseData) && !opts.reparse {
+            return Err(Error::crawl_dir(
+                seg.path(),
+                format!(
+                    "segment {} is already parsed (parse_data/ exists); rerun with --reparse to parse it again (replaces parse_text/, parse_data/, crawl_parse/ and parse_inlinks/)",
+                    seg.name()
+                ),
+            ));
+        }
+        Ok(Parse {
             ctx,
             dir: &dir,
             seg: &seg,
-            pt,
-        },
-    )?;
+            pt: seg.meta()?.partitioner(),
+        })
+    })?;
     if ctx.is_whole() {
         report.secs = ctx.started().elapsed().as_secs_f64();
     }

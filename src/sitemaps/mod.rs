@@ -27,7 +27,7 @@ use crate::datum::{Millis, now_millis};
 use crate::error::{Error, Result};
 use crate::net::politeness::Politeness;
 use crate::net::robots::origin_of;
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
 use crate::store::jobs::{Job as TaskJob, PartitionSet};
 use crate::store::layout::CrawlDir;
 use crate::store::lease::Fence;
@@ -408,20 +408,14 @@ pub fn run(ctx: &StageCtx, opts: &SitemapOpts) -> Result<SitemapReport> {
     // Held by a one-process run and by a commit: the crawldb and the sitemapdb
     // change together. Tasks (many at once) only read them; the commit checks that
     // they did not change since.
-    let _lock = ctx.lock_unless_task(|| crate::crawldb::lock(&dir, "sitemap"))?;
-    if !ctx.is_task() {
-        crate::crawldb::verify_for_rewrite(&dir)?;
-    }
-    let pt = crate::crawldb::meta_or_new(&dir, cfg)?.1.partitioner();
-    crate::stage::execute(
-        ctx,
-        &mut Sitemap {
+    crate::stage::execute(ctx, Guard::CrawlDb(Verify::WholeAndCommit), || {
+        Ok(Sitemap {
             ctx,
             dir: &dir,
             opts,
-            pt,
-        },
-    )
+            pt: crate::crawldb::meta_or_new(&dir, cfg)?.1.partitioner(),
+        })
+    })
 }
 
 /// The sitemap stage as the executor runs it ([`crate::stage::execute`]).

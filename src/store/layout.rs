@@ -128,6 +128,19 @@ impl CrawlDir {
         Ok(())
     }
 
+    /// Before a stage rewrites the crawldb (under its lock): refuses a damaged
+    /// `crawldb/current/` (no manifest, a part missing, added, resized, or with a
+    /// blake3 that differs from its manifest), so that nothing read from it is written
+    /// into a new version. No crawldb yet is fine. The executor runs it for the stages
+    /// that declare it ([`crate::stage::Guard::CrawlDb`]).
+    pub fn verify_crawldb_for_rewrite(&self) -> Result<()> {
+        self.refuse_unmarked_crawldb()?;
+        if parquet::dataset_complete(&self.crawldb_current()) {
+            self.verify_crawldb(Check::Checksums)?;
+        }
+        Ok(())
+    }
+
     /// Refuses a `crawldb/current/` that holds part files but no `_SUCCESS`
     /// manifest: trawl never installs one, so it was damaged, and treating it as "no
     /// crawldb" would let `inject` replace `old/` with it.

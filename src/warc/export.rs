@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::datum::CrawlDatum;
 use crate::error::{Error, IoContext, Result};
 use crate::records::ContentRecord;
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::Segment;
@@ -91,36 +91,31 @@ pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
     // (prunesegs, mergesegs) or written (fetch) meanwhile, and the files a commit
     // replaces are not a concurrent export's. Tasks (many at once) only read the
     // segment and write their own attempt.
-    let _lock = ctx.lock_unless_task(|| segment.lock("warc"))?;
-    if segment.pruned(SegmentDataset::Content) {
-        return Err(Error::crawl_dir(
-            segment.path(),
-            format!(
-                "segment {}: content was pruned by prunesegs; it cannot be exported (crawl the URLs again in a new round and export that segment)",
-                segment.name()
-            ),
-        ));
-    }
-    let content = segment.require(SegmentDataset::Content, "fetch")?;
-    let partitions = segment.meta()?.partitions.max(1);
-    let export = ExportOpts {
-        out_dir: opts
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| default_out_dir(ctx.root())),
-        prefix: opts.prefix.clone(),
-        max_file_bytes: opts.max_file_bytes.max(1),
-        user_agent: ctx.config().fetch.user_agent.clone(),
-    };
-    let stats = crate::stage::execute(
-        ctx,
-        &mut WarcExport {
+    let stats = crate::stage::execute(ctx, Guard::Segment(&segment), || {
+        if segment.pruned(SegmentDataset::Content) {
+            return Err(Error::crawl_dir(
+                segment.path(),
+                format!(
+                    "segment {}: content was pruned by prunesegs; it cannot be exported (crawl the URLs again in a new round and export that segment)",
+                    segment.name()
+                ),
+            ));
+        }
+        Ok(WarcExport {
             segment: &segment,
-            content: &content,
-            partitions,
-            export: &export,
-        },
-    )?;
+            content: segment.require(SegmentDataset::Content, "fetch")?,
+            partitions: segment.meta()?.partitions.max(1),
+            export: ExportOpts {
+                out_dir: opts
+                    .out_dir
+                    .clone()
+                    .unwrap_or_else(|| default_out_dir(ctx.root())),
+                prefix: opts.prefix.clone(),
+                max_file_bytes: opts.max_file_bytes.max(1),
+                user_agent: ctx.config().fetch.user_agent.clone(),
+            },
+        })
+    })?;
     Ok(WarcReport {
         segment: segment.name().to_string(),
         stats,
@@ -130,9 +125,9 @@ pub fn run(ctx: &StageCtx, opts: &WarcOpts) -> Result<WarcReport> {
 /// The warc stage as the executor runs it ([`crate::stage::execute`]).
 struct WarcExport<'a> {
     segment: &'a Segment,
-    content: &'a Path,
+    content: PathBuf,
     partitions: usize,
-    export: &'a ExportOpts,
+    export: ExportOpts,
 }
 
 impl Partitioned for WarcExport<'_> {
@@ -146,17 +141,17 @@ impl Partitioned for WarcExport<'_> {
     fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<ExportStats> {
         run_task(
             self.segment,
-            self.content,
+            &self.content,
             job,
             set,
             attempt,
             self.partitions,
-            self.export,
+            &self.export,
         )
     }
 
     fn commit(&mut self, job: &Job) -> Result<ExportStats> {
-        commit(self.segment, job, self.partitions, self.export)
+        commit(self.segment, job, self.partitions, &self.export)
     }
 }
 
