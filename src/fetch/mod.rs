@@ -36,7 +36,7 @@ use crate::net::politeness::Politeness;
 use crate::net::robots::RobotsRecord;
 use crate::net::robots_cache::{self, CacheEntry};
 use crate::net::{client, runtime};
-use crate::stage::{Partitioned, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
 use crate::store::integrity;
 use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
@@ -401,21 +401,18 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
     // commit): what a killed run left is removed only once no other fetch can be
     // writing it. Checked again under the lock: another fetch may have finished the
     // segment meanwhile. Tasks write only their attempts, under partition leases.
-    let _lock = ctx.lock_unless_task(|| seg.lock("fetch"))?;
-    let seg = select_segment(&dir, Some(seg.path()))?;
-    let pt = seg.meta()?.partitioner();
-    if !ctx.is_task() {
-        remove_partial_outputs(&seg)?;
-    }
-    let report = crate::stage::execute(
-        ctx,
-        &mut Fetch {
+    let report = crate::stage::execute(ctx, Guard::Segment(&seg), || {
+        let seg = select_segment(&dir, Some(seg.path()))?;
+        if !ctx.is_task() {
+            remove_partial_outputs(&seg)?;
+        }
+        Ok(Fetch {
             ctx,
             dir: &dir,
-            seg: &seg,
-            pt,
-        },
-    )?;
+            pt: seg.meta()?.partitioner(),
+            seg,
+        })
+    })?;
     Ok(report.into_report(&seg))
 }
 
@@ -423,7 +420,7 @@ pub fn run(ctx: &StageCtx, opts: &FetchOpts) -> Result<FetchReport> {
 struct Fetch<'a> {
     ctx: &'a StageCtx,
     dir: &'a CrawlDir,
-    seg: &'a Segment,
+    seg: Segment,
     pt: Partitioner,
 }
 
@@ -436,7 +433,7 @@ impl Partitioned for Fetch<'_> {
     }
 
     fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<TaskReport> {
-        let mut report = run_task(self.ctx, self.dir, self.seg, job, set, attempt, self.pt)?;
+        let mut report = run_task(self.ctx, self.dir, &self.seg, job, set, attempt, self.pt)?;
         if !report.reached && self.ctx.is_task() {
             // Not a task failure (a retry would fail alike): the commit's summary
             // judges the whole job.
@@ -450,7 +447,7 @@ impl Partitioned for Fetch<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<TaskReport> {
-        commit(self.dir, self.seg, job, self.pt.n())
+        commit(self.dir, &self.seg, job, self.pt.n())
     }
 
     /// A one-process run reports what its task did (with the hosts it did not
@@ -598,9 +595,11 @@ fn run_task(
     let fence = shared.fence.clone();
     let shared = Arc::new(shared);
     let rt = runtime::build(cfg.crawl.threads)?;
-    // A one-process fetch keeps status.json current (tasks of a job do not: many run at once).
-    let sink = (!is_task && !ctx.is_remote()).then(|| progress::StatusSink {
-        path: dir.status_file(),
+    // The status.json this process keeps current gets fetch's live figures: a
+    // one-process fetch's, or the crawl driver's (beside the mirror on an object
+    // store); tasks of a job keep none (many run at once).
+    let sink = crate::status::live().map(|path| progress::StatusSink {
+        path: path.to_path_buf(),
         segment: seg.name().to_string(),
     });
     let tick = checkpoints.as_ref().map(|(_, every)| *every / 2);
@@ -747,8 +746,8 @@ fn remove_checkpoints(dir: &CrawlDir, seg: &Segment) {
 }
 
 /// Where this run's checkpoints go and how often (`fetch.checkpoint_interval`):
-/// `None` when they are off, or on an object store (each task runs on a mirror of
-/// its own there, which a retry does not see).
+/// `None` when they are off, or when the crawl directory's storage would not keep
+/// them for a retry ([`StageCtx::keeps_partial_files`]).
 fn checkpoint_root(
     ctx: &StageCtx,
     dir: &CrawlDir,
@@ -756,7 +755,7 @@ fn checkpoint_root(
     partitions: usize,
 ) -> Option<(PathBuf, Duration)> {
     let every = ctx.config().fetch.checkpoint_interval;
-    if every <= 0.0 || ctx.is_remote() {
+    if every <= 0.0 || !ctx.keeps_partial_files() {
         return None;
     }
     Some((
