@@ -24,7 +24,7 @@ STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetc
 help:
 	@echo "make build   - build trawl (one executable; every stage also runs under its own name, a link to it) and the test web and benchmarks"
 	@echo "make demo    - start the local test web, inject its seeds, run $(ROUNDS) rounds, print what was crawled"
-	@echo "make round   - one round, the one crawl runs (trawl plan steps), each stage a process, on CRAWL_DIR=$(CRAWL_DIR)"
+	@echo "make round   - one round, the one crawl runs (each step as trawl plan next gives it), each stage a process, on CRAWL_DIR=$(CRAWL_DIR)"
 	@echo "make crawl   - the crawl driver: ROUNDS=$(ROUNDS) rounds on CRAWL_DIR=$(CRAWL_DIR) (SEEDS=FILE to inject first), stops when nothing is due"
 	@echo "make web     - serve the demo's test web in the foreground on WEB_ADDR=$(WEB_ADDR) (what make round/crawl crawl)"
 	@echo "make test    - unit and integration tests, then the README's DuckDB queries against a demo crawl"

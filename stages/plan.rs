@@ -21,9 +21,9 @@ else crawl.partitions). \
 `plan next` prints the one step to run now, read off the crawl directory and the round's \
 progress (--segment, --done, --unreachable): the decision `crawl` follows between two steps, \
 pending segments first; cluster/trawl_spark.py asks it before every step and runs what it \
-says on Spark. The format is docs/cluster.md's \"The plan\". `plan steps` prints the round's \
-steps as plain lines for a shell script (scripts/round.sh), without reading the crawl \
-directory."
+says on Spark (with --tsv, as one plain line for a shell script: scripts/round.sh). The format \
+is docs/cluster.md's \"The plan\". `plan steps` prints the round's steps as plain lines, \
+without reading the crawl directory."
 )]
 struct Args {
     #[command(flatten)]
@@ -50,6 +50,11 @@ struct Args {
     /// With `next`: fetch reached no server in the round in progress (exit code 5).
     #[arg(long)]
     unreachable: bool,
+    /// With `next`: print the step as one tab-separated line for a shell script (the
+    /// columns of `plan steps`, then the segment's name or -), nothing when the round
+    /// is over (scripts/round.sh).
+    #[arg(long)]
+    tsv: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -59,7 +64,7 @@ enum What {
     /// The round's steps for a script, one per line, tab-separated: stage, segment use
     /// (none, makes, takes), runs after no server was reached (yes, no), the exit codes
     /// of "nothing due" and "no server reached" (- for none), and of an interrupted run.
-    /// Reads no crawl directory (scripts/round.sh).
+    /// Reads no crawl directory.
     Steps,
     /// The round's next step, from the crawl directory (the segments still to fetch,
     /// parse, apply or invert) and the round's progress (--segment, --done,
@@ -156,13 +161,19 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
             ),
             None => "next: the round is over".to_string(),
         };
-        let plan = NextPlan {
-            plan_version: 1,
-            partitions: meta.partitions,
-            object_store,
-            next,
-        };
-        println!("{}", serde_json::to_string_pretty(&plan)?);
+        if args.tsv {
+            if let Some(n) = &next {
+                println!("{}\t{}", n.step.line(), n.segment.as_deref().unwrap_or("-"));
+            }
+        } else {
+            let plan = NextPlan {
+                plan_version: 1,
+                partitions: meta.partitions,
+                object_store,
+                next,
+            };
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        }
         trawl::cli::summary("plan", started, &line);
         return Ok(());
     }

@@ -433,4 +433,27 @@ fn round_sh_tells_nothing_due_from_errors() {
     let out = round_sh(&crawl, &cfg);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(names(&meta(&crawl), "applied_segments").len(), 1);
+
+    // A round lost after its fetch (generate and fetch run, nothing after): the next
+    // round.sh finishes that segment first, as `crawl` does (it asks `plan next`),
+    // and generates nothing new.
+    let pending = generate_segment(&crawl, &cfg);
+    fetch_ok(&crawl, &cfg, &pending);
+    let segments = || std::fs::read_dir(crawl.join("segments")).unwrap().count();
+    let before = segments();
+    let out = round_sh(&crawl, &cfg);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("generate: "), "no generate ran:\n{err}");
+    assert!(!err.contains("fetch: "), "no fetch ran:\n{err}");
+    for stage in ["parse: ", "updatedb: ", "linkdb: ", "hostdb: "] {
+        assert!(
+            err.contains(stage),
+            "{stage} ran on the pending segment:\n{err}"
+        );
+    }
+    assert_eq!(segments(), before, "no new segment");
+    let applied = names(&meta(&crawl), "applied_segments");
+    assert_eq!(applied.len(), 2, "{applied:?}");
+    assert!(applied.contains(&seg_name(&pending)), "{applied:?}");
 }
