@@ -14,7 +14,9 @@ use trawl::index::{Ranking, SearchRequest, Searcher};
     version,
     about = "Search the crawl's index: ranked results with snippets",
     long_about = "Prints the best pages for QUERY: words (all must match; when no page has them \
-all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, title:word. \
+all, pages with some), \"a phrase\", AND/OR/NOT, -word, site:host, lang:xx, type:pdf, \
+title:word; anything else (a pasted error message, a path, code) is searched as its words, \
+and a query may start with a dash (`search -foo bar`). \
 Ranked by BM25 over title, anchors, main text and text, plus PageRank, inlinks and URL depth \
 (docs/search.md). Build the index first with `index`. With --serve it serves a search page \
 and a JSON API instead (docs/search.md, Search web page)."
@@ -23,7 +25,11 @@ struct Args {
     #[command(flatten)]
     common: trawl::cli::CommonArgs,
     /// The query (not with --serve).
-    #[arg(value_name = "QUERY", required_unless_present = "serve")]
+    #[arg(
+        value_name = "QUERY",
+        required_unless_present = "serve",
+        allow_hyphen_values = true
+    )]
     query: Option<String>,
     /// Serve the search page (`/`) and the JSON API (`/api/search?q=`) on ADDR
     /// (default 127.0.0.1:8984; port 0 picks a free one) until SIGINT or SIGTERM,

@@ -710,6 +710,17 @@ impl Job<'_> {
         }
         if let Some(c) = d.content_type.as_deref() {
             doc.add_text(f.content_type, c);
+            // Also its media type alone, which `type:html` (`text/html`) matches; the
+            // stored value read back is the first, as served.
+            let mime = c
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            if !mime.is_empty() && mime != c {
+                doc.add_text(f.content_type, &mime);
+            }
         }
         doc.add_text(f.segment, &page.segment);
         if let Some(t) = page.fetch_time {

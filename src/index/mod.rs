@@ -11,6 +11,7 @@ pub mod analyzer;
 pub mod bm25f;
 pub mod build;
 pub mod export;
+pub mod query;
 pub mod schema;
 pub mod search;
 pub mod serve;

@@ -10,7 +10,7 @@
 //! | `other_text` | text | yes | | the visible text outside the main content (all of it when none was found) |
 //! | `url_words` | text | | | the words of the URL (host and path) |
 //! | `lang` | exact term | yes | | `<html lang>`, lowercase (`lang:en`) |
-//! | `content_type` | exact term | yes | | the content type parsed |
+//! | `content_type` | exact term | yes | | the content type parsed, and its media type alone (`text/html`) as a second term |
 //! | `segment` | exact term | yes | | the segment the page was indexed from |
 //! | `fetch_time` | date | yes | yes | when the page was fetched |
 //! | `pagerank` | f64 | yes | yes | PageRank x pages (1.0 = average page) |

@@ -257,14 +257,16 @@ pub struct SearchResults {
 /// Elasticsearch's `index.max_result_window`: deep pages cost memory per request.
 pub const MAX_RESULT_WINDOW: usize = 10_000;
 
-/// Whether `query` is bare words (no field, phrase, operator or grouping): only
-/// such a query is relaxed to OR when no page has every word, so that a filter
-/// (`site:`, `lang:`, a phrase, `+word`) is never dropped.
+/// Whether `query`, as it is searched ([`super::query::normalize`]), is bare words
+/// (no field, phrase, operator, sign or grouping; a pasted `TypeError: x` is two
+/// words): only such a query is relaxed to OR when no page has every word, so that
+/// a filter (`site:`, `lang:`, a phrase, `+word`, `-word`) is never dropped.
 fn bare_words(query: &str) -> bool {
-    !query.contains([':', '"', '(', ')', '+', '-', '*', '[', '{', '^'])
-        && !query
+    let q = super::query::normalize(query);
+    !q.contains([':', '"', '(', ')', '*', '[', '{', '^'])
+        && !q
             .split_whitespace()
-            .any(|w| matches!(w, "AND" | "OR" | "NOT" | "IN"))
+            .any(|w| w.starts_with(['-', '+']) || matches!(w, "AND" | "OR" | "NOT" | "IN"))
 }
 
 /// `query` with the host of every `site:` clause lowercased (hosts are stored
@@ -432,8 +434,11 @@ impl Searcher {
         Box::new(out)
     }
 
-    /// Parses `query` for `ranking`; an empty or malformed query is
-    /// [`Error::Query`] with what to write instead.
+    /// Parses `query` for `ranking`: what the user typed, normalized
+    /// ([`super::query::normalize`]: special characters outside the grammar's
+    /// deliberate uses are word boundaries, so pasted messages, paths and code search
+    /// their words), or when that does not parse (`AND` with nothing after it, ...)
+    /// its words alone. A query with no word is [`Error::Query`].
     pub fn parse(
         &self,
         query: &str,
@@ -447,16 +452,35 @@ impl Searcher {
                 message: "the query is empty: type one or more words".into(),
             });
         }
-        let parsed = self
-            .parser(ranking, conjunction)
-            .parse_query(&lowercase_sites(q))
-            .map_err(|e| Error::Query {
-                query: query.to_string(),
-                message: format!(
-                    "cannot parse it ({e}); write words, \"a phrase\", AND/OR/NOT, -word, \
-                     site:host, lang:xx, title:word; quote special characters"
-                ),
-            })?;
+        let normalized = super::query::normalize(q);
+        let no_words = || Error::Query {
+            query: query.to_string(),
+            message: "the query has no words, only special characters: type one or more words"
+                .into(),
+        };
+        if normalized.is_empty() {
+            return Err(no_words());
+        }
+        let parser = self.parser(ranking, conjunction);
+        let parsed = match parser.parse_query(&lowercase_sites(&normalized)) {
+            Ok(p) => p,
+            Err(e) => {
+                let words = super::query::words(q);
+                tracing::debug!(
+                    "query {q:?} as {normalized:?} does not parse ({e}): searching its words {words:?}"
+                );
+                if words.is_empty() {
+                    return Err(no_words());
+                }
+                parser.parse_query(&words).map_err(|e| Error::Query {
+                    query: query.to_string(),
+                    message: format!(
+                        "cannot parse it ({e}); write words, \"a phrase\", AND/OR/NOT, -word, \
+                         site:host, lang:xx, type:pdf, title:word"
+                    ),
+                })?
+            }
+        };
         Ok(self.rank(parsed.as_ref(), ranking))
     }
 
@@ -692,6 +716,49 @@ fn lead(s: &str, max: usize) -> &str {
 mod tests {
     use super::Snippet;
 
+    /// Whatever is typed parses: the normalized query, or its words (issue 39).
+    #[test]
+    fn pasted_text_always_parses() {
+        use super::super::build::open_index;
+        use super::{Ranking, Searcher};
+
+        let dir = tempfile::tempdir().unwrap();
+        open_index(dir.path(), true).unwrap();
+        let s = Searcher::open(dir.path()).unwrap();
+        for q in [
+            "TypeError: unhashable type: 'list'",
+            "cats AND",
+            "NOT",
+            "OR dogs",
+            "a:b:c",
+            "[x TO",
+            "x^",
+            "title:",
+            "title:\"",
+            "(a OR (b)",
+            "-(a b)",
+            "~/.bashrc",
+            "SELECT * FROM t WHERE a = 'b';",
+            "{\"key\": [1, 2]}",
+            "url:https://x.test/a?b=c",
+            "site:-x",
+        ] {
+            for conjunction in [true, false] {
+                assert!(
+                    s.parse(q, &Ranking::full(), conjunction).is_ok(),
+                    "{q:?}: {:?}",
+                    s.parse(q, &Ranking::full(), conjunction).err()
+                );
+            }
+        }
+        for nothing in ["::", "\\", "\"(\"", "- + *"] {
+            assert!(
+                s.parse(nothing, &Ranking::full(), true).is_err(),
+                "{nothing:?}"
+            );
+        }
+    }
+
     /// A word over the default fields becomes BM25F of the page's fields plus the
     /// weighted anchors and URL; a user's own field clauses are left alone.
     #[test]
@@ -743,6 +810,8 @@ mod tests {
         assert!(!bare_words("\"a phrase\""));
         assert!(!bare_words("rust OR go"));
         assert!(!bare_words("-rust go"));
+        assert!(bare_words("TypeError: unhashable type: 'list'"));
+        assert!(bare_words("f-string --no-deps os.path.join"));
         assert_eq!(
             lowercase_sites("Rust site:A.Test (site:B.TEST)"),
             "Rust site:a.test (site:b.test)"

@@ -238,25 +238,26 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
     let out = run("search", &crawl, &config, &["  "]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the query is empty"));
-    let out = run("search", &crawl, &config, &["title:(rust"]);
+    // What the grammar would misread is searched as words (issue 39): an unclosed
+    // group is the word.
     assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        hit_urls(&search(&crawl, &config, &[&format!("title:({word}")])),
+        hit_urls(&search(&crawl, &config, &[&format!("title:{word}")])),
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cannot parse") && !err.contains("panicked"),
-        "{err}"
-    );
-    let out = run("search", &crawl, &config, &["title:*"]);
+    // `title:*` (no word after a field) is the word `title`.
     assert_eq!(
-        out.status.code(),
-        Some(1),
-        "`field:*` on a text field is the query's fault"
+        search(&crawl, &config, &["title:*"])["total"],
+        search(&crawl, &config, &["title"])["total"]
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run it"));
+    for nothing in ["::", "\"(\""] {
+        let out = run("search", &crawl, &config, &[nothing]);
+        assert_eq!(out.status.code(), Some(1), "{nothing}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the query has no words") && !err.contains("panicked"),
+            "{nothing}: {err}"
+        );
+    }
     let out = run(
         "search",
         &crawl,
@@ -565,7 +566,88 @@ fn the_main_text_outranks_boilerplate_which_stays_searchable() {
         hit_urls(&search(&crawl, &config, &["beta", "--top", "5"])).len(),
         3
     );
-    // `text` is stored, not searched: a field query on it is a clear error.
-    let out = run("search", &crawl, &config, &["text:zephyr"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // `text` is stored, not a field a query names: `text:zephyr` is two words.
+    let v = search(&crawl, &config, &["text:zephyr"]);
+    assert_eq!(v["relaxed"], true, "no page has the word `text`: {v}");
+    assert_eq!(hit_urls(&v)[0], *a, "{v}");
+}
+
+/// What people paste into a search box (issue 39): an error message with colons and
+/// quotes, a dotted name, a path, code, an option; and a query that starts with a
+/// dash needs no `--`.
+#[test]
+fn pasted_messages_paths_and_code_are_searched_as_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let pages = [
+        (
+            "hash.html",
+            article_page(
+                "Keys of a dict",
+                "Why lists cannot be keys",
+                &[
+                    "Python raises TypeError: unhashable type: 'list' when a list is used as a dict key.",
+                    "Use a tuple instead; os.path.join builds the path /etc/hosts from its parts.",
+                ],
+                "Archive",
+            ),
+        ),
+        (
+            "deps.html",
+            article_page(
+                "Building without dependencies",
+                "The no-deps option",
+                &[
+                    "Run cargo doc --no-deps to document only this crate, and call f(x) once.",
+                    "The harbour keeps its boats in rows.",
+                ],
+                "Archive",
+            ),
+        ),
+        (
+            "boats.html",
+            article_page(
+                "Boats",
+                "Harbour rows",
+                &["The harbour keeps its boats in rows, and a zebra watches them."],
+                "Archive",
+            ),
+        ),
+    ];
+    for (name, html) in &pages {
+        std::fs::write(site.join(name), html).unwrap();
+    }
+    let urls: Vec<String> = pages
+        .iter()
+        .map(|(n, _)| format!("http://paste.web.test/{n}"))
+        .collect();
+    let (_web, config, crawl) = index_static(dir, "paste.web.test", &site, &urls);
+    let (hash, deps, boats) = (&urls[0], &urls[1], &urls[2]);
+    for (typed, want) in [
+        ("TypeError: unhashable type: 'list'", hash),
+        ("unhashable type: 'list", hash),
+        ("os.path.join", hash),
+        ("/etc/hosts", hash),
+        ("--no-deps", deps),
+        ("f(x)", deps),
+        ("title:\"without dependencies\"", deps),
+    ] {
+        let out = run("search", &crawl, &config, &["--json", typed]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{typed}: {err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(hit_urls(&v).first(), Some(want), "{typed}: {v}");
+    }
+    // A leading dash is an exclusion, not a flag; the grammar's operators stay.
+    let v = search(&crawl, &config, &["-zebra harbour"]);
+    assert_eq!(hit_urls(&v), std::slice::from_ref(deps), "{v}");
+    let v = search(&crawl, &config, &["harbour AND zebra"]);
+    assert_eq!(hit_urls(&v), std::slice::from_ref(boats), "{v}");
+    // A filter of a known field: type: with a short name.
+    let v = search(&crawl, &config, &["type:html harbour"]);
+    assert_eq!(hit_urls(&v).len(), 2, "{v}");
+    let v = search(&crawl, &config, &["type:pdf harbour"]);
+    assert_eq!(v["total"], 0, "{v}");
 }
