@@ -564,6 +564,10 @@ pub struct IndexConfig {
     pub max_text_bytes: usize,
     /// Memory of the index writer's buffers (MB), split between its threads.
     pub writer_memory_mb: u64,
+    /// URL patterns (regular expressions, matched anywhere in the URL) of pages
+    /// crawled for their links but left out of the index: navigation, search and
+    /// print pages.
+    pub exclude: Vec<String>,
 }
 
 impl Default for IndexConfig {
@@ -572,6 +576,7 @@ impl Default for IndexConfig {
             max_anchors: 32,
             max_text_bytes: 1_000_000,
             writer_memory_mb: 256,
+            exclude: Vec::new(),
         }
     }
 }
@@ -609,7 +614,26 @@ validate_by_rules! {
     LinkDbConfig => "linkdb",
     PageRankConfig => "pagerank",
     SitemapConfig => "sitemaps",
-    IndexConfig => "index",
+}
+
+impl IndexConfig {
+    /// Checks every key of `[index]` against its allowed range, and that every
+    /// `exclude` pattern is a regular expression; `path` names where the values came
+    /// from.
+    pub fn validate(&self, path: &Path) -> Result<()> {
+        rules::check_section("index", self).map_err(|m| refused(path, m))?;
+        for (i, p) in self.exclude.iter().enumerate() {
+            regex::Regex::new(p).map_err(|e| {
+                refused(
+                    path,
+                    format!(
+                        "index.exclude[{i}] = {p:?} is not a regular expression: {e} (patterns are Rust regex syntax, matched anywhere in the URL; write \\. for a dot)"
+                    ),
+                )
+            })?;
+        }
+        Ok(())
+    }
 }
 
 impl FetchConfig {

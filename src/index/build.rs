@@ -65,6 +65,8 @@ pub struct IndexReport {
     pub indexed: u64,
     /// Pages not indexed: `noindex`.
     pub noindex: u64,
+    /// Pages not indexed: their URL matches `index.exclude`.
+    pub excluded: u64,
     /// Pages not indexed: status, failed parse or canonical elsewhere.
     pub skipped: u64,
     /// Delete requests for gone, duplicate and redirected URLs.
@@ -76,11 +78,17 @@ pub struct IndexReport {
 }
 
 impl fmt::Display for IndexReport {
-    /// `S segments, P pages, I indexed, N noindex, K skipped, D deletes, T docs`.
+    /// `S segments, P pages, I indexed, N noindex, [E excluded,] K skipped, D deletes,
+    /// T docs` (the excluded count only when `index.exclude` left pages out).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let excluded = if self.excluded > 0 {
+            format!(" {} excluded (index.exclude),", self.excluded)
+        } else {
+            String::new()
+        };
         write!(
             f,
-            "{} segments, {} pages, {} indexed, {} noindex, {} skipped, {} gone/duplicate/redirect deletes, {} documents in the index",
+            "{} segments, {} pages, {} indexed, {} noindex,{excluded} {} skipped, {} gone/duplicate/redirect deletes, {} documents in the index",
             self.segments,
             self.pages,
             self.indexed,
@@ -105,9 +113,20 @@ pub struct IndexState {
     pub segments: BTreeSet<String>,
     /// When the last commit was made (ms UTC).
     pub written_time: i64,
+    /// The `index.exclude` patterns its documents were chosen with: a run with
+    /// other patterns indexes every segment again (as `--full`).
+    #[serde(default)]
+    pub exclude: Vec<String>,
 }
 
 const STATE_VERSION: u32 = 1;
+
+/// The `index.exclude` patterns as one set (checked when the configuration loads).
+fn exclude_set(patterns: &[String]) -> Result<regex::RegexSet> {
+    regex::RegexSet::new(patterns).map_err(|e| Error::Index {
+        message: format!("index.exclude: {e}"),
+    })
+}
 
 /// Statuses whose URL never has a document.
 fn deleted_status(s: DbStatus) -> bool {
@@ -193,7 +212,17 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     let fields = Fields::of(&index.schema())?;
     let meta = crawl.crawldb_meta()?;
     let partitions = meta.partitions;
-    if opts.full {
+    let exclude = exclude_set(&ctx.config().index.exclude)?;
+    let refresh = !opts.full && state.exclude != cfg.exclude;
+    if refresh {
+        tracing::info!(
+            "index.exclude changed since the last commit ({:?}, now {:?}): indexing every segment again",
+            state.exclude,
+            cfg.exclude
+        );
+    }
+    let full = opts.full || refresh;
+    if full {
         writer
             .delete_all_documents()
             .map_err(|e| index_err(&dir, e))?;
@@ -236,12 +265,13 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         older: &older,
         committed,
         since: state.written_time,
-        emptied: opts.full,
+        emptied: full,
         writer: &writer,
         fields,
         priors: &priors,
         max_anchors: cfg.max_anchors,
         max_text_bytes: cfg.max_text_bytes,
+        exclude: &exclude,
     };
     let bar = crate::cli::progress_bar(partitions as u64, "index partitions");
     let reports: Vec<IndexReport> = (0..partitions)
@@ -263,6 +293,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         report.pages += r.pages;
         report.indexed += r.indexed;
         report.noindex += r.noindex;
+        report.excluded += r.excluded;
         report.skipped += r.skipped;
         report.deletes += r.deletes;
         report.main_text_bytes += r.main_text_bytes;
@@ -272,6 +303,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
         .segments
         .extend(todo.iter().map(|s| s.name().to_string()));
     state.written_time = started_ms;
+    state.exclude = cfg.exclude.clone();
     let payload = serde_json::to_string(&state).map_err(|e| Error::Index {
         message: format!("{}: cannot encode the index state: {e}", dir.display()),
     })?;
@@ -366,6 +398,8 @@ struct Job<'a> {
     priors: &'a Priors,
     max_anchors: usize,
     max_text_bytes: usize,
+    /// `index.exclude`: URLs left out of the index.
+    exclude: &'a regex::RegexSet,
 }
 
 /// The columns of a dataset the index reads, as a row type: the other columns (a
@@ -578,6 +612,10 @@ impl Job<'_> {
             let Some(k) = known.get(url) else { continue };
             if page.data.noindex {
                 report.noindex += 1;
+                continue;
+            }
+            if self.exclude.is_match(url) {
+                report.excluded += 1;
                 continue;
             }
             let canonical_taken = canonical_elsewhere(&page.data)

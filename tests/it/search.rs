@@ -650,4 +650,43 @@ fn pasted_messages_paths_and_code_are_searched_as_words() {
     assert_eq!(hit_urls(&v).len(), 2, "{v}");
     let v = search(&crawl, &config, &["type:pdf harbour"]);
     assert_eq!(v["total"], 0, "{v}");
+
+    // index.exclude: a page crawled but left out of the index, back when the pattern
+    // goes (a changed list indexes every segment again); a pattern that is not a
+    // regular expression is refused, naming it.
+    let base = std::fs::read_to_string(&config).unwrap();
+    let excluding = dir.join("exclude.toml");
+    std::fs::write(
+        &excluding,
+        format!("{base}\n[index]\nexclude = [\"/boats\\\\.html$\"]\n"),
+    )
+    .unwrap();
+    let out = index_ok(&crawl, &excluding, &[]);
+    assert!(out.contains(" 1 excluded (index.exclude)"), "{out}");
+    assert_eq!(
+        hit_urls(&search(&crawl, &excluding, &["harbour"])),
+        std::slice::from_ref(deps)
+    );
+    assert_eq!(search(&crawl, &excluding, &["zebra"])["total"], 0);
+    let out = index_ok(&crawl, &excluding, &[]);
+    assert!(out.contains("index: 0 segments"), "unchanged: {out}");
+    let out = index_ok(&crawl, &config, &[]);
+    assert!(!out.contains("excluded"), "{out}");
+    assert_eq!(
+        hit_urls(&search(&crawl, &config, &["zebra"])),
+        std::slice::from_ref(boats)
+    );
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        format!("{base}\n[index]\nexclude = [\"(unclosed\"]\n"),
+    )
+    .unwrap();
+    let out = run("index", &crawl, &bad, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("index.exclude[0]") && err.contains("bad.toml"),
+        "{err}"
+    );
 }
