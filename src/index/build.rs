@@ -486,6 +486,60 @@ impl Columns for RankRow {
     const COLUMNS: &'static [&'static str] = &["url", "score", "in_degree"];
 }
 
+/// A host's pages that link within it fewer than this have no template links: on a
+/// site of three pages every link is on most of them.
+const TEMPLATE_MIN_PAGES: usize = 5;
+
+/// The links of a partition's hosts that are part of their site's template: a target
+/// and an anchor text (lower-cased) linked from more than half of the pages of the
+/// target's host that link within that host (at least [`TEMPLATE_MIN_PAGES`]). Header,
+/// footer and sidebar links are on every page; a link written in a page's text is on
+/// few. A majority, not a tuned fraction: a link on most of a site's pages is its
+/// template by any reading.
+struct TemplateLinks {
+    links: HashSet<(String, String)>,
+}
+
+impl TemplateLinks {
+    fn is_template(&self, url: &str, anchor_key: &str) -> bool {
+        !self.links.is_empty()
+            && self
+                .links
+                .contains(&(url.to_string(), anchor_key.to_string()))
+    }
+}
+
+/// The template links of partition `i` of the linkdb at `linkdb` (one read of it).
+fn template_links(linkdb: &Path, i: usize) -> Result<TemplateLinks> {
+    // Per host: its pages that link within it; per (target, anchor): its sources.
+    let mut sources: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut pairs: HashMap<(String, String), u32> = HashMap::new();
+    read_rows::<InlinkRow>(linkdb, i, |l| {
+        if l.url == l.from_url {
+            return;
+        }
+        let host = crate::urls::host_of(&l.url);
+        if host.is_empty() || crate::urls::host_of(&l.from_url) != host {
+            return;
+        }
+        sources.entry(host).or_default().insert(l.from_url);
+        *pairs
+            .entry((l.url, l.anchor.trim().to_lowercase()))
+            .or_default() += 1;
+    })?;
+    let links = pairs
+        .into_iter()
+        .filter(|((url, _), n)| {
+            let pages = sources
+                .get(&crate::urls::host_of(url))
+                .map_or(0, HashSet::len);
+            pages >= TEMPLATE_MIN_PAGES && (*n as usize) * 2 > pages
+        })
+        .map(|(pair, _)| pair)
+        .collect();
+    Ok(TemplateLinks { links })
+}
+
 fn read_rows<R: Columns>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Result<()> {
     if !dir.is_dir() {
         return Ok(());
@@ -578,20 +632,27 @@ impl Job<'_> {
         }
         let linkdb = self.crawl.linkdb_current();
         if parquet::dataset_complete(&linkdb) {
+            let template = template_links(&linkdb, i)?;
             read_rows::<InlinkRow>(&linkdb, i, |l| {
                 // A page's links to itself (a heading's permalink, "top") say
                 // nothing about it from elsewhere: not anchors, not inlinks.
                 if l.url == l.from_url {
                     return;
                 }
+                let anchor = l.anchor.trim();
+                let key = anchor.to_lowercase();
+                // Nor do the links of its site's template (header, footer,
+                // sidebar): every page says "Index" of the index page.
+                if template.is_template(&l.url, &key) {
+                    return;
+                }
                 if let Some(k) = known.get_mut(&l.url) {
                     k.inlinks += 1;
-                    let anchor = l.anchor.trim();
-                    if !anchor.is_empty() && k.anchors.len() < self.max_anchors {
-                        let key = anchor.to_lowercase();
-                        if k.anchor_keys.insert(key) {
-                            k.anchors.push(anchor.to_string());
-                        }
+                    if !anchor.is_empty()
+                        && k.anchors.len() < self.max_anchors
+                        && k.anchor_keys.insert(key)
+                    {
+                        k.anchors.push(anchor.to_string());
                     }
                 }
             })?;

@@ -690,3 +690,86 @@ fn pasted_messages_paths_and_code_are_searched_as_words() {
         "{err}"
     );
 }
+
+/// Template links (issue 39): a link on most pages of a site (its nav) gives its target
+/// no anchor text; a link written in one page's text does.
+#[test]
+fn template_links_give_no_anchors_and_text_links_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let page = |title: &str, nav: bool, body: &str| {
+        let nav = if nav {
+            "<nav><a href=\"/colophon.html\">Colophon</a> <a href=\"/p0.html\">Start</a></nav>"
+        } else {
+            ""
+        };
+        format!(
+            "<!doctype html><html lang=en><head><title>{title}</title></head><body>\n{nav}\n\
+             <article><h1>{title}</h1><p>{body}</p></article></body></html>\n"
+        )
+    };
+    let mut urls = Vec::new();
+    for i in 0..7 {
+        // Six pages with the site's nav; the seventh, without it, links the colophon
+        // from its text.
+        let html = if i == 6 {
+            page(
+                "Notes 6",
+                false,
+                "The <a href=\"/colophon.html\">printing details</a> are kept apart.",
+            )
+        } else {
+            page(
+                &format!("Notes {i}"),
+                true,
+                &format!("Page {i} of the harbour notes, with its boats and its ropes."),
+            )
+        };
+        std::fs::write(site.join(format!("p{i}.html")), html).unwrap();
+        urls.push(format!("http://tpl.web.test/p{i}.html"));
+    }
+    std::fs::write(
+        site.join("colophon.html"),
+        page(
+            "About this book",
+            true,
+            "Set in a plain face and printed on plain paper.",
+        ),
+    )
+    .unwrap();
+    urls.push("http://tpl.web.test/colophon.html".to_string());
+    let (_web, config, crawl) = index_static(dir, "tpl.web.test", &site, &urls);
+    let internal = dir.join("internal.toml");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &internal,
+        format!("{base}\n[linkdb]\nignore_internal = false\n"),
+    )
+    .unwrap();
+    run_ok("linkdb", &crawl, &internal, &[]);
+    index_ok(&crawl, &internal, &["--full"]);
+    let docs = exported(&crawl, &internal);
+    let anchors = |u: &str| docs[u]["anchors"].to_string().to_lowercase();
+    let colophon = "http://tpl.web.test/colophon.html";
+    assert!(
+        anchors(colophon).contains("printing details"),
+        "{}",
+        docs[colophon]
+    );
+    assert!(
+        !anchors(colophon).contains("\"colophon\""),
+        "{}",
+        docs[colophon]
+    );
+    assert_eq!(
+        hit_urls(&search(
+            &crawl,
+            &internal,
+            &["anchors:\"printing details\""]
+        )),
+        [colophon.to_string()]
+    );
+    assert_eq!(search(&crawl, &internal, &["anchors:colophon"])["total"], 0);
+}
