@@ -19,7 +19,7 @@ WEB_FLAGS ?= --seed 42 --hosts 20 --pages 40 --sitemaps
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetch.resolve.*.web.test=$(WEB_ADDR)'
 
-.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler java
+.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler java docsites
 
 help:
 	@echo "make build   - build trawl (one executable; every stage also runs under its own name, a link to it) and the test web and benchmarks"
@@ -122,6 +122,19 @@ java:
 	  fi; \
 	fi
 
+# Debian's Python and PostgreSQL documentation, the relevance benchmark's second tuning
+# site and its held-out site (docs/search.md, "Measured on more sites"): installed when
+# missing and make runs as root with apt-get; otherwise relbench skips them.
+docsites:
+	@if [ ! -f /usr/share/doc/python3.11-doc/html/index.html ] || [ ! -f /usr/share/doc/postgresql-doc-15/html/index.html ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing python3.11-doc and postgresql-doc-15 for the relevance benchmark"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11-doc postgresql-doc-15 >/dev/null; \
+	  else \
+	    echo "make: python3.11-doc or postgresql-doc-15 is missing and this is not root: relbench skips them (sudo apt-get install -y python3.11-doc postgresql-doc-15)"; \
+	  fi; \
+	fi
+
 # poppler-utils' pdftotext, the reference of the document benchmark (docbench): installed
 # when missing and make runs as root with apt-get; otherwise that benchmark is skipped.
 poppler:
@@ -153,7 +166,7 @@ test-queries: build $(PYTHON)
 	$(PYTHON) scripts/check_queries.py README.md $(CRAWL_DIR)
 
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.
-bench: build $(PYTHON) $(PEERS) poppler chromium
+bench: build $(PYTHON) $(PEERS) poppler chromium docsites
 	PYTHON=$(PYTHON) scripts/bench.sh
 
 lint:

@@ -123,6 +123,17 @@ echo "   as queries (title field weighted 0), ranking weights tuned on half, MRR
 "$BIN/relbench" --dir "$OUT/relbench"
 
 echo
+echo "== search relevance on more sites, nothing tuned: BM25 against the shipped ranking on every heading query"
+echo "   of Python's documentation (second tuning site) and the PostgreSQL manual (held out); make docsites installs them"
+for site in /usr/share/doc/python3.11-doc/html /usr/share/doc/postgresql-doc-15/html; do
+  if [ -f "$site/index.html" ]; then
+    "$BIN/relbench" --no-tune --site "$site" --dir "$OUT/relbench-$(basename "$(dirname "$site")")"
+  else
+    echo "relbench: skipped $site: not installed (make docsites)"
+  fi
+done
+
+echo
 echo "== search throughput and latency: index the parse benchmark's pages (corpus + test web) and"
 echo "   ${SEARCH_PAGES:-100000} synthetic pages; 1000 mixed queries (one word, two words, phrase, site:) on the latter"
 "$BIN/searchbench" --dir "$OUT/searchbench" --pages "${SEARCH_PAGES:-100000}"
