@@ -497,15 +497,13 @@ const TEMPLATE_MIN_PAGES: usize = 5;
 /// few. A majority, not a tuned fraction: a link on most of a site's pages is its
 /// template by any reading.
 struct TemplateLinks {
-    links: HashSet<(String, String)>,
+    /// By target URL, its template anchor texts.
+    links: HashMap<String, HashSet<String>>,
 }
 
 impl TemplateLinks {
     fn is_template(&self, url: &str, anchor_key: &str) -> bool {
-        !self.links.is_empty()
-            && self
-                .links
-                .contains(&(url.to_string(), anchor_key.to_string()))
+        self.links.get(url).is_some_and(|a| a.contains(anchor_key))
     }
 }
 
@@ -527,16 +525,15 @@ fn template_links(linkdb: &Path, i: usize) -> Result<TemplateLinks> {
             .entry((l.url, l.anchor.trim().to_lowercase()))
             .or_default() += 1;
     })?;
-    let links = pairs
-        .into_iter()
-        .filter(|((url, _), n)| {
-            let pages = sources
-                .get(&crate::urls::host_of(url))
-                .map_or(0, HashSet::len);
-            pages >= TEMPLATE_MIN_PAGES && (*n as usize) * 2 > pages
-        })
-        .map(|(pair, _)| pair)
-        .collect();
+    let mut links: HashMap<String, HashSet<String>> = HashMap::new();
+    for ((url, anchor), n) in pairs {
+        let pages = sources
+            .get(&crate::urls::host_of(&url))
+            .map_or(0, HashSet::len);
+        if pages >= TEMPLATE_MIN_PAGES && (n as usize) * 2 > pages {
+            links.entry(url).or_default().insert(anchor);
+        }
+    }
     Ok(TemplateLinks { links })
 }
 
