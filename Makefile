@@ -19,7 +19,7 @@ WEB_FLAGS ?= --seed 42 --hosts 20 --pages 40 --sitemaps
 # Stage binaries read these (clap flags override them).
 STAGE_ENV := TRAWL_CONFIG=$(CONFIG) TRAWL_CRAWL_DIR=$(CRAWL_DIR) TRAWL_SET='fetch.resolve.*.web.test=$(WEB_ADDR)'
 
-.PHONY: help build round crawl demo web test test-rust test-queries bench lint clean test-python cluster-venv cluster-demo cluster-bench chromium poppler java docsites
+.PHONY: help build round crawl demo web test test-rust test-queries bench lint docs clean test-python cluster-venv cluster-demo cluster-bench chromium poppler java docsites
 
 help:
 	@echo "make build   - build trawl (one executable; every stage also runs under its own name, a link to it) and the test web and benchmarks"
@@ -33,6 +33,7 @@ help:
 	@echo "make cluster-bench - one process vs Spark with 1 and 2 workers (updatedb, parse, linkdb) and Spark's per-task overhead"
 	@echo "make cluster-venv  - install pyspark into the virtualenv (make test and the cluster targets do it)"
 	@echo "make lint    - cargo fmt --check and clippy -D warnings"
+	@echo "make docs    - rewrite the docs tables generated from the command registry (README's commands, the locks)"
 	@echo "make clean   - remove build output, crawls and the Python virtualenv"
 
 # One executable, `trawl`; `trawl --install-links` names every stage after it in
@@ -168,6 +169,11 @@ test-queries: build $(PYTHON)
 # The scale benchmark compares inject and generate with DuckDB from the virtualenv.
 bench: build $(PYTHON) $(PEERS) poppler chromium docsites
 	PYTHON=$(PYTHON) scripts/bench.sh
+
+# The tables of README.md and docs/architecture.md generated from the registry
+# (cli::COMMANDS); `make test` fails while they differ.
+docs:
+	UPDATE_DOCS=1 $(CARGO) test --release --test it docs_the_
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::store::lock::LockOn;
 use crate::store::names::{SegmentDataset, VersionedDb};
 use crate::store::object::{MirrorNeeds, WholeRead};
 
@@ -43,8 +44,17 @@ pub mod exit {
 pub struct Command {
     /// Its name: `trawl NAME`, and the name of its link to `trawl` (`NAME ARGS`).
     pub name: &'static str,
+    /// Its arguments as the README's table of commands shows them (`[SEGMENT]`).
+    pub args: &'static str,
     /// One line for `trawl --help`.
     pub about: &'static str,
+    /// What it does, for the README's table of commands (generated from the
+    /// registry: [`commands_table`]).
+    pub doc: &'static str,
+    /// The lock files its runs take ([`crate::stage::StageCtx::hold`] refuses any
+    /// other); docs/architecture.md's table of locks is generated from them
+    /// ([`locks_table`]).
+    pub locks: &'static [LockOn],
     /// It changes the crawl (and so keeps `status.json` current); read tools leave
     /// the crawl directory as it was.
     pub writes: bool,
@@ -61,6 +71,9 @@ pub struct Command {
 pub const COMMANDS: &[Command] = &[
     Command {
         name: "crawl",
+        args: "",
+        doc: "the crawl driver (Nutch's `bin/crawl`): inject, then `--rounds` rounds of every stage, stopping when nothing is due, resumable after a kill, `crawl/STOP` to stop (docs/crawl.md)",
+        locks: &[LockOn::Driver],
         about: "Crawl: inject the seeds, then N rounds of every stage (Nutch's bin/crawl)",
         writes: true,
         // Its one working mirror serves every step of its rounds: the fetch state
@@ -74,18 +87,27 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "inject",
+        args: "SEED...",
+        doc: "normalizes and filters seed URLs (`URL [<TAB>score=..] [<TAB>fetch_interval=..]`) from files, directories of files or `-` (stdin) into the crawldb, never clobbering known URLs; bad lines are reported by `file:line` and skipped; `--sitemaps FILE` fetches the sitemap URLs listed in FILE and injects their URLs",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Inject seed URLs into the crawldb",
         writes: true,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "generate",
+        args: "",
+        doc: "picks due URLs by score (`--top-n`, at most `max_per_host` per host) into a new segment; prints its path",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Generate fetch lists (segments) of due URLs",
         writes: true,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "fetch",
+        args: "[SEGMENT]",
+        doc: "fetches the fetch list politely (robots.txt, per-host delay with per-pattern overrides, timeouts, size cap, redirects recorded or followed, a time limit and a throughput floor; HTTPS verified against the system's roots plus `fetch.ca_file`); opt-in JavaScript rendering in headless Chromium for the hosts of `[fetch.render]`, every request of the browser answered by the fetcher through its host's delay and robots.txt, the DOM stored beside the response and parsed (docs/fetch.md)",
+        locks: &[LockOn::Segment],
         about: "Fetch a segment's fetch list into crawl_fetch, content and robots",
         writes: true,
         mirror: MirrorNeeds {
@@ -97,12 +119,18 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "parse",
+        args: "[SEGMENT]",
+        doc: "extracts text, main text, metadata, outlinks with anchors, signatures, from HTML, plain text, PDF and office documents (DOCX, XLSX, PPTX, ODT/ODS/ODP; recognized by their bytes whatever the server calls them; read by the `docparse` helper under a page, time and memory budget) and RSS/Atom feeds (items become outlinks): docs/parse.md",
+        locks: &[LockOn::Segment],
         about: "Parse a fetched segment: text, metadata, outlinks, signatures",
         writes: true,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "updatedb",
+        args: "[SEGMENT]",
+        doc: "merges fetch and parse results into the crawldb, partition by partition; refuses a fetched but unparsed segment (`--no-parse` applies its fetch statuses only, and a later updatedb after parse merges the rest exactly once)",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Merge fetched segments into the crawldb",
         writes: true,
         mirror: MirrorNeeds {
@@ -114,12 +142,18 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "linkdb",
+        args: "[SEGMENT]",
+        doc: "inverts outlinks into inlinks with anchor texts",
+        locks: &[LockOn::Db(VersionedDb::LinkDb)],
         about: "Invert segments' outlinks into the link database",
         writes: true,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "dedup",
+        args: "",
+        doc: "marks duplicate pages (same signature, or `--near`: SimHash within k bits) `db_duplicate`",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Mark duplicate pages in the crawldb as db_duplicate",
         writes: true,
         mirror: MirrorNeeds {
@@ -137,6 +171,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "hostdb",
+        args: "",
+        doc: "one row per host: URL counts, fetch successes and failures, consecutive failures, response time, robots.txt; generate leaves failing hosts out for a while (docs/hostdb.md)",
+        locks: &[LockOn::Db(VersionedDb::HostDb)],
         about: "Update the host database: URL counts, fetch failures, robots.txt per host",
         writes: true,
         mirror: MirrorNeeds {
@@ -148,6 +185,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "pagerank",
+        args: "",
+        doc: "PageRank over the link graph (every known page); the crawldb's scores become PageRank x N, so they average 1.0 like injected scores and `readdb --top` lists the pages of highest PageRank",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
         writes: true,
         mirror: MirrorNeeds {
@@ -166,6 +206,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "sitemap",
+        args: "",
+        doc: "sitemaps named by robots.txt (and `/sitemap.xml` with `--probe`): new or due ones fetched politely, their URLs merged into the crawldb (priority -> score, lastmod/changefreq -> schedule); the last step of `make round`",
+        locks: &[LockOn::Db(VersionedDb::CrawlDb)],
         about: "Fetch sitemaps and merge their URLs into the crawldb",
         writes: true,
         mirror: MirrorNeeds {
@@ -183,6 +226,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "index",
+        args: "",
+        doc: "the embedded search index (`crawl/index/`, tantivy): one document per page with title, main text, the rest of the text, inlink anchors, PageRank; incremental (new segments, deletes of gone, duplicate, redirected and noindex pages) and crash-safe (one atomic commit); `--to jsonl FILE` exports it in the Elasticsearch bulk format (docs/search.md)",
+        locks: &[LockOn::Index],
         about: "Build or update the search index, or export it as JSON Lines",
         writes: true,
         mirror: MirrorNeeds {
@@ -192,6 +238,9 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "search",
+        args: "QUERY",
+        doc: "answers queries over the crawl's index (`--top N`, `--json`; `--serve ADDR`: a search page on loopback) (docs/search.md)",
+        locks: &[],
         about: "Search the crawl's index, or serve a search page",
         writes: false,
         mirror: MirrorNeeds {
@@ -201,83 +250,177 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "readhostdb",
+        args: "",
+        doc: "one host's row, the failing hosts, or a dump of the hostdb",
+        locks: &[],
         about: "Read the host database: one host, the failing hosts, or a dump",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "report",
+        args: "",
+        doc: "`crawl/report.html`: the crawl as one offline page of charts",
+        locks: &[],
         about: "Write crawl/report.html: rounds, statuses, hosts, response times, sizes, depth",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "check",
+        args: "url|robots|normalize",
+        doc: "one URL fetched politely and parsed as a crawl would, a robots.txt file against URLs, URLs through normalization and filters",
+        locks: &[],
         about: "Check one URL (fetch and parse), a robots.txt file, or URL normalization",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "docparse",
+        args: "FILE",
+        doc: "what parse makes of one document (PDF, office): text, title, metadata, links as JSON; parse runs it per document, in a process of its own",
+        locks: &[],
         about: "Extract a document's text, title and links (PDF, office) as JSON, as parse does",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readdb",
+        args: "",
+        doc: "`--stats`, `--dump`, `--url`, `--top N`",
+        locks: &[],
         about: "Read the crawldb: stats, one URL, dumps, top scores",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readseg",
+        args: "",
+        doc: "lists segments and dumps their datasets",
+        locks: &[],
         about: "Read segments: list them, dump their datasets",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "readlinkdb",
+        args: "",
+        doc: "one URL's inlinks, or a dump of the linkdb",
+        locks: &[],
         about: "Read the linkdb: one URL's inlinks, or a dump",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "warc",
+        args: "[SEGMENT]",
+        doc: "exports a segment's fetched content as WARC/1.1",
+        locks: &[LockOn::Segment],
         about: "Export a segment's content as gzipped WARC/1.1 files",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "mergesegs",
+        args: "SEGMENT...",
+        doc: "merges applied segments into one (newest fetch of each URL wins; `--filter`, `--normalize`, `--slice N`, `--delete-inputs`)",
+        locks: &[
+            LockOn::Db(VersionedDb::CrawlDb),
+            LockOn::Db(VersionedDb::LinkDb),
+            LockOn::Segment,
+        ],
         about: "Merge segments into one new segment (newest fetch of each URL wins)",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "prunesegs",
+        args: "",
+        doc: "frees disk: deletes `content` and `parse_text` of segments already applied (`--dry-run`, `--older-than DAYS`, `--keep-newest K`, `--whole`)",
+        locks: &[
+            LockOn::Db(VersionedDb::CrawlDb),
+            LockOn::Db(VersionedDb::LinkDb),
+            LockOn::Segment,
+        ],
         about: "Free disk: delete the content and parse_text of applied segments",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "repartition",
+        args: "",
+        doc: "changes a crawl's partition count or key (`--partitions N`, `--partition-key domain`), every dataset rewritten and installed atomically (docs/repartition.md)",
+        locks: &[
+            LockOn::Db(VersionedDb::CrawlDb),
+            LockOn::Db(VersionedDb::LinkDb),
+            LockOn::Segment,
+        ],
         about: "Change the partition count or key of a crawl",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "gc",
+        args: "",
+        doc: "on an object-store crawl directory, deletes objects no version refers to (docs/object-store.md)",
+        locks: &[],
         about: "Remove unreferenced objects from an object-store crawl directory",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
     Command {
         name: "plan",
+        args: "round|next|done|steps",
+        doc: "the crawl round as JSON for a cluster driver, its next step (from the crawl directory and the round's progress, which `plan done` keeps in the driver's file), or its steps as lines for a script (docs/cluster.md, \"The plan\")",
+        locks: &[],
         about: "Print the crawl round as JSON, for a cluster driver (trawl_spark.py)",
         writes: false,
         mirror: MirrorNeeds::NONE,
     },
 ];
+
+/// The README's table of commands, generated from the registry (its `args` and
+/// `doc`), with a last row for the executable itself. A test keeps the README's copy
+/// equal to it (`UPDATE_DOCS=1 cargo test --release --test it docs_` rewrites it).
+pub fn commands_table() -> String {
+    let cell = |t: &str| t.replace('|', "\\|");
+    let mut out = String::from("| command | does |\n|---|---|\n");
+    for c in COMMANDS {
+        let call = if c.args.is_empty() {
+            c.name.to_string()
+        } else {
+            format!("{} {}", c.name, c.args)
+        };
+        out.push_str(&format!("| `{}` | {} |\n", cell(&call), cell(c.doc)));
+    }
+    out.push_str(
+        "| `trawl COMMAND` | every command above: trawl is one executable, and each command also runs under its own name (`fetch ...`), a link to it that `make build` makes (`trawl --install-links [DIR]`); every command takes `--version` and `--set KEY=VALUE` |\n",
+    );
+    out
+}
+
+/// docs/architecture.md's table of locks, generated from the registry's `locks`:
+/// each lock file, the commands that take it, and what it guards against.
+pub fn locks_table() -> String {
+    let mut out = String::from("| lock file | taken by | for |\n|---|---|---|\n");
+    for lock in LockOn::ALL {
+        let by: Vec<String> = COMMANDS
+            .iter()
+            .filter(|c| c.locks.contains(&lock))
+            .map(|c| c.name.to_string())
+            .collect();
+        if by.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            lock.file(),
+            by.join(", "),
+            lock.purpose()
+        ));
+    }
+    out
+}
 
 /// The registry's entry of `name`.
 pub fn command(name: &str) -> Option<&'static Command> {

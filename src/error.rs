@@ -101,6 +101,13 @@ pub enum Error {
         /// What is wrong with it and how to write it.
         message: String,
     },
+    /// A bug in trawl, not a problem of the input or the crawl directory: the message
+    /// says what the code found that it should never find.
+    #[error("internal error: {message} (a bug in trawl: please report it)")]
+    Internal {
+        /// What went wrong.
+        message: String,
+    },
     /// The stage was stopped by SIGINT or SIGTERM (see [`crate::signal`]).
     #[error("interrupted by {signal}: {message}")]
     Interrupted {

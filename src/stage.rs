@@ -42,7 +42,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::store::jobs::{self, Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lock::Lock;
+use crate::store::lock::{Lock, LockOn};
 use crate::store::names::VersionedDb;
 use crate::store::object::{CrawlUri, GcReport, Mirror, MirrorNeeds, ObjectUri, Scope};
 
@@ -105,6 +105,34 @@ impl StageCtx {
     /// it takes no lock and writes only its attempt.
     pub fn is_task(&self) -> bool {
         matches!(self.task, TaskMode::Task { .. })
+    }
+
+    /// Takes `guards` for the command `stage` (in the order of [`LockOn::ALL`], so
+    /// that two runs never wait for each other), verifying what they say, and holds
+    /// them until the returned [`Held`] is dropped: what every run that installs
+    /// anything holds ([`execute`] takes a partitioned stage's; a stage or tool that
+    /// runs in one process only takes its own through here). A guard the command's
+    /// registry entry does not declare ([`crate::cli::Command::locks`]) is refused.
+    pub fn hold(&self, stage: &str, guards: &[Guard<'_>]) -> Result<Held> {
+        let declared = crate::cli::command(stage).map_or(&[][..], |c| c.locks);
+        if let Some(g) = guards
+            .iter()
+            .find(|g| g.locks().iter().any(|l| !declared.contains(l)))
+        {
+            return Err(Error::Internal {
+                message: format!(
+                    "{stage} takes {:?}, which its entry of the registry (cli::COMMANDS) does not declare in `locks`",
+                    g.locks()
+                ),
+            });
+        }
+        let mut ordered: Vec<&Guard<'_>> = guards.iter().collect();
+        ordered.sort_by_key(|g| g.locks().first().map_or(0, |l| l.rank()));
+        let mut locks = Vec::new();
+        for g in ordered {
+            locks.extend(g.take(&self.root, stage, &self.task)?);
+        }
+        Ok(Held { _locks: locks })
     }
 
     /// The pass a run of a stage with passes (generate, dedup, pagerank) was given:
@@ -480,10 +508,14 @@ impl TaskMode {
 }
 
 /// What a stage's one-process run and its commit hold while they read what they
-/// install over and install it. The executor takes it ([`execute`]) before the stage
-/// opens anything, never in a task (tasks only read and write their own attempt,
-/// many at once on several machines; a commit checks that what they read is still
-/// current), and releases it when the run ends, however it ends.
+/// install over and install it. The executor takes it ([`execute`], [`StageCtx::hold`])
+/// before the stage opens anything, never in a task (tasks only read and write their
+/// own attempt, many at once on several machines; a commit checks that what they
+/// read is still current), and releases it when the run ends, however it ends.
+///
+/// Every guard a command takes is declared in its registry entry
+/// ([`crate::cli::Command::locks`]); the executor refuses one that is not, so the
+/// table of locks generated from the registry (docs/architecture.md) is what runs.
 #[derive(Debug, Clone, Copy)]
 pub enum Guard<'a> {
     /// A versioned dataset (`linkdb/`, `hostdb/`, ...): its lock, then the repair of
@@ -493,9 +525,20 @@ pub enum Guard<'a> {
     /// blake3 checked against its manifest before the stage reads what it rewrites
     /// ([`CrawlDir::verify_crawldb_for_rewrite`]).
     CrawlDb(Verify),
+    /// What the crawldb and the linkdb have applied: the crawldb's lock and, when
+    /// there is a linkdb, the linkdb's (each with the repair of a half-done install).
+    /// Held by the segment tools for their whole run, so that no stage applies,
+    /// inverts or generates a segment while they work.
+    Applied,
     /// A segment's lock (`segments/<name>.lock`): the stages that write into a
     /// segment or read what another stage may delete from it.
     Segment(&'a Segment),
+    /// The lock of the search index in the directory given (`index/`, or the
+    /// directory `index --index-dir` names).
+    Index(&'a Path),
+    /// The crawl driver's lock (`crawl.lock` in the crawl directory, or beside the
+    /// working mirror of an object-store crawl).
+    Driver,
 }
 
 /// Which runs of a stage that rewrites the crawldb verify it first ([`Guard::CrawlDb`]).
@@ -510,12 +553,38 @@ pub enum Verify {
     WholeAndCommit,
 }
 
+/// The locks a run holds ([`StageCtx::hold`]), released when it is dropped.
+#[derive(Debug)]
+#[must_use = "the locks are released when this is dropped"]
+pub struct Held {
+    _locks: Vec<Lock>,
+}
+
 impl Guard<'_> {
-    /// Takes the guard for stage `stage` on the crawl directory at `root`.
-    fn take(self, root: &Path, stage: &str, task: &TaskMode) -> Result<Lock> {
-        let dir = CrawlDir::new(root);
+    /// The lock files it takes.
+    fn locks(&self) -> &'static [LockOn] {
         match self {
-            Guard::Db(db) => dir.versioned(db).lock(stage),
+            Guard::Db(VersionedDb::CrawlDb) | Guard::CrawlDb(_) => {
+                &[LockOn::Db(VersionedDb::CrawlDb)]
+            }
+            Guard::Db(VersionedDb::LinkDb) => &[LockOn::Db(VersionedDb::LinkDb)],
+            Guard::Db(VersionedDb::SitemapDb) => &[LockOn::Db(VersionedDb::SitemapDb)],
+            Guard::Db(VersionedDb::HostDb) => &[LockOn::Db(VersionedDb::HostDb)],
+            Guard::Applied => &[
+                LockOn::Db(VersionedDb::CrawlDb),
+                LockOn::Db(VersionedDb::LinkDb),
+            ],
+            Guard::Segment(_) => &[LockOn::Segment],
+            Guard::Index(_) => &[LockOn::Index],
+            Guard::Driver => &[LockOn::Driver],
+        }
+    }
+
+    /// Takes the guard for stage `stage` on the crawl directory at `root`.
+    fn take(self, root: &Path, stage: &str, task: &TaskMode) -> Result<Vec<Lock>> {
+        let dir = CrawlDir::new(root);
+        Ok(match self {
+            Guard::Db(db) => vec![dir.versioned(db).lock(stage)?],
             Guard::CrawlDb(verify) => {
                 let lock = dir.versioned(VersionedDb::CrawlDb).lock(stage)?;
                 let check = match verify {
@@ -526,10 +595,22 @@ impl Guard<'_> {
                 if check {
                     dir.verify_crawldb_for_rewrite()?;
                 }
-                Ok(lock)
+                vec![lock]
             }
-            Guard::Segment(seg) => seg.lock(stage),
-        }
+            Guard::Applied => {
+                let mut locks = vec![dir.versioned(VersionedDb::CrawlDb).lock(stage)?];
+                if dir.linkdb().is_dir() {
+                    locks.push(dir.versioned(VersionedDb::LinkDb).lock(stage)?);
+                }
+                locks
+            }
+            Guard::Segment(seg) => vec![seg.lock(stage)?],
+            Guard::Index(index) => vec![Lock::acquire(
+                &index.join(crate::store::names::LOCK),
+                stage,
+            )?],
+            Guard::Driver => vec![Lock::acquire(&dir.crawl_lock(), stage)?],
+        })
     }
 }
 
@@ -590,9 +671,9 @@ pub fn execute<S: Partitioned>(
     guard: Guard<'_>,
     open: impl FnOnce() -> Result<S>,
 ) -> Result<S::Out> {
-    let _lock = match ctx.task {
+    let _held = match ctx.task {
         TaskMode::Task { .. } => None,
-        _ => Some(guard.take(&ctx.root, S::NAME, &ctx.task)?),
+        _ => Some(ctx.hold(S::NAME, &[guard])?),
     };
     let mut stage = open()?;
     if ctx.task == TaskMode::Whole

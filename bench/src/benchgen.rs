@@ -81,7 +81,9 @@ impl Plan {
 pub fn generate(root: &Path, spec: &BenchSpec) -> Result<std::path::PathBuf> {
     let dir = CrawlDir::new(root);
     let plan = Plan::new(spec);
-    let _lock = trawl::crawldb::lock(&dir, "benchgen")?;
+    let _lock = dir
+        .versioned(trawl::store::names::VersionedDb::CrawlDb)
+        .lock("benchgen")?;
     write_crawldb(&dir, &plan)?;
     write_segment(&dir, &plan)
 }

@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{Exit, exit};
 use crate::config::Config;
+use crate::crawldb::current_part;
 use crate::crawldb::select::{self, Rules};
 use crate::crawldb::stream::read_partition;
-use crate::crawldb::{current_part, lock};
 use crate::datum::{CrawlDatum, DbStatus, Millis, now_millis};
 use crate::error::{Error, IoContext, Result};
 use crate::stage::{Guard, Partitioned, Report, StageCtx, Verify};
@@ -225,7 +225,7 @@ pub fn run(ctx: &StageCtx, opts: &GenerateOpts) -> Result<GenerateReport> {
     let dir = ctx.open_existing()?;
     // Held so that two generates cannot hand out the same URLs and updatedb cannot
     // apply a segment while we read the pending lists.
-    let _lock = lock(&dir, "generate")?;
+    let _held = ctx.hold("generate", &[Guard::CrawlDb(Verify::Never)])?;
     let meta = dir.crawldb_meta()?;
     let n = meta.partitions;
     let rules = rules(&dir, cfg, opts)?;

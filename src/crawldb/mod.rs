@@ -31,15 +31,8 @@ use crate::error::Result;
 use crate::store::integrity::Check;
 use crate::store::jobs::{AttemptWriter, Job, link_part};
 use crate::store::layout::{CRAWLDB_META, CrawlDbMeta, CrawlDir};
-use crate::store::lock::Lock;
 use crate::store::names::VersionedDb;
 use crate::store::parquet::{self, PartWriter};
-
-/// Takes the crawldb lock for `stage` and repairs an install a killed stage left half
-/// done. The crawldb directory is created if needed.
-pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Lock> {
-    dir.versioned(VersionedDb::CrawlDb).lock(stage)
-}
 
 /// The current crawldb's metadata (refused when `crawl.partition_key` differs from
 /// the crawl's), or fresh metadata with `crawl.partitions` parts keyed by

@@ -25,9 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::cli::{CommonArgs, Exit, exit};
 use crate::error::{Error, Result};
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Guard, Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lock::Lock;
 use crate::store::names;
 use crate::store::object::Mirror;
 
@@ -162,7 +161,7 @@ pub fn run(common: &CommonArgs, opts: &CrawlOpts) -> Result<(StageCtx, CrawlRepo
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let dir = CrawlDir::new(&root);
     let home = CrawlDir::new(&home);
-    let _lock = Lock::acquire(&home.crawl_lock(), "crawl")?;
+    let _held = ctx.hold("crawl", &[Guard::Driver])?;
     let stop = home.stop_file();
     if stop.exists() {
         tracing::warn!(

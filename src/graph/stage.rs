@@ -351,6 +351,10 @@ pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
     }
     let dir = &ctx.open_existing()?;
     let pc = &ctx.config().pagerank;
+    // Held for the whole run, as a job's commit holds it: the crawldb the graph is
+    // built from is the one whose scores are rewritten, and no other pagerank
+    // replaces `pagerank/` meanwhile (rank_graph verifies the crawldb under it).
+    let _held = ctx.hold("pagerank", &[Guard::CrawlDb(Verify::Never)])?;
     let Ranked {
         built: Built { graph, inl, .. },
         rank,
@@ -405,7 +409,7 @@ fn rank_graph(ctx: &StageCtx, dir: &CrawlDir) -> Result<Ranked> {
         Partitioner::new(cfg.crawl.partitions, cfg.crawl.partition_key)
     };
     // The crawldb feeds the seed teleport and is rewritten with the ranks: refuse
-    // a damaged one before the work starts (and again under the lock).
+    // a damaged one before the work starts.
     if pc.update_crawldb || pc.teleport == Teleport::Seeds {
         crate::crawldb::verify_for_rewrite(dir)?;
     }
@@ -688,8 +692,9 @@ pub fn crawldb_scale(nodes: usize) -> f64 {
 
 /// Rewrites the crawldb with each page's PageRank times `scale` in `score` (see
 /// [`crawldb_scale`]; a URL missing from the graph, e.g. added by another stage
-/// while the graph was built, keeps its score), under the crawldb lock, installed
-/// as a new version. Returns the number of rows whose score was replaced.
+/// while the graph was built, keeps its score), installed as a new version, under
+/// the crawldb lock the caller holds (it verified the crawldb under it). Returns
+/// the number of rows whose score was replaced.
 pub fn update_crawldb(
     dir: &CrawlDir,
     graph: &PageGraph,
@@ -697,8 +702,6 @@ pub fn update_crawldb(
     scale: f64,
 ) -> Result<u64> {
     let db = dir.versioned(VersionedDb::CrawlDb);
-    let _lock = db.lock("pagerank")?;
-    crate::crawldb::verify_for_rewrite(dir)?;
     let current = dir.crawldb_current();
     let mut meta = dir.crawldb_meta()?;
     let staged = db.stage()?;
@@ -826,6 +829,10 @@ pub fn scores_dataset(attempt: &Path) -> PathBuf {
 pub fn scores_task(ctx: &StageCtx, out: &Path) -> Result<ScoresReport> {
     let dir = &ctx.open_existing()?;
     let pc = &ctx.config().pagerank;
+    // Held for the whole run, as a job's commit holds it: the crawldb the graph is
+    // built from is the one whose scores are rewritten, and no other pagerank
+    // replaces `pagerank/` meanwhile (rank_graph verifies the crawldb under it).
+    let _held = ctx.hold("pagerank", &[Guard::CrawlDb(Verify::Never)])?;
     let Ranked {
         built: Built { graph, inl, .. },
         rank,

@@ -35,9 +35,8 @@ use crate::datum::{DbStatus, FetchStatus, Millis};
 use crate::error::{Error, Result};
 use crate::graph::rows::{HostRankRecord, PageRankMeta};
 use crate::records::ParseTextRecord;
-use crate::stage::{Report, StageCtx};
+use crate::stage::{Guard, Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lock::Lock;
 use crate::store::names::SegmentDataset;
 use crate::store::parquet;
 
@@ -191,11 +190,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     let crawl = ctx.open_existing()?;
     let dir = opts.index_dir.clone().unwrap_or_else(|| crawl.index());
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let lock_path = match &opts.index_dir {
-        Some(d) => d.join(crate::store::names::LOCK),
-        None => crawl.index_lock(),
-    };
-    let _lock = Lock::acquire(&lock_path, "index")?;
+    let _held = ctx.hold("index", &[Guard::Index(&dir)])?;
     let index = open_index(&dir, true)?;
     let mut state = read_state(&index, &dir)?;
     let cfg = &ctx.config().index;

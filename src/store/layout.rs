@@ -203,11 +203,6 @@ impl CrawlDir {
         self.root.join(names::INDEX)
     }
 
-    /// `index/.lock`: held by the `index` stage while it updates the index.
-    pub fn index_lock(&self) -> PathBuf {
-        self.index().join(names::LOCK)
-    }
-
     /// `warc/`: the default output directory of `warc`.
     pub fn warc_dir(&self) -> PathBuf {
         self.root.join(names::WARC)

@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 use crate::store::layout::Segment;
+use crate::store::names::{self, VersionedDb};
 
 /// An exclusive lock on a dataset or a segment, held while a stage writes it;
 /// released (the file removed) on drop.
@@ -303,6 +304,73 @@ pub fn remove_if_stale(path: &Path) -> Result<bool> {
             Ok(true)
         }
         _ => Ok(false),
+    }
+}
+
+/// A lock file a command takes, as its registry entry declares it
+/// ([`crate::cli::Command::locks`]): the executor refuses a guard its command does
+/// not declare, and docs/architecture.md's table of locks is generated from the
+/// declarations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockOn {
+    /// The crawl driver's `crawl.lock`.
+    Driver,
+    /// A versioned dataset's `<dataset>/.lock`.
+    Db(VersionedDb),
+    /// The search index's `index/.lock` (or `.lock` in the directory `--index-dir` names).
+    Index,
+    /// A segment's `segments/<name>.lock`.
+    Segment,
+}
+
+impl LockOn {
+    /// Every lock, in the order a run that takes several takes them (the crawldb
+    /// before the linkdb before a segment), so that two runs never wait for each other.
+    pub const ALL: [LockOn; 7] = [
+        LockOn::Driver,
+        LockOn::Db(VersionedDb::CrawlDb),
+        LockOn::Db(VersionedDb::LinkDb),
+        LockOn::Db(VersionedDb::SitemapDb),
+        LockOn::Db(VersionedDb::HostDb),
+        LockOn::Index,
+        LockOn::Segment,
+    ];
+
+    /// The lock file, relative to the crawl directory.
+    pub fn file(self) -> String {
+        match self {
+            LockOn::Driver => names::CRAWL_LOCK.to_string(),
+            LockOn::Db(db) => format!("{db}/{}", names::LOCK),
+            LockOn::Index => format!("{}/{}", names::INDEX, names::LOCK),
+            LockOn::Segment => format!("{}/<name>.{}", names::SEGMENTS, names::LOCK_EXT),
+        }
+    }
+
+    /// What holding it guards against.
+    pub fn purpose(self) -> &'static str {
+        match self {
+            LockOn::Driver => {
+                "one crawl driver per crawl directory (its journal, STOP file and status)"
+            }
+            LockOn::Db(VersionedDb::CrawlDb) => {
+                "rewriting the crawldb, or reading what must not change meanwhile (generate: so that two generates never hand out the same URLs; the segment tools: what is applied)"
+            }
+            LockOn::Db(VersionedDb::LinkDb) => "rewriting the linkdb or its `_meta.json`",
+            LockOn::Db(VersionedDb::SitemapDb) => "rewriting the sitemapdb",
+            LockOn::Db(VersionedDb::HostDb) => "rewriting the hostdb",
+            LockOn::Index => "updating the search index (tantivy's own writer lock is taken too)",
+            LockOn::Segment => {
+                "writing into a segment, deleting from it, or reading it while nothing may change it (warc)"
+            }
+        }
+    }
+
+    /// Its place in [`LockOn::ALL`], the order locks are taken in.
+    pub fn rank(self) -> usize {
+        LockOn::ALL
+            .iter()
+            .position(|l| *l == self)
+            .unwrap_or(LockOn::ALL.len())
     }
 }
 

@@ -254,7 +254,7 @@ pub fn run(ctx: &StageCtx, opts: &MergeSegsOpts) -> Result<MergeReport> {
             "must be at least 1 URL per segment",
         ));
     }
-    let applied = Applied::lock(&dir, "mergesegs")?;
+    let (_held, applied) = Applied::lock(ctx, &dir, "mergesegs")?;
     segstate::clean_leftovers(&dir)?;
     let mut report = MergeReport::default();
     let (live, earlier) = resolve_inputs(&dir, opts, &mut report)?;

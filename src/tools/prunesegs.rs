@@ -115,7 +115,7 @@ impl Report for PruneReport {
 pub fn run(ctx: &StageCtx, opts: &PruneSegsOpts) -> Result<PruneReport> {
     let dir = ctx.open_existing()?;
     check_opts(ctx, opts)?;
-    let applied = Applied::lock(&dir, "prunesegs")?;
+    let (_held, applied) = Applied::lock(ctx, &dir, "prunesegs")?;
     if !opts.dry_run {
         segstate::clean_leftovers(&dir)?;
     }

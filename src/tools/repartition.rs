@@ -183,7 +183,7 @@ pub fn run(ctx: &StageCtx, opts: &RepartitionOpts) -> Result<RepartitionReport> 
     let dir = CrawlDir::open_existing(ctx.root())?;
     // The crawldb and linkdb locks, held to the end: no stage rewrites them (or
     // generates a segment) meanwhile.
-    let _applied = Applied::lock(&dir, STAGE)?;
+    let (_held, _applied) = Applied::lock(ctx, &dir, STAGE)?;
     let before = dir.crawldb_meta()?;
     let n = opts.partitions.unwrap_or(before.partitions);
     let key = opts.partition_key.unwrap_or(before.partition_key);

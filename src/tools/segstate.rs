@@ -12,15 +12,15 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::graph::linkdb;
+use crate::stage::{Guard, Held, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
-use crate::store::lock::{self, Lock};
-use crate::store::names::{SegmentDataset, VersionedDb};
+use crate::store::lock;
+use crate::store::names::SegmentDataset;
 
-/// The locks a segment tool holds, and what the crawldb and linkdb have applied.
+/// What the crawldb and linkdb have applied, read under the locks a segment tool
+/// holds for its whole run ([`crate::stage::Guard::Applied`]).
 #[derive(Debug)]
 pub struct Applied {
-    _crawldb_lock: Lock,
-    _linkdb_lock: Option<Lock>,
     /// Segments merged into the current crawldb (`applied_segments`).
     pub crawldb: BTreeSet<String>,
     /// Segments whose fetch statuses only are merged (`partial_segments`,
@@ -31,26 +31,23 @@ pub struct Applied {
 }
 
 impl Applied {
-    /// Takes the crawldb lock (and the linkdb lock when a linkdb exists) for
-    /// `stage`, repairs interrupted installs, and reads what is applied.
-    pub fn lock(dir: &CrawlDir, stage: &str) -> Result<Applied> {
-        let crawldb_lock = crate::crawldb::lock(dir, stage)?;
-        let linkdb_lock = if dir.linkdb().is_dir() {
-            Some(dir.versioned(VersionedDb::LinkDb).lock(stage)?)
-        } else {
-            None
-        };
+    /// Takes the crawldb's and the linkdb's locks ([`crate::stage::Guard::Applied`])
+    /// for the tool `stage` of `ctx`, and reads what is applied: the locks are held
+    /// until the returned [`Held`] is dropped.
+    pub fn lock(ctx: &StageCtx, dir: &CrawlDir, stage: &str) -> Result<(Held, Applied)> {
+        let held = ctx.hold(stage, &[Guard::Applied])?;
         let meta = dir.crawldb_meta()?;
         let crawldb = meta.applied_segments.into_iter().collect();
         let partial = meta.partial_segments.into_iter().collect();
         let linkdb = linkdb::read_meta(dir)?.map(|m| m.inverted_segments.into_iter().collect());
-        Ok(Applied {
-            _crawldb_lock: crawldb_lock,
-            _linkdb_lock: linkdb_lock,
-            crawldb,
-            partial,
-            linkdb,
-        })
+        Ok((
+            held,
+            Applied {
+                crawldb,
+                partial,
+                linkdb,
+            },
+        ))
     }
 
     /// Why `seg` has data that has not reached the crawldb or the linkdb yet, with

@@ -378,46 +378,53 @@ fn partitions_are_computed_only_by_the_partitioner() {
     );
 }
 
-/// The README's table of commands and the registry (`cli::COMMANDS`, from which the
-/// dispatch, `trawl --help` and the links derive) list the same commands: a command
-/// added to the registry is documented, and the table names no command that is gone.
-#[test]
-fn the_readme_lists_every_command_of_the_registry() {
-    let readme = fs::read_to_string(root().join("README.md")).expect("README.md");
-    let start = readme
-        .find("\n| stage | does |\n")
-        .expect("README: the `| stage | does |` table");
-    let listed: BTreeSet<String> = readme[start + 1..]
-        .lines()
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .flat_map(|l| {
-            let cell = l.split('|').nth(1).unwrap_or_default();
-            // The first word of each backquoted command in the first cell.
-            cell.split('`')
-                .skip(1)
-                .step_by(2)
-                .filter_map(|c| c.split_whitespace().next())
-                .map(|w| w.trim_end_matches(',').to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let registry: BTreeSet<String> = trawl::cli::COMMANDS
-        .iter()
-        .map(|c| c.name.to_string())
-        .collect();
-    let missing: Vec<&String> = registry.difference(&listed).collect();
-    assert!(
-        missing.is_empty(),
-        "README's command table lacks {missing:?}"
+/// The block of `file` between `<!-- generated from the registry ... -->` (the line
+/// after `marker`) and `<!-- end of the generated table -->` is `generated`;
+/// with `UPDATE_DOCS=1` (`make docs`) the block is rewritten instead.
+fn generated_block(file: &str, marker: &str, generated: &str) {
+    let path = root().join(file);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let start = text
+        .find(marker)
+        .and_then(|i| text[i..].find('\n').map(|j| i + j + 1))
+        .unwrap_or_else(|| panic!("{file}: no line starting the generated table ({marker:?})"));
+    let end_marker = "<!-- end of the generated table -->";
+    let end = text[start..]
+        .find(end_marker)
+        .map(|j| start + j)
+        .unwrap_or_else(|| panic!("{file}: no {end_marker:?} after {marker:?}"));
+    if &text[start..end] == generated {
+        return;
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let updated = format!("{}{generated}{}", &text[..start], &text[end..]);
+        fs::write(&path, updated).unwrap_or_else(|e| panic!("{file}: {e}"));
+        return;
+    }
+    panic!(
+        "{file}: the table generated from the registry differs from the file's copy; run `make docs` to rewrite it.\nGenerated:\n{generated}"
     );
-    // Besides the registry: the executable itself and the test web.
-    let extra: Vec<&String> = listed
-        .difference(&registry)
-        .filter(|n| !["trawl", "testweb"].contains(&n.as_str()))
-        .collect();
-    assert!(
-        extra.is_empty(),
-        "README's command table names {extra:?}, not in the registry"
+}
+
+/// The README's table of commands is the registry's (`cli::COMMANDS`, from which
+/// the dispatch, `trawl --help` and the links derive): a command added to the
+/// registry is documented, and the table names no command that is gone.
+#[test]
+fn docs_the_readme_table_of_commands_is_generated_from_the_registry() {
+    generated_block(
+        "README.md",
+        "<!-- generated from the registry (cli::COMMANDS)",
+        &trawl::cli::commands_table(),
+    );
+}
+
+/// docs/architecture.md's table of locks is the registry's declarations, which the
+/// executor enforces (`StageCtx::hold`).
+#[test]
+fn docs_the_table_of_locks_is_generated_from_the_registry() {
+    generated_block(
+        "docs/architecture.md",
+        "<!-- generated from the registry (cli::COMMANDS, `locks`)",
+        &trawl::cli::locks_table(),
     );
 }
