@@ -104,10 +104,21 @@ INDEX = {
 
 
 class Plan(unittest.TestCase):
-    def test_outcomes_are_the_plans(self):
-        self.assertEqual(ts.outcome(FETCH, 5), "unreachable")
-        self.assertIsNone(ts.outcome(FETCH, 0))
-        self.assertIsNone(ts.outcome(PAGERANK, 5))
+    def test_the_progress_file_is_the_drivers_own_and_named_after_the_crawl(self):
+        with tempfile.TemporaryDirectory() as state:
+            old = os.environ.get("XDG_STATE_HOME")
+            os.environ["XDG_STATE_HOME"] = state
+            try:
+                a = ts.default_progress_file("s3://bucket/crawl")
+                self.assertEqual(a, ts.default_progress_file("s3://bucket/crawl"))
+                self.assertNotEqual(a, ts.default_progress_file("/data/crawl"))
+                self.assertTrue(a.startswith(os.path.join(state, "trawl") + os.sep))
+                self.assertTrue(os.path.isdir(os.path.dirname(a)))
+            finally:
+                if old is None:
+                    del os.environ["XDG_STATE_HOME"]
+                else:
+                    os.environ["XDG_STATE_HOME"] = old
 
     def test_units_are_announced_with_their_task_counts(self):
         specs = ts.partition_sets(4, 2)

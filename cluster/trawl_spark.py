@@ -37,6 +37,7 @@ every node: relative local paths are made absolute against the driver's director
 """
 
 import argparse
+import hashlib
 import json
 import os
 import secrets
@@ -56,6 +57,9 @@ import tomllib
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+# What a round that ends after fetch reached no server exits with, when the driver
+# that saw fetch's own code was lost (trawl plan next says so: `unreachable`).
+EXIT_UNREACHABLE = 5
 
 # The stages with an extra-flags option (--X-flags) on the command line; which of them
 # a round runs, and how, is the plan's.
@@ -144,6 +148,16 @@ def resolve_location(location):
     return os.path.abspath(location)
 
 
+def default_progress_file(crawl_dir):
+    """Where the driver keeps a round's progress by default: a file of its own, named
+    after the crawl directory, under $XDG_STATE_HOME (else ~/.local/state)/trawl."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    key = hashlib.sha256(crawl_dir.encode()).hexdigest()[:16]
+    path = os.path.join(state, "trawl", f"spark-round-{key}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
 def is_object_store(crawl_dir):
     """Whether the crawl directory is an object-store URI (s3://, gs://, az://, ...):
     then every task and driver step runs on a scratch mirror of its own."""
@@ -192,15 +206,6 @@ def read_plan(bin_dir, crawl_dir, config, plan_args=(), what="round"):
             "the binary are from different versions of trawl",
         )
     return plan
-
-
-def outcome(step, code):
-    """What exit code `code` of `step` means for the round (`nothing_due`,
-    `unreachable`), or None."""
-    for c, what in step["outcomes"]:
-        if c == code:
-            return what
-    return None
 
 
 def describe_units(step, specs, partitions):
@@ -337,6 +342,9 @@ class Driver:
         self.tasks = args.tasks
         self.partitions_override = args.partitions
         self.verbose = args.verbose
+        # The round's progress, kept by trawl (`plan done`) between the steps, so that
+        # a driver restarted with the same file goes on where the lost one stopped.
+        self.progress = getattr(args, "progress", None) or default_progress_file(self.crawl_dir)
 
     def command(self, stage, stage_args, task=False):
         """A stage's command line without the task flags, for a task or the driver."""
@@ -524,21 +532,32 @@ class Driver:
         code, _ = self.step(step, stage_args, label, plan["partitions"])
         return code
 
+    def record(self, stage, segments, code=None):
+        """Tells trawl that `stage` ended with exit code `code` (on `segments`, or having
+        made them): `trawl plan done` records it in the round's progress file and says
+        what the code means for the round. Without a code: the round is over, the file
+        goes. Returns the outcome (`nothing_due`, `unreachable`) or None."""
+        if code is None:
+            args = ["--progress", self.progress, "--round-over"]
+        else:
+            args = ["--progress", self.progress, "--done", stage, "--exit", str(code)]
+            args += [a for s in segments for a in ("--segment", s)]
+        return self.plan(args, what="done")["outcome"]
+
     def round(self, number, plan_args, flags):
-        """One round, a step at a time as trawl says (`trawl plan next`, given what the
-        round has done): the pending segments' steps first (a round the driver lost half
-        way), else generate, then the steps over the whole crawl. Returns its exit code
-        and outcome: (0, None), or the code of an outcome and its name (`nothing_due`,
-        `unreachable`)."""
+        """One round, a step at a time as trawl says (`trawl plan next`, given the
+        round's progress, which `trawl plan done` keeps in the progress file after each
+        step): the pending segments' steps first, then the rest of a round a lost
+        driver left in the progress file, else generate, then the steps over the whole
+        crawl. Returns its exit code and outcome: (0, None), or the code of an outcome
+        and its name (`nothing_due`, `unreachable`)."""
         label = f"r{number}"
-        segments, done, stopped, last = [], [], None, None
+        stopped, last, segments = None, None, set()
         while True:
-            progress = [a for s in segments for a in ("--segment", s)]
-            progress += [a for d in done for a in ("--done", d)]
-            if stopped is not None:
-                progress.append("--unreachable")
-            plan = self.plan(list(plan_args) + progress, what="next")
+            plan = self.plan(list(plan_args) + ["--progress", self.progress], what="next")
             if plan["next"] is None:
+                if plan.get("unreachable") and stopped is None:
+                    stopped = EXIT_UNREACHABLE
                 break
             step, segment = plan["next"]["step"], plan["next"]["segment"]
             stage = step["stage"]
@@ -553,16 +572,26 @@ class Driver:
             stage_args = list(flags.get(stage, []))
             if step["leases"] and "--time-limit" not in stage_args:
                 stage_args += ["--time-limit", f"{flags['time_limit']:g}"]
+            on = []
             if segment is not None:
                 stage_args = [segment] + stage_args
-                if segment not in segments:
-                    segments.append(segment)
-                    self.say(f"round {number}: segment {segment}")
+                on = [segment]
             code, out = self.step(step, stage_args, label, plan["partitions"])
-            done.append(stage)
-            what = outcome(step, code)
+            if step["segment"] == "makes" and code == EXIT_OK:
+                lines = out.strip().splitlines()
+                if not lines:
+                    raise StepFailed(EXIT_ERROR, f"{stage} --commit printed no segment")
+                # The commit printed the segment's path (on an object store its scratch
+                # mirror's): the round names it by name.
+                on = [os.path.basename(lines[-1].strip().rstrip("/"))]
+            for s in on:
+                if s not in segments:
+                    segments.add(s)
+                    self.say(f"round {number}: segment {s}")
+            what = self.record(stage, on, code)
             if what == "nothing_due":
                 self.say("round: no URLs are due")
+                self.record(None, [])
                 return code, what
             if what == "unreachable":
                 stopped = code
@@ -571,15 +600,7 @@ class Driver:
                     f"{segment} failed to connect; the steps that record the failures run, then "
                     "the crawl stops"
                 )
-            if step["segment"] == "makes":
-                lines = out.strip().splitlines()
-                if not lines:
-                    raise StepFailed(EXIT_ERROR, f"{stage} --commit printed no segment")
-                # The commit printed the segment's path (on an object store its scratch
-                # mirror's): the round names it by name.
-                made = os.path.basename(lines[-1].strip().rstrip("/"))
-                segments.append(made)
-                self.say(f"round {number}: segment {made}")
+        self.record(None, [])
         if stopped is not None:
             return stopped, "unreachable"
         return EXIT_OK, None
@@ -679,6 +700,13 @@ def parse_args(argv):
     inj.add_argument("--inject-flags", default="", help="extra inject flags (one shell-quoted string)")
     rnd = sub.add_parser("round", parents=[common], help="crawl rounds as Spark jobs")
     rnd.add_argument("--rounds", type=int, default=1, help="rounds to run (default 1)")
+    rnd.add_argument(
+        "--progress",
+        help="the file where trawl keeps the round's progress between its steps (`trawl plan "
+        "done`); a driver restarted with the same file finishes the lost driver's round "
+        "(default: spark-round-<hash of --crawl-dir>.json under $XDG_STATE_HOME/trawl, "
+        "else ~/.local/state/trawl)",
+    )
     rnd.add_argument("--top-n", type=int, help="generate --top-n")
     rnd.add_argument(
         "--fetch-time-limit",

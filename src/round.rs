@@ -108,6 +108,14 @@ impl Step {
             .map(|(code, _)| *code)
     }
 
+    /// What exit code `code` of this step means for the round, if it is an outcome.
+    pub fn outcome_of(&self, code: u8) -> Option<Outcome> {
+        self.outcomes
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, o)| *o)
+    }
+
     /// The step as one line of `trawl plan steps` (for scripts; docs/cluster.md, "The
     /// plan"): tab-separated, its stage, how it uses the round's segment (`none`,
     /// `makes`, `takes`), whether it runs after fetch reached no server (`yes`,
@@ -419,14 +427,6 @@ mod tests {
         assert_eq!(PAGERANK.line(), "pagerank\tnone\tno\t-\t-\t4");
     }
 
-    /// The outcome exit code `code` of `step` means, if any.
-    fn outcome(step: &Step, code: u8) -> Option<Outcome> {
-        step.outcomes
-            .iter()
-            .find(|(c, _)| *c == code)
-            .map(|(_, o)| *o)
-    }
-
     #[test]
     fn every_step_is_a_command_and_ends_with_a_commit_or_runs_whole() {
         for s in std::iter::once(&INJECT).chain(ROUND) {
@@ -481,8 +481,8 @@ mod tests {
         let names: Vec<&str> = steps(lean).iter().map(|s| s.stage).collect();
         assert!(!names.contains(&"dedup") && !names.contains(&"index"));
         assert_eq!(names.last(), Some(&"warc"));
-        assert_eq!(outcome(&GENERATE, 3), Some(Outcome::NothingDue));
-        assert_eq!(outcome(&FETCH, 5), Some(Outcome::Unreachable));
-        assert_eq!(outcome(&FETCH, 0), None);
+        assert_eq!(GENERATE.outcome_of(3), Some(Outcome::NothingDue));
+        assert_eq!(FETCH.outcome_of(5), Some(Outcome::Unreachable));
+        assert_eq!(FETCH.outcome_of(0), None);
     }
 }

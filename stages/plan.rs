@@ -21,8 +21,10 @@ else crawl.partitions). \
 `plan next` prints the one step to run now, read off the crawl directory and the round's \
 progress (--segment, --done, --unreachable): the decision `crawl` follows between two steps, \
 pending segments first; cluster/trawl_spark.py asks it before every step and runs what it \
-says on Spark (with --tsv, as one plain line for a shell script: scripts/round.sh). The format \
-is docs/cluster.md's \"The plan\". `plan steps` prints the round's steps as plain lines, \
+says on Spark (with --tsv, as one plain line for a shell script: scripts/round.sh); with \
+--progress FILE the progress is read from FILE, where `plan done` records each step's end \
+(--done STAGE --exit CODE, --round-over). The format is docs/cluster.md's \"The plan\". \
+`plan steps` prints the round's steps as plain lines, \
 without reading the crawl directory."
 )]
 struct Args {
@@ -50,6 +52,17 @@ struct Args {
     /// With `next`: fetch reached no server in the round in progress (exit code 5).
     #[arg(long)]
     unreachable: bool,
+    /// With `next`: the round's progress kept in FILE (written by `plan done`) instead
+    /// of --segment, --done and --unreachable; with `done`: the file to record into.
+    #[arg(long, value_name = "FILE", conflicts_with = "unreachable")]
+    progress: Option<std::path::PathBuf>,
+    /// With `done`: the exit code the stage given by --done ended with.
+    #[arg(long = "exit", value_name = "CODE", requires = "progress")]
+    exit_code: Option<u8>,
+    /// With `done`: the round is over (`plan next` answered none, or a step's outcome
+    /// ended it): the progress file is removed, so the next round starts afresh.
+    #[arg(long, requires = "progress", conflicts_with_all = ["exit_code", "done", "segments"])]
+    round_over: bool,
     /// With `next`: print the step as one tab-separated line for a shell script (the
     /// columns of `plan steps`, then the segment's name or -), nothing when the round
     /// is over (scripts/round.sh).
@@ -67,9 +80,26 @@ enum What {
     /// Reads no crawl directory.
     Steps,
     /// The round's next step, from the crawl directory (the segments still to fetch,
-    /// parse, apply or invert) and the round's progress (--segment, --done,
-    /// --unreachable): the step `crawl` would run now, or none when the round is over.
+    /// parse, apply or invert) and the round's progress (--progress FILE, or --segment,
+    /// --done, --unreachable): the step `crawl` would run now, or none when the round
+    /// is over.
     Next,
+    /// Records in the progress file (--progress FILE) that a step ended: --done STAGE
+    /// --exit CODE (--segment NAME: the segment it ran on, or those generate made);
+    /// prints what the code means for the round (its outcome). --round-over removes
+    /// the file.
+    Done,
+}
+
+/// The document `plan done` prints.
+#[derive(Debug, serde::Serialize)]
+struct DonePlan {
+    /// The format's version (docs/cluster.md).
+    plan_version: u32,
+    /// What the step's exit code means for the round: `nothing_due` (the round does
+    /// not happen, the rounds end), `unreachable` (only the steps that record the
+    /// failures follow, then the rounds end), or `null`.
+    outcome: Option<round::Outcome>,
 }
 
 /// The document `plan next` prints.
@@ -83,6 +113,9 @@ struct NextPlan {
     object_store: bool,
     /// The step to run now, `null` when the round is over.
     next: Option<NextStep>,
+    /// Fetch reached no server in the round in progress (its progress says so): only
+    /// the steps that record the failures run, then the rounds end.
+    unreachable: bool,
 }
 
 /// A step `plan next` gives.
@@ -134,6 +167,9 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         trawl::cli::summary("plan", started, &format!("round of {} steps", steps.len()));
         return Ok(());
     }
+    if let What::Done = args.what {
+        return done(&args, started);
+    }
     // On an object store only the crawl's small files are pulled (no part data).
     let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
     let object_store = ctx.is_remote();
@@ -142,11 +178,23 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     opts.pagerank_whole_graph = pc.hits || pc.hostrank;
     let (crawldb, meta) = trawl::crawldb::meta_or_new(&ctx.crawl_dir(), ctx.config())?;
     if let What::Next = args.what {
-        let progress = Progress {
-            segments: args.segments,
-            done: args.done,
-            unreachable: args.unreachable,
+        let progress = match &args.progress {
+            Some(file) => {
+                if !args.segments.is_empty() || !args.done.is_empty() {
+                    anyhow::bail!(
+                        "--progress {}: the round's progress is read from the file; leave out --segment and --done",
+                        file.display()
+                    );
+                }
+                Progress::load(file, &ctx.crawl_dir())?
+            }
+            None => Progress {
+                segments: args.segments,
+                done: args.done,
+                unreachable: args.unreachable,
+            },
         };
+        let unreachable = progress.unreachable;
         let next = match trawl::driver::next::next(&ctx.crawl_dir(), opts, &progress)? {
             Next::Run { step, segment } => Some(NextStep { step, segment }),
             Next::RoundDone => None,
@@ -171,6 +219,7 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
                 partitions: meta.partitions,
                 object_store,
                 next,
+                unreachable,
             };
             println!("{}", serde_json::to_string_pretty(&plan)?);
         }
@@ -200,6 +249,59 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         } else {
             " (no crawldb yet: crawl.partitions)"
         }
+    );
+    trawl::cli::summary("plan", started, &line);
+    Ok(())
+}
+
+/// `plan done`: records a step's end in the progress file, or removes the file when
+/// the round is over. Reads no crawl directory beyond the step's segments.
+fn done(args: &Args, started: std::time::Instant) -> anyhow::Result<()> {
+    let Some(file) = &args.progress else {
+        anyhow::bail!("plan done: give the progress file (--progress FILE) it records into");
+    };
+    if args.round_over {
+        match std::fs::remove_file(file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!(
+                "{}: cannot remove the round's progress: {e}",
+                file.display()
+            ),
+        }
+        println!(
+            "{}",
+            serde_json::to_string(&DonePlan {
+                plan_version: 1,
+                outcome: None
+            })?
+        );
+        trawl::cli::summary("plan", started, "done: the round is over");
+        return Ok(());
+    }
+    let (Some(code), [stage]) = (args.exit_code, args.done.as_slice()) else {
+        anyhow::bail!(
+            "plan done --progress {}: give the step that ended as --done STAGE --exit CODE (one stage)",
+            file.display()
+        );
+    };
+    let Some(step) = round::step(stage) else {
+        anyhow::bail!("--done {stage}: not a step of the round (trawl plan steps lists them)");
+    };
+    let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
+    let mut progress = Progress::load(file, &ctx.crawl_dir())?;
+    let outcome = progress.record(&step, &args.segments, code)?;
+    progress.save(file)?;
+    println!(
+        "{}",
+        serde_json::to_string(&DonePlan {
+            plan_version: 1,
+            outcome
+        })?
+    );
+    let line = format!(
+        "done: {stage} (exit code {code}){}",
+        outcome.map_or(String::new(), |o| format!(", outcome {o:?}"))
     );
     trawl::cli::summary("plan", started, &line);
     Ok(())

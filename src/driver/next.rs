@@ -4,18 +4,22 @@
 //! It is read off the crawl directory (which segments still need fetch, parse,
 //! updatedb or linkdb) and the round's [`Progress`] (its segments, the steps over the
 //! whole crawl it has done, whether fetch reached no server), which the driver keeps:
-//! `crawl` in its journal, the Spark driver in memory. A driver that lost its progress
-//! (killed, restarted elsewhere) asks with none: the pending segments are finished
-//! first, then the round's steps over the whole crawl run, as `crawl` does on a rerun.
+//! `crawl` in its journal, the Spark driver in a file that `trawl plan done` writes
+//! after each step and `trawl plan next --progress` reads ([`Progress::record`]), so a
+//! driver restarted with the same file goes on where the lost one stopped. A driver
+//! that lost its progress (restarted elsewhere) asks with none: the pending segments
+//! are finished first, then the round's steps over the whole crawl run, as `crawl`
+//! does on a rerun.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::round::{self, RoundOpts, SegmentUse, Step};
+use crate::error::{Error, Result};
+use crate::round::{self, Outcome, RoundOpts, SegmentUse, Step};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
+use crate::store::parquet::{read_json, write_json};
 
 /// What the round in progress has done (kept by the driver, handed to [`next`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +34,74 @@ pub struct Progress {
     /// Fetch reached no server in this round: only the steps that record the failures
     /// follow (`after_unreachable`), then the round ends.
     pub unreachable: bool,
+}
+
+impl Progress {
+    /// The progress a driver keeps in `path` between its steps (`trawl plan next
+    /// --progress`, written by `trawl plan done`): none yet when the file is absent.
+    /// A progress naming a segment the crawl at `dir` does not hold (left by a driver
+    /// of another crawl at the same path, or of segments merged since) is stale: it is
+    /// set aside with a warning, and the round starts from the crawl directory alone.
+    pub fn load(path: &Path, dir: &CrawlDir) -> Result<Progress> {
+        if !path.exists() {
+            return Ok(Progress::default());
+        }
+        let p: Progress = read_json(path).map_err(|e| {
+            Error::input(
+                format!("--progress {}", path.display()),
+                format!("the round's progress cannot be read ({e}): remove the file; the round then goes on from what the crawl directory holds"),
+            )
+        })?;
+        let segments = dir.segments_dir();
+        if let Some(gone) = p.segments.iter().find(|s| !segments.join(s).is_dir()) {
+            tracing::warn!(
+                "{}: names segment {gone}, which {} does not hold: the progress is set aside and the round goes on from the crawl directory",
+                path.display(),
+                dir.root().display()
+            );
+            return Ok(Progress::default());
+        }
+        Ok(p)
+    }
+
+    /// Writes the progress to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_json(path, self)
+    }
+
+    /// Records that `step` ran (on the round's `segments`, or made them) and ended
+    /// with exit code `code`, and returns what the code means for the round: a code
+    /// that is not one of the step's ok codes is refused (the step failed: nothing is
+    /// recorded, and a rerun runs it again).
+    pub fn record(
+        &mut self,
+        step: &Step,
+        segments: &[String],
+        code: u8,
+    ) -> Result<Option<Outcome>> {
+        if !step.ok.contains(&code) {
+            return Err(Error::input(
+                format!("--exit {code}"),
+                format!(
+                    "is not an exit code of a {} that did its work (those are {:?}): a failed step is not recorded; run it again",
+                    step.stage, step.ok
+                ),
+            ));
+        }
+        for s in segments {
+            if !self.segments.contains(s) {
+                self.segments.push(s.clone());
+            }
+        }
+        if !self.done.iter().any(|d| d == step.stage) {
+            self.done.push(step.stage.to_string());
+        }
+        let outcome = step.outcome_of(code);
+        if outcome == Some(Outcome::Unreachable) {
+            self.unreachable = true;
+        }
+        Ok(outcome)
+    }
 }
 
 /// The answer of [`next`].
@@ -246,6 +318,56 @@ mod tests {
             .map(|s| s.stage)
             .collect();
         assert_eq!(closing, ["warc"]);
+    }
+
+    /// What `trawl plan done` records: the segments, the stage, fetch's "no server
+    /// reached"; a failed step is refused; a progress naming a segment the crawl does
+    /// not hold is set aside.
+    #[test]
+    fn progress_records_steps_and_outcomes_and_sets_a_stale_one_aside() {
+        let steps = round::steps(RoundOpts::default());
+        let step = |name: &str| *steps.iter().find(|s| s.stage == name).unwrap();
+        let mut p = Progress::default();
+        assert_eq!(
+            p.record(&step("generate"), &["s1".into()], 0).unwrap(),
+            None
+        );
+        assert_eq!(
+            p.record(
+                &step("fetch"),
+                &["s1".into()],
+                crate::cli::exit::UNREACHABLE
+            )
+            .unwrap(),
+            Some(Outcome::Unreachable)
+        );
+        assert!(p.record(&step("parse"), &["s1".into()], 1).is_err());
+        assert_eq!(p.segments, ["s1"]);
+        assert_eq!(p.done, ["generate", "fetch"]);
+        assert!(p.unreachable);
+        let mut q = Progress::default();
+        assert_eq!(
+            q.record(&step("generate"), &[], crate::cli::exit::NOTHING_DUE)
+                .unwrap(),
+            Some(Outcome::NothingDue)
+        );
+
+        let root = std::env::temp_dir().join(format!("trawl-progress-{}", std::process::id()));
+        let dir = CrawlDir::new(&root);
+        std::fs::create_dir_all(dir.segments_dir().join("s1")).unwrap();
+        let file = root.join("progress.json");
+        assert_eq!(Progress::load(&file, &dir).unwrap(), Progress::default());
+        p.save(&file).unwrap();
+        assert_eq!(Progress::load(&file, &dir).unwrap(), p);
+        std::fs::remove_dir_all(dir.segments_dir().join("s1")).unwrap();
+        assert_eq!(Progress::load(&file, &dir).unwrap(), Progress::default());
+        std::fs::write(&file, "not json").unwrap();
+        let e = Progress::load(&file, &dir).unwrap_err().to_string();
+        assert!(
+            e.contains("--progress") && e.contains("remove the file"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

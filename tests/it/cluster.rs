@@ -143,6 +143,9 @@ impl Cluster {
             .env("SPARK_CONF_DIR", repo().join("cluster/conf"))
             .env("PYSPARK_PYTHON", &self.python)
             .env("RUST_LOG", "warn")
+            // The driver's own state (its default progress file) stays in the test's
+            // directory.
+            .env("XDG_STATE_HOME", config.with_file_name("driver-state"))
             .env_remove("TRAWL_CONFIG")
             .env_remove("TRAWL_CRAWL_DIR")
             .output()
@@ -928,6 +931,75 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
         dir.crawldb_meta().unwrap().is_applied(&name)
     });
     assert!(applied, "the resumed round applied {name}");
+
+    // A Spark driver lost after its round's pagerank: the steps it ran (here by hand)
+    // are in its progress file (`trawl plan done`, as the driver records them). A
+    // driver started with the same file runs the rest of that round (sitemap, hostdb,
+    // index), not a new one, and removes the file when the round is over.
+    let progress = dir.join("state").join("spark-round.json");
+    std::fs::create_dir_all(progress.parent().unwrap()).unwrap();
+    let progress_arg = progress.to_str().unwrap();
+    let out = by_hand("generate", &[]);
+    let name = Path::new(out.trim().lines().last().unwrap())
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let record = |stage: &str, segment: Option<&str>| {
+        let mut args = vec![
+            "done",
+            "--progress",
+            progress_arg,
+            "--done",
+            stage,
+            "--exit",
+            "0",
+        ];
+        if let Some(s) = segment {
+            args.extend(["--segment", s]);
+        }
+        let out = by_hand("plan", &args);
+        assert!(out.contains("\"outcome\":null"), "plan done {stage}: {out}");
+    };
+    record("generate", Some(&name));
+    for stage in ["fetch", "parse", "updatedb", "linkdb"] {
+        by_hand(stage, &[&name]);
+        record(stage, Some(&name));
+    }
+    by_hand("dedup", &[]);
+    record("dedup", None);
+    by_hand("pagerank", &["--set", "pagerank.max_iterations=3"]);
+    record("pagerank", None);
+    let out = cluster.submit_env(
+        crawl,
+        &config,
+        &["round", "--rounds", "1", "--progress", progress_arg],
+        Some(&moto),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the round of a lost driver failed:\n{stdout}"
+    );
+    for step in ["sitemap", "hostdb", "index"] {
+        assert!(
+            stdout.contains(&format!("\n{step}: job ")),
+            "{step}, not run by the lost driver, ran:\n{stdout}"
+        );
+    }
+    for step in [
+        "generate", "fetch", "parse", "updatedb", "linkdb", "dedup", "pagerank",
+    ] {
+        assert!(
+            !stdout.contains(&format!("\n{step}: job ")),
+            "{step}, run by the lost driver, did not run again:\n{stdout}"
+        );
+    }
+    assert!(
+        !progress.exists(),
+        "the round is over: its progress file is gone"
+    );
     drop(cluster);
     web.stop();
 }
