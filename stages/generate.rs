@@ -90,11 +90,8 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         Pass::Select => GeneratePass::Select,
     });
     if let (true, Some(job)) = (args.cutoff, &args.task.job) {
-        let (lists, urls) = generate::run_cutoff(&ctx, &opts, job)?;
-        ctx.finish_line(
-            "generate --cutoff",
-            &format!("{lists} fetch list(s) with {urls} urls chosen"),
-        )?;
+        let report = generate::run_cutoff(&ctx, &opts, job)?;
+        ctx.finish_line("generate --cutoff", &report.to_string())?;
         return Ok(());
     }
     let report = generate::run(&ctx, &opts)?;

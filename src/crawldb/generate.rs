@@ -518,10 +518,34 @@ impl Partitioned for Generate<'_> {
     }
 }
 
+/// What the cut-off of a generate job did (its summary line).
+#[derive(Debug, Clone, Default)]
+pub struct CutoffReport {
+    /// Fetch lists chosen.
+    pub lists: usize,
+    /// URLs in them.
+    pub urls: u64,
+    /// Blocks of candidates read (none with a per-domain cap: every candidate is).
+    pub blocks: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The object-store requests they took (ranged GETs).
+    pub requests: u64,
+}
+
+impl fmt::Display for CutoffReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} fetch list(s) with {} urls chosen; {} blocks of candidates read ({} bytes, {} ranged GETs)",
+            self.lists, self.urls, self.blocks, self.bytes, self.requests
+        )
+    }
+}
+
 /// The cut-off of a generate job (`generate --job J --cutoff`): reads the chosen
 /// histogram attempts, makes the selection and writes it as the job's cut-off file.
-/// Returns the number of fetch lists and of URLs selected.
-pub fn run_cutoff(ctx: &StageCtx, opts: &GenerateOpts, job: &str) -> Result<(usize, u64)> {
+pub fn run_cutoff(ctx: &StageCtx, opts: &GenerateOpts, job: &str) -> Result<CutoffReport> {
     let dir = ctx.open_existing()?;
     let n = dir.crawldb_meta()?.partitions;
     let job = crate::store::jobs::Job::open(dir.root(), job)?;
@@ -531,13 +555,14 @@ pub fn run_cutoff(ctx: &StageCtx, opts: &GenerateOpts, job: &str) -> Result<(usi
         .iter()
         .map(|a| Ok((a.path().to_path_buf(), a.report()?)))
         .collect::<Result<Vec<_>>>()?;
-    let cut = cutoff(ctx, opts, &attempts)?;
+    let (cut, mut report) = cutoff(ctx, opts, &attempts)?;
     let per_list = cut.selection.urls();
-    let urls = per_list.iter().sum();
+    report.lists = per_list.len();
+    report.urls = per_list.iter().sum();
     let bytes = serde_json::to_vec(&cut)
         .map_err(|e| Error::crawl_dir(job.dir(), format!("cannot encode the cut-off: {e}")))?;
     parquet::write_atomic(&job.file(CUTOFF_FILE), &bytes)?;
-    Ok((per_list.len(), urls))
+    Ok(report)
 }
 
 /// The cut-off of `job`.
@@ -695,14 +720,19 @@ fn histogram_task(
     let rules = rules(&dir, cfg, opts)?;
     let (pending, names) = pending_urls(&dir, &meta, parts, opts.now, cfg.generate.gen_delay)?;
     std::fs::create_dir_all(out).at(out)?;
+    let by_rows = select::needs_rows(&rules);
     let ranked = parts
         .par_iter()
         .map(|&i| {
             super::interrupted("generate")?;
             let r = run_partition(&dir, i, &rules, &pending[i])?;
-            let bytes = bincode::serde::encode_to_vec(&r, bincode::config::standard())
-                .map_err(|e| Error::crawl_dir(out, format!("cannot encode candidates: {e}")))?;
-            parquet::write_atomic(&ranked_file(out, i), &bytes)?;
+            if by_rows {
+                let bytes = bincode::serde::encode_to_vec(&r, bincode::config::standard())
+                    .map_err(|e| Error::crawl_dir(out, format!("cannot encode candidates: {e}")))?;
+                parquet::write_atomic(&ranked_file(out, i), &bytes)?;
+            } else {
+                super::cutoff::write(out, i, &r.cands)?;
+            }
             Ok((r.scanned, r.due, r.pending))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -742,7 +772,7 @@ fn cutoff(
     ctx: &StageCtx,
     opts: &GenerateOpts,
     attempts: &[(PathBuf, HistogramReport)],
-) -> Result<Cutoff> {
+) -> Result<(Cutoff, CutoffReport)> {
     let cfg = ctx.config();
     let dir = ctx.open_existing()?;
     let meta = dir.crawldb_meta()?;
@@ -754,7 +784,12 @@ fn cutoff(
         generated_time: opts.now,
         ..Cutoff::default()
     };
+    let rules = rules(&dir, cfg, opts)?;
+    let by_rows = select::needs_rows(&rules);
+    // With a per-domain cap every partition's candidates are read; without, their
+    // summaries only (the candidates' blocks as the cut needs them: `cutoff`).
     let mut parts: Vec<Option<select::Ranked>> = (0..n).map(|_| None).collect();
+    let mut dirs: Vec<Option<PathBuf>> = vec![None; n];
     let mut sources: Vec<String> = vec![String::new(); n];
     let mut pending: std::collections::BTreeSet<String> = Default::default();
     for (path, r) in attempts {
@@ -773,40 +808,54 @@ fn cutoff(
         };
         let source = format!("{}/{}", name(path.parent()), name(Some(path)));
         for &i in &r.partitions {
-            let ranked = read_ranked(&ranked_file(path, i))?;
-            match parts.get_mut(i) {
+            match dirs.get_mut(i) {
                 Some(slot @ None) => {
-                    *slot = Some(ranked);
+                    *slot = Some(path.clone());
                     sources[i] = source.clone();
                 }
                 _ => {
-                    return Err(Error::crawl_dir(
-                        ranked_file(path, i),
-                        format!("internal: partition {i} given twice or out of range"),
-                    ));
+                    return Err(Error::Internal {
+                        message: format!(
+                            "generate's cut-off: partition {i} given twice or out of range by {}",
+                            path.display()
+                        ),
+                    });
                 }
+            }
+            if by_rows {
+                parts[i] = Some(read_ranked(&ranked_file(path, i))?);
             }
         }
     }
     c.pending_segments = pending.into_iter().collect();
-    let mut ranked = Vec::with_capacity(n);
-    for (i, p) in parts.into_iter().enumerate() {
-        ranked.push(p.ok_or_else(|| {
-            Error::crawl_dir(
-                dir.crawldb(),
-                format!("no histogram task covered partition {i}"),
-            )
-        })?);
-    }
-    let rules = rules(&dir, cfg, opts)?;
+    let dirs = dirs
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.ok_or_else(|| {
+                Error::crawl_dir(
+                    dir.crawldb(),
+                    format!("no histogram task covered partition {i}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let paths: Vec<PathBuf> = (0..n).map(|i| current_part(&dir, i)).collect();
-    c.selection = if select::needs_rows(&rules) {
+    let mut report = CutoffReport::default();
+    c.selection = if by_rows {
+        let ranked: Vec<select::Ranked> =
+            parts.into_iter().map(Option::unwrap_or_default).collect();
         Selection::Rows(select::choose(&paths, &ranked, &rules, opts.top_n)?)
     } else {
-        Selection::Prefixes {
-            ranges: select::choose_prefixes(&paths, &ranked, &rules, opts.top_n)?,
-            sources,
-        }
+        let mut blocks = super::cutoff::Blocks::open(&dirs)?;
+        let ranges = super::cutoff::choose_prefixes(&paths, &mut blocks, rules.limit, opts.top_n)?;
+        report = CutoffReport {
+            blocks: blocks.reads,
+            bytes: blocks.bytes,
+            requests: blocks.requests,
+            ..CutoffReport::default()
+        };
+        Selection::Prefixes { ranges, sources }
     };
     let lists = c.selection.urls().len();
     let mut t = opts.now;
@@ -817,7 +866,7 @@ fn cutoff(
         }
         t += 1000;
     }
-    Ok(c)
+    Ok((c, report))
 }
 
 /// Reads a partition's pass-1 candidates (`ranked-NNNNN.bin` of a histogram attempt).
@@ -871,28 +920,19 @@ fn select_task(
                         format!("the cut-off names no histogram attempt of partition {i}"),
                     )
                 })?;
-                let file = ranked_file(&histogram.join(source), i);
-                let rerun = |why: String| {
-                    Error::crawl_dir(
-                        &file,
-                        format!(
-                            "{why}: the cut-off does not match the job's histogram attempts; rerun the job's cut-off (`generate --job ID --cutoff`), then its select tasks"
-                        ),
-                    )
-                };
-                let ranked = read_ranked(&file).map_err(|e| {
-                    rerun(format!(
-                        "the candidates of partition {i} cannot be read ({e})"
-                    ))
-                })?;
+                let attempt = histogram.join(source);
+                let mut blocks =
+                    super::cutoff::Blocks::open_one(&attempt, i).map_err(|e| {
+                        Error::crawl_dir(
+                            &attempt,
+                            format!(
+                                "the candidates of partition {i} cannot be read ({e}): the cut-off does not match the job's histogram attempts; rerun the job's cut-off (`generate --job ID --cutoff`), then its select tasks"
+                            ),
+                        )
+                    })?;
                 for (list, range) in lists.iter_mut().zip(ranges) {
                     let (from, to) = range.get(i).copied().unwrap_or_default();
-                    list[i] = select::rows_of(&ranked, from, to).ok_or_else(|| {
-                        rerun(format!(
-                            "partition {i} has {} candidates, the cut-off takes {from}..{to}",
-                            ranked.cands.len()
-                        ))
-                    })?;
+                    list[i] = blocks.cands(0, from, to)?.iter().map(|c| c.row).collect();
                 }
             }
             std::borrow::Cow::Owned(lists)

@@ -7,6 +7,7 @@
 //! installs it as a [`VersionedDataset`](crate::store::versioned::VersionedDataset);
 //! see [`write_version`].
 
+pub mod cutoff;
 pub mod generate;
 pub mod inject;
 pub mod merge;

@@ -609,19 +609,34 @@ pub fn choose_prefixes(
     per_list: usize,
 ) -> Result<Vec<Vec<(usize, usize)>>> {
     let total: usize = parts.iter().map(|r| r.cands.len()).sum();
-    let end = total.min(rules.limit);
+    let cuts = list_cuts(total, rules.limit, per_list);
+    Ok(prefix_ranges(
+        top_prefixes(paths, &mut InMemory(parts), &cuts)?,
+        parts.len(),
+    ))
+}
+
+/// Where the fetch lists end in the global order of `total` candidates: every
+/// `per_list`, up to `limit`.
+pub fn list_cuts(total: usize, limit: usize, per_list: usize) -> Vec<usize> {
+    let end = total.min(limit);
     let per_list = per_list.max(1);
-    let cuts: Vec<usize> = (1..)
+    (1..)
         .map(|j| (j * per_list).min(end))
         .take(end.div_ceil(per_list))
-        .collect();
+        .collect()
+}
+
+/// The fetch lists' ranges `ranges[list][part]` from each cut's prefixes
+/// (`prefixes[cut][part]`: how many of the part's candidates the cut takes).
+pub fn prefix_ranges(prefixes: Vec<Vec<usize>>, parts: usize) -> Vec<Vec<(usize, usize)>> {
     let mut lists = Vec::new();
-    let mut from = vec![0usize; parts.len()];
-    for to in top_prefixes(paths, parts, &cuts)? {
+    let mut from = vec![0usize; parts];
+    for to in prefixes {
         lists.push(from.iter().copied().zip(to.iter().copied()).collect());
         from = to;
     }
-    Ok(lists)
+    lists
 }
 
 /// The rows of `r`'s candidates `from..to` (a range [`choose_prefixes`] gave);
@@ -713,14 +728,70 @@ fn kth_score(parts: &[Ranked], m: usize) -> f64 {
     }
 }
 
+/// The sorted candidates of every part (each sorted by [`better`]) as the cut of the
+/// fetch lists reads them: in memory ([`InMemory`], one-process generate) or a block
+/// at a time from the files of a generate job's histogram tasks
+/// ([`super::cutoff::Blocks`], its cut-off). [`top_prefixes`] works on either, so
+/// both cut the same lists.
+pub(super) trait Runs {
+    /// Each part's candidate count.
+    fn lens(&self) -> Vec<usize>;
+    /// The score of the `m`-th best candidate of all parts (`1 <= m <=` their count).
+    fn kth(&mut self, m: usize) -> Result<f64>;
+    /// Per part, how many of its candidates score above `t` (with `or_equal`: at or
+    /// above it).
+    fn above(&mut self, t: f64, or_equal: bool) -> Result<Vec<usize>>;
+    /// The rows of part `p`'s candidates `from..to`.
+    fn rows(&mut self, p: usize, from: usize, to: usize) -> Result<Vec<u32>>;
+}
+
+/// The parts' candidates in memory.
+pub(super) struct InMemory<'a>(pub &'a [Ranked]);
+
+impl Runs for InMemory<'_> {
+    fn lens(&self) -> Vec<usize> {
+        self.0.iter().map(|r| r.cands.len()).collect()
+    }
+
+    fn kth(&mut self, m: usize) -> Result<f64> {
+        Ok(kth_score(self.0, m))
+    }
+
+    fn above(&mut self, t: f64, or_equal: bool) -> Result<Vec<usize>> {
+        Ok(self
+            .0
+            .iter()
+            .map(|r| r.cands.partition_point(|c| outranks(c.score, t, or_equal)))
+            .collect())
+    }
+
+    fn rows(&mut self, p: usize, from: usize, to: usize) -> Result<Vec<u32>> {
+        Ok(rows_of(&self.0[p], from, to).unwrap_or_default())
+    }
+}
+
+/// Whether `score` is above `t` (with `or_equal`: at or above), in the total order
+/// of [`better`].
+pub(super) fn outranks(score: f64, t: f64, or_equal: bool) -> bool {
+    match score.total_cmp(&t) {
+        Ordering::Greater => true,
+        Ordering::Equal => or_equal,
+        Ordering::Less => false,
+    }
+}
+
 /// For each cut `m` of `cuts` (ascending): how many of each part's candidates
 /// (sorted by [`better`]) the best `m` of all parts take (by score descending, then
 /// URL ascending). Everything scored above the `m`-th best score is in; of the
 /// candidates tied at it, the parts' tie runs (each in URL order) are merged by URL,
 /// streaming only their URLs from the part files (`paths`), until `m` are taken.
 /// Cuts that fall in the same tie share one merge.
-fn top_prefixes(paths: &[PathBuf], parts: &[Ranked], cuts: &[usize]) -> Result<Vec<Vec<usize>>> {
-    let lens: Vec<usize> = parts.iter().map(|r| r.cands.len()).collect();
+pub(super) fn top_prefixes<R: Runs>(
+    paths: &[PathBuf],
+    runs: &mut R,
+    cuts: &[usize],
+) -> Result<Vec<Vec<usize>>> {
+    let lens = runs.lens();
     let total: usize = lens.iter().sum();
     let mut out = Vec::with_capacity(cuts.len());
     let mut i = 0usize;
@@ -728,47 +799,36 @@ fn top_prefixes(paths: &[PathBuf], parts: &[Ranked], cuts: &[usize]) -> Result<V
         let m = cuts[i];
         if m >= total || m == 0 {
             out.push(if m == 0 {
-                vec![0; parts.len()]
+                vec![0; lens.len()]
             } else {
                 lens.clone()
             });
             i += 1;
             continue;
         }
-        let t = kth_score(parts, m);
+        let t = runs.kth(m)?;
         let mut stops = vec![m];
         i += 1;
         while i < cuts.len()
             && cuts[i] < total
-            && kth_score(parts, cuts[i]).total_cmp(&t) == Ordering::Equal
+            && runs.kth(cuts[i])?.total_cmp(&t) == Ordering::Equal
         {
             stops.push(cuts[i]);
             i += 1;
         }
-        let above: Vec<usize> = parts
-            .iter()
-            .map(|r| {
-                r.cands
-                    .partition_point(|c| c.score.total_cmp(&t) == Ordering::Greater)
-            })
-            .collect();
+        let above = runs.above(t, false)?;
+        let through = runs.above(t, true)?;
         let base: usize = above.iter().sum();
         let needed: Vec<usize> = stops.iter().map(|m| m - base).collect();
         let most = needed.last().copied().unwrap_or(0);
         // Each part's tie run at `t` (rows ascending = URLs ascending), at most `most`.
-        let ties: Vec<(usize, Vec<u32>)> = parts
-            .iter()
-            .enumerate()
-            .filter_map(|(p, r)| {
-                let run: Vec<u32> = r.cands[above[p]..]
-                    .iter()
-                    .take_while(|c| c.score.total_cmp(&t) == Ordering::Equal)
-                    .take(most)
-                    .map(|c| c.row)
-                    .collect();
-                (!run.is_empty()).then_some((p, run))
-            })
-            .collect();
+        let mut ties: Vec<(usize, Vec<u32>)> = Vec::new();
+        for p in 0..lens.len() {
+            let run = (through[p] - above[p]).min(most);
+            if run > 0 {
+                ties.push((p, runs.rows(p, above[p], above[p] + run)?));
+            }
+        }
         for taken in merge_ties(paths, &ties, &needed)? {
             let mut to = above.clone();
             for (j, (p, _)) in ties.iter().enumerate() {
@@ -780,12 +840,20 @@ fn top_prefixes(paths: &[PathBuf], parts: &[Ranked], cuts: &[usize]) -> Result<V
     Ok(out)
 }
 
-/// URLs read at a time per part when merging tie runs.
+/// URLs read at a time per part when merging tie runs: at most this many.
 const MERGE_BATCH: usize = 8 * 1024;
+
+/// URLs the merge of tie runs holds in all, at most (about 16 MB), whatever the number
+/// of runs: a run's batch is `MERGE_HELD / runs` URLs, at least [`MERGE_MIN`].
+const MERGE_HELD: usize = 256 * 1024;
+
+/// URLs read at a time per part when merging tie runs: at least this many.
+const MERGE_MIN: usize = 256;
 
 /// Merges the tie runs `ties` (`(part, rows ascending)`) by URL; for each stop of
 /// `stops` (ascending), how many of the first `stop` URLs each run gives. Holds one
-/// batch of URLs per run.
+/// batch of URLs per run (smaller the more runs there are), and no reader between
+/// batches: what it holds does not grow with the number of parts tied.
 fn merge_ties(
     paths: &[PathBuf],
     ties: &[(usize, Vec<u32>)],
@@ -797,7 +865,10 @@ fn merge_ties(
     }
     let mut cursors = ties
         .iter()
-        .map(|(p, rows)| UrlCursor::open(&paths[*p], rows))
+        .map(|(p, rows)| {
+            let batch = (MERGE_HELD / ties.len()).clamp(MERGE_MIN, MERGE_BATCH);
+            UrlCursor::open(&paths[*p], rows, batch)
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut heap: BinaryHeap<Reverse<(String, usize)>> = BinaryHeap::new();
     for (j, c) in cursors.iter_mut().enumerate() {
@@ -827,44 +898,45 @@ fn merge_ties(
     Ok(out)
 }
 
-/// Streams the URLs of some rows of a part, [`MERGE_BATCH`] at a time.
-struct UrlCursor {
-    path: PathBuf,
-    reader: ParquetRecordBatchReader,
-    batch: Option<StringArray>,
+/// Streams the URLs of some rows of a part, `batch` at a time, each batch read by a
+/// reader of its own (no reader, and none of its page buffers, is held between
+/// batches).
+struct UrlCursor<'a> {
+    path: &'a Path,
+    rows: &'a [u32],
+    /// The first row of `rows` not read yet.
+    next: usize,
+    /// Rows read a batch.
+    batch: usize,
+    urls: StringArray,
     at: usize,
 }
 
-impl UrlCursor {
-    fn open(path: &Path, rows: &[u32]) -> Result<Self> {
+impl<'a> UrlCursor<'a> {
+    fn open(path: &'a Path, rows: &'a [u32], batch: usize) -> Result<Self> {
         Ok(UrlCursor {
-            path: path.to_path_buf(),
-            reader: selected_reader(path, rows, Some("url"), MERGE_BATCH)?,
-            batch: None,
+            path,
+            rows,
+            next: 0,
+            batch,
+            urls: StringArray::from(Vec::<&str>::new()),
             at: 0,
         })
     }
 
     /// The next URL, `None` at the end.
     fn next_url(&mut self) -> Result<Option<String>> {
-        loop {
-            if let Some(b) = &self.batch
-                && self.at < b.len()
-            {
-                self.at += 1;
-                return Ok(Some(b.value(self.at - 1).to_string()));
-            }
-            let Some(next) = self.reader.next() else {
+        if self.at == self.urls.len() {
+            if self.next == self.rows.len() {
                 return Ok(None);
-            };
-            let next = next.map_err(|e| Error::arrow(self.path.display().to_string(), e))?;
-            let urls = next
-                .column(0)
-                .as_string_opt::<i32>()
-                .ok_or_else(|| bad_column(&self.path, "url"))?;
-            self.batch = Some(urls.clone());
+            }
+            let end = (self.next + self.batch).min(self.rows.len());
+            self.urls = read_urls(self.path, &self.rows[self.next..end])?;
+            self.next = end;
             self.at = 0;
         }
+        self.at += 1;
+        Ok(Some(self.urls.value(self.at - 1).to_string()))
     }
 }
 
@@ -877,7 +949,7 @@ fn selected_reader(
     column: Option<&str>,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = parquet::open_part(path)?;
     let mut builder =
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let total = builder.metadata().file_metadata().num_rows().max(0) as u64;

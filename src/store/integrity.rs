@@ -155,6 +155,61 @@ pub fn placeholder(path: &Path) -> Option<Remote> {
     remote_table().get(&identity(&md)).cloned()
 }
 
+/// Reads byte ranges `(object, offset, len)` of the objects placeholders stand for
+/// (installed by an object-store mirror when it opens: [`set_remote_ranges`]).
+pub type RemoteRanges = dyn Fn(&[(Remote, u64, usize)]) -> Result<Vec<Vec<u8>>> + Send + Sync;
+
+/// The reader of placeholders' objects this process has, if any.
+static RANGES: Mutex<Option<std::sync::Arc<RemoteRanges>>> = Mutex::new(None);
+
+/// Installs the reader of placeholders' objects (an object-store mirror's), so that
+/// [`read_ranges`] reads a placeholder from its object instead of its zeros.
+pub fn set_remote_ranges(f: std::sync::Arc<RemoteRanges>) {
+    match RANGES.lock() {
+        Ok(mut g) => *g = Some(f),
+        Err(p) => *p.into_inner() = Some(f),
+    }
+}
+
+/// Byte ranges `(path, offset, len)` of files, in order, and how many were read from
+/// an object store: a placeholder's from the object it stands for (by ranged GETs,
+/// many at once), any other file's from the file. What is read from an object is
+/// not checked against its blake3 (a range cannot be): a reader of ranges carries
+/// checksums of its own where it needs them.
+pub fn read_ranges(ranges: &[(PathBuf, u64, usize)]) -> Result<(Vec<Vec<u8>>, u64)> {
+    let mut out: Vec<Option<Vec<u8>>> = vec![None; ranges.len()];
+    let mut remote = Vec::new();
+    let mut at = Vec::new();
+    for (i, (path, offset, len)) in ranges.iter().enumerate() {
+        match placeholder(path) {
+            Some(r) => {
+                remote.push((r, *offset, *len));
+                at.push(i);
+            }
+            None => out[i] = Some(super::storage::LocalFs.read_at(path, *offset, *len)?),
+        }
+    }
+    let n = remote.len() as u64;
+    if !remote.is_empty() {
+        let reader = match RANGES.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        let Some(reader) = reader else {
+            return Err(Error::Internal {
+                message: format!(
+                    "{}: a placeholder of an object, and no object store to read it from",
+                    ranges[at[0]].0.display()
+                ),
+            });
+        };
+        for (i, bytes) in at.into_iter().zip(reader(&remote)?) {
+            out[i] = Some(bytes);
+        }
+    }
+    Ok((out.into_iter().map(Option::unwrap_or_default).collect(), n))
+}
+
 /// Size and blake3 (hex) of a file, read once in 1 MiB blocks (a placeholder's
 /// are those of its object, not read).
 pub fn hash_file(path: &Path) -> Result<(u64, String)> {

@@ -197,7 +197,10 @@ impl MirrorNeeds {
 /// The partition index of a part file's name (`part-00003.parquet`,
 /// `part-00003-p00000-00001.parquet`: 3).
 fn part_index(file: &str) -> Option<usize> {
-    if !integrity::is_part_name(file) {
+    // A dataset's Parquet part, or a partition's candidates in a generate job
+    // (`part-NNNNN.cands`, read by ranges at the cut-off: crawldb::cutoff).
+    let cands = file.starts_with("part-") && file.ends_with(".cands");
+    if !(integrity::is_part_name(file) || cands) {
         return None;
     }
     let digits: String = file
@@ -614,6 +617,39 @@ impl Remote {
         self.uri.error(format!(
             "{what} {key} failed: {e}; check the endpoint and credentials (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...) and rerun"
         ))
+    }
+
+    /// Byte ranges `(object, offset, len)` of objects of the store, in order, by
+    /// ranged GETs, up to 32 at a time (what a placeholder's reader asks:
+    /// [`integrity::read_ranges`]).
+    fn read_object_ranges(
+        &self,
+        ranges: &[(integrity::Remote, u64, usize)],
+    ) -> Result<Vec<Vec<u8>>> {
+        self.rt.block_on(async {
+            futures::stream::iter(ranges.iter().map(|(r, offset, len)| async move {
+                let key = self.key(&object_key(&r.blake3));
+                let range = *offset..*offset + *len as u64;
+                let bytes = self
+                    .store
+                    .get_range(&key, range)
+                    .await
+                    .map_err(|e| self.err("GET (range)", &key, e))?;
+                if bytes.len() != *len {
+                    return Err(Error::Integrity {
+                        path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+                        message: format!(
+                            "gave {} bytes at {offset}, {len} were asked: the object is shorter than its manifest says; rerun the tasks that wrote it",
+                            bytes.len()
+                        ),
+                    });
+                }
+                Ok(bytes.to_vec())
+            }))
+            .buffered(32)
+            .try_collect::<Vec<_>>()
+            .await
+        })
     }
 
     /// The bytes at `key`, `None` when absent.
@@ -1058,6 +1094,14 @@ impl Mirror {
                 ..MirrorState::default()
             };
         }
+        // Placeholders read by ranges (integrity::read_ranges) come from the store.
+        let ranges = std::sync::Mutex::new(Remote::connect(uri)?);
+        integrity::set_remote_ranges(Arc::new(move |rs: &[(integrity::Remote, u64, usize)]| {
+            match ranges.lock() {
+                Ok(r) => r.read_object_ranges(rs),
+                Err(p) => p.into_inner().read_object_ranges(rs),
+            }
+        }));
         let mirror = Mirror {
             remote: Remote::connect(uri)?,
             root: dir.join("crawl"),

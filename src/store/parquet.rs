@@ -716,3 +716,102 @@ mod tests {
         assert!(back.iter().enumerate().all(|(i, r)| r.id == i as i64));
     }
 }
+
+/// A Parquet part opened for reading by pages: the file, or, for a placeholder in an
+/// object-store mirror (a part this process did not download), its object, read by
+/// ranged GETs of just the bytes a read needs (the footer, the pages of the columns
+/// and rows selected). generate's cut-off reads the URLs of candidates tied at a cut
+/// this way, without downloading the crawldb.
+#[derive(Debug)]
+pub enum PartFile {
+    /// A local file.
+    Local(File),
+    /// A placeholder's object.
+    Remote {
+        /// The placeholder.
+        path: PathBuf,
+        /// The object's size.
+        len: u64,
+    },
+}
+
+/// Opens the part `path` for reading by pages ([`PartFile`]).
+pub fn open_part(path: &Path) -> Result<PartFile> {
+    match integrity::placeholder(path) {
+        Some(r) => Ok(PartFile::Remote {
+            path: path.to_path_buf(),
+            len: r.bytes,
+        }),
+        None => Ok(PartFile::Local(File::open(path).at(path)?)),
+    }
+}
+
+fn external(e: Error) -> ::parquet::errors::ParquetError {
+    ::parquet::errors::ParquetError::External(Box::new(e))
+}
+
+impl ::parquet::file::reader::Length for PartFile {
+    fn len(&self) -> u64 {
+        match self {
+            PartFile::Local(f) => ::parquet::file::reader::Length::len(f),
+            PartFile::Remote { len, .. } => *len,
+        }
+    }
+}
+
+impl ::parquet::file::reader::ChunkReader for PartFile {
+    type T = Box<dyn std::io::Read + Send>;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<Self::T> {
+        match self {
+            PartFile::Local(f) => Ok(Box::new(f.get_read(start)?)),
+            PartFile::Remote { path, len } => Ok(Box::new(RangedRead {
+                path: path.clone(),
+                pos: start,
+                end: *len,
+                buf: Vec::new(),
+                at: 0,
+            })),
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<bytes::Bytes> {
+        match self {
+            PartFile::Local(f) => f.get_bytes(start, length),
+            PartFile::Remote { path, .. } => {
+                let (mut got, _) =
+                    integrity::read_ranges(&[(path.clone(), start, length)]).map_err(external)?;
+                Ok(bytes::Bytes::from(got.pop().unwrap_or_default()))
+            }
+        }
+    }
+}
+
+/// A placeholder's object read forward from `pos`, 64 KiB per ranged GET.
+struct RangedRead {
+    path: PathBuf,
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for RangedRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.buf.len() {
+            let len = (self.end.saturating_sub(self.pos)).min(64 * 1024) as usize;
+            if len == 0 {
+                return Ok(0);
+            }
+            let (mut got, _) = integrity::read_ranges(&[(self.path.clone(), self.pos, len)])
+                .map_err(std::io::Error::other)?;
+            self.buf = got.pop().unwrap_or_default();
+            self.at = 0;
+            self.pos += self.buf.len() as u64;
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}

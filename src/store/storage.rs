@@ -43,6 +43,16 @@ impl LocalFs {
         fs::read(path).at(path)
     }
 
+    /// `len` bytes of the file `path` from byte `offset` (an error when the file is
+    /// shorter).
+    pub fn read_at(&self, path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let f = File::open(path).at(path)?;
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(&mut buf, offset).at(path)?;
+        Ok(buf)
+    }
+
     /// Writes the file `path` atomically: readers see the old content or the new,
     /// never a part of it.
     pub fn put(&self, path: &Path, bytes: &[u8]) -> Result<()> {

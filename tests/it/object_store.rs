@@ -1272,3 +1272,123 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
         );
     }
 }
+
+/// The URLs of a segment's fetch list, sorted.
+fn fetch_list_urls(segment: &Path) -> Vec<String> {
+    let mut urls: Vec<String> = trawl::store::parquet::part_files(&segment.join("crawl_generate"))
+        .unwrap()
+        .iter()
+        .flat_map(|p| trawl::store::parquet::read_part_all::<trawl::CrawlDatum>(p).unwrap())
+        .map(|d| d.url)
+        .collect();
+    urls.sort();
+    urls
+}
+
+/// generate as partition tasks on S3 with a cut: the cut-off downloads the
+/// histogram tasks' summaries, never their candidates (placeholders in its mirror),
+/// and reads the blocks it needs by ranged GETs; each select task downloads its own
+/// partitions' candidates only; the fetch list is one-process generate's.
+#[test]
+fn the_generate_cutoff_on_s3_reads_blocks_of_candidates_by_ranged_gets() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = write_config(t.path(), "127.0.0.1:9", 0.0, "");
+    // 600 seeds on 40 hosts, scores spread with ties (never fetched).
+    let lines: Vec<String> = (0..600)
+        .map(|i| {
+            format!(
+                "http://h{}.web.test/p{i}\tscore={}",
+                i % 40,
+                f64::from(i % 17) / 4.0
+            )
+        })
+        .collect();
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, lines.join("\n") + "\n").unwrap();
+    let seeds = seeds.to_str().unwrap();
+    let local = t.path().join("crawl");
+    run_ok("inject", &local, &config, &[seeds]);
+    let out = run_ok("generate", &local, &config, &["--top-n", "150"]);
+    let want = fetch_list_urls(Path::new(out.trim().lines().last().unwrap()));
+    assert_eq!(want.len(), 150);
+
+    let uri = format!("s3://{BUCKET}/cutoff");
+    let sc = t.path().join("s");
+    let mut log = Vec::new();
+    s3_ok(&moto, &sc.join("inject"), "inject", &uri, &config, &[seeds]);
+    let gen_args = ["--top-n", "150"];
+    s3_tasks(
+        &moto,
+        &sc,
+        &uri,
+        &config,
+        "generate",
+        &[&gen_args[..], &["--pass", "histogram"]].concat(),
+        "g",
+        &mut log,
+    );
+    let work = sc.join("cutoff");
+    let out = s3_run(
+        &moto,
+        &work,
+        "generate",
+        &uri,
+        &config,
+        &[&gen_args[..], &["--job", "g", "--cutoff"]].concat(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "generate --cutoff on S3: {stderr}");
+    let gets: u64 = stderr
+        .split(" ranged GETs")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the cut-off's summary names its ranged GETs: {stderr}"));
+    assert!(
+        gets >= 1,
+        "the cut-off read blocks by ranged GETs: {stderr}"
+    );
+    let cands: Vec<PathBuf> = files_under(&work)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cands"))
+        .collect();
+    assert!(!cands.is_empty(), "the mirror lists the candidates files");
+    for p in &cands {
+        assert!(
+            std::fs::read(p).unwrap().iter().all(|&b| b == 0),
+            "{}: a placeholder, not downloaded",
+            p.display()
+        );
+    }
+    s3_tasks(
+        &moto,
+        &sc,
+        &uri,
+        &config,
+        "generate",
+        &[&gen_args[..], &["--pass", "select"]].concat(),
+        "g",
+        &mut log,
+    );
+    let out = s3_step(
+        &moto, &sc, &uri, &config, "generate", &gen_args, "g", "", "", &mut log,
+    );
+    let name = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .lines()
+        .last()
+        .and_then(|p| {
+            Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap();
+    let got = s3_pull(&moto, t.path(), &uri, &config, |m| {
+        fetch_list_urls(&m.join("segments").join(&name))
+    });
+    assert_eq!(
+        got, want,
+        "the fetch list made on S3 is one-process generate's"
+    );
+}
