@@ -344,7 +344,7 @@ class Driver:
         self.verbose = args.verbose
         # The round's progress, kept by trawl (`plan done`) between the steps, so that
         # a driver restarted with the same file goes on where the lost one stopped.
-        self.progress = getattr(args, "progress", None) or default_progress_file(self.crawl_dir)
+        self.progress_file = getattr(args, "progress", None)
 
     def command(self, stage, stage_args, task=False):
         """A stage's command line without the task flags, for a task or the driver."""
@@ -532,15 +532,21 @@ class Driver:
         code, _ = self.step(step, stage_args, label, plan["partitions"])
         return code
 
+    def progress_path(self):
+        """The round's progress file: --progress, else the driver's own default."""
+        if self.progress_file is None:
+            self.progress_file = default_progress_file(self.crawl_dir)
+        return self.progress_file
+
     def record(self, stage, segments, code=None):
         """Tells trawl that `stage` ended with exit code `code` (on `segments`, or having
         made them): `trawl plan done` records it in the round's progress file and says
         what the code means for the round. Without a code: the round is over, the file
         goes. Returns the outcome (`nothing_due`, `unreachable`) or None."""
         if code is None:
-            args = ["--progress", self.progress, "--round-over"]
+            args = ["--progress", self.progress_path(), "--round-over"]
         else:
-            args = ["--progress", self.progress, "--done", stage, "--exit", str(code)]
+            args = ["--progress", self.progress_path(), "--done", stage, "--exit", str(code)]
             args += [a for s in segments for a in ("--segment", s)]
         return self.plan(args, what="done")["outcome"]
 
@@ -554,7 +560,7 @@ class Driver:
         label = f"r{number}"
         stopped, last, segments = None, None, set()
         while True:
-            plan = self.plan(list(plan_args) + ["--progress", self.progress], what="next")
+            plan = self.plan(list(plan_args) + ["--progress", self.progress_path()], what="next")
             if plan["next"] is None:
                 if plan.get("unreachable") and stopped is None:
                     stopped = EXIT_UNREACHABLE
@@ -590,8 +596,8 @@ class Driver:
                     self.say(f"round {number}: segment {s}")
             what = self.record(stage, on, code)
             if what == "nothing_due":
+                # trawl removed the progress file: the round does not happen.
                 self.say("round: no URLs are due")
-                self.record(None, [])
                 return code, what
             if what == "unreachable":
                 stopped = code

@@ -114,6 +114,13 @@ impl StageCtx {
     /// runs in one process only takes its own through here). A guard the command's
     /// registry entry does not declare ([`crate::cli::Command::locks`]) is refused.
     pub fn hold(&self, stage: &str, guards: &[Guard<'_>]) -> Result<Held> {
+        if self.is_task() {
+            return Err(Error::Internal {
+                message: format!(
+                    "a {stage} task takes a lock: tasks write only their own attempt and take none"
+                ),
+            });
+        }
         let declared = crate::cli::command(stage).map_or(&[][..], |c| c.locks);
         if let Some(g) = guards
             .iter()

@@ -261,14 +261,7 @@ fn done(args: &Args, started: std::time::Instant) -> anyhow::Result<()> {
         anyhow::bail!("plan done: give the progress file (--progress FILE) it records into");
     };
     if args.round_over {
-        match std::fs::remove_file(file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => anyhow::bail!(
-                "{}: cannot remove the round's progress: {e}",
-                file.display()
-            ),
-        }
+        remove_progress(file)?;
         println!(
             "{}",
             serde_json::to_string(&DonePlan {
@@ -291,7 +284,12 @@ fn done(args: &Args, started: std::time::Instant) -> anyhow::Result<()> {
     let ctx = trawl::stage::StageCtx::from_meta_args(&args.common)?;
     let mut progress = Progress::load(file, &ctx.crawl_dir())?;
     let outcome = progress.record(&step, &args.segments, code)?;
-    progress.save(file)?;
+    if outcome == Some(round::Outcome::NothingDue) {
+        // The round does not happen: nothing is left to resume.
+        remove_progress(file)?;
+    } else {
+        progress.save(file)?;
+    }
     println!(
         "{}",
         serde_json::to_string(&DonePlan {
@@ -305,4 +303,16 @@ fn done(args: &Args, started: std::time::Instant) -> anyhow::Result<()> {
     );
     trawl::cli::summary("plan", started, &line);
     Ok(())
+}
+
+/// Removes the progress file (absent is fine).
+fn remove_progress(file: &std::path::Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(file) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!(
+            "{}: cannot remove the round's progress: {e}",
+            file.display()
+        ),
+    }
 }

@@ -1,6 +1,6 @@
-//! A generate job's candidates as its cut-off reads them, with memory and reads
-//! bounded by the partitions, not by the candidates (docs/tasks-crawldb.md, "The
-//! cut-off").
+//! A generate job's candidates as its cut-off reads them: what it holds is bounded by
+//! the partitions, what it reads by the partitions and what the cut takes, not by
+//! the candidates (docs/tasks-crawldb.md, "The cut-off").
 //!
 //! A histogram task writes each partition's pass-1 candidates (sorted by
 //! [`select::better`]: score descending, then row) as a file of fixed-width records,
@@ -301,7 +301,7 @@ impl Blocks {
         Ok(out)
     }
 
-    /// Forgets the blocks read (after each cut: what is held stays bounded).
+    /// Forgets the blocks read (after each group of cuts: what is held stays bounded).
     pub fn forget(&mut self) {
         self.cache.clear();
     }
@@ -379,6 +379,11 @@ impl Runs for Blocks {
     fn rows(&mut self, p: usize, from: usize, to: usize) -> Result<Vec<u32>> {
         Ok(self.cands(p, from, to)?.iter().map(|c| c.row).collect())
     }
+
+    /// The blocks of a group of cuts go: what is held stays bounded.
+    fn end_group(&mut self) {
+        self.forget();
+    }
 }
 
 impl Blocks {
@@ -455,26 +460,7 @@ pub fn choose_prefixes(
 ) -> Result<Vec<Vec<(usize, usize)>>> {
     let total: usize = blocks.lens().iter().sum();
     let cuts = select::list_cuts(total, limit, per_list);
-    let mut prefixes = Vec::with_capacity(cuts.len());
-    // A cut at a time, so that the blocks held are those of one cut.
-    let mut i = 0;
-    while i < cuts.len() {
-        // Cuts tied at one score are made together (one merge of the tie runs).
-        let mut j = i + 1;
-        let t = (cuts[i] < total && cuts[i] > 0)
-            .then(|| blocks.kth(cuts[i]))
-            .transpose()?;
-        while let Some(t) = t
-            && j < cuts.len()
-            && cuts[j] < total
-            && blocks.kth(cuts[j])?.total_cmp(&t) == Ordering::Equal
-        {
-            j += 1;
-        }
-        prefixes.extend(select::top_prefixes(paths, blocks, &cuts[i..j])?);
-        blocks.forget();
-        i = j;
-    }
+    let prefixes = select::top_prefixes(paths, blocks, &cuts)?;
     Ok(select::prefix_ranges(prefixes, blocks.sums.len()))
 }
 

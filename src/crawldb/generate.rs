@@ -610,6 +610,21 @@ pub struct HistogramReport {
     pub due: u64,
     /// Due rows held by pending fetch lists.
     pub pending: u64,
+    /// How the candidates are stored: `blocks` (`part-NNNNN.cands` and its summary:
+    /// without a per-domain cap) or `ranked` (`ranked-NNNNN.bin`: with one; also what
+    /// an attempt without this field wrote).
+    #[serde(default)]
+    pub candidates: Option<CandidateFiles>,
+}
+
+/// How a histogram attempt stores its partitions' candidates ([`HistogramReport`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateFiles {
+    /// Fixed-width records with block summaries, read by blocks ([`super::cutoff`]).
+    Blocks,
+    /// Every candidate with its key names, read whole (a per-domain cap needs them).
+    Ranked,
 }
 
 /// The cut-off of a generate job (`generate --cutoff`, stored as a job file): the
@@ -740,6 +755,11 @@ fn histogram_task(
         crawldb_version: super::version_id(&dir)?,
         partitions: parts.to_vec(),
         pending_segments: names,
+        candidates: Some(if by_rows {
+            CandidateFiles::Ranked
+        } else {
+            CandidateFiles::Blocks
+        }),
         ..HistogramReport::default()
     };
     for (scanned, due, pending) in ranked {
@@ -792,9 +812,23 @@ fn cutoff(
     let mut dirs: Vec<Option<PathBuf>> = vec![None; n];
     let mut sources: Vec<String> = vec![String::new(); n];
     let mut pending: std::collections::BTreeSet<String> = Default::default();
+    let wanted = if by_rows {
+        CandidateFiles::Ranked
+    } else {
+        CandidateFiles::Blocks
+    };
     for (path, r) in attempts {
         if r.crawldb_version != version {
             return Err(changed(&dir, path, &r.crawldb_version, &version));
+        }
+        let stored = r.candidates.unwrap_or(CandidateFiles::Ranked);
+        if stored != wanted {
+            return Err(Error::crawl_dir(
+                path,
+                format!(
+                    "the histogram task stored its candidates as {stored:?}, the cut-off with these settings reads them as {wanted:?}: the job's passes ran with another generate.count_mode or max_per_host, or by another version of trawl; rerun the job from its first pass with the same settings"
+                ),
+            ));
         }
         pending.extend(r.pending_segments.iter().cloned());
         c.scanned += r.scanned;

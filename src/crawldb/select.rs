@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::{
-    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelectionPolicy, RowSelector,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy, RowSelector,
 };
 use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{
@@ -743,6 +743,9 @@ pub(super) trait Runs {
     fn above(&mut self, t: f64, or_equal: bool) -> Result<Vec<usize>>;
     /// The rows of part `p`'s candidates `from..to`.
     fn rows(&mut self, p: usize, from: usize, to: usize) -> Result<Vec<u32>>;
+
+    /// A group of cuts tied at one score is made: what was read for it can go.
+    fn end_group(&mut self) {}
 }
 
 /// The parts' candidates in memory.
@@ -821,23 +824,36 @@ pub(super) fn top_prefixes<R: Runs>(
         let base: usize = above.iter().sum();
         let needed: Vec<usize> = stops.iter().map(|m| m - base).collect();
         let most = needed.last().copied().unwrap_or(0);
-        // Each part's tie run at `t` (rows ascending = URLs ascending), at most `most`.
-        let mut ties: Vec<(usize, Vec<u32>)> = Vec::new();
-        for p in 0..lens.len() {
-            let run = (through[p] - above[p]).min(most);
-            if run > 0 {
-                ties.push((p, runs.rows(p, above[p], above[p] + run)?));
-            }
-        }
-        for taken in merge_ties(paths, &ties, &needed)? {
+        // Each part's tie run at `t` (its candidates `from..to`: rows ascending = URLs
+        // ascending), at most `most`; the merge reads their rows as it goes.
+        let ties: Vec<TieRun> = (0..lens.len())
+            .filter_map(|p| {
+                let run = (through[p] - above[p]).min(most);
+                (run > 0).then_some(TieRun {
+                    part: p,
+                    from: above[p],
+                    to: above[p] + run,
+                })
+            })
+            .collect();
+        for taken in merge_ties(paths, runs, &ties, &needed)? {
             let mut to = above.clone();
-            for (j, (p, _)) in ties.iter().enumerate() {
-                to[*p] += taken[j];
+            for (j, run) in ties.iter().enumerate() {
+                to[run.part] += taken[j];
             }
             out.push(to);
         }
+        runs.end_group();
     }
     Ok(out)
+}
+
+/// A part's candidates tied at a cut's score, `from..to` of its sorted candidates.
+#[derive(Debug, Clone, Copy)]
+struct TieRun {
+    part: usize,
+    from: usize,
+    to: usize,
 }
 
 /// URLs read at a time per part when merging tie runs: at most this many.
@@ -850,29 +866,30 @@ const MERGE_HELD: usize = 256 * 1024;
 /// URLs read at a time per part when merging tie runs: at least this many.
 const MERGE_MIN: usize = 256;
 
-/// Merges the tie runs `ties` (`(part, rows ascending)`) by URL; for each stop of
-/// `stops` (ascending), how many of the first `stop` URLs each run gives. Holds one
-/// batch of URLs per run (smaller the more runs there are), and no reader between
-/// batches: what it holds does not grow with the number of parts tied.
-fn merge_ties(
+/// Merges the tie runs `ties` by URL; for each stop of `stops` (ascending), how many
+/// of the first `stop` URLs each run gives. Reads each run's rows (from `runs`) and
+/// their URLs (from the part files `paths`) a batch at a time, as the merge takes
+/// them: it reads about what it takes plus a batch per run, and holds one batch of
+/// URLs per run (smaller the more runs there are, at least [`MERGE_MIN`]) and each
+/// part's Parquet footer, no reader between batches.
+fn merge_ties<R: Runs>(
     paths: &[PathBuf],
-    ties: &[(usize, Vec<u32>)],
+    runs: &mut R,
+    ties: &[TieRun],
     stops: &[usize],
 ) -> Result<Vec<Vec<usize>>> {
     use std::cmp::Reverse;
     if let [_] = ties {
         return Ok(stops.iter().map(|&s| vec![s]).collect());
     }
-    let mut cursors = ties
+    let batch = (MERGE_HELD / ties.len().max(1)).clamp(MERGE_MIN, MERGE_BATCH);
+    let mut cursors: Vec<UrlCursor<'_>> = ties
         .iter()
-        .map(|(p, rows)| {
-            let batch = (MERGE_HELD / ties.len()).clamp(MERGE_MIN, MERGE_BATCH);
-            UrlCursor::open(&paths[*p], rows, batch)
-        })
-        .collect::<Result<Vec<_>>>()?;
+        .map(|&run| UrlCursor::new(&paths[run.part], run, batch))
+        .collect();
     let mut heap: BinaryHeap<Reverse<(String, usize)>> = BinaryHeap::new();
     for (j, c) in cursors.iter_mut().enumerate() {
-        if let Some(u) = c.next_url()? {
+        if let Some(u) = c.next_url(runs)? {
             heap.push(Reverse((u, j)));
         }
     }
@@ -883,13 +900,13 @@ fn merge_ties(
         while popped < stop {
             let Some(Reverse((_, j))) = heap.pop() else {
                 return Err(Error::crawl_dir(
-                    &paths[ties[0].0],
+                    &paths[ties[0].part],
                     "crawldb part changed while generate was reading it",
                 ));
             };
             popped += 1;
             taken[j] += 1;
-            if let Some(u) = cursors[j].next_url()? {
+            if let Some(u) = cursors[j].next_url(runs)? {
                 heap.push(Reverse((u, j)));
             }
         }
@@ -898,46 +915,63 @@ fn merge_ties(
     Ok(out)
 }
 
-/// Streams the URLs of some rows of a part, `batch` at a time, each batch read by a
-/// reader of its own (no reader, and none of its page buffers, is held between
-/// batches).
+/// Streams the URLs of a tie run, `batch` at a time: its rows read from the
+/// candidates ([`Runs::rows`]), their URLs by a reader of their row groups alone,
+/// made from the part's footer read once; no reader, and none of its page buffers,
+/// is held between batches.
 struct UrlCursor<'a> {
     path: &'a Path,
-    rows: &'a [u32],
-    /// The first row of `rows` not read yet.
+    run: TieRun,
+    /// The first candidate of the run not read yet.
     next: usize,
-    /// Rows read a batch.
     batch: usize,
+    meta: Option<ArrowReaderMetadata>,
     urls: StringArray,
     at: usize,
 }
 
 impl<'a> UrlCursor<'a> {
-    fn open(path: &'a Path, rows: &'a [u32], batch: usize) -> Result<Self> {
-        Ok(UrlCursor {
+    fn new(path: &'a Path, run: TieRun, batch: usize) -> Self {
+        UrlCursor {
             path,
-            rows,
-            next: 0,
+            run,
+            next: run.from,
             batch,
+            meta: None,
             urls: StringArray::from(Vec::<&str>::new()),
             at: 0,
-        })
+        }
     }
 
     /// The next URL, `None` at the end.
-    fn next_url(&mut self) -> Result<Option<String>> {
+    fn next_url<R: Runs>(&mut self, runs: &mut R) -> Result<Option<String>> {
         if self.at == self.urls.len() {
-            if self.next == self.rows.len() {
+            if self.next == self.run.to {
                 return Ok(None);
             }
-            let end = (self.next + self.batch).min(self.rows.len());
-            self.urls = read_urls(self.path, &self.rows[self.next..end])?;
+            let end = (self.next + self.batch).min(self.run.to);
+            let rows = runs.rows(self.run.part, self.next, end)?;
+            let meta = match &self.meta {
+                Some(m) => m.clone(),
+                None => {
+                    let m = footer(self.path)?;
+                    self.meta = Some(m.clone());
+                    m
+                }
+            };
+            self.urls = read_urls_with(self.path, &meta, &rows)?;
             self.next = end;
             self.at = 0;
         }
         self.at += 1;
         Ok(Some(self.urls.value(self.at - 1).to_string()))
     }
+}
+
+/// The footer of the part at `path`, read once for several readers.
+fn footer(path: &Path) -> Result<ArrowReaderMetadata> {
+    let file = parquet::open_part(path)?;
+    ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| Error::parquet(path, e))
 }
 
 /// A reader of the rows `rows` (ascending, distinct) of the part at `path`, all
@@ -949,37 +983,67 @@ fn selected_reader(
     column: Option<&str>,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader> {
-    let file = parquet::open_part(path)?;
-    let mut builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
-    let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
-    let rows_per_batch = parquet::batch_rows(builder.metadata());
+    selected_reader_with(path, &footer(path)?, rows, column, batch_size)
+}
+
+/// [`selected_reader`] with the part's footer read already: only the row groups that
+/// hold some of `rows` are read.
+fn selected_reader_with(
+    path: &Path,
+    meta: &ArrowReaderMetadata,
+    rows: &[u32],
+    column: Option<&str>,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader> {
+    let changed = || Error::crawl_dir(path, "crawldb part changed while generate was reading it");
+    let total = meta.metadata().file_metadata().num_rows().max(0) as u64;
+    let rows_per_batch = parquet::batch_rows(meta.metadata());
+    // The row groups holding the rows, and where the first of them starts.
+    let (first, last) = match (rows.first(), rows.last()) {
+        (Some(&a), Some(&b)) => (u64::from(a), u64::from(b)),
+        _ => (0, 0),
+    };
+    let mut groups = Vec::new();
+    let (mut start, mut base, mut end) = (0u64, None, 0u64);
+    for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
+        let n = rg.num_rows().max(0) as u64;
+        if start + n > first && start <= last {
+            groups.push(g);
+            base.get_or_insert(start);
+            end = start + n;
+        }
+        start += n;
+    }
+    if start != total || (!rows.is_empty() && last >= total) {
+        return Err(changed());
+    }
+    let base = base.unwrap_or(0);
     let mut selectors = Vec::new();
-    let mut at = 0u64;
+    let mut at = base;
     let mut i = 0usize;
     while i < rows.len() {
-        let start = rows[i] as u64;
-        let mut end = start + 1;
+        let s = rows[i] as u64;
+        let mut e = s + 1;
         i += 1;
-        while i < rows.len() && rows[i] as u64 == end {
-            end += 1;
+        while i < rows.len() && rows[i] as u64 == e {
+            e += 1;
             i += 1;
         }
-        if start < at || end > total {
-            return Err(Error::crawl_dir(
-                path,
-                "crawldb part changed while generate was reading it",
-            ));
+        if s < at || e > end {
+            return Err(changed());
         }
-        if start > at {
-            selectors.push(RowSelector::skip((start - at) as usize));
+        if s > at {
+            selectors.push(RowSelector::skip((s - at) as usize));
         }
-        selectors.push(RowSelector::select((end - start) as usize));
-        at = end;
+        selectors.push(RowSelector::select((e - s) as usize));
+        at = e;
     }
-    if total > at {
-        selectors.push(RowSelector::skip((total - at) as usize));
+    if end > at {
+        selectors.push(RowSelector::skip((end - at) as usize));
     }
+    let mut builder =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(parquet::open_part(path)?, meta.clone())
+            .with_row_groups(groups);
     if let Some(name) = column {
         let idx = builder
             .schema()
@@ -1021,10 +1085,19 @@ pub fn read_rows(path: &Path, rows: &[u32]) -> Result<RecordBatch> {
 
 /// The URLs of the rows `rows` (ascending, distinct) of the part at `path`.
 fn read_urls(path: &Path, rows: &[u32]) -> Result<StringArray> {
+    if rows.is_empty() {
+        return Ok(StringArray::from(Vec::<&str>::new()));
+    }
+    read_urls_with(path, &footer(path)?, rows)
+}
+
+/// [`read_urls`] with the part's footer read already.
+fn read_urls_with(path: &Path, meta: &ArrowReaderMetadata, rows: &[u32]) -> Result<StringArray> {
     let arrow_err = |e: arrow::error::ArrowError| Error::arrow(path.display().to_string(), e);
     let mut arrays = Vec::new();
     if !rows.is_empty() {
-        for batch in selected_reader(path, rows, Some("url"), parquet::READ_BATCH_ROWS)? {
+        for batch in selected_reader_with(path, meta, rows, Some("url"), parquet::READ_BATCH_ROWS)?
+        {
             arrays.push(batch.map_err(arrow_err)?.column(0).clone());
         }
     }

@@ -351,10 +351,16 @@ pub fn run(ctx: &StageCtx, opts: &PageRankOpts) -> Result<PageRankReport> {
     }
     let dir = &ctx.open_existing()?;
     let pc = &ctx.config().pagerank;
-    // Held for the whole run, as a job's commit holds it: the crawldb the graph is
-    // built from is the one whose scores are rewritten, and no other pagerank
-    // replaces `pagerank/` meanwhile (rank_graph verifies the crawldb under it).
-    let _held = ctx.hold("pagerank", &[Guard::CrawlDb(Verify::Never)])?;
+    // When the scores go into the crawldb (or the seeds of its meta steer the
+    // teleport), its lock is held for the whole run, as a job's commit holds it: the
+    // crawldb the graph is built from is the one rewritten (rank_graph verifies it
+    // under the lock). Otherwise the crawldb is only read, and other stages may
+    // change it meanwhile (a URL added since keeps its score).
+    let _held = if pc.update_crawldb || pc.teleport == Teleport::Seeds {
+        Some(ctx.hold("pagerank", &[Guard::CrawlDb(Verify::Never)])?)
+    } else {
+        None
+    };
     let Ranked {
         built: Built { graph, inl, .. },
         rank,
@@ -691,10 +697,10 @@ pub fn crawldb_scale(nodes: usize) -> f64 {
 }
 
 /// Rewrites the crawldb with each page's PageRank times `scale` in `score` (see
-/// [`crawldb_scale`]; a URL missing from the graph, e.g. added by another stage
-/// while the graph was built, keeps its score), installed as a new version, under
-/// the crawldb lock the caller holds (it verified the crawldb under it). Returns
-/// the number of rows whose score was replaced.
+/// [`crawldb_scale`]; a URL missing from the graph keeps its score), installed as a
+/// new version, under the crawldb lock the caller holds for its whole run (it
+/// verified the crawldb under it). Returns the number of rows whose score was
+/// replaced.
 pub fn update_crawldb(
     dir: &CrawlDir,
     graph: &PageGraph,
@@ -829,10 +835,6 @@ pub fn scores_dataset(attempt: &Path) -> PathBuf {
 pub fn scores_task(ctx: &StageCtx, out: &Path) -> Result<ScoresReport> {
     let dir = &ctx.open_existing()?;
     let pc = &ctx.config().pagerank;
-    // Held for the whole run, as a job's commit holds it: the crawldb the graph is
-    // built from is the one whose scores are rewritten, and no other pagerank
-    // replaces `pagerank/` meanwhile (rank_graph verifies the crawldb under it).
-    let _held = ctx.hold("pagerank", &[Guard::CrawlDb(Verify::Never)])?;
     let Ranked {
         built: Built { graph, inl, .. },
         rank,

@@ -1017,7 +1017,7 @@ fn unchanged(dir: &Path, deep: bool, known: &UnitState) -> Result<bool> {
 /// (see the module doc). Held locked for the stage's whole run.
 #[derive(Debug)]
 pub struct Mirror {
-    remote: Remote,
+    remote: Arc<Remote>,
     root: PathBuf,
     state_path: PathBuf,
     state: std::sync::Mutex<MirrorState>,
@@ -1094,16 +1094,15 @@ impl Mirror {
                 ..MirrorState::default()
             };
         }
-        // Placeholders read by ranges (integrity::read_ranges) come from the store.
-        let ranges = std::sync::Mutex::new(Remote::connect(uri)?);
+        // Placeholders read by ranges (integrity::read_ranges) come from this store
+        // (a process works on one crawl directory: the last mirror opened is it).
+        let remote = Arc::new(Remote::connect(uri)?);
+        let ranges = remote.clone();
         integrity::set_remote_ranges(Arc::new(move |rs: &[(integrity::Remote, u64, usize)]| {
-            match ranges.lock() {
-                Ok(r) => r.read_object_ranges(rs),
-                Err(p) => p.into_inner().read_object_ranges(rs),
-            }
+            ranges.read_object_ranges(rs)
         }));
         let mirror = Mirror {
-            remote: Remote::connect(uri)?,
+            remote,
             root: dir.join("crawl"),
             state_path,
             state: std::sync::Mutex::new(MirrorState {
