@@ -124,10 +124,13 @@ echo "   as queries (title field weighted 0), ranking weights tuned on half, MRR
 
 echo
 echo "== search relevance on more sites, nothing tuned: BM25 against the shipped ranking on every heading query"
-echo "   of Python's documentation (second tuning site) and the PostgreSQL manual (held out); make docsites installs them"
-for site in /usr/share/doc/python3.11-doc/html /usr/share/doc/postgresql-doc-15/html; do
+echo "   and on natural queries written for the site (bench/queries/) of Python's documentation (second tuning"
+echo "   site) and the PostgreSQL manual (held out); make docsites installs them"
+for spec in /usr/share/doc/python3.11-doc/html:bench/queries/python-3.11.tsv \
+            /usr/share/doc/postgresql-doc-15/html:bench/queries/postgresql-15.tsv; do
+  site=${spec%%:*}
   if [ -f "$site/index.html" ]; then
-    "$BIN/relbench" --no-tune --site "$site" --dir "$OUT/relbench-$(basename "$(dirname "$site")")"
+    "$BIN/relbench" --no-tune --site "$site" --queries "${spec#*:}" --dir "$OUT/relbench-$(basename "$(dirname "$site")")"
   else
     echo "relbench: skipped $site: not installed (make docsites)"
   fi

@@ -449,7 +449,9 @@ impl Default for UpdateDbConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkDbConfig {
-    /// Drop links between pages of the same host.
+    /// Drop links between pages of the same host (Nutch's `db.ignore.internal.links`,
+    /// which defaults to true there; here false: the search index's anchors of a
+    /// site come from its internal links, docs/search.md).
     pub ignore_internal: bool,
     /// Drop links between different hosts.
     pub ignore_external: bool,
@@ -462,7 +464,7 @@ pub struct LinkDbConfig {
 impl Default for LinkDbConfig {
     fn default() -> Self {
         LinkDbConfig {
-            ignore_internal: true,
+            ignore_internal: false,
             ignore_external: false,
             max_anchor_length: 100,
             max_inlinks: 10_000,

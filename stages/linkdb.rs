@@ -30,9 +30,14 @@ struct Args {
     /// Invert every segment with parse_data, including those already inverted.
     #[arg(long, conflicts_with = "segments")]
     all: bool,
-    /// Keep links between pages of the same host (overrides linkdb.ignore_internal).
-    #[arg(long)]
+    /// Keep links between pages of the same host (sets linkdb.ignore_internal to
+    /// false, the default).
+    #[arg(long, conflicts_with = "ignore_internal")]
     keep_internal: bool,
+    /// Drop links between pages of the same host (sets linkdb.ignore_internal, as
+    /// Nutch's db.ignore.internal.links).
+    #[arg(long)]
+    ignore_internal: bool,
     /// Drop links between different hosts (sets linkdb.ignore_external).
     #[arg(long)]
     ignore_external: bool,
@@ -53,6 +58,9 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let cfg = ctx.config_mut();
     if args.keep_internal {
         cfg.linkdb.ignore_internal = false;
+    }
+    if args.ignore_internal {
+        cfg.linkdb.ignore_internal = true;
     }
     if args.ignore_external {
         cfg.linkdb.ignore_external = true;

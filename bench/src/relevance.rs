@@ -37,10 +37,12 @@ pub const DEPTH: usize = 10;
 /// One query and the pages that answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
-    /// The query text (lower case, letters, digits and spaces).
+    /// The query text (a heading's: lower case, letters, digits and spaces; a
+    /// natural query's: as a user types it).
     pub text: String,
-    /// The relevant page's URL.
-    pub relevant: String,
+    /// The relevant pages' URLs (a heading's: one; a natural query's: any of them
+    /// answers it).
+    pub relevant: Vec<String>,
 }
 
 /// The queries of a crawl and what was left out.
@@ -121,12 +123,58 @@ pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
             with.insert(url.clone());
             set.queries.push(Query {
                 text,
-                relevant: url,
+                relevant: vec![url],
             });
         }
     }
     set.pages_with_queries = with.len();
     Ok(set)
+}
+
+/// The natural queries of the file `path` (`bench/queries/*.tsv`): a query, a tab,
+/// then the paths of the pages that answer it under the site's root,
+/// space-separated; `#` lines and blank lines are comments. Each path is checked to
+/// be a file under `site` (a query whose answer is not in the site is a mistake in
+/// the file, named by its line), and becomes the page's URL on `http://HOST/`.
+pub fn natural_queries(path: &Path, site: &Path, host: &str) -> anyhow::Result<Vec<Query>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (query, answers) = line.split_once('\t').ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}:{}: `query<TAB>page [page...]` expected, no tab found",
+                path.display(),
+                n + 1
+            )
+        })?;
+        let mut relevant = Vec::new();
+        for a in answers.split_whitespace() {
+            anyhow::ensure!(
+                site.join(a).is_file(),
+                "{}:{}: {a} is not a page of {}",
+                path.display(),
+                n + 1,
+                site.display()
+            );
+            relevant.push(format!("http://{host}/{a}"));
+        }
+        anyhow::ensure!(
+            !query.trim().is_empty() && !relevant.is_empty(),
+            "{}:{}: a query and at least one page expected",
+            path.display(),
+            n + 1
+        );
+        out.push(Query {
+            text: query.trim().to_string(),
+            relevant,
+        });
+    }
+    Ok(out)
 }
 
 /// Whether a query belongs to the tuning half (else the held-out half).
@@ -152,27 +200,40 @@ pub struct Metrics {
     pub n: usize,
 }
 
-/// The 1-based rank of `relevant` in `urls`.
-fn rank_of(urls: &[String], relevant: &str) -> Option<usize> {
-    urls.iter().position(|u| u == relevant).map(|p| p + 1)
+/// The 1-based rank of the first of `relevant` in `urls`.
+fn rank_of(urls: &[String], relevant: &[String]) -> Option<usize> {
+    urls.iter()
+        .position(|u| relevant.contains(u))
+        .map(|p| p + 1)
 }
 
-/// Scores one ranked list: (reciprocal rank, nDCG@10, relevant first).
-pub fn score_list(urls: &[String], relevant: &str) -> (f64, f64, bool) {
+/// Scores one ranked list by its first relevant page: (reciprocal rank, nDCG@10 of
+/// that page, a relevant page first).
+pub fn score_list(urls: &[String], relevant: &[String]) -> (f64, f64, bool) {
     match rank_of(urls, relevant) {
         Some(r) if r <= DEPTH => (1.0 / r as f64, 1.0 / ((r + 1) as f64).log2(), r == 1),
         _ => (0.0, 0.0, false),
     }
 }
 
-/// Runs every query with `ranking` (title weight forced to 0) and averages.
+/// Runs every query with `ranking` (title weight forced to 0: heading queries) and
+/// averages.
 pub fn evaluate(
     searcher: &Searcher,
     queries: &[&Query],
     ranking: &Ranking,
 ) -> anyhow::Result<Metrics> {
-    let mut ranking = *ranking;
-    ranking.title = 0.0;
+    evaluate_as_is(searcher, queries, &with(ranking, "title", 0.0))
+}
+
+/// Runs every query with `ranking` as it is (natural queries: the title counts)
+/// and averages.
+pub fn evaluate_as_is(
+    searcher: &Searcher,
+    queries: &[&Query],
+    ranking: &Ranking,
+) -> anyhow::Result<Metrics> {
+    let ranking = *ranking;
     let scores = queries
         .par_iter()
         .map(|q| {
@@ -444,11 +505,15 @@ mod tests {
     #[test]
     fn ranks_score_as_mrr_and_ndcg() {
         let urls: Vec<String> = (1..=12).map(|i| format!("u{i}")).collect();
-        assert_eq!(score_list(&urls, "u1"), (1.0, 1.0, true));
-        let (rr, ndcg, first) = score_list(&urls, "u3");
+        let one = |u: &str| vec![u.to_string()];
+        assert_eq!(score_list(&urls, &one("u1")), (1.0, 1.0, true));
+        let (rr, ndcg, first) = score_list(&urls, &one("u3"));
         assert!((rr - 1.0 / 3.0).abs() < 1e-12 && (ndcg - 0.5).abs() < 1e-12 && !first);
-        assert_eq!(score_list(&urls, "u11"), (0.0, 0.0, false));
-        assert_eq!(score_list(&urls, "nope"), (0.0, 0.0, false));
+        assert_eq!(score_list(&urls, &one("u11")), (0.0, 0.0, false));
+        assert_eq!(score_list(&urls, &one("nope")), (0.0, 0.0, false));
+        // Several answers: the first one found counts.
+        let two = vec!["u5".to_string(), "u3".to_string()];
+        assert_eq!(score_list(&urls, &two), score_list(&urls, &one("u3")));
     }
 
     #[test]
@@ -456,7 +521,7 @@ mod tests {
         let qs: Vec<Query> = (0..1000)
             .map(|i| Query {
                 text: format!("query {i}"),
-                relevant: String::new(),
+                relevant: Vec::new(),
             })
             .collect();
         let (a, b) = split(&qs);

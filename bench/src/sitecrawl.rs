@@ -111,19 +111,85 @@ impl Stages {
     }
 }
 
+/// A real site (a directory of HTML files) served by the test web as `host` and
+/// crawled by the stage binaries in `bin` into `dir/crawl` ([`crawl_site`]).
+#[derive(Debug)]
+pub struct SiteCrawl {
+    /// The stages, the crawl and its configuration.
+    pub stages: Stages,
+    /// The site's HTML files, the seeds.
+    pub seeds: usize,
+    /// What the crawl ran.
+    pub summary: CrawlSummary,
+    /// Requests the server answered, and those answered 200.
+    pub requests: u64,
+    /// Requests answered 200.
+    pub ok: usize,
+}
+
+/// Serves the directory `site` as `http://HOST/` on a loopback test web (with one
+/// small generated host beside it), crawls it into `dir/crawl` with the stage
+/// binaries in `bin` ([`config_toml`]; every HTML file a seed; at most `rounds`
+/// rounds, then pagerank and index), and stops the server. `dir` is replaced.
+pub fn crawl_site(
+    site: &Path,
+    host: &str,
+    dir: &Path,
+    bin: PathBuf,
+    rounds: usize,
+) -> anyhow::Result<SiteCrawl> {
+    fresh_dir(dir)?;
+    let web = testweb::generate(&testweb::WebSpec {
+        hosts: 1,
+        pages_per_host: 2,
+        seed_count: 1,
+        ..testweb::WebSpec::default()
+    })?;
+    let log = dir.join("requests.jsonl");
+    let server = testweb::RunningServer::start_site(
+        testweb::Site::new(&web)?.with_static([testweb::StaticHost::new(host, site)?])?,
+        "127.0.0.1:0".parse()?,
+        Some(&log),
+        None,
+    )?;
+    let config = dir.join("trawl.toml");
+    std::fs::write(&config, config_toml(server.addr(), 4))?;
+    let seeds = html_seeds(site, host)?;
+    let seeds_file = dir.join("seeds.txt");
+    write_lines(&seeds_file, &seeds)?;
+    let stages = Stages {
+        bin,
+        crawl: dir.join("crawl"),
+        config,
+    };
+    let summary = stages.crawl(&seeds_file, rounds, true);
+    let requests = server.stop()?;
+    let summary = summary?;
+    let ok = testweb::read_log(&log)?
+        .iter()
+        .filter(|l| l.status == 200)
+        .count();
+    Ok(SiteCrawl {
+        stages,
+        seeds: seeds.len(),
+        summary,
+        requests,
+        ok,
+    })
+}
+
 /// A configuration for crawling the test web served on `addr`: every `*.web.test`
 /// host mapped to it and every other host unresolvable (nothing leaves the
 /// machine), the crawl kept to the seeds' hosts, no politeness delay (loopback),
-/// no cap per host in a fetch list, and links between pages of one host kept in
-/// the linkdb (a single site's anchors are all internal).
+/// no cap per host in a fetch list; everything else (the linkdb's links within a
+/// site among them) as a user's default configuration has it.
 pub fn config_toml(addr: std::net::SocketAddr, partitions: usize) -> String {
     format!(
         "[crawl]\npartitions = {partitions}\n\n\
          [urls]\nscope = \"host\"\n\n\
          [generate]\ntop_n = 1000000\nmax_per_host = 0\n\n\
          [fetch]\ndelay = 0.0\nper_host_connections = 4\nmax_host_exceptions = 0\n\n\
-         [fetch.resolve]\n\"{}\" = \"{addr}\"\n\"*\" = \"{}\"\n\n\
-         [linkdb]\nignore_internal = false\n",
+         [fetch.resolve]\n\"{}\" = \"{addr}\"\n\"*\" = \"{}\"\n",
         testweb::RESOLVE_PATTERN,
         trawl::net::resolve::NXDOMAIN,
     )

@@ -4,8 +4,8 @@
 //! Like Nutch's `invertlinks`, every outlink is kept whatever its `rel=nofollow`
 //! (the linkdb records who links to whom and with which anchor; consumers can
 //! filter). Links between pages of the same host are dropped when
-//! `linkdb.ignore_internal` is set (the default), links between hosts when
-//! `linkdb.ignore_external` is. Self-links are internal. A (target, source) pair is
+//! `linkdb.ignore_internal` is set (off by default, unlike Nutch: a site's anchors
+//! are its internal links), links between hosts when `linkdb.ignore_external` is. Self-links are internal. A (target, source) pair is
 //! stored once: rows already in the linkdb win over new ones, older segments over
 //! newer ones, and an empty anchor is replaced by the first non-empty anchor seen.
 //! At most `linkdb.max_inlinks` inlinks are kept per target, preferring the earliest

@@ -183,7 +183,8 @@ fn linkdb_rows(root: &Path) -> Vec<Vec<InlinkRecord>> {
 fn linkdb_inverts_once_and_drops_internal_links() {
     let tmp = crawl();
     let root = tmp.path();
-    let summary = ok(common::bin("linkdb"), root, &[]);
+    // Nutch's invertlinks with its default db.ignore.internal.links.
+    let summary = ok(common::bin("linkdb"), root, &["--ignore-internal"]);
     assert!(summary.contains("linkdb: 2 segments"), "{summary}");
     let parts = linkdb_rows(root);
     assert_eq!(parts.len(), PARTS);
@@ -213,12 +214,16 @@ fn linkdb_inverts_once_and_drops_internal_links() {
     assert!(summary.contains("8 links, 3 targets"), "{summary}");
 
     // Twice = once: nothing new by default, and explicitly re-inverting changes nothing.
-    let again = ok(common::bin("linkdb"), root, &[]);
+    let again = ok(common::bin("linkdb"), root, &["--ignore-internal"]);
     assert!(again.contains("linkdb: 0 segments"), "{again}");
     assert_eq!(linkdb_rows(root), parts);
-    ok(common::bin("linkdb"), root, &["20260102000000"]);
+    ok(
+        common::bin("linkdb"),
+        root,
+        &["--ignore-internal", "20260102000000"],
+    );
     assert_eq!(linkdb_rows(root), parts);
-    ok(common::bin("linkdb"), root, &["--all"]);
+    ok(common::bin("linkdb"), root, &["--ignore-internal", "--all"]);
     assert_eq!(linkdb_rows(root), parts);
     assert!(root.join("linkdb/old/_SUCCESS").is_file());
     let meta: serde_json::Value =
@@ -230,6 +235,11 @@ fn linkdb_inverts_once_and_drops_internal_links() {
 
 #[test]
 fn linkdb_keep_internal_and_clear_errors() {
+    // By default the links within a host are kept (a site's anchors), as with
+    // --keep-internal.
+    let by_default = crawl();
+    ok(common::bin("linkdb"), by_default.path(), &[]);
+    assert_eq!(linkdb_rows(by_default.path()).concat().len(), 12);
     let tmp = crawl();
     let root = tmp.path();
     ok(common::bin("linkdb"), root, &["--keep-internal"]);
@@ -354,7 +364,7 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
     let out = run(common::bin("pagerank"), root, &["--source", "linkdb"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run `linkdb` first"));
-    ok(common::bin("linkdb"), root, &[]);
+    ok(common::bin("linkdb"), root, &["--ignore-internal"]);
     let before: Vec<CrawlDatum> = parquet::read_dataset(&root.join("crawldb/current")).unwrap();
     let summary = ok(
         common::bin("pagerank"),
@@ -395,8 +405,8 @@ fn pagerank_from_linkdb_with_seed_teleport_and_no_crawldb_update() {
 fn pagerank_ignore_internal_equals_the_linkdb_graph() {
     let tmp = crawl();
     let root = tmp.path();
-    // The page graph without same-host links is the linkdb's graph (internal links
-    // dropped by default): same nodes, edges and scores.
+    // The page graph without same-host links is the graph of a linkdb that drops
+    // them (`linkdb --ignore-internal`): same nodes, edges and scores.
     let summary = ok(
         common::bin("pagerank"),
         root,
@@ -407,7 +417,7 @@ fn pagerank_ignore_internal_equals_the_linkdb_graph() {
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join("pagerank/_meta.json")).unwrap()).unwrap();
     assert_eq!(meta["ignore_internal"], true);
-    ok(common::bin("linkdb"), root, &[]);
+    ok(common::bin("linkdb"), root, &["--ignore-internal"]);
     ok(
         common::bin("pagerank"),
         root,

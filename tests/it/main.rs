@@ -23,6 +23,7 @@ mod https;
 mod object_store;
 mod parse;
 mod parse_corpus;
+mod relevance;
 mod render;
 mod repartition;
 mod robustness;

@@ -11,11 +11,10 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 
-use testweb::{RunningServer, Site, StaticHost, WebSpec};
 use trawl::index::search::{Ranking, Searcher};
 use trawl::store::layout::CrawlDir;
 use trawl_bench::relevance::{self, Metrics, Query};
-use trawl_bench::sitecrawl::{self, Stages};
+use trawl_bench::sitecrawl;
 
 /// The host the book is served as.
 const BOOK_HOST: &str = "book.web.test";
@@ -52,6 +51,10 @@ struct Args {
     /// on every query, for a site held out of the tuning (minutes less on a big site).
     #[arg(long)]
     no_tune: bool,
+    /// Also score natural queries written for the site (`bench/queries/*.tsv`:
+    /// a query, a tab, the pages that answer it), the title weighted as shipped.
+    #[arg(long, value_name = "FILE")]
+    queries: Option<PathBuf>,
 }
 
 /// The book in the toolchain's documentation, or why there is none.
@@ -89,43 +92,18 @@ fn run() -> anyhow::Result<()> {
     };
     let bin = sitecrawl::bin_dir(args.bin_dir.as_deref())?;
     let started = Instant::now();
-    sitecrawl::fresh_dir(&args.dir)?;
-    let web = testweb::generate(&WebSpec {
-        hosts: 1,
-        pages_per_host: 2,
-        seed_count: 1,
-        ..WebSpec::default()
-    })?;
-    let site_host = StaticHost::new(BOOK_HOST, &site)?;
-    let log = args.dir.join("requests.jsonl");
-    let server = RunningServer::start_site(
-        Site::new(&web)?.with_static([site_host])?,
-        "127.0.0.1:0".parse()?,
-        Some(&log),
-        None,
-    )?;
-    let config = args.dir.join("trawl.toml");
-    std::fs::write(&config, sitecrawl::config_toml(server.addr(), 4))?;
-    let seeds = sitecrawl::html_seeds(&site, BOOK_HOST)?;
-    let seeds_file = args.dir.join("seeds.txt");
-    sitecrawl::write_lines(&seeds_file, &seeds)?;
-    let stages = Stages {
-        bin,
-        crawl: args.dir.join("crawl"),
-        config,
-    };
     println!(
-        "site: {} as http://{BOOK_HOST}/ ({} HTML files = seeds)",
-        site.display(),
-        seeds.len()
+        "site: {} as http://{BOOK_HOST}/ (every HTML file a seed)",
+        site.display()
     );
-    let crawl = stages.crawl(&seeds_file, args.rounds, true)?;
-    let requests = server.stop()?;
-    let lines = testweb::read_log(&log)?;
-    let ok = lines.iter().filter(|l| l.status == 200).count();
+    let done = sitecrawl::crawl_site(&site, BOOK_HOST, &args.dir, bin, args.rounds)?;
+    let (stages, crawl) = (&done.stages, &done.summary);
     println!(
-        "crawl: {} rounds, {requests} requests ({ok} answered 200) in {:.1}s",
+        "crawl: {} seeds, {} rounds, {} requests ({} answered 200) in {:.1}s",
+        done.seeds,
         crawl.rounds,
+        done.requests,
+        done.ok,
         started.elapsed().as_secs_f64()
     );
     for s in &crawl.summaries {
@@ -185,6 +163,9 @@ fn run() -> anyhow::Result<()> {
             100.0 * (rows[1].mrr - rows[0].mrr) / rows[0].mrr.max(1e-9),
             100.0 * (rows[1].ndcg - rows[0].ndcg) / rows[0].ndcg.max(1e-9)
         );
+        if let Some(file) = &args.queries {
+            natural(&searcher, file, &site)?;
+        }
         drop(searcher);
         if !args.keep {
             std::fs::remove_dir_all(&args.dir)
@@ -295,6 +276,80 @@ fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The natural queries of `file` on the site at `site`: BM25 against the shipped
+/// ranking (its title weight included), with each signal left out, and the queries
+/// the shipped ranking misses.
+fn natural(
+    searcher: &Searcher,
+    file: &std::path::Path,
+    site: &std::path::Path,
+) -> anyhow::Result<()> {
+    let queries = relevance::natural_queries(file, site, BOOK_HOST)?;
+    let all: Vec<&Query> = queries.iter().collect();
+    println!();
+    println!(
+        "{:<34} {:>9} {:>9} {:>6}   ({} natural queries of {}, nothing tuned on them)",
+        "ranking (title as shipped)",
+        "MRR",
+        "nDCG@10",
+        "P@1",
+        all.len(),
+        file.display()
+    );
+    let full = Ranking::full();
+    let mut rows = Vec::new();
+    for (name, r) in [
+        ("BM25 (Ranking::bm25)", Ranking::bm25()),
+        ("full (Ranking::full)", full),
+        (
+            "full without anchors",
+            relevance::with(&full, "anchors", 0.0),
+        ),
+        ("full without title", relevance::with(&full, "title", 0.0)),
+        (
+            "full, title weighted 2",
+            relevance::with(&full, "title", 2.0),
+        ),
+        ("full without url", relevance::with(&full, "url", 0.0)),
+    ] {
+        let m = relevance::evaluate_as_is(searcher, &all, &r)?;
+        println!("{name:<34} {:>9.4} {:>9.4} {:>6.3}", m.mrr, m.ndcg, m.p1);
+        rows.push(m);
+    }
+    println!(
+        "natural queries, full vs BM25: MRR {:+.1}%, nDCG@10 {:+.1}%",
+        100.0 * (rows[1].mrr - rows[0].mrr) / rows[0].mrr.max(1e-9),
+        100.0 * (rows[1].ndcg - rows[0].ndcg) / rows[0].ndcg.max(1e-9)
+    );
+    let mut missed = 0;
+    for q in &all {
+        let req = trawl::index::search::SearchRequest {
+            query: q.text.clone(),
+            top: 3,
+            offset: 0,
+            ranking: full,
+        };
+        let hits = searcher.search(&req)?.hits;
+        if !hits.iter().any(|h| q.relevant.contains(&h.url)) {
+            missed += 1;
+            println!(
+                "  not in the top 3: {:?} (wanted {}; got {})",
+                q.text,
+                q.relevant.join(" or "),
+                hits.iter()
+                    .map(|h| h.url.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    println!(
+        "natural queries missing their page in the top 3: {missed} of {}",
+        all.len()
+    );
+    Ok(())
+}
+
 /// A few held-out queries the tuned ranking misses, to show what fails.
 fn print_examples(searcher: &Searcher, queries: &[&Query], r: &Ranking) -> anyhow::Result<()> {
     let mut misses = Vec::new();
@@ -306,7 +361,7 @@ fn print_examples(searcher: &Searcher, queries: &[&Query], r: &Ranking) -> anyho
             ranking: relevance::with(r, "title", 0.0),
         };
         let hits = searcher.search(&req)?.hits;
-        if hits.first().is_some_and(|h| h.url != q.relevant) {
+        if hits.first().is_some_and(|h| !q.relevant.contains(&h.url)) {
             misses.push((q, hits.first().map(|h| h.url.clone()).unwrap_or_default()));
         }
     }
@@ -316,7 +371,12 @@ fn print_examples(searcher: &Searcher, queries: &[&Query], r: &Ranking) -> anyho
         queries.len()
     );
     for (q, got) in misses.iter().take(5) {
-        println!("  {:?}: wanted {}, first {}", q.text, q.relevant, got);
+        println!(
+            "  {:?}: wanted {}, first {}",
+            q.text,
+            q.relevant.join(" or "),
+            got
+        );
     }
     Ok(())
 }
