@@ -55,6 +55,10 @@ struct Args {
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Also count the matching pages by site, language and media type (in the JSON
+    /// object's `facets`, or lines after the results).
+    #[arg(long, conflicts_with = "serve")]
+    facets: bool,
     /// The ranking: `full` (every field and the priors) or `bm25` (BM25 alone over the page's text).
     #[arg(long, value_enum, default_value = "full")]
     ranking: RankingArg,
@@ -107,6 +111,7 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         top: args.top.clamp(1, 10_000),
         offset: args.offset,
         ranking,
+        facets: args.facets,
     };
     let results = searcher.search(&req)?;
     let stdout = std::io::stdout();

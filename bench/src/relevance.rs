@@ -242,6 +242,7 @@ pub fn evaluate_as_is(
                 top: DEPTH,
                 offset: 0,
                 ranking,
+                facets: false,
             };
             let urls: Vec<String> = searcher
                 .search(&req)?

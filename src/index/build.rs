@@ -158,12 +158,45 @@ pub fn open_index(dir: &Path, create: bool) -> Result<Index> {
     let mmap = MmapDirectory::open(dir).map_err(|e| fail("cannot open", &e))?;
     let index = Index::open_or_create(mmap, schema::schema()).map_err(|e| {
         fail(
-            "cannot open (built by another version of trawl? delete the directory and run `index --full`)",
+            "cannot open (built by another version of trawl? run `index`: it rebuilds an index of another schema whole)",
             &e,
         )
     })?;
     index.tokenizers().register(TEXT_ANALYZER, text_analyzer());
     Ok(index)
+}
+
+/// Opens the index at `dir` for an update (creating it), under its lock: an index
+/// built with another schema (an older trawl's: before facets and sections) is
+/// emptied first, and `true` says the update must index every segment again.
+fn open_for_update(dir: &Path) -> Result<(Index, bool)> {
+    let fail = |e: &dyn fmt::Display| Error::Index {
+        message: format!("{}: cannot open: {e}", dir.display()),
+    };
+    let mut rebuilt = false;
+    if dir.join("meta.json").is_file() {
+        let mmap = MmapDirectory::open(dir).map_err(|e| fail(&e))?;
+        let existing = Index::open(mmap).map_err(|e| fail(&e))?;
+        if existing.schema() != schema::schema() {
+            drop(existing);
+            tracing::warn!(
+                "{}: the index was built with another schema (by another version of trawl): it is emptied and every segment indexed again",
+                dir.display()
+            );
+            for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+                let path = entry.map_err(|e| Error::io(dir, e))?.path();
+                if path
+                    .file_name()
+                    .is_some_and(|n| n == crate::store::names::LOCK)
+                {
+                    continue;
+                }
+                crate::store::storage::LocalFs.delete(&path)?;
+            }
+            rebuilt = true;
+        }
+    }
+    Ok((open_index(dir, true)?, rebuilt))
 }
 
 /// The state stored with the index's last commit (empty for a new index).
@@ -191,7 +224,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     let dir = opts.index_dir.clone().unwrap_or_else(|| crawl.index());
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let _held = ctx.hold("index", &[Guard::Index(&dir)])?;
-    let index = open_index(&dir, true)?;
+    let (index, rebuilt) = open_for_update(&dir)?;
     let mut state = read_state(&index, &dir)?;
     let cfg = &ctx.config().index;
     let threads = rayon::current_num_threads().clamp(1, 8);
@@ -216,7 +249,7 @@ pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
             cfg.exclude
         );
     }
-    let full = opts.full || refresh;
+    let full = opts.full || refresh || rebuilt;
     if full {
         writer
             .delete_all_documents()
@@ -418,6 +451,7 @@ struct PageData {
     lang: Option<String>,
     canonical: Option<String>,
     noindex: bool,
+    metadata: BTreeMap<String, String>,
 }
 
 impl Columns for PageData {
@@ -429,6 +463,7 @@ impl Columns for PageData {
         "lang",
         "canonical",
         "noindex",
+        "metadata",
     ];
 }
 
@@ -813,6 +848,9 @@ impl Job<'_> {
                 doc.add_text(f.content_type, &mime);
             }
         }
+        if let Some(s) = d.metadata.get("sections") {
+            doc.add_text(f.sections, s);
+        }
         doc.add_text(f.segment, &page.segment);
         if let Some(t) = page.fetch_time {
             doc.add_date(f.fetch_time, DateTime::from_timestamp_millis(t));
@@ -927,6 +965,29 @@ pub fn url_depth(url: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{cap, url_depth, url_words};
+
+    /// An index of another schema (an older trawl's) is emptied and reopened with
+    /// this one, its lock file kept; an index of this schema is reopened as it is.
+    #[test]
+    fn an_index_of_another_schema_is_rebuilt() {
+        use tantivy::schema::{STORED, STRING, SchemaBuilder};
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = SchemaBuilder::new();
+        b.add_text_field("url", STRING | STORED);
+        let old = tantivy::Index::create_in_dir(dir.path(), b.build()).unwrap();
+        let mut w: tantivy::IndexWriter = old.writer(15_000_000).unwrap();
+        w.commit().unwrap();
+        drop(w);
+        drop(old);
+        std::fs::write(dir.path().join(crate::store::names::LOCK), "held").unwrap();
+        let (index, rebuilt) = super::open_for_update(dir.path()).unwrap();
+        assert!(rebuilt);
+        assert_eq!(index.schema(), super::schema::schema());
+        assert!(dir.path().join(crate::store::names::LOCK).is_file());
+        drop(index);
+        let (_, again) = super::open_for_update(dir.path()).unwrap();
+        assert!(!again);
+    }
 
     #[test]
     fn other_text_is_what_lies_outside_the_main_text() {

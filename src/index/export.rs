@@ -113,6 +113,17 @@ pub fn document_json(doc: &TantivyDocument, f: &Fields) -> Map<String, Json> {
     put_text(&mut m, "lang", f.lang);
     put_text(&mut m, "content_type", f.content_type);
     put_text(&mut m, "segment", f.segment);
+    if let Some(lines) = text(f.sections) {
+        let sections: Vec<Json> = lines
+            .lines()
+            .filter_map(|l| {
+                let mut p = l.splitn(3, '\t');
+                let (level, id, heading) = (p.next()?, p.next()?, p.next()?);
+                Some(json!({"level": level.parse::<u8>().ok()?, "id": id, "heading": heading}))
+            })
+            .collect();
+        m.insert("sections".into(), Json::Array(sections));
+    }
     if let Some(t) = doc.get_first(f.fetch_time).and_then(|v| v.as_datetime()) {
         let ms = t.into_timestamp_millis();
         if let Some(dt) = chrono::DateTime::from_timestamp_millis(ms) {

@@ -62,6 +62,9 @@ pub mod name {
     pub const URL_DEPTH: &str = "url_depth";
     /// Crawl depth.
     pub const CRAWL_DEPTH: &str = "crawl_depth";
+    /// Stored only: the headings a link can point at, `level<TAB>id<TAB>text` lines
+    /// (`parse_data.metadata["sections"]`).
+    pub const SECTIONS: &str = "sections";
 }
 
 /// The index's fields, resolved once.
@@ -99,6 +102,8 @@ pub struct Fields {
     pub url_depth: Field,
     /// `crawl_depth`.
     pub crawl_depth: Field,
+    /// `sections`.
+    pub sections: Field,
 }
 
 /// The index's schema.
@@ -113,14 +118,15 @@ pub fn schema() -> Schema {
         if stored { opts.set_stored() } else { opts }
     };
     b.add_text_field(name::URL, STRING | STORED);
-    b.add_text_field(name::SITE, STRING | STORED);
+    // Fast too: the facet counts of a search (docs/search.md).
+    b.add_text_field(name::SITE, STRING | STORED | FAST);
     b.add_text_field(name::TITLE, text(true));
     b.add_text_field(name::ANCHORS, text(true));
     b.add_text_field(name::MAIN_TEXT, text(true));
     b.add_text_field(name::OTHER_TEXT, text(true));
     b.add_text_field(name::URL_WORDS, text(false));
-    b.add_text_field(name::LANG, STRING | STORED);
-    b.add_text_field(name::CONTENT_TYPE, STRING | STORED);
+    b.add_text_field(name::LANG, STRING | STORED | FAST);
+    b.add_text_field(name::CONTENT_TYPE, STRING | STORED | FAST);
     b.add_text_field(name::SEGMENT, STRING | STORED);
     b.add_date_field(name::FETCH_TIME, INDEXED | STORED | FAST);
     b.add_f64_field(name::PAGERANK, STORED | FAST);
@@ -128,6 +134,7 @@ pub fn schema() -> Schema {
     b.add_u64_field(name::INLINKS, STORED | FAST);
     b.add_u64_field(name::URL_DEPTH, STORED | FAST);
     b.add_u64_field(name::CRAWL_DEPTH, STORED | FAST);
+    b.add_text_field(name::SECTIONS, STORED);
     b.build()
 }
 
@@ -172,6 +179,7 @@ impl Fields {
             inlinks: get(name::INLINKS)?,
             url_depth: get(name::URL_DEPTH)?,
             crawl_depth: get(name::CRAWL_DEPTH)?,
+            sections: get(name::SECTIONS)?,
         })
     }
 }

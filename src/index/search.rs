@@ -158,6 +158,9 @@ pub struct SearchRequest {
     pub offset: usize,
     /// The ranking.
     pub ranking: Ranking,
+    /// Also count the matching pages by site, language and content type
+    /// ([`SearchResults::facets`]).
+    pub facets: bool,
 }
 
 impl SearchRequest {
@@ -168,6 +171,7 @@ impl SearchRequest {
             top,
             offset: 0,
             ranking: Ranking::full(),
+            facets: false,
         }
     }
 }
@@ -248,6 +252,36 @@ pub struct Hit {
     pub pagerank: f64,
     /// The passage around the query's terms.
     pub snippet: Snippet,
+    /// The section of the page whose heading matches the query best, when the page
+    /// has headings a link can point at (`url#id`).
+    pub section: Option<Section>,
+}
+
+/// A section of a page: a heading with an id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Section {
+    /// The heading's id: the section is at `url#id`.
+    pub id: String,
+    /// The heading's text.
+    pub heading: String,
+}
+
+/// How many matching pages have each value of a field, most first (at most
+/// [`FACET_VALUES`] values).
+pub type FacetCounts = Vec<(String, u64)>;
+
+/// Values counted per facet.
+pub const FACET_VALUES: usize = 10;
+
+/// The matching pages counted by site, language and media type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Facets {
+    /// By host (`site:HOST` narrows the query to one).
+    pub site: FacetCounts,
+    /// By declared language (`lang:LANG`).
+    pub lang: FacetCounts,
+    /// By media type (`type:MEDIA`).
+    pub content_type: FacetCounts,
 }
 
 /// The results of a search.
@@ -259,6 +293,10 @@ pub struct SearchResults {
     pub relaxed: bool,
     /// The results `offset..offset + top`, best first.
     pub hits: Vec<Hit>,
+    /// With [`SearchRequest::facets`]: the matching pages counted by site, language
+    /// and media type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<Facets>,
 }
 
 /// No result past this rank is served (`offset + top` must not exceed it), as with
@@ -515,7 +553,13 @@ impl Searcher {
             }
         }
         let (top, total) = found;
+        let facets = if req.facets {
+            Some(self.facets(&searcher, &*query, req)?)
+        } else {
+            None
+        };
         let snippets = self.snippet_generator(&searcher, &*query)?;
+        let words = query_words(&req.query);
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr).map_err(|e| Error::Index {
@@ -551,12 +595,66 @@ impl Searcher {
                     .and_then(|v| v.as_f64())
                     .unwrap_or(0.0),
                 snippet,
+                section: text(self.fields.sections)
+                    .and_then(|s| best_section(&s, &words, text(self.fields.title).as_deref())),
             });
         }
         Ok(SearchResults {
             total,
             relaxed,
             hits,
+            facets,
+        })
+    }
+
+    /// The pages matching `query` counted by site, language and media type (the
+    /// indexed content types without parameters), from the fields' fast columns.
+    fn facets(
+        &self,
+        searcher: &tantivy::Searcher,
+        query: &dyn Query,
+        req: &SearchRequest,
+    ) -> Result<Facets> {
+        use tantivy::aggregation::agg_req::Aggregations;
+        use tantivy::aggregation::{AggContextParams, AggregationCollector};
+        let terms = |field: &str, size: usize| serde_json::json!({ "terms": { "field": field, "size": size } });
+        let request: Aggregations = serde_json::from_value(serde_json::json!({
+            "site": terms(name::SITE, FACET_VALUES),
+            "lang": terms(name::LANG, FACET_VALUES),
+            // Both a type as served and its media type are indexed: room for both.
+            "content_type": terms(name::CONTENT_TYPE, 4 * FACET_VALUES),
+        }))
+        .map_err(|e| Error::Internal {
+            message: format!("the facets' aggregation request: {e}"),
+        })?;
+        let collector = AggregationCollector::from_aggs(request, AggContextParams::default());
+        let result = searcher.search(query, &collector).map_err(|e| Error::Query {
+            query: req.query.clone(),
+            message: format!(
+                "cannot count its facets ({e}); an index built before facets needs `index` run again"
+            ),
+        })?;
+        let value = serde_json::to_value(&result).map_err(|e| Error::Internal {
+            message: format!("the facets' aggregation result: {e}"),
+        })?;
+        let buckets = |name: &str, keep: &dyn Fn(&str) -> bool| -> FacetCounts {
+            value[name]["buckets"]
+                .as_array()
+                .map(|b| {
+                    b.iter()
+                        .filter_map(|b| {
+                            Some((b["key"].as_str()?.to_string(), b["doc_count"].as_u64()?))
+                        })
+                        .filter(|(k, _)| keep(k))
+                        .take(FACET_VALUES)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Facets {
+            site: buckets("site", &|_| true),
+            lang: buckets("lang", &|_| true),
+            content_type: buckets("content_type", &|k| !k.contains(';')),
         })
     }
 
@@ -664,6 +762,59 @@ impl Searcher {
     }
 }
 
+/// The words of a text, lower case (letters and digits), a plural's `s`/`es` cut
+/// ("indexes" is "index"), to match headings with.
+fn query_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let w = w.to_lowercase();
+            let n = w.chars().count();
+            if n > 4 && w.ends_with("es") {
+                w[..w.len() - 2].to_string()
+            } else if n > 3 && w.ends_with('s') && !w.ends_with("ss") {
+                w[..w.len() - 1].to_string()
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+/// The section of `sections` (`level<TAB>id<TAB>text` lines, in page order) a
+/// result links to: among the h2 and h3 headings (an h1 is the page itself), the one
+/// holding the most of the query's `words` that the page's `title` does not (the
+/// page answers those already), then the most query words, the first on a tie;
+/// `None` when no heading holds a word the title lacks.
+fn best_section(sections: &str, words: &[String], title: Option<&str>) -> Option<Section> {
+    let in_title = query_words(title.unwrap_or(""));
+    let mut best: Option<((usize, usize), Section)> = None;
+    for line in sections.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (Some(level), Some(id), Some(heading)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if level == "1" {
+            continue;
+        }
+        let hw = query_words(heading);
+        let held: Vec<&String> = words.iter().filter(|w| hw.contains(w)).collect();
+        let novel = held.iter().filter(|w| !in_title.contains(w)).count();
+        let rank = (novel, held.len());
+        if novel > 0 && best.as_ref().is_none_or(|(r, _)| rank > *r) {
+            best = Some((
+                rank,
+                Section {
+                    id: id.to_string(),
+                    heading: heading.to_string(),
+                },
+            ));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
 /// Writes `results` for a terminal: one block per hit (rank, title, URL, score, the
 /// snippet with the matches in `[...]`), then a count line.
 pub fn write_text(
@@ -675,6 +826,9 @@ pub fn write_text(
         let title = h.title.as_deref().unwrap_or("(no title)");
         writeln!(out, "{}. {title}", req.offset + i + 1)?;
         writeln!(out, "   {}  (score {:.3})", h.url, h.score)?;
+        if let Some(s) = &h.section {
+            writeln!(out, "   § {}  {}#{}", s.heading, h.url, s.id)?;
+        }
         let mut line = String::new();
         for (piece, hit) in h.snippet.pieces() {
             if hit {
@@ -705,7 +859,20 @@ pub fn write_text(
             format!("{}-{}", req.offset + 1, req.offset + shown)
         },
         results.total
-    )
+    )?;
+    if let Some(f) = &results.facets {
+        for (name, counts) in [
+            ("site", &f.site),
+            ("lang", &f.lang),
+            ("type", &f.content_type),
+        ] {
+            if !counts.is_empty() {
+                let list: Vec<String> = counts.iter().map(|(v, n)| format!("{v} ({n})")).collect();
+                writeln!(out, "{name}: {}", list.join(", "))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The first `max` bytes of `s`, cut at a word boundary when there is one.
@@ -723,6 +890,26 @@ fn lead(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::Snippet;
+
+    /// The section whose h2/h3 heading holds the most query words, the first on a
+    /// tie; none when no heading holds any.
+    #[test]
+    fn the_best_section_is_the_heading_with_the_most_query_words() {
+        use super::{best_section, query_words};
+        let sections = "1\ttop\tCREATE INDEX\n2\tname\tCREATE INDEX\n2\td\tDescription\n3\tstorage\tIndex Storage Parameters\n3\tconc\tBuilding Indexes Concurrently\nbroken line";
+        let best =
+            |q: &str| best_section(sections, &query_words(q), Some("CREATE INDEX")).map(|s| s.id);
+        // "concurrently" is the word the title lacks; "indexes" is "index".
+        assert_eq!(best("create index concurrently").as_deref(), Some("conc"));
+        assert_eq!(best("storage parameters").as_deref(), Some("storage"));
+        assert_eq!(best("description of indexes").as_deref(), Some("d"));
+        // Only the title's words: the page itself, no section; none with no word.
+        assert_eq!(best("create index").as_deref(), None);
+        assert_eq!(best("vacuum"), None);
+        // Without a title every word counts; the first of equals wins.
+        let untitled = best_section(sections, &query_words("index"), None).map(|s| s.id);
+        assert_eq!(untitled.as_deref(), Some("name"));
+    }
 
     /// Whatever is typed parses: the normalized query, or its words (issue 39).
     #[test]

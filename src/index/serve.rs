@@ -249,6 +249,7 @@ async fn run_search(state: &Arc<State>, query: String, page: usize, top: usize) 
         top,
         offset: (page - 1) * top,
         ranking: state.ranking,
+        facets: true,
     };
     let state = Arc::clone(state);
     let started = Instant::now();
@@ -383,6 +384,11 @@ async fn api(state: &Arc<State>, p: &Params) -> Response<Full<Bytes>> {
                         "score": h.score,
                         "snippet": h.snippet.text,
                         "snippet_html": h.snippet.to_html(),
+                        "section": h.section.as_ref().map(|s| json!({
+                            "id": s.id,
+                            "heading": s.heading,
+                            "url": format!("{}#{}", h.url, fragment(&s.id)),
+                        })),
                     })
                 })
                 .collect();
@@ -396,6 +402,7 @@ async fn api(state: &Arc<State>, p: &Params) -> Response<Full<Bytes>> {
                     "top": top,
                     "took_ms": took.as_secs_f64() * 1e3,
                     "hits": hits,
+                    "facets": results.facets,
                 }),
             )
         }
@@ -476,6 +483,11 @@ a.title:hover{text-decoration:underline}\
 .snippet{margin:4px 0;color:#3c4043}\
 .snippet b{background:#fff3b0;font-weight:700}\
 .meta{color:#70757a;font-size:13px}\
+a.section{display:block;font-size:14px;color:#1a0dab;text-decoration:none}\
+aside.facets{margin:18px 0;padding:10px 14px;border:1px solid #e0e0e0;border-radius:6px;font-size:14px}\
+aside.facets h2{font-size:14px;margin:6px 0 2px;color:#5f6368}\
+aside.facets ul{list-style:none;padding:0;margin:0 0 6px;display:flex;flex-wrap:wrap;gap:4px 14px}\
+aside.facets .count{color:#70757a}\
 nav.pages{display:flex;gap:12px;align-items:center;margin-top:18px}\
 nav.pages a,nav.pages span{padding:4px 8px}\
 nav.pages .current{font-weight:700;border-bottom:2px solid #2e7d32}\
@@ -588,9 +600,18 @@ fn render_results(h: &mut String, view: &PageView, results: &SearchResults) {
         } else {
             format!("<span class=\"title\">{title}</span>")
         };
+        // The section whose heading matches the query: a link to it, under the title.
+        let section = match &hit.section {
+            Some(sec) if link.starts_with("<a") => format!(
+                "<a class=\"section\" href=\"{url}#{}\">&sect; {}</a>",
+                escape(&fragment(&sec.id)),
+                escape(&sec.heading)
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             h,
-            "<li class=\"result\" data-url=\"{url}\">{link}<div class=\"url\">{url}</div>\
+            "<li class=\"result\" data-url=\"{url}\">{link}{section}<div class=\"url\">{url}</div>\
              <p class=\"snippet\">{}</p><div class=\"meta\">score <span class=\"score\">{:.3}\
              </span> &middot; {}</div></li>",
             hit.snippet.to_html(),
@@ -599,7 +620,47 @@ fn render_results(h: &mut String, view: &PageView, results: &SearchResults) {
         );
     }
     h.push_str("</ol>\n");
+    render_facets(h, view, results);
     render_pagination(h, view, results.total);
+}
+
+/// A section id as a URL fragment: what is not safe in one percent-encoded.
+fn fragment(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// The facet counts: each value a link that narrows the query to it (`site:x`,
+/// `lang:x`, `type:x` added to the query).
+fn render_facets(h: &mut String, view: &PageView, results: &SearchResults) {
+    let Some(f) = &results.facets else { return };
+    let groups = [
+        ("site", "Sites", &f.site),
+        ("lang", "Languages", &f.lang),
+        ("type", "Types", &f.content_type),
+    ];
+    if groups.iter().all(|(_, _, c)| c.is_empty()) {
+        return;
+    }
+    h.push_str("<aside class=\"facets\" id=\"facets\" aria-label=\"Narrow the results\">");
+    for (field, label, counts) in groups {
+        if counts.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<section data-facet=\"{field}\"><h2>{label}</h2><ul>");
+        for (value, n) in counts {
+            let q = format!("{} {field}:{value}", view.query.trim());
+            let _ = write!(
+                h,
+                "<li><a href=\"{}\">{}</a> <span class=\"count\">{n}</span></li>",
+                page_href(&q, 1),
+                escape(value)
+            );
+        }
+        h.push_str("</ul></section>");
+    }
+    h.push_str("</aside>\n");
 }
 
 /// Previous, up to ten page numbers around the current one, next.
@@ -655,6 +716,7 @@ mod tests {
                 text: "a <tag> & rust & go".into(),
                 highlights: vec![10..14, 17..19],
             },
+            section: None,
         }
     }
 
@@ -667,6 +729,7 @@ mod tests {
                 total,
                 relaxed: false,
                 hits,
+                facets: None,
             }),
             ..PageView::default()
         }
@@ -693,6 +756,31 @@ mod tests {
         assert!(html.contains("value=\"rust &quot;&lt;x&gt;&quot;\""));
         assert!(html.contains("a &lt;tag&gt; &amp; <b>rust</b> &amp; <b>go</b>"));
         assert!(html.contains("<span id=\"total\">2</span>"));
+        // A section and the facets, escaped; facet links narrow the query.
+        let mut with = hit("http://h.web.test/s", Some("S"));
+        with.section = Some(crate::index::search::Section {
+            id: "a b\"<".into(),
+            heading: "<Setup>".into(),
+        });
+        let mut v2 = view(vec![with], 1, 1);
+        if let Some(r) = v2.results.as_mut() {
+            r.facets = Some(crate::index::search::Facets {
+                site: vec![("h.web.test".into(), 1)],
+                lang: vec![("<en>".into(), 1)],
+                content_type: vec![],
+            });
+        }
+        let html2 = render_page(&v2);
+        assert!(
+            html2.contains("href=\"http://h.web.test/s#a%20b%22%3C\">&sect; &lt;Setup&gt;</a>"),
+            "{html2}"
+        );
+        assert!(
+            html2.contains("id=\"facets\"") && html2.contains("&lt;en&gt;</a>"),
+            "{html2}"
+        );
+        assert!(html2.contains("site%3Ah.web.test"), "{html2}");
+        assert!(!html2.contains("Types"), "no empty facet: {html2}");
         assert!(
             !html.contains("rel=\"next\""),
             "one page needs no pagination"

@@ -94,6 +94,10 @@ pub struct Extract {
     pub links: Vec<RawLink>,
     /// (level, text) of h1-h3.
     pub headings: Vec<(u8, String)>,
+    /// (level, id, text) of the h1-h3 a link can point at (`page.html#id`): the
+    /// heading's own `id`, else that of an `<a id|name>` in it, else the fragment of a
+    /// link in it to itself (`<a class="headerlink" href="#id">`).
+    pub sections: Vec<(u8, String, String)>,
     /// Visible text blocks in document order.
     pub blocks: Vec<Block>,
     /// Block-level elements in document order.
@@ -478,6 +482,12 @@ struct Walker<'a> {
     title: Option<String>,
     in_title: bool,
     heading: Option<(u8, String)>,
+    /// The id of the heading being read, if it has one ([`Extracted::sections`]).
+    heading_id: Option<String>,
+    /// The id of the last `section`, `div` or `article` opened with one, while no
+    /// text followed it: the id of a heading that opens it (DocBook and Sphinx put
+    /// a section's id on its element, not on its heading).
+    section_id: Option<String>,
 }
 
 impl Walker<'_> {
@@ -492,6 +502,7 @@ impl Walker<'_> {
         if text.is_empty() {
             return;
         }
+        self.section_id = None;
         self.out.blocks.push(Block {
             link_chars: link_chars.min(text.chars().count()),
             text,
@@ -528,6 +539,15 @@ impl Walker<'_> {
         let tag = el.name();
         let a = Attrs::of(el);
         let a = &a;
+        if tag == "a" && self.heading.is_some() && self.heading_id.is_none() {
+            self.heading_id = a
+                .get("id")
+                .or_else(|| a.get("name"))
+                .or_else(|| a.get("href").and_then(|h| h.strip_prefix('#')))
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(str::to_string);
+        }
         match tag {
             "html" if self.out.lang.is_none() => {
                 self.out.lang = a
@@ -605,10 +625,21 @@ impl Walker<'_> {
         {
             self.flush();
             self.heading = Some((h.as_bytes()[1] - b'0', String::new()));
+            self.heading_id = a
+                .get("id")
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .or_else(|| self.section_id.take());
             return self.open_block(a, h);
         }
         if let Some(tag) = block_tag(tag) {
             self.flush();
+            if matches!(tag, "section" | "div" | "article")
+                && let Some(id) = a.get("id").map(str::trim).filter(|id| !id.is_empty())
+            {
+                self.section_id = Some(id.to_string());
+            }
             return self.open_block(a, tag);
         }
         // A pop-up card inside its trigger (`<span class="tooltip">name<span
@@ -708,7 +739,13 @@ impl Walker<'_> {
                 .is_some_and(|e| e.tag.len() == 2 && e.tag.starts_with('h'))
             {
                 let h = collapse(&h);
+                let id = self.heading_id.take();
                 if !h.is_empty() {
+                    if let Some(id) = id {
+                        // Without the permalink's sign (Sphinx's ¶, a trailing #).
+                        let text = h.trim_end_matches(['¶', '#', '§', ' ']).to_string();
+                        self.out.sections.push((level, id, text));
+                    }
                     self.out.headings.push((level, h));
                 }
             } else {
@@ -783,6 +820,8 @@ pub fn walk(doc: &Html, agent: &str) -> Extract {
         title: None,
         in_title: false,
         heading: None,
+        heading_id: None,
+        section_id: None,
     };
     let mut frames: Vec<Frame> = Vec::new();
     for edge in doc.tree.root().traverse() {
@@ -894,6 +933,27 @@ mod tests {
         assert_eq!(
             e.headings,
             vec![(1, "Big one".to_string()), (2, "Two".to_string())]
+        );
+        assert!(e.sections.is_empty());
+        // The headings a link can point at: an id of their own (mdBook), of an anchor
+        // in them (DocBook), or the fragment of their permalink (Sphinx's headerlink).
+        let e = ex(
+            "<body><h1 id=top>Guide</h1><h2 id=' setup '>Set up</h2>            <h2><a id=USING></a>Using it</h2>            <section id=faq><h3>FAQ<a class=headerlink href='#faq'>¶</a></h3></section>            <div class=refsect2 id=SQL-CONC><h3>Concurrently</h3><p>Text.</p></div>            <div id=late><p>First text.</p><h3>Not its heading</h3></div>            <h3>No id</h3><h2 id=''>Empty id</h2></body>",
+        );
+        let got: Vec<(u8, &str, &str)> = e
+            .sections
+            .iter()
+            .map(|(l, id, h)| (*l, id.as_str(), h.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "top", "Guide"),
+                (2, "setup", "Set up"),
+                (2, "USING", "Using it"),
+                (3, "faq", "FAQ"),
+                (3, "SQL-CONC", "Concurrently")
+            ]
         );
     }
 

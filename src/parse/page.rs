@@ -560,6 +560,17 @@ fn fill_html(data: &mut ParseDataRecord, ex: &Extract, base: &Url) {
             m.insert(format!("h{level}"), hs.join("\n"));
         }
     }
+    // The headings a link can point at: `level<TAB>id<TAB>text` lines (the index
+    // links a result to the section that matches, docs/search.md).
+    let sections: Vec<String> = ex
+        .sections
+        .iter()
+        .filter(|(_, id, h)| !id.contains(['\t', '\n']) && !h.contains(['\t', '\n']))
+        .map(|(level, id, h)| format!("{level}\t{id}\t{h}"))
+        .collect();
+    if !sections.is_empty() {
+        m.insert("sections".into(), sections.join("\n"));
+    }
     if let Some(b) = &ex.base_href {
         m.insert("base_href".into(), b.clone());
     }

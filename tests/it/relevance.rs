@@ -89,6 +89,22 @@ fn the_shipped_ranking_beats_bm25_on_a_real_site_nobody_tuned_on() {
         full.mrr,
         full.ndcg
     );
+    // A result links to the section its heading matches (DocBook puts the id on
+    // the section's element), and the facets count the matches.
+    let req = trawl::index::search::SearchRequest {
+        facets: true,
+        ..trawl::index::search::SearchRequest::new("create index concurrently", 3)
+    };
+    let r = searcher.search(&req).unwrap();
+    let first = &r.hits[0];
+    assert_eq!(first.url, format!("http://{HOST}/sql-createindex.html"));
+    let section = first.section.as_ref().expect("a section of CREATE INDEX");
+    assert_eq!(section.id, "SQL-CREATEINDEX-CONCURRENTLY");
+    assert_eq!(section.heading, "Building Indexes Concurrently");
+    let facets = r.facets.expect("facets");
+    assert_eq!(facets.site, [(HOST.to_string(), r.total as u64)]);
+    assert!(facets.content_type.iter().any(|(t, _)| t == "text/html"));
+
     assert!(
         full.mrr >= bm25.mrr * (1.0 + NATURAL_GAIN),
         "natural queries: the shipped ranking (MRR {:.4}) must beat BM25 alone (MRR {:.4}) by {:.0} %",

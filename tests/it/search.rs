@@ -214,6 +214,32 @@ fn the_index_follows_the_crawl_and_search_ranks_it() {
     let q = format!("site:{host} {word}");
     let v = search(&crawl, &config, &[&q, "--top", "3"]);
     assert!(!hit_urls(&v).is_empty(), "{q}: results");
+    // Facets: the matching pages counted by site, language and media type; they
+    // add up to the matches of a one-site query, and narrowing to a site keeps it.
+    let f = search(&crawl, &config, &[word, "--facets", "--top", "1"]);
+    let total = f["total"].as_u64().unwrap();
+    let sites = f["facets"]["site"].as_array().expect("facets.site");
+    assert!(!sites.is_empty(), "{f}");
+    let counted: u64 = sites.iter().map(|s| s[1].as_u64().unwrap()).sum();
+    assert!(counted <= total && counted > 0, "{f}");
+    let html = f["facets"]["content_type"].as_array().unwrap();
+    assert!(
+        html.iter().any(|t| t[0] == "text/html")
+            && html.iter().all(|t| !t[0].as_str().unwrap().contains(';')),
+        "media types alone: {f}"
+    );
+    let one = sites[0][0].as_str().unwrap();
+    let narrowed = search(
+        &crawl,
+        &config,
+        &[&format!("{word} site:{one}"), "--facets"],
+    );
+    assert_eq!(narrowed["total"], sites[0][1], "site:{one} keeps its count");
+    assert_eq!(narrowed["facets"]["site"].as_array().unwrap().len(), 1);
+    assert!(
+        search(&crawl, &config, &[word])["facets"].is_null(),
+        "no facets unless asked"
+    );
     assert!(
         hit_urls(&v).iter().all(|u| trawl::urls::host_of(u) == host),
         "{q}"

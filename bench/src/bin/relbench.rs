@@ -328,6 +328,7 @@ fn natural(
             top: 3,
             offset: 0,
             ranking: full,
+            facets: false,
         };
         let hits = searcher.search(&req)?.hits;
         if !hits.iter().any(|h| q.relevant.contains(&h.url)) {
@@ -359,6 +360,7 @@ fn print_examples(searcher: &Searcher, queries: &[&Query], r: &Ranking) -> anyho
             top: relevance::DEPTH,
             offset: 0,
             ranking: relevance::with(r, "title", 0.0),
+            facets: false,
         };
         let hits = searcher.search(&req)?.hits;
         if hits.first().is_some_and(|h| !q.relevant.contains(&h.url)) {

@@ -322,6 +322,7 @@ fn synthetic_part(args: &Args, bin: &Path) -> anyhow::Result<()> {
                 top: args.top,
                 offset: 0,
                 ranking,
+                facets: false,
             };
             let t = Instant::now();
             let r = searcher
