@@ -497,6 +497,9 @@ pub struct PageRankConfig {
     /// Drop links whose source and target have the same host (self-links included)
     /// from the page graph.
     pub ignore_internal: bool,
+    /// Drop a site's template links (a target and anchor text most of a host's pages
+    /// link: header, footer, sidebar) from the page graph (`crate::graph::template`).
+    pub ignore_template: bool,
 }
 
 impl Default for PageRankConfig {
@@ -511,6 +514,7 @@ impl Default for PageRankConfig {
             hits: false,
             hostrank: false,
             ignore_internal: false,
+            ignore_template: true,
         }
     }
 }

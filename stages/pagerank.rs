@@ -43,7 +43,8 @@ enum Teleport {
     version,
     about = "Compute PageRank over the link graph; write pagerank/ and crawldb scores",
     long_about = "Builds the page graph (every crawldb URL and every URL that is a link \
-source or target; distinct links; self-links kept), runs PageRank by power iteration \
+source or target; distinct links; self-links kept, a site's template links left out: \
+pagerank.ignore_template), runs PageRank by power iteration \
 (dangling pages' rank spread uniformly, scores sum to 1) and writes pagerank/ (url, score, \
 in_degree, out_degree; partitioned by host like the crawldb). Unless disabled, writes each \
 page's PageRank times the number of pages into the crawldb's score column, so crawldb scores \
@@ -95,6 +96,10 @@ struct Args {
     /// pagerank.ignore_internal = true).
     #[arg(long)]
     ignore_internal: bool,
+    /// Keep a site's template links (header, footer, sidebar) in the graph (sets
+    /// pagerank.ignore_template = false).
+    #[arg(long)]
+    keep_template_links: bool,
     /// Do not write scores into the crawldb (sets pagerank.update_crawldb = false).
     #[arg(long)]
     no_update_crawldb: bool,
@@ -148,6 +153,9 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     pc.hits |= args.hits;
     pc.hostrank |= args.hostrank;
     pc.ignore_internal |= args.ignore_internal;
+    if args.keep_template_links {
+        pc.ignore_template = false;
+    }
     if args.no_update_crawldb {
         pc.update_crawldb = false;
     }

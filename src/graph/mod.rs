@@ -20,3 +20,4 @@ pub mod rows;
 pub mod source;
 pub mod stage;
 pub mod tasks;
+pub mod template;

@@ -92,6 +92,9 @@ pub struct PageRankMeta {
     /// Whether links within a host were left out of the graph.
     #[serde(default)]
     pub ignore_internal: bool,
+    /// Whether a site's template links were left out of the graph.
+    #[serde(default)]
+    pub ignore_template: bool,
     /// The factor from a page's PageRank (`score` here, summing to 1) to its crawldb
     /// score: the number of nodes, so crawldb scores average 1.0 over the graph.
     #[serde(default)]

@@ -2,14 +2,17 @@
 //! graph, every link) or the linkdb's inlink rows. Only the needed columns are
 //! decoded (Parquet projection), straight from Arrow arrays.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow::array::{Array, AsArray, RecordBatch};
 
 use super::ids::url_host;
+use super::template::{TemplateCounter, TemplateLinks, url_key};
 use crate::error::{Error, IoContext, Result};
 use crate::store::integrity::{self, Check};
 use crate::store::layout::CrawlDir;
@@ -25,12 +28,20 @@ pub enum EdgeKind {
     LinkDb,
 }
 
+/// The template links of one partition index, once found.
+type TemplateSlot = Arc<Mutex<Option<Arc<TemplateLinks>>>>;
+
 /// A set of Parquet files holding edges.
 #[derive(Debug, Clone)]
 pub struct EdgeSource {
     kind: EdgeKind,
     files: Vec<PathBuf>,
     skip_internal: bool,
+    /// Leave out the template links of each file's hosts ([`super::template`]).
+    skip_template: bool,
+    /// The template links found per partition index, kept for the other files of
+    /// the partition and the graph's second pass.
+    templates: Arc<Mutex<HashMap<Option<usize>, TemplateSlot>>>,
     /// Parquet files with a `url` column whose URLs are nodes, linked or not.
     node_files: Vec<PathBuf>,
 }
@@ -42,6 +53,8 @@ impl EdgeSource {
             kind,
             files,
             skip_internal: false,
+            skip_template: false,
+            templates: Arc::default(),
             node_files: Vec::new(),
         }
     }
@@ -77,6 +90,16 @@ impl EdgeSource {
     /// self-links included.
     pub fn ignore_internal(mut self, yes: bool) -> Self {
         self.skip_internal = yes;
+        self
+    }
+
+    /// Drops (when `yes`) every template link ([`super::template`]): a link within a
+    /// host that most of the host's pages make with the same anchor text. Found per
+    /// partition index over the files that have it (a dataset partitioned by host holds
+    /// each host's links within it in one partition): a linkdb partition, or one
+    /// partition of every segment's `parse_data`, each page's newest version.
+    pub fn ignore_template(mut self, yes: bool) -> Self {
+        self.skip_template = yes;
         self
     }
 
@@ -121,22 +144,105 @@ impl EdgeSource {
     }
 
     /// Calls `f(source_url, target_url)` for every edge of one file (but internal
-    /// ones when they are ignored).
+    /// ones and template ones when they are ignored; a file is read twice to find
+    /// its template links).
     pub fn scan_file(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
-        if self.skip_internal {
-            return self.scan_all(path, &mut |s, d| {
-                if url_host(s) != url_host(d) {
-                    f(s, d)
-                }
-            });
-        }
-        self.scan_all(path, f)
+        let template = if self.skip_template && !self.skip_internal {
+            self.template_links(path)?
+        } else {
+            Arc::default()
+        };
+        let skip_internal = self.skip_internal;
+        let with_anchor = !template.is_empty();
+        self.scan_all(path, with_anchor, &mut |s, d, a| {
+            if skip_internal && url_host(s) == url_host(d) {
+                return;
+            }
+            if with_anchor && template.is_template(d, a) {
+                return;
+            }
+            f(s, d)
+        })
     }
 
-    fn scan_all(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
-        let cols: &[&str] = match self.kind {
-            EdgeKind::ParseData => &["url", "outlinks"],
-            EdgeKind::LinkDb => &["url", "from_url"],
+    /// The template links of the hosts of one file: found over every file of the
+    /// source with its partition index (a host's links within it are all in its
+    /// partition, in every segment), a page counted in its newest segment only (the
+    /// files are in segment order), so that merging segments changes nothing. Found
+    /// once a partition, whichever of its files asks first.
+    fn template_links(&self, path: &Path) -> Result<Arc<TemplateLinks>> {
+        let j = parquet::part_index(path);
+        let slot = {
+            // A panic elsewhere leaves the map as it was: go on with it.
+            let mut all = self.templates.lock().unwrap_or_else(|e| e.into_inner());
+            all.entry(j).or_default().clone()
+        };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = slot.as_ref() {
+            return Ok(found.clone());
+        }
+        let mut counter = TemplateCounter::default();
+        let mut newer: HashSet<u64> = HashSet::new();
+        for file in self.files.iter().rev() {
+            if parquet::part_index(file) == j {
+                self.count_template(file, &mut counter, &mut newer)?;
+            }
+        }
+        let found = Arc::new(counter.finish());
+        *slot = Some(found.clone());
+        Ok(found)
+    }
+
+    /// Counts the links within hosts of one file for [`TemplateCounter`]; of
+    /// `parse_data`, only the pages not in `newer` (added to it).
+    fn count_template(
+        &self,
+        path: &Path,
+        counter: &mut TemplateCounter,
+        newer: &mut HashSet<u64>,
+    ) -> Result<()> {
+        if self.kind == EdgeKind::LinkDb {
+            return self.scan_all(path, true, &mut |s, d, a| counter.add(s, d, a));
+        }
+        let mut here: HashSet<u64> = HashSet::new();
+        self.scan_rows(
+            path,
+            true,
+            &mut |page| {
+                let key = url_key(page);
+                here.insert(key);
+                !newer.contains(&key)
+            },
+            &mut |s, d, a| counter.add(s, d, a),
+        )?;
+        newer.extend(here);
+        Ok(())
+    }
+
+    /// Calls `f(source, target, anchor)` for every edge of one file (the anchor is
+    /// empty unless `with_anchor`).
+    fn scan_all(
+        &self,
+        path: &Path,
+        with_anchor: bool,
+        f: &mut dyn FnMut(&str, &str, &str),
+    ) -> Result<()> {
+        self.scan_rows(path, with_anchor, &mut |_| true, f)
+    }
+
+    /// [`Self::scan_all`], but a `parse_data` page's edges only when `keep(page)`
+    /// (called for every row, a page without links too).
+    fn scan_rows(
+        &self,
+        path: &Path,
+        with_anchor: bool,
+        keep: &mut dyn FnMut(&str) -> bool,
+        f: &mut dyn FnMut(&str, &str, &str),
+    ) -> Result<()> {
+        let cols: &[&str] = match (self.kind, with_anchor) {
+            (EdgeKind::ParseData, _) => &["url", "outlinks"],
+            (EdgeKind::LinkDb, false) => &["url", "from_url"],
+            (EdgeKind::LinkDb, true) => &["url", "from_url", "anchor"],
         };
         for batch in read_columns(path, cols)? {
             let batch = batch?;
@@ -156,8 +262,19 @@ impl EdgeSource {
                         .column(1)
                         .as_string_opt::<i32>()
                         .ok_or_else(|| bad("from_url"))?;
+                    let anchor = if with_anchor {
+                        Some(
+                            batch
+                                .column(2)
+                                .as_string_opt::<i32>()
+                                .ok_or_else(|| bad("anchor"))?,
+                        )
+                    } else {
+                        None
+                    };
                     for i in 0..batch.num_rows() {
-                        f(from.value(i), url.value(i));
+                        let a = anchor.map_or("", |a| a.value(i));
+                        f(from.value(i), url.value(i), a);
                     }
                 }
                 EdgeKind::ParseData => {
@@ -165,20 +282,33 @@ impl EdgeSource {
                         .column(1)
                         .as_list_opt::<i32>()
                         .ok_or_else(|| bad("outlinks"))?;
-                    let targets = list
+                    let links = list
                         .values()
                         .as_struct_opt()
-                        .and_then(|s| s.column_by_name("url"))
+                        .ok_or_else(|| bad("outlinks"))?;
+                    let targets = links
+                        .column_by_name("url")
                         .and_then(|c| c.as_string_opt::<i32>())
                         .ok_or_else(|| bad("outlinks.url"))?;
+                    let anchors = if with_anchor {
+                        Some(
+                            links
+                                .column_by_name("anchor")
+                                .and_then(|c| c.as_string_opt::<i32>())
+                                .ok_or_else(|| bad("outlinks.anchor"))?,
+                        )
+                    } else {
+                        None
+                    };
                     let offsets = list.value_offsets();
                     for i in 0..batch.num_rows() {
-                        if list.is_null(i) {
+                        let src = url.value(i);
+                        if !keep(src) || list.is_null(i) {
                             continue;
                         }
-                        let src = url.value(i);
                         for j in offsets[i] as usize..offsets[i + 1] as usize {
-                            f(src, targets.value(j));
+                            let a = anchors.map_or("", |a| a.value(j));
+                            f(src, targets.value(j), a);
                         }
                     }
                 }

@@ -484,6 +484,7 @@ fn build(dir: &CrawlDir, pc: &PageRankConfig, partitions: Partitioner) -> Result
         GraphSource::Crawl => EdgeSource::crawl(dir)?,
     }
     .ignore_internal(pc.ignore_internal)
+    .ignore_template(pc.ignore_template)
     .with_crawldb_nodes(dir)?;
     let graph = build_graph(&source, partitions)?;
     interrupted()?;
@@ -584,6 +585,7 @@ fn write_pagerank(
         hits: pc.hits,
         hostrank: pc.hostrank,
         ignore_internal: pc.ignore_internal,
+        ignore_template: pc.ignore_template,
         crawldb_scale: crawldb_scale(graph.nodes()),
         written_time: now_millis(),
     };
@@ -1041,6 +1043,7 @@ fn commit_iterated(ctx: &StageCtx, job: &Job, n: usize) -> Result<PageRankReport
         hits: false,
         hostrank: false,
         ignore_internal: pc.ignore_internal,
+        ignore_template: pc.ignore_template,
         crawldb_scale: crawldb_scale(f.nodes as usize),
         written_time: now_millis(),
     };

@@ -166,6 +166,9 @@ pub struct Settings {
     pub source: String,
     /// `pagerank.ignore_internal`.
     pub ignore_internal: bool,
+    /// `pagerank.ignore_template`.
+    #[serde(default)]
+    pub ignore_template: bool,
     /// `pagerank.damping`.
     pub damping: f64,
     /// `pagerank.teleport`.
@@ -177,6 +180,7 @@ impl Settings {
         Settings {
             source: pc.source.to_string(),
             ignore_internal: pc.ignore_internal,
+            ignore_template: pc.ignore_template,
             damping: pc.damping,
             teleport: pc.teleport.to_string(),
         }
@@ -404,7 +408,9 @@ pub fn links(
     let version = crate::crawldb::version_id(dir)?;
     let pt = dir.crawldb_meta()?.partitioner();
     let (kind, files) = edge_files(dir, pc, n, parts)?;
-    let source = EdgeSource::new(kind, files.clone()).ignore_internal(pc.ignore_internal);
+    let source = EdgeSource::new(kind, files.clone())
+        .ignore_internal(pc.ignore_internal)
+        .ignore_template(pc.ignore_template);
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let mut routed = Routed {
         out,
@@ -583,14 +589,16 @@ fn same_settings(job: &Job, theirs: &Settings, pc: &PageRankConfig, pass: &str) 
         return Err(Error::input(
             format!("--pass {pass}"),
             format!(
-                "job {} ran with source {}, ignore_internal {}, damping {}, teleport {}; this task with source {}, ignore_internal {}, damping {}, teleport {}: run every pass of a job with the same settings",
+                "job {} ran with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}; this task with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}: run every pass of a job with the same settings",
                 job.id(),
                 theirs.source,
                 theirs.ignore_internal,
+                theirs.ignore_template,
                 theirs.damping,
                 theirs.teleport,
                 ours.source,
                 ours.ignore_internal,
+                ours.ignore_template,
                 ours.damping,
                 ours.teleport
             ),

@@ -34,6 +34,7 @@ use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 use crate::datum::{DbStatus, FetchStatus, Millis};
 use crate::error::{Error, Result};
 use crate::graph::rows::{HostRankRecord, PageRankMeta};
+use crate::graph::template::{TemplateCounter, TemplateLinks, anchor_key};
 use crate::records::ParseTextRecord;
 use crate::stage::{Guard, Report, StageCtx};
 use crate::store::layout::{CrawlDir, Segment};
@@ -574,55 +575,12 @@ impl Columns for RankRow {
     const COLUMNS: &'static [&'static str] = &["url", "score", "in_degree"];
 }
 
-/// A host's pages that link within it fewer than this have no template links: on a
-/// site of three pages every link is on most of them.
-const TEMPLATE_MIN_PAGES: usize = 5;
-
-/// The links of a partition's hosts that are part of their site's template: a target
-/// and an anchor text (lower-cased) linked from more than half of the pages of the
-/// target's host that link within that host (at least [`TEMPLATE_MIN_PAGES`]). Header,
-/// footer and sidebar links are on every page; a link written in a page's text is on
-/// few. A majority, not a tuned fraction: a link on most of a site's pages is its
-/// template by any reading.
-struct TemplateLinks {
-    /// By target URL, its template anchor texts.
-    links: HashMap<String, HashSet<String>>,
-}
-
-impl TemplateLinks {
-    fn is_template(&self, url: &str, anchor_key: &str) -> bool {
-        self.links.get(url).is_some_and(|a| a.contains(anchor_key))
-    }
-}
-
-/// The template links of partition `i` of the linkdb at `linkdb` (one read of it).
+/// The template links of partition `i` of the linkdb at `linkdb` (one read of it; a
+/// host's links within it are all in its partition): [`crate::graph::template`].
 fn template_links(linkdb: &Path, i: usize) -> Result<TemplateLinks> {
-    // Per host: its pages that link within it; per (target, anchor): its sources.
-    let mut sources: HashMap<String, HashSet<String>> = HashMap::new();
-    let mut pairs: HashMap<(String, String), u32> = HashMap::new();
-    read_rows::<InlinkRow>(linkdb, i, |l| {
-        if l.url == l.from_url {
-            return;
-        }
-        let host = crate::urls::host_of(&l.url);
-        if host.is_empty() || crate::urls::host_of(&l.from_url) != host {
-            return;
-        }
-        sources.entry(host).or_default().insert(l.from_url);
-        *pairs
-            .entry((l.url, l.anchor.trim().to_lowercase()))
-            .or_default() += 1;
-    })?;
-    let mut links: HashMap<String, HashSet<String>> = HashMap::new();
-    for ((url, anchor), n) in pairs {
-        let pages = sources
-            .get(&crate::urls::host_of(&url))
-            .map_or(0, HashSet::len);
-        if pages >= TEMPLATE_MIN_PAGES && (n as usize) * 2 > pages {
-            links.entry(url).or_default().insert(anchor);
-        }
-    }
-    Ok(TemplateLinks { links })
+    let mut counter = TemplateCounter::default();
+    read_rows::<InlinkRow>(linkdb, i, |l| counter.add(&l.from_url, &l.url, &l.anchor))?;
+    Ok(counter.finish())
 }
 
 fn read_rows<R: Columns>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Result<()> {
@@ -725,10 +683,10 @@ impl Job<'_> {
                     return;
                 }
                 let anchor = l.anchor.trim();
-                let key = anchor.to_lowercase();
+                let key = anchor_key(anchor);
                 // Nor do the links of its site's template (header, footer,
                 // sidebar): every page says "Index" of the index page.
-                if template.is_template(&l.url, &key) {
+                if template.is_template(&l.url, anchor) {
                     return;
                 }
                 if let Some(k) = known.get_mut(&l.url) {

@@ -798,4 +798,36 @@ fn template_links_give_no_anchors_and_text_links_do() {
         [colophon.to_string()]
     );
     assert_eq!(search(&crawl, &internal, &["anchors:colophon"])["total"], 0);
+
+    // PageRank leaves them out of its graph too (pagerank.ignore_template, on by
+    // default): the colophon and the start page, in every page's nav, do not collect
+    // every page's vote; the same graph as partition tasks.
+    let tasks = dir.join("tasks");
+    common::copy_tree(&crawl, &tasks);
+    run_ok("pagerank", &crawl, &internal, &[]);
+    let pr = pagerank_rows(&crawl);
+    let start = "http://tpl.web.test/p0.html";
+    let job = "tpl";
+    pagerank_as_tasks(&tasks, &internal, job, &|flags| {
+        let mut args = flags.to_vec();
+        args.extend(["--job", job, "--partitions", "all", "--attempt", "a-1"]);
+        run_ok("pagerank", &tasks, &internal, &args);
+    });
+    assert_same_pagerank(
+        &pr,
+        &pagerank_rows(&tasks),
+        "template links left out, as tasks",
+    );
+    run_ok("pagerank", &crawl, &internal, &["--keep-template-links"]);
+    let kept = pagerank_rows(&crawl);
+    let p1 = "http://tpl.web.test/p1.html";
+    // Kept, the nav's targets have every page's vote: the start page, linked by the
+    // nav alone, ranks far above any other page of the notes.
+    assert_eq!((kept[colophon].1, kept[start].1), (8, 7), "{kept:?}");
+    assert!(kept[start].0 > 10.0 * kept[p1].0, "{kept:?}");
+    // Left out, the start page ranks as any page no other page links, and the
+    // colophon has the one link p6's text gives it.
+    assert_eq!((pr[colophon].1, pr[start].1), (1, 0), "{pr:?}");
+    assert!((pr[start].0 - pr[p1].0).abs() < 1e-12, "{pr:?}");
+    assert!(pr[colophon].0 > pr[p1].0, "{pr:?}");
 }
