@@ -70,9 +70,9 @@ pub fn normalize_heading(h: &str) -> String {
         .join(" ")
 }
 
-/// The heading queries of the crawl at `root` (see the module docs): the newest
-/// `parse_data` row of each URL across segments.
-pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
+/// The newest `parse_data` row of each URL across the segments of the crawl at
+/// `root`, of the parsed, indexable (not `noindex`) HTML pages.
+fn indexable_pages(root: &Path) -> anyhow::Result<BTreeMap<String, ParseDataRecord>> {
     let dir = CrawlDir::new(root);
     let mut newest: BTreeMap<String, ParseDataRecord> = BTreeMap::new();
     // Segments sort by name = by time: later rows replace earlier ones.
@@ -86,16 +86,23 @@ pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
             newest.insert(row.url.clone(), row);
         }
     }
-    let mut by_query: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut set = QuerySet::default();
-    for row in newest.values() {
+    newest.retain(|_, row| {
         let html = row
             .content_type
             .as_deref()
             .is_some_and(|t| t.contains("html"));
-        if row.status != "parse_success" || row.noindex || !html {
-            continue;
-        }
+        row.status == "parse_success" && !row.noindex && html
+    });
+    Ok(newest)
+}
+
+/// The heading queries of the crawl at `root` (see the module docs): the newest
+/// `parse_data` row of each URL across segments.
+pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
+    let newest = indexable_pages(root)?;
+    let mut by_query: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut set = QuerySet::default();
+    for row in newest.values() {
         set.pages += 1;
         for key in ["h2", "h3"] {
             for h in row
@@ -113,6 +120,13 @@ pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
         }
     }
     set.headings = by_query.len();
+    keep_unique(by_query, &mut set);
+    Ok(set)
+}
+
+/// Makes each text of `by_query` that names one page a query of `set` (its page
+/// the relevant one); a text naming several is ambiguous and counted in `shared`.
+fn keep_unique(by_query: BTreeMap<String, BTreeSet<String>>, set: &mut QuerySet) {
     let mut with = BTreeSet::new();
     for (text, pages) in by_query {
         if pages.len() > 1 {
@@ -128,6 +142,48 @@ pub fn heading_queries(root: &Path) -> anyhow::Result<QuerySet> {
         }
     }
     set.pages_with_queries = with.len();
+}
+
+/// The anchor-text queries of the crawl at `root`: what the site's own pages call a
+/// page when they link to it, the text people use to point at it. Of the linkdb's
+/// links to an indexable page from another page of the site, but the site's template
+/// links ([`trawl::graph::template`]: "Next", "Index" on every page), each distinct
+/// anchor text (normalized as a heading) is a query whose relevant page is its target;
+/// an anchor text that names several targets ("next", "here", a function's name in
+/// two modules) is ambiguous and dropped (`shared`), as are anchors of one character.
+/// The target's own anchors field holds the query: the set measures how the ranking
+/// serves a page's name (navigational queries), with the anchors' weight and without
+/// it side by side. `headings` counts the distinct anchor texts.
+pub fn anchor_queries(root: &Path) -> anyhow::Result<QuerySet> {
+    let pages = indexable_pages(root)?;
+    let links = parquet::read_dataset::<trawl::records::InlinkRecord>(
+        &CrawlDir::new(root).linkdb_current(),
+    )?;
+    let mut counter = trawl::graph::template::TemplateCounter::default();
+    for l in &links {
+        counter.add(&l.from_url, &l.url, &l.anchor);
+    }
+    let template = counter.finish();
+    let mut by_query: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for l in &links {
+        if l.url == l.from_url
+            || !pages.contains_key(&l.url)
+            || trawl::urls::host_of(&l.url) != trawl::urls::host_of(&l.from_url)
+            || template.is_template(&l.url, &l.anchor)
+        {
+            continue;
+        }
+        let q = normalize_heading(&l.anchor);
+        if q.chars().count() > 1 {
+            by_query.entry(q).or_default().insert(l.url.clone());
+        }
+    }
+    let mut set = QuerySet {
+        pages: pages.len(),
+        headings: by_query.len(),
+        ..QuerySet::default()
+    };
+    keep_unique(by_query, &mut set);
     Ok(set)
 }
 

@@ -144,8 +144,8 @@ impl EdgeSource {
     }
 
     /// Calls `f(source_url, target_url)` for every edge of one file (but internal
-    /// ones and template ones when they are ignored; a file is read twice to find
-    /// its template links).
+    /// ones and template ones when they are ignored; the first file of a partition to
+    /// ask reads all of the partition's files once more to find its template links).
     pub fn scan_file(&self, path: &Path, f: &mut dyn FnMut(&str, &str)) -> Result<()> {
         let template = if self.skip_template && !self.skip_internal {
             self.template_links(path)?

@@ -21,17 +21,16 @@ pub const TEMPLATE_MIN_PAGES: usize = 5;
 /// Counts the links within hosts, to find the template links among them. Fed every
 /// link of a set of hosts (all of each host's: one partition of a dataset
 /// partitioned by host, where a page links a target with one anchor text once), then
-/// [`TemplateCounter::finish`]ed. Holds 8-byte keys, not URLs: a host's pages and
-/// its (target, anchor) pairs, about 20 bytes a link within a host.
+/// [`TemplateCounter::finish`]ed. Holds 8-byte keys, not URLs: a host's pages that
+/// link within it and its distinct (target, anchor) pairs, some 30 bytes each.
 #[derive(Debug, Default)]
 pub struct TemplateCounter {
-    /// Per host: its pages that link within it (keys of their URLs).
-    sources: HashMap<String, HashSet<u64>>,
-    /// Per (target, anchor) key: the target's host and the links counted.
-    pairs: HashMap<u64, (u32, u32)>,
-    /// The hosts, by number (a pair names its target's host by it).
-    hosts: Vec<String>,
+    /// The hosts seen, by number.
     host_ids: HashMap<String, u32>,
+    /// By host number: its pages that link within it (keys of their URLs).
+    sources: Vec<HashSet<u64>>,
+    /// Per (target, anchor) key: the target's host number and the links counted.
+    pairs: HashMap<u64, (u32, u32)>,
 }
 
 impl TemplateCounter {
@@ -48,16 +47,13 @@ impl TemplateCounter {
         let id = match self.host_ids.get(host.as_ref()) {
             Some(&id) => id,
             None => {
-                let id = self.hosts.len() as u32;
-                self.hosts.push(host.to_string());
-                self.host_ids.insert(host.to_string(), id);
+                let id = self.sources.len() as u32;
+                self.sources.push(HashSet::new());
+                self.host_ids.insert(host.into_owned(), id);
                 id
             }
         };
-        self.sources
-            .entry(host.into_owned())
-            .or_default()
-            .insert(url_key(from));
+        self.sources[id as usize].insert(url_key(from));
         self.pairs.entry(pair_key(to, anchor)).or_insert((id, 0)).1 += 1;
     }
 
@@ -65,11 +61,7 @@ impl TemplateCounter {
     pub fn finish(self) -> TemplateLinks {
         let mut links = HashSet::new();
         for (pair, (host, n)) in self.pairs {
-            let pages = self
-                .hosts
-                .get(host as usize)
-                .and_then(|h| self.sources.get(h))
-                .map_or(0, HashSet::len);
+            let pages = self.sources.get(host as usize).map_or(0, HashSet::len);
             if pages >= TEMPLATE_MIN_PAGES && (n as usize) * 2 > pages {
                 links.insert(pair);
             }

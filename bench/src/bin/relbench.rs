@@ -139,40 +139,29 @@ fn run() -> anyhow::Result<()> {
     let searcher = Searcher::open(&index)?;
     if args.no_tune {
         let all: Vec<&Query> = set.queries.iter().collect();
-        println!();
-        println!(
-            "{:<34} {:>9} {:>9} {:>6}   (all {} queries, nothing tuned on this site)",
-            "ranking (title weight 0)",
-            "MRR",
-            "nDCG@10",
-            "P@1",
-            all.len()
-        );
         let full = Ranking::full();
-        let pr_row = format!("full, PageRank {}", args.pagerank);
-        let mut rows = Vec::new();
-        for (name, r) in [
-            ("BM25 (Ranking::bm25)", Ranking::bm25()),
-            ("full (Ranking::full)", full),
-            (
-                "full without anchors",
-                relevance::with(&full, "anchors", 0.0),
-            ),
-            (
-                "full without pagerank",
-                relevance::with(&full, "pagerank", 0.0),
-            ),
-            (&pr_row, relevance::with(&full, "pagerank", args.pagerank)),
-        ] {
-            let m = relevance::evaluate(&searcher, &all, &r)?;
-            println!("{name:<34} {:>9.4} {:>9.4} {:>6.3}", m.mrr, m.ndcg, m.p1);
-            rows.push(m);
-        }
-        println!(
-            "full vs BM25: MRR {:+.1}%, nDCG@10 {:+.1}%",
-            100.0 * (rows[1].mrr - rows[0].mrr) / rows[0].mrr.max(1e-9),
-            100.0 * (rows[1].ndcg - rows[0].ndcg) / rows[0].ndcg.max(1e-9)
-        );
+        table(
+            &searcher,
+            &all,
+            TitleWeight::Zero,
+            &format!("all {} queries, nothing tuned on this site", all.len()),
+            "full vs BM25",
+            &[
+                (
+                    "full without anchors",
+                    relevance::with(&full, "anchors", 0.0),
+                ),
+                (
+                    "full without pagerank",
+                    relevance::with(&full, "pagerank", 0.0),
+                ),
+                (
+                    &format!("full, PageRank {}", args.pagerank),
+                    relevance::with(&full, "pagerank", args.pagerank),
+                ),
+            ],
+        )?;
+        anchor_text(&searcher, &stages.crawl, args.pagerank)?;
         if let Some(file) = &args.queries {
             natural(&searcher, file, &site, args.pagerank)?;
         }
@@ -269,6 +258,7 @@ fn run() -> anyhow::Result<()> {
         verdict(&full_default, &bm25)
     );
     print_examples(&searcher, &held_out, &tuned.full.ranking)?;
+    anchor_text(&searcher, &stages.crawl, args.pagerank)?;
     drop(searcher);
     if !args.keep {
         std::fs::remove_dir_all(&args.dir)
@@ -286,6 +276,94 @@ fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a table weighs the title: heading and anchor queries are often their page's
+/// title, so its title is left out; natural queries count it as shipped.
+#[derive(Clone, Copy)]
+enum TitleWeight {
+    Zero,
+    AsShipped,
+}
+
+/// Prints BM25 alone, the shipped ranking and then `variants` on `queries` (a row
+/// each: MRR, nDCG@10, P@1) under a header naming `what`, and the shipped ranking's
+/// gain over BM25 after `gain`.
+fn table(
+    searcher: &Searcher,
+    queries: &[&Query],
+    title: TitleWeight,
+    what: &str,
+    gain: &str,
+    variants: &[(&str, Ranking)],
+) -> anyhow::Result<()> {
+    println!();
+    let weighted = match title {
+        TitleWeight::Zero => "ranking (title weight 0)",
+        TitleWeight::AsShipped => "ranking (title as shipped)",
+    };
+    println!(
+        "{weighted:<34} {:>9} {:>9} {:>6}   ({what})",
+        "MRR", "nDCG@10", "P@1"
+    );
+    let base = [
+        ("BM25 (Ranking::bm25)", Ranking::bm25()),
+        ("full (Ranking::full)", Ranking::full()),
+    ];
+    let mut rows = Vec::new();
+    for (name, r) in base.iter().chain(variants) {
+        let m = match title {
+            TitleWeight::Zero => relevance::evaluate(searcher, queries, r)?,
+            TitleWeight::AsShipped => relevance::evaluate_as_is(searcher, queries, r)?,
+        };
+        println!("{name:<34} {:>9.4} {:>9.4} {:>6.3}", m.mrr, m.ndcg, m.p1);
+        rows.push(m);
+    }
+    println!(
+        "{gain}: MRR {:+.1}%, nDCG@10 {:+.1}%",
+        100.0 * (rows[1].mrr - rows[0].mrr) / rows[0].mrr.max(1e-9),
+        100.0 * (rows[1].ndcg - rows[0].ndcg) / rows[0].ndcg.max(1e-9)
+    );
+    Ok(())
+}
+
+/// The anchor-text queries of the crawl at `crawl` ([`relevance::anchor_queries`]):
+/// BM25 against the shipped ranking, without its anchors and with PageRank
+/// `pagerank`, the title weighted 0 as for headings.
+fn anchor_text(searcher: &Searcher, crawl: &std::path::Path, pagerank: f32) -> anyhow::Result<()> {
+    let set = relevance::anchor_queries(crawl)?;
+    let all: Vec<&Query> = set.queries.iter().collect();
+    println!();
+    println!(
+        "anchor texts: {} distinct texts of the site's links to its {} indexable pages (template links left out); {} naming several pages dropped; {} queries on {} pages",
+        set.headings,
+        set.pages,
+        set.shared,
+        all.len(),
+        set.pages_with_queries
+    );
+    if all.is_empty() {
+        return Ok(());
+    }
+    let full = Ranking::full();
+    table(
+        searcher,
+        &all,
+        TitleWeight::Zero,
+        "anchor-text queries, nothing tuned on them",
+        "anchor-text queries, full vs BM25",
+        &[
+            (
+                "full without anchors",
+                relevance::with(&full, "anchors", 0.0),
+            ),
+            (
+                &format!("full, PageRank {pagerank}"),
+                relevance::with(&full, "pagerank", pagerank),
+            ),
+        ],
+    )?;
+    Ok(())
+}
+
 /// The natural queries of `file` on the site at `site`: BM25 against the shipped
 /// ranking (its title weight included), with each signal left out, and the queries
 /// the shipped ranking misses.
@@ -297,45 +375,34 @@ fn natural(
 ) -> anyhow::Result<()> {
     let queries = relevance::natural_queries(file, site, BOOK_HOST)?;
     let all: Vec<&Query> = queries.iter().collect();
-    println!();
-    println!(
-        "{:<34} {:>9} {:>9} {:>6}   ({} natural queries of {}, nothing tuned on them)",
-        "ranking (title as shipped)",
-        "MRR",
-        "nDCG@10",
-        "P@1",
-        all.len(),
-        file.display()
-    );
     let full = Ranking::full();
-    let mut rows = Vec::new();
-    for (name, r) in [
-        ("BM25 (Ranking::bm25)", Ranking::bm25()),
-        ("full (Ranking::full)", full),
-        (
-            "full without anchors",
-            relevance::with(&full, "anchors", 0.0),
+    table(
+        searcher,
+        &all,
+        TitleWeight::AsShipped,
+        &format!(
+            "{} natural queries of {}, nothing tuned on them",
+            all.len(),
+            file.display()
         ),
-        ("full without title", relevance::with(&full, "title", 0.0)),
-        (
-            "full, title weighted 2",
-            relevance::with(&full, "title", 2.0),
-        ),
-        ("full without url", relevance::with(&full, "url", 0.0)),
-        (
-            &format!("full, PageRank {pagerank}"),
-            relevance::with(&full, "pagerank", pagerank),
-        ),
-    ] {
-        let m = relevance::evaluate_as_is(searcher, &all, &r)?;
-        println!("{name:<34} {:>9.4} {:>9.4} {:>6.3}", m.mrr, m.ndcg, m.p1);
-        rows.push(m);
-    }
-    println!(
-        "natural queries, full vs BM25: MRR {:+.1}%, nDCG@10 {:+.1}%",
-        100.0 * (rows[1].mrr - rows[0].mrr) / rows[0].mrr.max(1e-9),
-        100.0 * (rows[1].ndcg - rows[0].ndcg) / rows[0].ndcg.max(1e-9)
-    );
+        "natural queries, full vs BM25",
+        &[
+            (
+                "full without anchors",
+                relevance::with(&full, "anchors", 0.0),
+            ),
+            ("full without title", relevance::with(&full, "title", 0.0)),
+            (
+                "full, title weighted 2",
+                relevance::with(&full, "title", 2.0),
+            ),
+            ("full without url", relevance::with(&full, "url", 0.0)),
+            (
+                &format!("full, PageRank {pagerank}"),
+                relevance::with(&full, "pagerank", pagerank),
+            ),
+        ],
+    )?;
     let mut missed = 0;
     for q in &all {
         let req = trawl::index::search::SearchRequest {
