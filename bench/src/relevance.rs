@@ -169,7 +169,7 @@ pub fn anchor_queries(root: &Path) -> anyhow::Result<QuerySet> {
         if l.url == l.from_url
             || !pages.contains_key(&l.url)
             || trawl::urls::host_of(&l.url) != trawl::urls::host_of(&l.from_url)
-            || template.is_template(&l.url, &l.anchor)
+            || template.is_template(&l.from_url, &l.url, &l.anchor)
         {
             continue;
         }

@@ -12,7 +12,7 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow::array::{Array, AsArray, RecordBatch};
 
 use super::ids::url_host;
-use super::template::{TemplateCounter, TemplateLinks, url_key};
+use super::template::{TemplateCounter, TemplateLinks, page_key};
 use crate::error::{Error, IoContext, Result};
 use crate::store::integrity::{self, Check};
 use crate::store::layout::CrawlDir;
@@ -41,7 +41,7 @@ pub struct EdgeSource {
     skip_template: bool,
     /// The template links found per partition index, kept for the other files of
     /// the partition and the graph's second pass.
-    templates: Arc<Mutex<HashMap<Option<usize>, TemplateSlot>>>,
+    templates: Arc<Mutex<HashMap<usize, TemplateSlot>>>,
     /// Parquet files with a `url` column whose URLs are nodes, linked or not.
     node_files: Vec<PathBuf>,
 }
@@ -158,7 +158,7 @@ impl EdgeSource {
             if skip_internal && url_host(s) == url_host(d) {
                 return;
             }
-            if with_anchor && template.is_template(d, a) {
+            if with_anchor && template.is_template(s, d, a) {
                 return;
             }
             f(s, d)
@@ -171,7 +171,7 @@ impl EdgeSource {
     /// files are in segment order), so that merging segments changes nothing. Found
     /// once a partition, whichever of its files asks first.
     fn template_links(&self, path: &Path) -> Result<Arc<TemplateLinks>> {
-        let j = parquet::part_index(path);
+        let j = file_index(path);
         let slot = {
             // A panic elsewhere leaves the map as it was: go on with it.
             let mut all = self.templates.lock().unwrap_or_else(|e| e.into_inner());
@@ -184,7 +184,7 @@ impl EdgeSource {
         let mut counter = TemplateCounter::default();
         let mut newer: HashSet<u64> = HashSet::new();
         for file in self.files.iter().rev() {
-            if parquet::part_index(file) == j {
+            if file_index(file) == j {
                 self.count_template(file, &mut counter, &mut newer)?;
             }
         }
@@ -209,9 +209,10 @@ impl EdgeSource {
             path,
             true,
             &mut |page| {
-                let key = url_key(page);
-                here.insert(key);
-                !newer.contains(&key)
+                // A page's first row in the file counts (a file holds a URL once;
+                // were it there twice, its links would count twice).
+                let key = page_key(page);
+                here.insert(key) && !newer.contains(&key)
             },
             &mut |s, d, a| counter.add(s, d, a),
         )?;
@@ -316,6 +317,21 @@ impl EdgeSource {
         }
         Ok(())
     }
+}
+
+/// The partition index of a part file (`part-00003.parquet`, `part-00003-x.parquet`:
+/// 3; 0 for a name without one).
+pub(super) fn file_index(file: &Path) -> usize {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("part-"))
+        .map(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Calls `f(url, depth)` for every row of the crawldb part `part`.

@@ -46,7 +46,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ids::url_host;
-use super::source::{EdgeKind, EdgeSource, read_columns, scan_url_depth};
+use super::source::{EdgeKind, EdgeSource, file_index, read_columns, scan_url_depth};
 use crate::config::{GraphSource, PageRankConfig, Teleport};
 use crate::datum::CrawlDatum;
 use crate::error::{Error, Result};
@@ -268,21 +268,6 @@ pub struct CheckOutcome {
 
 // ---------------------------------------------------------------------------------
 // links
-
-/// The partition index of a part file (`part-00003.parquet`, `part-00003-x.parquet`:
-/// 3; 0 for a name without one).
-fn file_index(file: &Path) -> usize {
-    file.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("part-"))
-        .map(|r| {
-            r.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-        })
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0)
-}
 
 /// The files holding the links a task on partitions `parts` (of `n`) reads, and
 /// their kind: of a dataset's parts, those of index `j` with `j % n` in `parts`,
@@ -589,7 +574,7 @@ fn same_settings(job: &Job, theirs: &Settings, pc: &PageRankConfig, pass: &str) 
         return Err(Error::input(
             format!("--pass {pass}"),
             format!(
-                "job {} ran with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}; this task with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}: run every pass of a job with the same settings",
+                "job {} ran with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}; this task with source {}, ignore_internal {}, ignore_template {}, damping {}, teleport {}: run every pass of a job with the same settings, or start a new --job (a job begun before pagerank.ignore_template existed ran with it false)",
                 job.id(),
                 theirs.source,
                 theirs.ignore_internal,

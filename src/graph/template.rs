@@ -53,7 +53,7 @@ impl TemplateCounter {
                 id
             }
         };
-        self.sources[id as usize].insert(url_key(from));
+        self.sources[id as usize].insert(page_key(from));
         self.pairs.entry(pair_key(to, anchor)).or_insert((id, 0)).1 += 1;
     }
 
@@ -77,9 +77,15 @@ pub struct TemplateLinks {
 }
 
 impl TemplateLinks {
-    /// Whether a link to `url` with anchor text `anchor` is a template link.
-    pub fn is_template(&self, url: &str, anchor: &str) -> bool {
-        !self.links.is_empty() && self.links.contains(&pair_key(url, anchor))
+    /// Whether the link from `from` to `to` with anchor text `anchor` is a template
+    /// link: within a host (a link from elsewhere with the same text is a vote of
+    /// its own), and its target and text those of the host's template (the nav's
+    /// link to the page it is on included: a self-loop that only the template makes
+    /// would keep the page's rank to itself).
+    pub fn is_template(&self, from: &str, to: &str, anchor: &str) -> bool {
+        !self.links.is_empty()
+            && self.links.contains(&pair_key(to, anchor))
+            && url_host(from) == url_host(to)
     }
 
     /// The number of (target, anchor) pairs found to be template links.
@@ -98,8 +104,8 @@ fn pair_key(url: &str, anchor: &str) -> u64 {
     key(&[url.as_bytes(), b"\0", anchor_key(anchor).as_bytes()])
 }
 
-/// The 64-bit key of a URL (blake3).
-pub fn url_key(url: &str) -> u64 {
+/// The 64-bit key a counter holds for a page (blake3).
+pub fn page_key(url: &str) -> u64 {
     key(&[url.as_bytes()])
 }
 
@@ -143,14 +149,19 @@ mod tests {
     #[test]
     fn a_link_on_most_pages_of_a_host_is_its_template() {
         let t = site(6).finish();
-        assert!(t.is_template("http://a.test/genindex.html", " index "));
-        assert!(t.is_template("http://a.test/genindex.html", "INDEX"));
-        assert!(!t.is_template("http://a.test/genindex.html", "the general index"));
+        let (p2, index) = ("http://a.test/p2.html", "http://a.test/genindex.html");
+        assert!(t.is_template(p2, index, " index "));
+        assert!(t.is_template(p2, index, "INDEX"));
+        assert!(!t.is_template(p2, index, "the general index"));
+        // The same text from another host is a vote of its own.
+        assert!(!t.is_template("http://b.test/", index, "Index"));
         // "Next" points somewhere else from every page: each target has one.
-        assert!(!t.is_template("http://a.test/p3.html", "Next"));
+        assert!(!t.is_template(p2, "http://a.test/p3.html", "Next"));
         // Links to another host and to the page itself are not counted.
-        assert!(!t.is_template("http://b.test/", "Elsewhere"));
-        assert!(!t.is_template("http://a.test/p1.html", "¶"));
+        assert!(!t.is_template(p2, "http://b.test/", "Elsewhere"));
+        assert!(!t.is_template("http://a.test/p1.html", "http://a.test/p1.html", "¶"));
+        // The template's link on the page it points to is the template's too.
+        assert!(t.is_template(index, index, "Index"));
         assert_eq!(t.len(), 1);
     }
 
@@ -171,6 +182,6 @@ mod tests {
             }
         }
         let t = c.finish();
-        assert!(!t.is_template("http://a.test/half.html", "half"));
+        assert!(!t.is_template("http://a.test/p0.html", "http://a.test/half.html", "half"));
     }
 }

@@ -372,6 +372,15 @@ impl Priors {
             });
         }
         let meta: PageRankMeta = parquet::read_json(&dir.join(crate::store::names::META))?;
+        if !meta.ignore_template && !meta.ignore_internal {
+            tracing::warn!(
+                "{}: PageRank was computed with the sites' template links in its graph \
+                 (pagerank.ignore_template = false, or a pagerank run before 2026-12-07): a \
+                 site's navigation pages get the most PageRank, which the search ranking \
+                 weighs; rerun pagerank with pagerank.ignore_template = true, then index",
+                dir.display()
+            );
+        }
         let scale = if meta.crawldb_scale > 0.0 {
             meta.crawldb_scale
         } else {
@@ -686,7 +695,7 @@ impl Job<'_> {
                 let key = anchor_key(anchor);
                 // Nor do the links of its site's template (header, footer,
                 // sidebar): every page says "Index" of the index page.
-                if template.is_template(&l.url, anchor) {
+                if template.is_template(&l.from_url, &l.url, anchor) {
                     return;
                 }
                 if let Some(k) = known.get_mut(&l.url) {

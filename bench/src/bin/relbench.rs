@@ -55,14 +55,14 @@ struct Args {
     /// a query, a tab, the pages that answer it), the title weighted as shipped.
     #[arg(long, value_name = "FILE")]
     queries: Option<PathBuf>,
-    /// With --no-tune: the PageRank weight of the extra "full, PageRank W" row.
+    /// The PageRank weight of the extra "full, PageRank W" row of the anchor-text,
+    /// natural and (with --no-tune) heading tables.
     #[arg(long, value_name = "W", default_value_t = BOOK_PAGERANK)]
     pagerank: f32,
 }
 
-/// The PageRank weight the book's tuning chose (docs/search.md), shipped as 0 since
-/// it cost Python's documentation 12 % of MRR with the template links in the graph;
-/// scored beside the shipped ranking to show what PageRank does on each site now.
+/// The PageRank weight the book's tuning chose (docs/search.md): the default of the
+/// `--pagerank W` row scored beside the shipped ranking (which weighs PageRank 0.5).
 const BOOK_PAGERANK: f32 = 1.25;
 
 /// The book in the toolchain's documentation, or why there is none.
