@@ -227,7 +227,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         name: "index",
         args: "",
-        doc: "the embedded search index (`crawl/index/`, tantivy): one document per page with title, main text, the rest of the text, inlink anchors, PageRank; incremental (new segments, deletes of gone, duplicate, redirected and noindex pages) and crash-safe (one atomic commit); `--to jsonl FILE` exports it in the Elasticsearch bulk format (docs/search.md)",
+        doc: "the embedded search index (`crawl/index/`, tantivy, one shard per partition searched together): one document per page with title, main text, the rest of the text, inlink anchors, PageRank; incremental (new segments, deletes of gone, duplicate, redirected and noindex pages), crash-safe (a new version installed by one rename) and partition tasks; `--to jsonl FILE` exports it in the Elasticsearch bulk format (docs/search.md)",
         locks: &[LockOn::Index],
         about: "Build or update the search index, or export it as JSON Lines",
         writes: true,

@@ -568,7 +568,8 @@ pub struct IndexConfig {
     pub max_anchors: usize,
     /// Bytes of each text field (title, main text, text) indexed per page.
     pub max_text_bytes: usize,
-    /// Memory of the index writer's buffers (MB), split between its threads.
+    /// Memory of the index writers' buffers (MB), split between the shards built at
+    /// once (one per thread).
     pub writer_memory_mb: u64,
     /// URL patterns (regular expressions, matched anywhere in the URL) of pages
     /// crawled for their links but left out of the index: navigation, search and

@@ -337,16 +337,11 @@ pub const HOSTDB: Step = Step {
     ..partitioned("hostdb", SegmentUse::None)
 };
 
-/// `index`: one process (not partitioned yet).
+/// `index`: partition tasks (each builds the shards of its partitions: a page's
+/// document lives in its host's partition's shard), then the commit.
 pub const INDEX: Step = Step {
-    stage: "index",
-    segment: SegmentUse::None,
-    units: &[Unit::Whole],
-    ok: OK,
-    outcomes: &[],
-    leases: false,
-    after_unreachable: false,
     optional: Some(Optional::Index),
+    ..partitioned("index", SegmentUse::None)
 };
 
 /// `warc`: the segment's WARC export as partition tasks, then the commit.

@@ -612,10 +612,11 @@ impl Guard<'_> {
                 locks
             }
             Guard::Segment(seg) => vec![seg.lock(stage)?],
-            Guard::Index(index) => vec![Lock::acquire(
-                &index.join(crate::store::names::LOCK),
-                stage,
-            )?],
+            // The index is a versioned dataset too: its lock, then the repair of a
+            // half-done install.
+            Guard::Index(index) => {
+                vec![crate::store::versioned::VersionedDataset::new(index).lock(stage)?]
+            }
             Guard::Driver => vec![Lock::acquire(&dir.crawl_lock(), stage)?],
         })
     }

@@ -15,7 +15,9 @@ use trawl::stage::StageCtx;
     long_about = "Indexes the segments not indexed yet (parsed and merged by updatedb) into the \
 crawl's tantivy index: one document per page with its title, main text, text, inlink anchors \
 (linkdb), PageRank and HostRank (pagerank); refetched pages are replaced, gone, duplicate, \
-redirected and noindex pages deleted. --full indexes every segment again. --to jsonl FILE \
+redirected and noindex pages deleted. The index has one shard per partition (a tantivy index \
+each, searched together); with --job it runs as partition tasks, each building its partitions' \
+shards, and their commit (docs/cluster.md). --full indexes every segment again. --to jsonl FILE \
 writes the index's documents in the Elasticsearch/OpenSearch bulk format instead. See \
 docs/search.md."
 )]
@@ -38,6 +40,8 @@ struct Args {
     /// The export's index name (`_index` of the bulk actions).
     #[arg(long, default_value = "trawl", value_name = "NAME", requires = "to")]
     index_name: String,
+    #[command(flatten)]
+    task: trawl::cli::TaskArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -62,7 +66,7 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         trawl::cli::summary("index", started, &what);
         return Ok(());
     }
-    let ctx = StageCtx::from_args(&args.common)?;
+    let ctx = StageCtx::from_task_args(&args.common, &args.task)?;
     let opts = IndexOpts {
         full: args.full,
         index_dir: args.index_dir,

@@ -1,5 +1,12 @@
 //! The `index` stage: builds and updates the crawl's search index (`index/`).
 //!
+//! The index is sharded like every dataset of the crawl: one tantivy index per
+//! partition (`index/current/shard-NNNNN/`), so a page's document always lives in its
+//! host's partition's shard, a task builds the shards of its partitions, and `search`
+//! searches every shard with the statistics of all of them ([`super::search`]).
+//! `index/` is a versioned dataset: `current/` (its shards and `_meta.json`), `old/`
+//! (the previous version), installed by one rename.
+//!
 //! One document per page ([`super::schema`]). A run indexes the segments not indexed
 //! yet (parsed, and merged into the crawldb by updatedb), oldest first, partition by
 //! partition in parallel (rayon), and joins every page with what the crawl knows of it
@@ -15,11 +22,14 @@
 //!   `db_redir_perm` loses its document on every run (a redirect's target is indexed
 //!   under its own URL, once, however many URLs redirect to it).
 //!
-//! The list of indexed segments is stored in the tantivy commit's payload, so the
-//! documents and the list are installed by one atomic commit: a run killed at any
-//! point leaves the previous commit searchable, and rerunning redoes the work.
-//! `--full` indexes every segment again into an emptied index, in the same commit (the
-//! way to refresh every document's PageRank and anchors).
+//! A task (or the one-process run's one task) writes each of its shards' new version
+//! in its attempt: the current shard's files hard-linked (tantivy never rewrites a
+//! file: a commit writes new ones and replaces `meta.json` by a rename), then the
+//! changes committed there. The commit links the attempts' shards into a staged
+//! version with the list of indexed segments (`_meta.json`) and installs it: a run
+//! killed at any point leaves the previous version searchable, and rerunning redoes
+//! the work. `--full` indexes every segment again into empty shards (the way to
+//! refresh every document's PageRank and anchors).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
@@ -36,10 +46,12 @@ use crate::error::{Error, Result};
 use crate::graph::rows::{HostRankRecord, PageRankMeta};
 use crate::graph::template::{TemplateCounter, TemplateLinks, anchor_key};
 use crate::records::ParseTextRecord;
-use crate::stage::{Guard, Report, StageCtx};
+use crate::stage::{Guard, Partitioned, Report, StageCtx};
+use crate::store::jobs::{Job, PartitionSet};
 use crate::store::layout::{CrawlDir, Segment};
 use crate::store::names::SegmentDataset;
 use crate::store::parquet;
+use crate::store::versioned::VersionedDataset;
 
 use super::analyzer::{TEXT_ANALYZER, text_analyzer};
 use super::cut as cap;
@@ -48,14 +60,14 @@ use super::schema::{self, Fields};
 /// Options of an index run.
 #[derive(Debug, Clone, Default)]
 pub struct IndexOpts {
-    /// Index every segment again into an emptied index.
+    /// Index every segment again into empty shards.
     pub full: bool,
     /// Where the index is (default: the crawl's `index/`).
     pub index_dir: Option<PathBuf>,
 }
 
 /// Counts reported by the stage.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct IndexReport {
     /// Segments indexed by this run.
     pub segments: usize,
@@ -73,13 +85,30 @@ pub struct IndexReport {
     pub deletes: u64,
     /// Bytes of main text indexed.
     pub main_text_bytes: u64,
-    /// Documents in the index after the run.
+    /// Documents in the index (or in the task's shards) after the run.
     pub docs: u64,
+    /// Shards written (one per partition).
+    #[serde(default)]
+    pub shards: usize,
+}
+
+impl IndexReport {
+    fn add(&mut self, r: &IndexReport) {
+        self.pages += r.pages;
+        self.indexed += r.indexed;
+        self.noindex += r.noindex;
+        self.excluded += r.excluded;
+        self.skipped += r.skipped;
+        self.deletes += r.deletes;
+        self.main_text_bytes += r.main_text_bytes;
+        self.docs += r.docs;
+        self.shards += r.shards;
+    }
 }
 
 impl fmt::Display for IndexReport {
     /// `S segments, P pages, I indexed, N noindex, [E excluded,] K skipped, D deletes,
-    /// T docs` (the excluded count only when `index.exclude` left pages out).
+    /// T docs in N shards` (the excluded count only when `index.exclude` left pages out).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let excluded = if self.excluded > 0 {
             format!(" {} excluded (index.exclude),", self.excluded)
@@ -88,14 +117,15 @@ impl fmt::Display for IndexReport {
         };
         write!(
             f,
-            "{} segments, {} pages, {} indexed, {} noindex,{excluded} {} skipped, {} gone/duplicate/redirect deletes, {} documents in the index",
+            "{} segments, {} pages, {} indexed, {} noindex,{excluded} {} skipped, {} gone/duplicate/redirect deletes, {} documents in the index ({} shards)",
             self.segments,
             self.pages,
             self.indexed,
             self.noindex,
             self.skipped,
             self.deletes,
-            self.docs
+            self.docs,
+            self.shards
         )
     }
 }
@@ -104,10 +134,10 @@ impl Report for IndexReport {
     const STAGE: &'static str = "index";
 }
 
-/// What the index stores beside its documents (the commit's payload).
+/// What the index stores beside its shards (`current/_meta.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct IndexState {
-    /// The format of this record.
+    /// The format of this record (2: sharded).
     pub version: u32,
     /// Segments whose pages are in the index, by name.
     pub segments: BTreeSet<String>,
@@ -117,9 +147,31 @@ pub struct IndexState {
     /// other patterns indexes every segment again (as `--full`).
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// Its shards: one per partition of the crawl (`shard-NNNNN`); a crawl
+    /// repartitioned since is indexed again whole.
+    #[serde(default)]
+    pub partitions: usize,
+    /// The blake3 of the shards' tantivy schema ([`schema_id`]): an index of another
+    /// schema (another trawl's) is indexed again whole.
+    #[serde(default)]
+    pub schema: String,
 }
 
-const STATE_VERSION: u32 = 1;
+/// The identity of the schema this trawl writes: the blake3 of its JSON.
+pub fn schema_id() -> String {
+    let json = serde_json::to_vec(&schema::schema()).unwrap_or_default();
+    blake3::hash(&json).to_hex().to_string()
+}
+
+const STATE_VERSION: u32 = 2;
+
+/// The directory of partition `i`'s shard in a version of the index.
+pub fn shard_name(i: usize) -> String {
+    format!("shard-{i:05}")
+}
+
+/// The name of the attempt's dataset holding its shards.
+const SHARDS: &str = "shards";
 
 /// The `index.exclude` patterns as one set (checked when the configuration loads).
 fn exclude_set(patterns: &[String]) -> Result<regex::RegexSet> {
@@ -140,7 +192,8 @@ fn indexable_status(s: DbStatus) -> bool {
     matches!(s, DbStatus::DbFetched | DbStatus::DbNotmodified)
 }
 
-/// Opens the index at `dir` (creating it when `create`), with the analyzer registered.
+/// Opens the tantivy index (one shard) at `dir` (creating it when `create`), with the
+/// analyzer registered.
 pub fn open_index(dir: &Path, create: bool) -> Result<Index> {
     let fail = |what: &str, e: &dyn fmt::Display| Error::Index {
         message: format!("{}: {what}: {e}", dir.display()),
@@ -150,7 +203,7 @@ pub fn open_index(dir: &Path, create: bool) -> Result<Index> {
     } else if !dir.join("meta.json").is_file() {
         return Err(Error::Index {
             message: format!(
-                "{}: no search index here; build it with `index --crawl-dir CRAWL` \
+                "{}: no index shard here; build the index with `index --crawl-dir CRAWL` \
                  (after parse, updatedb, linkdb and pagerank)",
                 dir.display()
             ),
@@ -167,184 +220,404 @@ pub fn open_index(dir: &Path, create: bool) -> Result<Index> {
     Ok(index)
 }
 
-/// Opens the index at `dir` for an update (creating it), under its lock: an index
-/// built with another schema (an older trawl's: before facets and sections) is
-/// emptied first, and `true` says the update must index every segment again.
-fn open_for_update(dir: &Path) -> Result<(Index, bool)> {
-    let fail = |e: &dyn fmt::Display| Error::Index {
-        message: format!("{}: cannot open: {e}", dir.display()),
-    };
-    let mut rebuilt = false;
-    if dir.join("meta.json").is_file() {
-        let mmap = MmapDirectory::open(dir).map_err(|e| fail(&e))?;
-        let existing = Index::open(mmap).map_err(|e| fail(&e))?;
-        if existing.schema() != schema::schema() {
-            drop(existing);
-            tracing::warn!(
-                "{}: the index was built with another schema (by another version of trawl): it is emptied and every segment indexed again",
-                dir.display()
-            );
-            for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-                let path = entry.map_err(|e| Error::io(dir, e))?.path();
-                if path
-                    .file_name()
-                    .is_some_and(|n| n == crate::store::names::LOCK)
-                {
-                    continue;
-                }
-                crate::store::storage::LocalFs.delete(&path)?;
-            }
-            rebuilt = true;
-        }
-    }
-    Ok((open_index(dir, true)?, rebuilt))
+/// Whether `dir` holds an index of a trawl before shards (one tantivy index in the
+/// directory itself): `index` rebuilds it, `search` asks for that.
+pub fn is_unsharded(dir: &Path) -> bool {
+    dir.join("meta.json").is_file()
 }
 
-/// The state stored with the index's last commit (empty for a new index).
-pub fn read_state(index: &Index, dir: &Path) -> Result<IndexState> {
-    let metas = index.load_metas().map_err(|e| Error::Index {
-        message: format!("{}: cannot read meta.json: {e}", dir.display()),
-    })?;
-    match metas.payload {
-        None => Ok(IndexState::default()),
-        Some(p) => serde_json::from_str(&p).map_err(|e| Error::Index {
+/// The state of the index installed at `dir` (its base: `index/`); `None` when none is.
+pub fn read_state(dir: &Path) -> Result<Option<IndexState>> {
+    let meta = VersionedDataset::new(dir)
+        .current()
+        .join(crate::store::names::META);
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let state: IndexState = parquet::read_json(&meta)?;
+    if state.version != STATE_VERSION {
+        return Err(Error::Index {
             message: format!(
-                "{}: the commit payload is not trawl's index state ({e}); rebuild with `index --full`",
-                dir.display()
+                "{}: an index state of format {} (this trawl writes {STATE_VERSION}); rebuild with `index --full`",
+                meta.display(),
+                state.version
             ),
-        }),
+        });
     }
+    Ok(Some(state))
 }
 
-/// Runs the stage.
+/// Links the shard at `from` into `to` for a new version: every file hard-linked
+/// (tantivy never rewrites one), but tantivy's lock files, which another attempt
+/// on the same shard may hold.
+fn link_shard(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
+        let p = entry.map_err(|e| Error::io(from, e))?.path();
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let lock = p
+            .extension()
+            .is_some_and(|e| e == crate::store::names::LOCK_EXT);
+        if p.is_dir() || (name.starts_with(".tantivy-") && lock) {
+            continue;
+        }
+        crate::store::jobs::link_part(&p, &to.join(name))?;
+    }
+    Ok(())
+}
+
+/// Runs the stage: as one process, or as partition tasks and their commit
+/// ([`crate::stage::execute`]).
 pub fn run(ctx: &StageCtx, opts: &IndexOpts) -> Result<IndexReport> {
     // Taken before the crawldb is read: a dedup restore committed while this run reads
     // is newer than this time, so the next run sees it.
     let started_ms = crate::datum::now_millis();
     let crawl = ctx.open_existing()?;
     let dir = opts.index_dir.clone().unwrap_or_else(|| crawl.index());
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let _held = ctx.hold("index", &[Guard::Index(&dir)])?;
-    let (index, rebuilt) = open_for_update(&dir)?;
-    let mut state = read_state(&index, &dir)?;
-    let cfg = &ctx.config().index;
-    let threads = rayon::current_num_threads().clamp(1, 8);
-    // tantivy wants 15 MB to just under 4 GB a thread.
-    let per_thread =
-        (cfg.writer_memory_mb as usize * 1024 * 1024 / threads).clamp(20_000_000, 4_000_000_000);
-    let memory = per_thread * threads;
-    let mut writer: IndexWriter = index
-        .writer_with_num_threads(threads, memory)
-        .map_err(|e| Error::Index {
-            message: format!("{}: cannot open a writer: {e}", dir.display()),
-        })?;
-    let fields = Fields::of(&index.schema())?;
-    let meta = crawl.crawldb_meta()?;
-    let partitions = meta.partitions;
-    let exclude = exclude_set(&ctx.config().index.exclude)?;
-    let refresh = !opts.full && state.exclude != cfg.exclude;
-    if refresh {
-        tracing::info!(
-            "index.exclude changed since the last commit ({:?}, now {:?}): indexing every segment again",
-            state.exclude,
-            cfg.exclude
-        );
+    if !ctx.is_task() {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     }
-    let full = opts.full || refresh || rebuilt;
-    if full {
-        writer
-            .delete_all_documents()
-            .map_err(|e| index_err(&dir, e))?;
-        state.segments.clear();
-        state.written_time = 0;
+    crate::stage::execute(ctx, Guard::Index(&dir), || {
+        IndexStage::open(ctx, &crawl, &dir, opts.full, started_ms)
+    })
+}
+
+/// Creates an empty index of `partitions` shards at `dir` (tests, tools).
+pub fn create_empty(dir: &Path, partitions: usize) -> Result<()> {
+    let db = VersionedDataset::new(dir);
+    let staged = db.stage()?;
+    for i in 0..partitions {
+        let index = open_index(&staged.path().join(shard_name(i)), true)?;
+        let mut w: IndexWriter = index
+            .writer_with_num_threads(1, 20_000_000)
+            .map_err(|e| index_err(dir, e))?;
+        w.commit().map_err(|e| index_err(dir, e))?;
+        w.wait_merging_threads().map_err(|e| index_err(dir, e))?;
     }
-    let todo: Vec<Segment> = crawl
-        .segments()?
-        .into_iter()
-        .filter(|s| !state.segments.contains(s.name()))
-        .filter(|s| {
-            meta.is_applied(s.name())
-                && s.has(SegmentDataset::ParseData)
-                && s.has(SegmentDataset::ParseText)
-        })
-        .collect();
-    for s in &todo {
-        s.check_unlocked("index")?;
-        s.check_partitions(partitions)?;
-        s.verify(
-            SegmentDataset::ParseData,
-            crate::store::integrity::Check::Sizes,
-        )?;
-        s.verify(
-            SegmentDataset::ParseText,
-            crate::store::integrity::Check::Sizes,
-        )?;
-    }
-    let priors = Priors::load(&crawl)?;
-    let mut older: Vec<Segment> = crawl
-        .segments()?
-        .into_iter()
-        .filter(|s| state.segments.contains(s.name()) && s.has(SegmentDataset::ParseData))
-        .collect();
-    older.reverse();
-    let committed = index.reader().map_err(|e| index_err(&dir, e))?.searcher();
-    let job = Job {
-        crawl: &crawl,
-        segments: &todo,
-        older: &older,
-        committed,
-        since: state.written_time,
-        emptied: full,
-        writer: &writer,
-        fields,
-        priors: &priors,
-        max_anchors: cfg.max_anchors,
-        max_text_bytes: cfg.max_text_bytes,
-        exclude: &exclude,
-    };
-    let bar = crate::cli::progress_bar(partitions as u64, "index partitions");
-    let reports: Vec<IndexReport> = (0..partitions)
-        .into_par_iter()
-        .map(|i| {
-            crate::signal::check("index")?;
-            let r = job.partition(i);
-            bar.inc(1);
-            r
-        })
-        .collect::<Result<_>>()?;
-    bar.finish_and_clear();
-    crate::signal::check("index")?;
-    let mut report = IndexReport {
-        segments: todo.len(),
+    let state = IndexState {
+        version: STATE_VERSION,
+        partitions,
+        schema: schema_id(),
         ..Default::default()
     };
-    for r in reports {
-        report.pages += r.pages;
-        report.indexed += r.indexed;
-        report.noindex += r.noindex;
-        report.excluded += r.excluded;
-        report.skipped += r.skipped;
-        report.deletes += r.deletes;
-        report.main_text_bytes += r.main_text_bytes;
+    parquet::write_json(&staged.path().join(crate::store::names::META), &state)?;
+    db.install(staged, "index")
+}
+
+/// The index stage as the executor runs it.
+struct IndexStage<'a> {
+    crawl: &'a CrawlDir,
+    db: VersionedDataset,
+    partitions: usize,
+    /// Index every segment again into empty shards (`--full`, changed exclude
+    /// patterns, another schema or partition count, an index of a trawl before shards).
+    full: bool,
+    /// The installed version's identity and state (default when none).
+    version: String,
+    state: IndexState,
+    todo: Vec<Segment>,
+    older: Vec<Segment>,
+    priors: Priors,
+    exclude: regex::RegexSet,
+    patterns: Vec<String>,
+    started_ms: i64,
+    max_anchors: usize,
+    max_text_bytes: usize,
+    writer_memory: usize,
+}
+
+/// What a task reports to the commit: its counts, and what the commit checks (the
+/// index version it read, the segments it indexed, whether it rebuilt).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct IndexTaskReport {
+    index_version: String,
+    segments: Vec<String>,
+    full: bool,
+    report: IndexReport,
+}
+
+impl<'a> IndexStage<'a> {
+    fn open(
+        ctx: &StageCtx,
+        crawl: &'a CrawlDir,
+        dir: &Path,
+        full: bool,
+        started_ms: i64,
+    ) -> Result<IndexStage<'a>> {
+        let cfg = &ctx.config().index;
+        let db = VersionedDataset::new(dir);
+        let meta = crawl.crawldb_meta()?;
+        let partitions = meta.partitions;
+        let exclude = exclude_set(&cfg.exclude)?;
+        let version = db.version_id()?;
+        let installed = read_state(dir)?;
+        let mut rebuild = full;
+        if is_unsharded(dir) && installed.is_none() {
+            tracing::warn!(
+                "{}: the index was built by a trawl before shards (one tantivy index): every segment is indexed again into one shard per partition",
+                dir.display()
+            );
+            rebuild = true;
+        }
+        let state = installed.clone().unwrap_or_default();
+        if let Some(s) = &installed {
+            if s.partitions != partitions {
+                tracing::warn!(
+                    "{}: the index has {} shards, the crawl {partitions} partitions (repartitioned since): every segment is indexed again",
+                    dir.display(),
+                    s.partitions
+                );
+                rebuild = true;
+            } else if !full && s.exclude != cfg.exclude {
+                tracing::info!(
+                    "index.exclude changed since the last commit ({:?}, now {:?}): indexing every segment again",
+                    s.exclude,
+                    cfg.exclude
+                );
+                rebuild = true;
+            } else if s.schema != schema_id() {
+                tracing::warn!(
+                    "{}: the index was built with another schema (by another version of trawl): every segment is indexed again",
+                    dir.display()
+                );
+                rebuild = true;
+            }
+        }
+        let done: BTreeSet<String> = if rebuild {
+            BTreeSet::new()
+        } else {
+            state.segments.clone()
+        };
+        let todo: Vec<Segment> = crawl
+            .segments()?
+            .into_iter()
+            .filter(|s| !done.contains(s.name()))
+            .filter(|s| {
+                meta.is_applied(s.name())
+                    && s.has(SegmentDataset::ParseData)
+                    && s.has(SegmentDataset::ParseText)
+            })
+            .collect();
+        for s in &todo {
+            s.check_unlocked("index")?;
+            s.check_partitions(partitions)?;
+            s.verify(
+                SegmentDataset::ParseData,
+                crate::store::integrity::Check::Sizes,
+            )?;
+            s.verify(
+                SegmentDataset::ParseText,
+                crate::store::integrity::Check::Sizes,
+            )?;
+        }
+        let mut older: Vec<Segment> = crawl
+            .segments()?
+            .into_iter()
+            .filter(|s| done.contains(s.name()) && s.has(SegmentDataset::ParseData))
+            .collect();
+        older.reverse();
+        Ok(IndexStage {
+            crawl,
+            db,
+            partitions,
+            full: rebuild,
+            version,
+            state,
+            todo,
+            older,
+            priors: Priors::load(crawl)?,
+            exclude,
+            patterns: cfg.exclude.clone(),
+            started_ms,
+            max_anchors: cfg.max_anchors,
+            max_text_bytes: cfg.max_text_bytes,
+            writer_memory: cfg.writer_memory_mb as usize * 1024 * 1024,
+        })
     }
-    state.version = STATE_VERSION;
-    state
-        .segments
-        .extend(todo.iter().map(|s| s.name().to_string()));
-    state.written_time = started_ms;
-    state.exclude = cfg.exclude.clone();
-    let payload = serde_json::to_string(&state).map_err(|e| Error::Index {
-        message: format!("{}: cannot encode the index state: {e}", dir.display()),
-    })?;
-    let mut prepared = writer.prepare_commit().map_err(|e| index_err(&dir, e))?;
-    prepared.set_payload(&payload);
-    prepared.commit().map_err(|e| index_err(&dir, e))?;
-    writer
-        .wait_merging_threads()
-        .map_err(|e| index_err(&dir, e))?;
-    let reader = index.reader().map_err(|e| index_err(&dir, e))?;
-    report.docs = reader.searcher().num_docs();
-    Ok(report)
+
+    fn segment_names(&self) -> Vec<String> {
+        self.todo.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    /// Partition `i`'s shard, written at `out`: the installed shard's files linked
+    /// (unless rebuilding), then this run's changes committed.
+    fn shard(&self, i: usize, out: &Path, memory: usize) -> Result<IndexReport> {
+        let current = self.db.current().join(shard_name(i));
+        let fresh = self.full || !current.join("meta.json").is_file();
+        if !fresh {
+            link_shard(&current, out)?;
+        }
+        let index = open_index(out, true)?;
+        let committed = index.reader().map_err(|e| index_err(out, e))?.searcher();
+        let writer: IndexWriter =
+            index
+                .writer_with_num_threads(1, memory)
+                .map_err(|e| Error::Index {
+                    message: format!("{}: cannot open a writer: {e}", out.display()),
+                })?;
+        let build = Build {
+            crawl: self.crawl,
+            segments: &self.todo,
+            older: &self.older,
+            committed,
+            since: if self.full {
+                0
+            } else {
+                self.state.written_time
+            },
+            emptied: fresh,
+            writer: &writer,
+            fields: Fields::of(&index.schema())?,
+            priors: &self.priors,
+            max_anchors: self.max_anchors,
+            max_text_bytes: self.max_text_bytes,
+            exclude: &self.exclude,
+        };
+        let mut report = build.partition(i)?;
+        drop(build);
+        let mut writer = writer;
+        writer.commit().map_err(|e| index_err(out, e))?;
+        writer
+            .wait_merging_threads()
+            .map_err(|e| index_err(out, e))?;
+        report.docs = index
+            .reader()
+            .map_err(|e| index_err(out, e))?
+            .searcher()
+            .num_docs();
+        report.shards = 1;
+        Ok(report)
+    }
+}
+
+impl Partitioned for IndexStage<'_> {
+    type Out = IndexReport;
+    const NAME: &'static str = "index";
+
+    fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    fn task(&mut self, job: &Job, set: &PartitionSet, attempt: &str) -> Result<IndexReport> {
+        let w = job.attempt_writer(set, attempt)?;
+        let out = w.dataset(SHARDS)?;
+        let parts: Vec<usize> = set.iter().collect();
+        let threads = rayon::current_num_threads().clamp(1, parts.len().max(1));
+        // tantivy wants 15 MB to just under 4 GB a writer; one writer a thread.
+        let memory = (self.writer_memory / threads).clamp(20_000_000, 4_000_000_000);
+        let bar = crate::cli::progress_bar(parts.len() as u64, "index shards");
+        let reports: Vec<IndexReport> = parts
+            .par_iter()
+            .map(|&i| {
+                crate::signal::check("index stopped before installing anything; rerun it")?;
+                let r = self.shard(i, &out.join(shard_name(i)), memory);
+                bar.inc(1);
+                r
+            })
+            .collect::<Result<_>>()?;
+        bar.finish_and_clear();
+        crate::signal::check("index stopped before installing anything; rerun it")?;
+        let mut report = IndexReport {
+            segments: self.todo.len(),
+            ..Default::default()
+        };
+        for r in &reports {
+            report.add(r);
+        }
+        let t = IndexTaskReport {
+            index_version: self.version.clone(),
+            segments: self.segment_names(),
+            full: self.full,
+            report: report.clone(),
+        };
+        w.finish(&t)?;
+        Ok(report)
+    }
+
+    fn commit(&mut self, job: &Job) -> Result<IndexReport> {
+        let base = self.db.base().to_path_buf();
+        let segments = self.segment_names();
+        let staged = self.db.stage()?;
+        let mut report = IndexReport {
+            segments: segments.len(),
+            ..Default::default()
+        };
+        for a in job.choose(self.partitions)? {
+            let t: IndexTaskReport = a.report()?;
+            let refuse = |what: String| {
+                Error::crawl_dir(
+                    &base,
+                    format!(
+                        "{what} since the task in {} ran: nothing was installed; rerun the job (its tasks, then the commit)",
+                        a.path().display()
+                    ),
+                )
+            };
+            if t.index_version != self.version {
+                return Err(refuse("the index changed".into()));
+            }
+            if t.segments != segments || t.full != self.full {
+                return Err(refuse(format!(
+                    "the segments to index changed (the task indexed {:?}, now {:?})",
+                    t.segments, segments
+                )));
+            }
+            for i in a.partitions().iter() {
+                let from = a.dataset(SHARDS).join(shard_name(i));
+                if !from.join("meta.json").is_file() {
+                    return Err(refuse(format!("shard {i} is missing from the attempt")));
+                }
+                link_shard(&from, &staged.path().join(shard_name(i)))?;
+            }
+            report.add(&t.report);
+        }
+        let mut state = if self.full {
+            IndexState::default()
+        } else {
+            self.state.clone()
+        };
+        state.version = STATE_VERSION;
+        state.segments.extend(segments);
+        state.written_time = self.started_ms;
+        state.exclude = self.patterns.clone();
+        state.partitions = self.partitions;
+        state.schema = schema_id();
+        parquet::write_json(&staged.path().join(crate::store::names::META), &state)?;
+        self.db.install(staged, "index")?;
+        remove_unsharded(&base)?;
+        Ok(report)
+    }
+
+    fn whole(&mut self, task: IndexReport, commit: IndexReport) -> IndexReport {
+        let _ = task;
+        commit
+    }
+}
+
+/// Removes the files of an index of a trawl before shards (one tantivy index in the
+/// directory itself), which the installed shards replace.
+fn remove_unsharded(dir: &Path) -> Result<()> {
+    if !is_unsharded(dir) {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        if path.is_dir()
+            || path
+                .file_name()
+                .is_some_and(|n| n == crate::store::names::LOCK)
+        {
+            continue;
+        }
+        // meta.json last: until it goes, the directory is still seen as unsharded.
+        if path.file_name().is_some_and(|n| n == "meta.json") {
+            continue;
+        }
+        crate::store::storage::LocalFs.delete(&path)?;
+    }
+    crate::store::storage::LocalFs.delete(&dir.join("meta.json"))
 }
 
 fn index_err(dir: &Path, e: tantivy::TantivyError) -> Error {
@@ -419,7 +692,7 @@ struct Known {
     pagerank: Option<(f64, i64)>,
 }
 
-struct Job<'a> {
+struct Build<'a> {
     crawl: &'a CrawlDir,
     segments: &'a [Segment],
     /// Segments indexed before this run, newest first (where a page refetched as
@@ -606,7 +879,7 @@ fn read_rows<R: Columns>(dir: &Path, i: usize, mut each: impl FnMut(R)) -> Resul
     Ok(())
 }
 
-impl Job<'_> {
+impl Build<'_> {
     /// Partition `i`: reads the new segments' pages, joins them with the crawldb, the
     /// linkdb and the PageRank, and sends the documents and deletes to the writer.
     fn partition(&self, i: usize) -> Result<IndexReport> {
@@ -991,10 +1264,10 @@ pub fn url_depth(url: &str) -> u64 {
 mod tests {
     use super::{cap, url_depth, url_words};
 
-    /// An index of another schema (an older trawl's) is emptied and reopened with
-    /// this one, its lock file kept; an index of this schema is reopened as it is.
+    /// An index of a trawl before shards is seen as unsharded; an empty sharded index
+    /// records its shard count and this trawl's schema.
     #[test]
-    fn an_index_of_another_schema_is_rebuilt() {
+    fn an_unsharded_index_is_found_and_a_sharded_one_records_its_schema() {
         use tantivy::schema::{STORED, STRING, SchemaBuilder};
         let dir = tempfile::tempdir().unwrap();
         let mut b = SchemaBuilder::new();
@@ -1004,14 +1277,16 @@ mod tests {
         w.commit().unwrap();
         drop(w);
         drop(old);
-        std::fs::write(dir.path().join(crate::store::names::LOCK), "held").unwrap();
-        let (index, rebuilt) = super::open_for_update(dir.path()).unwrap();
-        assert!(rebuilt);
-        assert_eq!(index.schema(), super::schema::schema());
-        assert!(dir.path().join(crate::store::names::LOCK).is_file());
-        drop(index);
-        let (_, again) = super::open_for_update(dir.path()).unwrap();
-        assert!(!again);
+        assert!(super::is_unsharded(dir.path()));
+        assert!(super::read_state(dir.path()).unwrap().is_none());
+        let new = tempfile::tempdir().unwrap();
+        super::create_empty(new.path(), 2).unwrap();
+        assert!(!super::is_unsharded(new.path()));
+        let state = super::read_state(new.path()).unwrap().unwrap();
+        assert_eq!(state.partitions, 2);
+        assert_eq!(state.schema, super::schema_id());
+        let shard = new.path().join("current").join(super::shard_name(1));
+        assert!(shard.join("meta.json").is_file());
     }
 
     #[test]

@@ -58,29 +58,30 @@ pub fn export_jsonl(dir: &Path, out: &Path, name: &str) -> Result<u64> {
 }
 
 fn write_all(searcher: &Searcher, w: &mut impl Write, name: &str) -> Result<u64> {
-    let s = searcher.reader_searcher();
     let fields = *searcher.fields();
     let mut n = 0;
-    for (ord, seg) in s.segment_readers().iter().enumerate() {
-        for doc_id in seg.doc_ids_alive() {
-            let doc: TantivyDocument =
-                s.doc(DocAddress::new(ord as u32, doc_id))
-                    .map_err(|e| Error::Index {
-                        message: format!("cannot read a stored document: {e}"),
-                    })?;
-            let body = document_json(&doc, &fields);
-            let url = body.get("url").and_then(Json::as_str).unwrap_or_default();
-            let id = if url.len() <= MAX_ID_BYTES {
-                url.to_string()
-            } else {
-                blake3::hash(url.as_bytes()).to_hex().to_string()
-            };
-            let action = json!({"index": {"_index": name, "_id": id}});
-            writeln!(w, "{action}\n{}", Json::Object(body))
-                .map_err(|e| Error::io("(export)", e))?;
-            n += 1;
-            if n % 1024 == 0 {
-                crate::signal::check("index --to jsonl")?;
+    for s in searcher.shard_searchers() {
+        for (ord, seg) in s.segment_readers().iter().enumerate() {
+            for doc_id in seg.doc_ids_alive() {
+                let doc: TantivyDocument =
+                    s.doc(DocAddress::new(ord as u32, doc_id))
+                        .map_err(|e| Error::Index {
+                            message: format!("cannot read a stored document: {e}"),
+                        })?;
+                let body = document_json(&doc, &fields);
+                let url = body.get("url").and_then(Json::as_str).unwrap_or_default();
+                let id = if url.len() <= MAX_ID_BYTES {
+                    url.to_string()
+                } else {
+                    blake3::hash(url.as_bytes()).to_hex().to_string()
+                };
+                let action = json!({"index": {"_index": name, "_id": id}});
+                writeln!(w, "{action}\n{}", Json::Object(body))
+                    .map_err(|e| Error::io("(export)", e))?;
+                n += 1;
+                if n % 1024 == 0 {
+                    crate::signal::check("index --to jsonl")?;
+                }
             }
         }
     }

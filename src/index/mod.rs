@@ -41,7 +41,7 @@ pub fn locate(common: &CommonArgs, index_dir: Option<&Path>) -> Result<PathBuf> 
     let ctx = StageCtx::from_index_args(common)?;
     let dir = ctx.crawl_dir().index();
     if let Some(uri) = ctx.store_uri()
-        && !dir.join("meta.json").is_file()
+        && build::read_state(&dir)?.is_none()
     {
         // Said of the store, not of the scratch mirror it was pulled into.
         return Err(Error::Index {

@@ -27,25 +27,32 @@
 //! baseline it is measured against.
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tantivy::collector::{Count, TopDocs};
 
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, QueryParser, TermQuery};
+use tantivy::query::{
+    Bm25StatisticsProvider, BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, QueryParser,
+    TermQuery,
+};
 use tantivy::schema::{Field, Value};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{
     DocAddress, DocId, Index, IndexReader, ReloadPolicy, Score, SegmentReader, TantivyDocument,
+    Term,
 };
 
 use crate::error::{Error, Result};
 
 use super::analyzer::TEXT_ANALYZER;
 use super::bm25f::CombinedTermQuery;
-use super::build::open_index;
+use super::build::{is_unsharded, open_index, read_state, shard_name};
 use super::schema::{Fields, name};
+use crate::store::versioned::VersionedDataset;
 
 /// The weights of the ranking formula (see the module doc). A text field with weight
 /// 0 is not searched.
@@ -275,6 +282,11 @@ pub type FacetCounts = Vec<(String, u64)>;
 /// Values counted per facet.
 pub const FACET_VALUES: usize = 10;
 
+/// Values of a facet each shard counts (their counts summed over the shards): more
+/// than are shown, so that a value common in the whole index but in no shard's top
+/// [`FACET_VALUES`] is still counted in most shards.
+const SHARD_FACET_VALUES: usize = 10 * FACET_VALUES;
+
 /// The matching pages counted by site, language and media type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Facets {
@@ -335,36 +347,165 @@ fn lowercase_sites(query: &str) -> String {
     out
 }
 
-/// An open index, ready for queries (cheap to share between threads).
+/// An open index, ready for queries (cheap to share between threads): every shard of
+/// its installed version, searched together with the statistics of all of them, so a
+/// page scores what it would in one index of every page. A new version installed by
+/// `index` is opened at the first query a second or more after the last check.
 pub struct Searcher {
+    dir: PathBuf,
+    /// The first shard's index: the schema and analyzer queries are parsed with.
     index: Index,
-    reader: IndexReader,
     fields: Fields,
+    shards: RwLock<Arc<Shards>>,
+    checked: Mutex<Instant>,
 }
 
-impl Searcher {
-    /// Opens the index at `dir`; new commits become visible shortly after they are
-    /// made.
-    pub fn open(dir: &Path) -> Result<Searcher> {
-        let index = open_index(dir, false)?;
-        let fields = Fields::of(&index.schema())?;
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::OnCommitWithDelay)
-            .try_into()
-            .map_err(|e| Error::Index {
-                message: format!("{}: cannot open a reader: {e}", dir.display()),
-            })?;
-        Ok(Searcher {
-            index,
-            reader,
-            fields,
+/// The shards of one installed version of the index.
+struct Shards {
+    version: String,
+    readers: Vec<IndexReader>,
+}
+
+impl Shards {
+    fn open(dir: &Path) -> Result<(Shards, Index)> {
+        let db = VersionedDataset::new(dir);
+        // Read before the state: a version installed in between is seen next time.
+        let version = db.version_id()?;
+        let Some(state) = read_state(dir)? else {
+            let message = if is_unsharded(dir) {
+                format!(
+                    "{}: an index built by a trawl before shards (one tantivy index); run `index` \
+                     (it indexes every segment again into one shard per partition)",
+                    dir.display()
+                )
+            } else {
+                format!(
+                    "{}: no search index here; build it with `index --crawl-dir CRAWL` \
+                     (after parse, updatedb, linkdb and pagerank)",
+                    dir.display()
+                )
+            };
+            return Err(Error::Index { message });
+        };
+        let mut readers = Vec::with_capacity(state.partitions);
+        let mut first = None;
+        for i in 0..state.partitions {
+            let shard = db.current().join(shard_name(i));
+            let index = open_index(&shard, false)?;
+            let reader = index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| Error::Index {
+                    message: format!("{}: cannot open a reader: {e}", shard.display()),
+                })?;
+            readers.push(reader);
+            first.get_or_insert(index);
+        }
+        let index = first.ok_or_else(|| Error::Index {
+            message: format!("{}: the index has no shard", dir.display()),
+        })?;
+        Ok((Shards { version, readers }, index))
+    }
+
+    fn searchers(&self) -> Vec<tantivy::Searcher> {
+        self.readers.iter().map(|r| r.searcher()).collect()
+    }
+}
+
+/// The BM25 statistics of every shard together: what one index of all their
+/// documents would give.
+struct AllShards<'a>(&'a [tantivy::Searcher]);
+
+impl Bm25StatisticsProvider for AllShards<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.0.iter().try_fold(0, |n, s| {
+            Ok(n + Bm25StatisticsProvider::total_num_tokens(s, field)?)
         })
     }
 
-    /// A searcher over the index's current commit.
-    pub fn reader_searcher(&self) -> tantivy::Searcher {
-        self.reader.searcher()
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.0
+            .iter()
+            .try_fold(0, |n, s| Ok(n + Bm25StatisticsProvider::total_num_docs(s)?))
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.0.iter().try_fold(0, |n, s| Ok(n + s.doc_freq(term)?))
+    }
+}
+
+/// A hit before its document is read: its score, its shard and its address there.
+type Found = (Score, usize, DocAddress);
+
+/// How often a searcher looks for a new version of the index.
+const RELOAD_CHECK: Duration = Duration::from_secs(1);
+
+impl Searcher {
+    /// Opens the index whose base directory is `dir` (`index/`): every shard of its
+    /// installed version.
+    pub fn open(dir: &Path) -> Result<Searcher> {
+        let (shards, index) = Shards::open(dir)?;
+        let fields = Fields::of(&index.schema())?;
+        Ok(Searcher {
+            dir: dir.to_path_buf(),
+            index,
+            fields,
+            shards: RwLock::new(Arc::new(shards)),
+            checked: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// The shards of the installed version: reopened when `index` installed another
+    /// since the last check (kept when the new one cannot be opened, which is said).
+    fn current(&self) -> Arc<Shards> {
+        let due = self
+            .checked
+            .lock()
+            .map(|mut t| {
+                let due = t.elapsed() >= RELOAD_CHECK;
+                if due {
+                    *t = Instant::now();
+                }
+                due
+            })
+            .unwrap_or(false);
+        let held = self
+            .shards
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        if !due {
+            return held;
+        }
+        let now = VersionedDataset::new(&self.dir)
+            .version_id()
+            .unwrap_or_default();
+        if now.is_empty() || now == held.version {
+            return held;
+        }
+        match Shards::open(&self.dir) {
+            Ok((shards, _)) => {
+                let shards = Arc::new(shards);
+                if let Ok(mut s) = self.shards.write() {
+                    *s = Arc::clone(&shards);
+                }
+                tracing::info!(
+                    "{}: a new version of the index is searched",
+                    self.dir.display()
+                );
+                shards
+            }
+            Err(e) => {
+                tracing::warn!("{}: keeping the version searched: {e}", self.dir.display());
+                held
+            }
+        }
+    }
+
+    /// A searcher over each shard of the installed version, in partition order.
+    pub fn shard_searchers(&self) -> Vec<tantivy::Searcher> {
+        self.current().searchers()
     }
 
     /// The index's fields.
@@ -374,7 +515,7 @@ impl Searcher {
 
     /// Documents in the index.
     pub fn num_docs(&self) -> u64 {
-        self.reader.searcher().num_docs()
+        self.shard_searchers().iter().map(|s| s.num_docs()).sum()
     }
 
     fn parser(&self, ranking: &Ranking, conjunction: bool) -> QueryParser {
@@ -543,28 +684,28 @@ impl Searcher {
                 ),
             });
         }
-        let searcher = self.reader.searcher();
+        let searchers = self.shard_searchers();
         let strict = self.parse(&req.query, &req.ranking, true)?;
         let (mut query, mut relaxed) = (strict, false);
-        let mut found = self.collect(&searcher, &*query, req)?;
+        let mut found = self.collect(&searchers, &*query, req)?;
         if found.1 == 0 && bare_words(&req.query) {
             let loose = self.parse(&req.query, &req.ranking, false)?;
-            let again = self.collect(&searcher, &*loose, req)?;
+            let again = self.collect(&searchers, &*loose, req)?;
             if again.1 > 0 {
                 (query, relaxed, found) = (loose, true, again);
             }
         }
         let (top, total) = found;
         let facets = if req.facets {
-            Some(self.facets(&searcher, &*query, req)?)
+            Some(self.facets(&searchers, &*query, req)?)
         } else {
             None
         };
-        let snippets = self.snippet_generator(&searcher, &*query)?;
+        let snippets = self.snippet_generator(&searchers, &*query)?;
         let words = query_words(&req.query);
         let mut hits = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| Error::Index {
+        for (score, shard, addr) in top {
+            let doc: TantivyDocument = searchers[shard].doc(addr).map_err(|e| Error::Index {
                 message: format!("cannot read a stored document: {e}"),
             })?;
             let text = |f: Field| {
@@ -610,64 +751,75 @@ impl Searcher {
     }
 
     /// The pages matching `query` counted by site, language and media type (the
-    /// indexed content types without parameters), from the fields' fast columns.
+    /// indexed content types without parameters), from the fields' fast columns of
+    /// every shard (each shard's counts summed; a shard gives its top
+    /// [`SHARD_FACET_VALUES`] values of a field).
     fn facets(
         &self,
-        searcher: &tantivy::Searcher,
+        searchers: &[tantivy::Searcher],
         query: &dyn Query,
         req: &SearchRequest,
     ) -> Result<Facets> {
         use tantivy::aggregation::agg_req::Aggregations;
         use tantivy::aggregation::{AggContextParams, AggregationCollector};
         let terms = |field: &str, size: usize| serde_json::json!({ "terms": { "field": field, "size": size } });
-        let request: Aggregations = serde_json::from_value(serde_json::json!({
-            "site": terms(name::SITE, FACET_VALUES),
-            "lang": terms(name::LANG, FACET_VALUES),
-            // Both a type as served and its media type are indexed: room for both.
-            "content_type": terms(name::CONTENT_TYPE, 4 * FACET_VALUES),
-        }))
-        .map_err(|e| Error::Internal {
-            message: format!("the facets' aggregation request: {e}"),
-        })?;
-        let collector = AggregationCollector::from_aggs(request, AggContextParams::default());
-        let result = searcher.search(query, &collector).map_err(|e| Error::Query {
-            query: req.query.clone(),
-            message: format!(
-                "cannot count its facets ({e}); an index built before facets needs `index` run again"
-            ),
-        })?;
-        let value = serde_json::to_value(&result).map_err(|e| Error::Internal {
-            message: format!("the facets' aggregation result: {e}"),
-        })?;
-        let buckets = |name: &str, keep: &dyn Fn(&str) -> bool| -> FacetCounts {
-            value[name]["buckets"]
-                .as_array()
-                .map(|b| {
-                    b.iter()
-                        .filter_map(|b| {
-                            Some((b["key"].as_str()?.to_string(), b["doc_count"].as_u64()?))
-                        })
-                        .filter(|(k, _)| keep(k))
-                        .take(FACET_VALUES)
-                        .collect()
-                })
-                .unwrap_or_default()
+        let mut counts: [BTreeMap<String, u64>; 3] = Default::default();
+        const NAMES: [&str; 3] = ["site", "lang", "content_type"];
+        for searcher in searchers {
+            let request: Aggregations = serde_json::from_value(serde_json::json!({
+                "site": terms(name::SITE, SHARD_FACET_VALUES),
+                "lang": terms(name::LANG, SHARD_FACET_VALUES),
+                // Both a type as served and its media type are indexed: room for both.
+                "content_type": terms(name::CONTENT_TYPE, 4 * SHARD_FACET_VALUES),
+            }))
+            .map_err(|e| Error::Internal {
+                message: format!("the facets' aggregation request: {e}"),
+            })?;
+            let collector = AggregationCollector::from_aggs(request, AggContextParams::default());
+            let result = searcher.search(query, &collector).map_err(|e| Error::Query {
+                query: req.query.clone(),
+                message: format!(
+                    "cannot count its facets ({e}); an index built before facets needs `index` run again"
+                ),
+            })?;
+            let value = serde_json::to_value(&result).map_err(|e| Error::Internal {
+                message: format!("the facets' aggregation result: {e}"),
+            })?;
+            for (name, into) in NAMES.iter().zip(counts.iter_mut()) {
+                for b in value[*name]["buckets"].as_array().into_iter().flatten() {
+                    if let (Some(k), Some(n)) = (b["key"].as_str(), b["doc_count"].as_u64()) {
+                        *into.entry(k.to_string()).or_insert(0) += n;
+                    }
+                }
+            }
+        }
+        let top = |c: &BTreeMap<String, u64>, keep: &dyn Fn(&str) -> bool| -> FacetCounts {
+            let mut v: Vec<(String, u64)> = c
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, n)| (k.clone(), *n))
+                .collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            v.truncate(FACET_VALUES);
+            v
         };
         Ok(Facets {
-            site: buckets("site", &|_| true),
-            lang: buckets("lang", &|_| true),
-            content_type: buckets("content_type", &|k| !k.contains(';')),
+            site: top(&counts[0], &|_| true),
+            lang: top(&counts[1], &|_| true),
+            content_type: top(&counts[2], &|k| !k.contains(';')),
         })
     }
 
     /// A snippet generator for the words of `query` in any text field: the stored
-    /// main text is tried first, then the whole text.
+    /// main text is tried first, then the whole text. A word's rarity is counted over
+    /// every shard.
     fn snippet_generator(
         &self,
-        searcher: &tantivy::Searcher,
+        searchers: &[tantivy::Searcher],
         query: &dyn Query,
     ) -> Result<SnippetGenerator> {
         let fields = self.fields.searched();
+        let stats = AllShards(searchers);
         let mut terms = BTreeMap::new();
         let mut failed = None;
         query.query_terms(&mut |term, _| {
@@ -675,7 +827,7 @@ impl Searcher {
                 return;
             }
             if let Some(t) = term.value().as_str() {
-                match searcher.doc_freq(term) {
+                match stats.doc_freq(term) {
                     Ok(df) if df > 0 => {
                         // Rarer words weigh more in the choice of the passage.
                         let w: &mut f32 = terms.entry(t.to_string()).or_insert(0.0);
@@ -706,13 +858,47 @@ impl Searcher {
         ))
     }
 
+    /// The window `req` asks for of the hits of `query` over every shard (each
+    /// shard's best `offset + top`, scored with every shard's statistics, merged by
+    /// score; equal scores in shard, then document order), and how many pages match.
     fn collect(
         &self,
-        searcher: &tantivy::Searcher,
+        searchers: &[tantivy::Searcher],
         query: &dyn Query,
         req: &SearchRequest,
+    ) -> Result<(Vec<Found>, usize)> {
+        let stats = AllShards(searchers);
+        let limit = req.offset.saturating_add(req.top.max(1));
+        let mut all: Vec<Found> = Vec::new();
+        let mut total = 0;
+        for (shard, searcher) in searchers.iter().enumerate() {
+            let (docs, n) = self.collect_shard(searcher, &stats, query, req, limit)?;
+            total += n;
+            all.extend(docs.into_iter().map(|(score, addr)| (score, shard, addr)));
+        }
+        all.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        let top = all
+            .into_iter()
+            .skip(req.offset)
+            .take(req.top.max(1))
+            .collect();
+        Ok((top, total))
+    }
+
+    /// One shard's best `limit` hits and its count of matches.
+    fn collect_shard(
+        &self,
+        searcher: &tantivy::Searcher,
+        stats: &AllShards<'_>,
+        query: &dyn Query,
+        req: &SearchRequest,
+        limit: usize,
     ) -> Result<(Vec<(Score, DocAddress)>, usize)> {
-        let top = TopDocs::with_limit(req.top.max(1)).and_offset(req.offset);
+        let top = TopDocs::with_limit(limit);
         // A query the parser accepted but the index cannot run (`title:*` on a field
         // that is not a fast field, say) is the query's fault, not the index's.
         let fail = |e: tantivy::TantivyError| match e {
@@ -727,10 +913,9 @@ impl Searcher {
             },
         };
         if !req.ranking.has_priors() {
-            let (docs, n) = searcher
-                .search(query, &(top.order_by_score(), Count))
-                .map_err(fail)?;
-            return Ok((docs, n));
+            return searcher
+                .search_with_statistics_provider(query, &(top.order_by_score(), Count), stats)
+                .map_err(fail);
         }
         let r = req.ranking;
         let collector = top.tweak_score(move |seg: &SegmentReader| {
@@ -760,7 +945,9 @@ impl Searcher {
                     - r.depth * depth as f32
             }
         });
-        searcher.search(query, &(collector, Count)).map_err(fail)
+        searcher
+            .search_with_statistics_provider(query, &(collector, Count), stats)
+            .map_err(fail)
     }
 }
 
@@ -916,11 +1103,11 @@ mod tests {
     /// Whatever is typed parses: the normalized query, or its words (issue 39).
     #[test]
     fn pasted_text_always_parses() {
-        use super::super::build::open_index;
+        use super::super::build::create_empty;
         use super::{Ranking, Searcher};
 
         let dir = tempfile::tempdir().unwrap();
-        open_index(dir.path(), true).unwrap();
+        create_empty(dir.path(), 2).unwrap();
         let s = Searcher::open(dir.path()).unwrap();
         for q in [
             "TypeError: unhashable type: 'list'",
@@ -961,12 +1148,12 @@ mod tests {
     #[test]
     fn words_over_the_default_fields_become_bm25f() {
         use super::super::bm25f::CombinedTermQuery;
-        use super::super::build::open_index;
+        use super::super::build::create_empty;
         use super::{Ranking, Searcher};
         use tantivy::query::BooleanQuery;
 
         let dir = tempfile::tempdir().unwrap();
-        open_index(dir.path(), true).unwrap();
+        create_empty(dir.path(), 2).unwrap();
         let s = Searcher::open(dir.path()).unwrap();
         let full = Ranking::full();
         let q = s.parse("Rust", &full, true).unwrap();

@@ -211,6 +211,15 @@ fn part_index(file: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
+/// The partition of an index shard's directory name (`shard-00003`: 3).
+fn shard_index(dir: &str) -> Option<usize> {
+    let digits = dir.strip_prefix("shard-")?;
+    if digits.len() != 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// A finished attempt on the object store
 /// (`_jobs/<job>/attempts/<dir>.json`, created once).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -397,8 +406,9 @@ enum Unit {
     State,
     /// `pagerank`: the whole `pagerank/` tree.
     PageRank,
-    /// `index`: the search index's tree (tantivy's segment files, `meta.json` and
-    /// `.managed.json`; pulled and pushed only for [`MirrorNeeds::index`]).
+    /// `index`: the search index's installed version (`index/current/`: its
+    /// `_meta.json` and each shard's tantivy files, `meta.json` and `.managed.json`;
+    /// pulled and pushed only for [`MirrorNeeds::index`]).
     Index,
     /// A versioned dataset: the files of its `current/`.
     Db(DbUnit),
@@ -457,7 +467,9 @@ impl Unit {
             Unit::Catalog => None,
             Unit::State => Some((root.to_path_buf(), false)),
             Unit::PageRank => Some((root.join(names::PAGERANK), true)),
-            Unit::Index => Some((root.join(names::INDEX), true)),
+            // The installed version's shards (`index/current/`): `old/` and staged
+            // versions stay local, as for the versioned datasets.
+            Unit::Index => Some((root.join(names::INDEX).join(names::CURRENT), true)),
             Unit::Db(d) => Some((root.join(d.db().as_str()).join(names::CURRENT), false)),
         }
     }
@@ -468,6 +480,7 @@ impl Unit {
         match self {
             Unit::Db(d) => Some(root.join(d.db().as_str())),
             Unit::State | Unit::Catalog => None,
+            Unit::Index => Some(root.join(names::INDEX)),
             _ => self.local(root).map(|(d, _)| d),
         }
     }
@@ -1339,6 +1352,18 @@ impl Mirror {
     /// Whether the file `f` of `unit` is left on the store (a placeholder stands
     /// in for it) in this mirror's scope.
     fn stand_in(&self, unit: &Unit, f: &FileEntry, segment_routed: bool) -> bool {
+        if *unit == Unit::Index {
+            // A shard's files (`shard-NNNNN/...`): a task reads its partitions' shards
+            // alone, a commit none (it links the attempts' shards).
+            let Some(index) = f.name.split('/').next().and_then(shard_index) else {
+                return false;
+            };
+            return match &self.scope {
+                Scope::Whole | Scope::Index => false,
+                Scope::Meta | Scope::Job { .. } => true,
+                Scope::Task { partitions, .. } => !partitions.contains(index),
+            };
+        }
         let mut parts = f.name.rsplit('/');
         let Some(index) = parts.next().and_then(part_index) else {
             return false;

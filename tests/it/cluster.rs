@@ -690,8 +690,10 @@ fn two_rounds_on_a_two_worker_spark_cluster_with_a_fetch_task_killed() {
     assert!(pa.len() > 10, "a link graph: {pa:?}");
     assert_same_pagerank(&pa, &pb, "the Spark crawl's pagerank/");
     assert!(
-        line("index").contains("1 task running the whole stage (not partitioned yet)"),
-        "a step that runs whole says so:\n{stdout}"
+        line("index").contains(&format!(
+            "{PARTITIONS} tasks over {PARTITIONS} partitions, commit"
+        )),
+        "index builds its shards as partition tasks:\n{stdout}"
     );
     let hosts = hostdb_counts(&crawl);
     assert!(hosts.len() >= 2, "a hostdb: {hosts:?}");
@@ -818,6 +820,13 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     assert!(
         stdout.contains("pagerank iteration 1: L1 change"),
         "pagerank iterates as partition tasks on S3:\n{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("index: job ")
+            && l.contains(&format!(
+                "{PARTITIONS} tasks over {PARTITIONS} partitions, commit"
+            ))),
+        "index builds its shards as partition tasks on S3:\n{stdout}"
     );
     let (got, hosts, ranks) = common::moto::s3_pull(&moto, dir, &uri, &config, |m| {
         (triples(crawldb(m)), hostdb_counts(m), pagerank_rows(m))

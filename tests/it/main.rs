@@ -34,6 +34,7 @@ mod segments;
 mod sitemaps;
 mod tasks_crawldb;
 mod tasks_hostdb;
+mod tasks_index;
 mod tasks_segments;
 mod tasks_sitewarc;
 mod tools;
