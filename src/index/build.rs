@@ -43,7 +43,7 @@ use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
 use crate::datum::{DbStatus, FetchStatus, Millis};
 use crate::error::{Error, Result};
-use crate::graph::rows::{HostRankRecord, PageRankMeta};
+use crate::graph::rows::PageRankMeta;
 use crate::graph::template::{TemplateCounter, TemplateLinks, anchor_key};
 use crate::records::ParseTextRecord;
 use crate::stage::{Guard, Partitioned, Report, StageCtx};
@@ -155,6 +155,10 @@ pub struct IndexState {
     /// schema (another trawl's) is indexed again whole.
     #[serde(default)]
     pub schema: String,
+    /// What the crawl's partitions group URLs by when the shards were built: a crawl
+    /// repartitioned by another key since is indexed again whole.
+    #[serde(default)]
+    pub partition_key: crate::store::partition::PartitionKey,
 }
 
 /// The identity of the schema this trawl writes: the blake3 of its JSON.
@@ -228,9 +232,13 @@ pub fn is_unsharded(dir: &Path) -> bool {
 
 /// The state of the index installed at `dir` (its base: `index/`); `None` when none is.
 pub fn read_state(dir: &Path) -> Result<Option<IndexState>> {
-    let meta = VersionedDataset::new(dir)
-        .current()
-        .join(crate::store::names::META);
+    read_version_state(&VersionedDataset::new(dir).current())
+}
+
+/// The state of the version of the index at `version` (`index/current/` or
+/// `index/old/`); `None` when it has none.
+pub fn read_version_state(version: &Path) -> Result<Option<IndexState>> {
+    let meta = version.join(crate::store::names::META);
     if !meta.is_file() {
         return Ok(None);
     }
@@ -311,6 +319,7 @@ struct IndexStage<'a> {
     crawl: &'a CrawlDir,
     db: VersionedDataset,
     partitions: usize,
+    partition_key: crate::store::partition::PartitionKey,
     /// Index every segment again into empty shards (`--full`, changed exclude
     /// patterns, another schema or partition count, an index of a trawl before shards).
     full: bool,
@@ -335,6 +344,12 @@ struct IndexTaskReport {
     index_version: String,
     segments: Vec<String>,
     full: bool,
+    /// The `index.exclude` patterns and the schema its documents were built with.
+    exclude: Vec<String>,
+    schema: String,
+    /// When the task started, before it read the crawldb (ms UTC): the commit records
+    /// the earliest, so the next run sees what `dedup` restored after it.
+    started_ms: i64,
     report: IndexReport,
 }
 
@@ -352,7 +367,15 @@ impl<'a> IndexStage<'a> {
         let partitions = meta.partitions;
         let exclude = exclude_set(&cfg.exclude)?;
         let version = db.version_id()?;
-        let installed = read_state(dir)?;
+        let installed = match read_state(dir) {
+            Ok(s) => s,
+            // `--full` rebuilds whatever is installed, even a state it cannot read.
+            Err(e) if full => {
+                tracing::warn!("{e}: indexing every segment again (--full)");
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let mut rebuild = full;
         if is_unsharded(dir) && installed.is_none() {
             tracing::warn!(
@@ -363,11 +386,13 @@ impl<'a> IndexStage<'a> {
         }
         let state = installed.clone().unwrap_or_default();
         if let Some(s) = &installed {
-            if s.partitions != partitions {
+            if s.partitions != partitions || s.partition_key != meta.partition_key {
                 tracing::warn!(
-                    "{}: the index has {} shards, the crawl {partitions} partitions (repartitioned since): every segment is indexed again",
+                    "{}: the index has {} shards by {}, the crawl {partitions} partitions by {} (repartitioned since): every segment is indexed again",
                     dir.display(),
-                    s.partitions
+                    s.partitions,
+                    s.partition_key,
+                    meta.partition_key
                 );
                 rebuild = true;
             } else if !full && s.exclude != cfg.exclude {
@@ -422,6 +447,7 @@ impl<'a> IndexStage<'a> {
             crawl,
             db,
             partitions,
+            partition_key: meta.partition_key,
             full: rebuild,
             version,
             state,
@@ -445,8 +471,16 @@ impl<'a> IndexStage<'a> {
     /// (unless rebuilding), then this run's changes committed.
     fn shard(&self, i: usize, out: &Path, memory: usize) -> Result<IndexReport> {
         let current = self.db.current().join(shard_name(i));
-        let fresh = self.full || !current.join("meta.json").is_file();
+        let fresh = self.full || self.version.is_empty();
         if !fresh {
+            if !current.join("meta.json").is_file() {
+                return Err(Error::Index {
+                    message: format!(
+                        "{}: the installed index has no shard {i} (removed by hand?): its documents are lost; run `index --full` to index every segment again",
+                        current.display()
+                    ),
+                });
+            }
             link_shard(&current, out)?;
         }
         let index = open_index(out, true)?;
@@ -530,6 +564,9 @@ impl Partitioned for IndexStage<'_> {
             index_version: self.version.clone(),
             segments: self.segment_names(),
             full: self.full,
+            exclude: self.patterns.clone(),
+            schema: schema_id(),
+            started_ms: self.started_ms,
             report: report.clone(),
         };
         w.finish(&t)?;
@@ -544,6 +581,7 @@ impl Partitioned for IndexStage<'_> {
             segments: segments.len(),
             ..Default::default()
         };
+        let mut started_ms = self.started_ms;
         for a in job.choose(self.partitions)? {
             let t: IndexTaskReport = a.report()?;
             let refuse = |what: String| {
@@ -564,6 +602,13 @@ impl Partitioned for IndexStage<'_> {
                     t.segments, segments
                 )));
             }
+            if t.exclude != self.patterns || t.schema != schema_id() {
+                return Err(refuse(format!(
+                    "the task ran with other index.exclude patterns or another trawl's schema ({:?}, now {:?})",
+                    t.exclude, self.patterns
+                )));
+            }
+            started_ms = started_ms.min(t.started_ms);
             for i in a.partitions().iter() {
                 let from = a.dataset(SHARDS).join(shard_name(i));
                 if !from.join("meta.json").is_file() {
@@ -580,10 +625,11 @@ impl Partitioned for IndexStage<'_> {
         };
         state.version = STATE_VERSION;
         state.segments.extend(segments);
-        state.written_time = self.started_ms;
+        state.written_time = started_ms;
         state.exclude = self.patterns.clone();
         state.partitions = self.partitions;
         state.schema = schema_id();
+        state.partition_key = self.partition_key;
         parquet::write_json(&staged.path().join(crate::store::names::META), &state)?;
         self.db.install(staged, "index")?;
         remove_unsharded(&base)?;
@@ -631,8 +677,9 @@ fn index_err(dir: &Path, e: tantivy::TantivyError) -> Error {
 struct Priors {
     /// PageRank → "x an average page" (`crawldb_scale`), when `pagerank/` exists.
     scale: Option<f64>,
-    /// HostRank x hosts, by host.
-    hostrank: HashMap<String, f64>,
+    /// `pagerank/hosts/` (partitioned like the crawl: a host's row is in its
+    /// partition) and its number of hosts, when HostRank was computed.
+    hosts: Option<(PathBuf, f64)>,
 }
 
 impl Priors {
@@ -641,7 +688,7 @@ impl Priors {
         if !parquet::dataset_complete(&dir) {
             return Ok(Priors {
                 scale: None,
-                hostrank: HashMap::new(),
+                hosts: None,
             });
         }
         let meta: PageRankMeta = parquet::read_json(&dir.join(crate::store::names::META))?;
@@ -660,17 +707,42 @@ impl Priors {
             meta.nodes.max(1) as f64
         };
         let hosts_dir = dir.join(crate::store::names::PAGERANK_HOSTS);
-        let mut hostrank = HashMap::new();
+        let mut hosts = None;
         if meta.hostrank && parquet::dataset_complete(&hosts_dir) {
-            let rows: Vec<HostRankRecord> = parquet::read_dataset(&hosts_dir)?;
-            let n = rows.len().max(1) as f64;
-            hostrank = rows.into_iter().map(|r| (r.host, r.score * n)).collect();
+            // The count from the dataset's manifest: a task reads its partitions'
+            // rows alone (on an object store the others are not even pulled).
+            let n = crate::store::integrity::read(&hosts_dir)?
+                .map(|m| m.rows())
+                .unwrap_or(0);
+            hosts = Some((hosts_dir, n.max(1) as f64));
         }
         Ok(Priors {
             scale: Some(scale),
-            hostrank,
+            hosts,
         })
     }
+
+    /// HostRank x hosts of partition `i`'s hosts (empty without HostRank).
+    fn hostrank(&self, i: usize) -> Result<HashMap<String, f64>> {
+        let mut out = HashMap::new();
+        if let Some((dir, n)) = &self.hosts {
+            read_rows::<HostRow>(dir, i, |r| {
+                out.insert(r.host, r.score * n);
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// What the index reads of a `pagerank/hosts` row.
+#[derive(Deserialize)]
+struct HostRow {
+    host: String,
+    score: f64,
+}
+
+impl Columns for HostRow {
+    const COLUMNS: &'static [&'static str] = &["host", "score"];
 }
 
 /// A page of the segments being indexed (the newest segment's rows).
@@ -982,6 +1054,7 @@ impl Build<'_> {
                 }
             })?;
         }
+        let hostrank = self.priors.hostrank(i)?;
         if self.priors.scale.is_some() {
             read_rows::<RankRow>(&self.crawl.pagerank(), i, |r| {
                 if let Some(k) = known.get_mut(&r.url) {
@@ -1015,7 +1088,7 @@ impl Build<'_> {
                 report.skipped += 1;
                 continue;
             }
-            let doc = self.document(page, k);
+            let doc = self.document(page, k, &hostrank);
             report.main_text_bytes +=
                 page.text
                     .as_ref()
@@ -1100,7 +1173,7 @@ impl Build<'_> {
         Ok(())
     }
 
-    fn document(&self, page: &Page, k: &Known) -> TantivyDocument {
+    fn document(&self, page: &Page, k: &Known, hostrank: &HashMap<String, f64>) -> TantivyDocument {
         let f = &self.fields;
         let d = &page.data;
         let host = crate::urls::host_of(&d.url);
@@ -1158,10 +1231,7 @@ impl Build<'_> {
             _ => (1.0, k.inlinks),
         };
         doc.add_f64(f.pagerank, pr);
-        doc.add_f64(
-            f.hostrank,
-            self.priors.hostrank.get(&host).copied().unwrap_or(0.0),
-        );
+        doc.add_f64(f.hostrank, hostrank.get(&host).copied().unwrap_or(0.0));
         doc.add_u64(f.inlinks, in_degree.max(k.inlinks));
         doc.add_u64(f.url_depth, url_depth(&d.url));
         doc.add_u64(f.crawl_depth, k.depth.max(0) as u64);

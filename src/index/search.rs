@@ -50,7 +50,7 @@ use crate::error::{Error, Result};
 
 use super::analyzer::TEXT_ANALYZER;
 use super::bm25f::CombinedTermQuery;
-use super::build::{is_unsharded, open_index, read_state, shard_name};
+use super::build::{is_unsharded, open_index, read_version_state, shard_name};
 use super::schema::{Fields, name};
 use crate::store::versioned::VersionedDataset;
 
@@ -367,11 +367,21 @@ struct Shards {
 }
 
 impl Shards {
+    /// The installed version's shards; while an install is between its two renames
+    /// (a run killed there, before the next `index` repairs it), the previous version
+    /// (`old/`), read as it is.
     fn open(dir: &Path) -> Result<(Shards, Index)> {
         let db = VersionedDataset::new(dir);
         // Read before the state: a version installed in between is seen next time.
-        let version = db.version_id()?;
-        let Some(state) = read_state(dir)? else {
+        let mut version = db.version_id()?;
+        let mut at = db.current();
+        let mut state = read_version_state(&at)?;
+        if state.is_none() && !at.exists() && crate::store::parquet::dataset_complete(&db.old()) {
+            at = db.old();
+            version = crate::store::integrity::hash_file(&at.join(crate::store::names::SUCCESS))?.1;
+            state = read_version_state(&at)?;
+        }
+        let Some(state) = state else {
             let message = if is_unsharded(dir) {
                 format!(
                     "{}: an index built by a trawl before shards (one tantivy index); run `index` \
@@ -390,7 +400,7 @@ impl Shards {
         let mut readers = Vec::with_capacity(state.partitions);
         let mut first = None;
         for i in 0..state.partitions {
-            let shard = db.current().join(shard_name(i));
+            let shard = at.join(shard_name(i));
             let index = open_index(&shard, false)?;
             let reader = index
                 .reader_builder()
@@ -1098,6 +1108,23 @@ mod tests {
         // Without a title every word counts; the first of equals wins.
         let untitled = best_section(sections, &query_words("index"), None).map(|s| s.id);
         assert_eq!(untitled.as_deref(), Some("name"));
+    }
+
+    /// An install stopped between its two renames (no `current/`) leaves the previous
+    /// version searchable: `old/` is read as it is.
+    #[test]
+    fn without_current_the_previous_version_is_searched() {
+        use super::super::build::create_empty;
+        use super::Searcher;
+
+        let dir = tempfile::tempdir().unwrap();
+        create_empty(dir.path(), 3).unwrap();
+        std::fs::rename(dir.path().join("current"), dir.path().join("old")).unwrap();
+        let s = Searcher::open(dir.path()).unwrap();
+        assert_eq!(s.shard_searchers().len(), 3);
+        assert_eq!(s.num_docs(), 0);
+        std::fs::remove_dir_all(dir.path().join("old")).unwrap();
+        assert!(Searcher::open(dir.path()).is_err());
     }
 
     /// Whatever is typed parses: the normalized query, or its words (issue 39).

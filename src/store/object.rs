@@ -211,6 +211,15 @@ fn part_index(file: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
+/// The partition an attempt's file belongs to: a Parquet part's (`part-00003...`), or
+/// an index shard's file's (`shards/shard-00003/...`); `None` for the others.
+fn attempt_file_partition(name: &str) -> Option<usize> {
+    name.rsplit('/')
+        .next()
+        .and_then(part_index)
+        .or_else(|| name.split('/').find_map(shard_index))
+}
+
 /// The partition of an index shard's directory name (`shard-00003`: 3).
 fn shard_index(dir: &str) -> Option<usize> {
     let digits = dir.strip_prefix("shard-")?;
@@ -1477,14 +1486,13 @@ impl Mirror {
                         let dest = at.join(&f.name);
                         // A task reads its own partitions' parts of an earlier pass
                         // (pagerank's scores); a job step reads none.
-                        let leave =
-                            match (f.name.rsplit('/').next().and_then(part_index), &self.scope) {
-                                (None, _) => false,
-                                (Some(i), Scope::Task { partitions, .. }) => {
-                                    no_parts || !partitions.contains(i)
-                                }
-                                (Some(_), _) => true,
-                            };
+                        let leave = match (attempt_file_partition(&f.name), &self.scope) {
+                            (None, _) => false,
+                            (Some(i), Scope::Task { partitions, .. }) => {
+                                no_parts || !partitions.contains(i)
+                            }
+                            (Some(_), _) => true,
+                        };
                         if leave {
                             integrity::create_placeholder(&dest, remote_of(f))?;
                         } else {
@@ -1532,6 +1540,14 @@ impl Mirror {
                     None => loose.push(rel),
                 }
             }
+            // Objects the store holds already (content-addressed): an index task's
+            // shard files hard-linked from the installed version are not sent again.
+            let stored: BTreeSet<String> = state
+                .units
+                .get(&Unit::Index.name())
+                .and_then(|u| u.manifest.as_ref())
+                .map(|m| m.files.iter().map(|f| f.blake3.clone()).collect())
+                .unwrap_or_default();
             for (dir, files) in attempts {
                 if state.remote_attempts.contains(&dir)
                     || !files.iter().any(|f| f == &format!("{dir}/{REPORT}"))
@@ -1543,7 +1559,7 @@ impl Mirror {
                 let mut uploaded = 0;
                 for f in &entries {
                     let path = at.join(&f.name);
-                    if integrity::placeholder(&path).is_none() {
+                    if integrity::placeholder(&path).is_none() && !stored.contains(&f.blake3) {
                         remote.upload(&path, &f.blake3, &mut report.requests).await?;
                         uploaded += 1;
                     }

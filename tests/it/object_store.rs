@@ -705,7 +705,8 @@ fn requests(stderr: &str) -> Requests {
                 || line.contains(" of attempt ")
                 || line.contains(" of crawldb")
                 || line.contains(" of linkdb")
-                || line.contains(" of pagerank"))
+                || line.contains(" of pagerank")
+                || line.contains(" of index"))
         {
             r.downloaded.push(rest.trim().to_string());
         }
@@ -717,6 +718,14 @@ fn requests(stderr: &str) -> Requests {
 fn part_of(downloaded: &str) -> Option<usize> {
     let file = downloaded.split(' ').next()?.rsplit('/').next()?;
     file.strip_prefix("part-")?.get(..5)?.parse().ok()
+}
+
+/// The partition of a downloaded file of a search-index shard
+/// (`shard-00003/meta.json of index`, or of an index task's attempt).
+fn shard_of(downloaded: &str) -> Option<usize> {
+    let name = downloaded.split(' ').next()?;
+    name.split('/')
+        .find_map(|p| p.strip_prefix("shard-").and_then(|d| d.parse().ok()))
 }
 
 /// A partition task (`--job --partitions --attempt`) or a commit (`pset` empty) on
@@ -757,7 +766,9 @@ fn s3_step(
     let set = trawl::store::jobs::PartitionSet::parse(if pset.is_empty() { "0-3" } else { pset })
         .unwrap();
     for d in &r.downloaded {
-        let Some(i) = part_of(d) else { continue };
+        let Some(i) = part_of(d).or_else(|| shard_of(d)) else {
+            continue;
+        };
         // updatedb tasks too: parse routed the segment's redirects into
         // crawl_parse (the redirect shuffle), so no task reads all of crawl_fetch.
         assert!(
@@ -1249,6 +1260,59 @@ fn partition_tasks_on_s3_equal_the_one_process_crawl() {
             r.downloaded
         );
     }
+
+    // The index as tasks on S3, twice (the second over the installed shards): a task
+    // pulls its own partitions' shards alone and a commit none (s3_step checks what
+    // each downloaded); a task pushes no shard file the store holds already, so the
+    // second run's tasks, with nothing new to index, send only each shard's new
+    // commit files. The documents are the one process's.
+    run_ok("index", &local, &config, &[]);
+    let mut puts = Vec::new();
+    for job in ["i1", "i2"] {
+        let from = log.len();
+        s3_tasks(m, sc, &uri, c, "index", &[], job, &mut log);
+        puts.push(log[from..].iter().map(|(_, r)| r.put).sum::<u64>());
+        s3_step(m, sc, &uri, c, "index", &[], job, "", "", &mut log);
+    }
+    assert!(
+        log.iter().any(|(w, r)| w.starts_with("index task")
+            && r.downloaded.iter().any(|d| shard_of(d).is_some())),
+        "the second run's tasks pulled their shards: {log:?}"
+    );
+    assert!(
+        puts[1] * 2 < puts[0],
+        "the second index run's tasks sent only their new commit files: {puts:?} PUT"
+    );
+    // The documents but when and in which segment a page was fetched (the two crawls
+    // fetched apart).
+    let exported = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .skip(1)
+            .step_by(2)
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let o = v.as_object_mut().unwrap();
+                o.remove("fetch_time");
+                o.remove("segment");
+                v.to_string()
+            })
+            .collect()
+    };
+    let on_s3 = s3_ok(
+        m,
+        &sc.join("export"),
+        "index",
+        &uri,
+        c,
+        &["--to", "jsonl", "-"],
+    );
+    let here = run_ok("index", &local, &config, &["--to", "jsonl", "-"]);
+    assert!(!exported(&here).is_empty());
+    assert_eq!(
+        exported(&on_s3),
+        exported(&here),
+        "the index on S3 is the one process's"
+    );
 
     let (remote, ranks) = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
         (crawldb(m), pagerank_rows(m))

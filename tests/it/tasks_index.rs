@@ -4,6 +4,7 @@
 //! version too; tasks install nothing; a commit over an index that changed since its
 //! tasks ran is refused; and the shards search as one index: the same crawl
 //! repartitioned into one partition gives the same hits with the same scores.
+//! HostRank is on: a task reads its partitions' hosts alone.
 
 use crate::common;
 use std::collections::BTreeMap;
@@ -105,7 +106,8 @@ fn index_as_tasks_equals_one_process_and_its_shards_search_as_one_index() {
     let dir = tmp.path();
     let map = site_map(dir, WEB);
     let web = TestWeb::start(dir, WEB);
-    let config = write_config(dir, &web.addr, 0.0, "");
+    // With HostRank, which a task reads for its partitions' hosts alone.
+    let config = write_config(dir, &web.addr, 0.0, "[pagerank]\nhostrank = true\n");
     let a = dir.join("a");
     inject_seeds(dir, &a, &config, &map.seeds);
     round(&a, &config).expect("round 1");
@@ -143,6 +145,12 @@ fn index_as_tasks_equals_one_process_and_its_shards_search_as_one_index() {
     );
     let docs = documents(&a, &config);
     assert!(docs.len() >= 30, "a real crawl: {} documents", docs.len());
+    for (url, d) in &docs {
+        assert!(
+            d["hostrank"].as_f64().unwrap() > 0.0,
+            "{url}: hostrank: {d}"
+        );
+    }
     assert_eq!(docs, documents(&b, &config), "the same documents");
     let queries = queries(&docs);
     assert!(queries.len() >= 30, "{queries:?}");
