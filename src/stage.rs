@@ -331,12 +331,12 @@ impl StageCtx {
         self.mirror.is_some()
     }
 
-    /// Whether a file a stage writes into the crawl directory before it ends (fetch's
-    /// checkpoints) is there for a rerun or a retry of the stage: on a local
-    /// directory; not on an object store, where each run works on a mirror of its
-    /// own and nothing reaches the store before the run commits.
-    pub fn keeps_partial_files(&self) -> bool {
-        self.mirror.is_none()
+    /// The object-store crawl directory's working mirror, for a stage that publishes
+    /// files to the store while it runs (fetch's checkpoints:
+    /// [`Mirror::put_scratch_dir`]); `None` on a local directory, where what a stage
+    /// writes into the crawl directory is there for a rerun or a retry as it is.
+    pub fn scratch_store(&self) -> Option<Arc<Mirror>> {
+        self.mirror.clone()
     }
 
     /// The object-store crawl directory's URI (`None` for a local directory).

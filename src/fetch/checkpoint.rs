@@ -64,8 +64,15 @@ struct Chunk {
     pending: usize,
 }
 
+/// On an object store, the empty file published last with a checkpoint's files: a
+/// checkpoint on the store without it is not whole and is not read.
+pub const PUBLISHED: &str = "_PUBLISHED";
+
 /// The checkpoints of one attempt, written by its writer thread.
 pub struct Sink {
+    /// The object-store crawl directory's mirror, to which each checkpoint is
+    /// published as it is made (`None` on a local directory).
+    store: Option<std::sync::Arc<crate::store::object::Mirror>>,
     dir: PathBuf,
     prefix: String,
     seq: u32,
@@ -88,8 +95,10 @@ impl Sink {
         set: &PartitionSet,
         interval: Duration,
         fence: Option<crate::store::lease::Fence>,
+        store: Option<std::sync::Arc<crate::store::object::Mirror>>,
     ) -> Self {
         Sink {
+            store,
             dir: root.join(set.dir_name()),
             prefix: nonce(),
             seq: 0,
@@ -206,6 +215,15 @@ impl Sink {
                 return Ok(false);
             }
             std::fs::rename(&tmp, &dest).at(&dest)?;
+            // On an object store: published there while the leases hold (its marker
+            // last; a zombie's half-published checkpoint has none and is not read).
+            if let Some(store) = &self.store {
+                if self.fence.as_ref().is_some_and(|f| !f.holds()) {
+                    self.off = true;
+                    return Ok(false);
+                }
+                store.put_scratch_dir(&dest, PUBLISHED)?;
+            }
             Ok(true)
         });
         let r = match r {
@@ -450,7 +468,7 @@ mod tests {
         let pt = Partitioner::by_host(4);
         let all = PartitionSet::all(4);
         let ok = FetchStatus::FetchSuccess;
-        let mut a = Sink::new(t.path(), &all, Duration::ZERO, None);
+        let mut a = Sink::new(t.path(), &all, Duration::ZERO, None, None);
         a.row(&out("http://a.test/1", ok, "ok", Some("a1")));
         a.row(&out(
             "http://a.test/2",
@@ -475,7 +493,7 @@ mod tests {
         a.publish();
         a.row(&out("http://a.test/3", ok, "ok", Some("a3")));
         a.publish();
-        let mut b = Sink::new(t.path(), &all, Duration::ZERO, None);
+        let mut b = Sink::new(t.path(), &all, Duration::ZERO, None, None);
         b.row(&out("http://a.test/1", ok, "ok", Some("b1")));
         b.row(&out("http://b.test/x", ok, "ok", Some("bx")));
         b.publish();

@@ -447,7 +447,17 @@ impl Partitioned for Fetch<'_> {
     }
 
     fn commit(&mut self, job: &Job) -> Result<TaskReport> {
-        commit(self.dir, &self.seg, job, self.pt.n())
+        let report = commit(self.dir, &self.seg, job, self.pt.n())?;
+        if let Some(store) = self.ctx.scratch_store() {
+            let published = self.dir.fetch_checkpoints_of(self.seg.name());
+            if let Err(e) = store.delete_scratch(&published) {
+                tracing::warn!(
+                    "cannot remove the segment's fetch checkpoints from the store: {e}; `gc` does not either: delete the keys under {}",
+                    published.display()
+                );
+            }
+        }
+        Ok(report)
     }
 
     /// A one-process run reports what its task did (with the hosts it did not
@@ -524,6 +534,19 @@ fn run_task(
     let n_hosts = hosts.len();
     // What the checkpoints of earlier attempts hold is not requested again.
     let checkpoints = checkpoint_root(ctx, dir, seg, partitions);
+    // On an object store, the checkpoints published there by earlier attempts
+    // (another machine's) join this mirror first.
+    if let (Some((root, _)), Some(store)) = (&checkpoints, ctx.scratch_store()) {
+        match store.get_scratch_dirs(root, checkpoint::PUBLISHED) {
+            Ok(n) if n > 0 => {
+                tracing::info!("{n} fetch checkpoints of earlier attempts pulled from the store")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "cannot read the fetch checkpoints on the store: {e}; their URLs are fetched again"
+            ),
+        }
+    }
     let resumed = match &checkpoints {
         Some((root, _)) if root.is_dir() => {
             let listed: HashSet<&str> = hosts
@@ -553,9 +576,9 @@ fn run_task(
         hosts.len()
     );
     let w = job.attempt_writer(set, attempt)?;
-    let sink = checkpoints
-        .as_ref()
-        .map(|(root, every)| checkpoint::Sink::new(root, set, *every, held.fence()));
+    let sink = checkpoints.as_ref().map(|(root, every)| {
+        checkpoint::Sink::new(root, set, *every, held.fence(), ctx.scratch_store())
+    });
     let writer = writer::SegmentWriter::start(
         &w.dataset(SegmentDataset::CrawlFetch.as_str())?,
         &w.dataset(SegmentDataset::Content.as_str())?,
@@ -746,8 +769,9 @@ fn remove_checkpoints(dir: &CrawlDir, seg: &Segment) {
 }
 
 /// Where this run's checkpoints go and how often (`fetch.checkpoint_interval`):
-/// `None` when they are off, or when the crawl directory's storage would not keep
-/// them for a retry ([`StageCtx::keeps_partial_files`]).
+/// `None` when they are off. On an object store they are written in the working
+/// mirror and each is published to the store as it is made
+/// ([`StageCtx::scratch_store`]).
 fn checkpoint_root(
     ctx: &StageCtx,
     dir: &CrawlDir,
@@ -755,7 +779,7 @@ fn checkpoint_root(
     partitions: usize,
 ) -> Option<(PathBuf, Duration)> {
     let every = ctx.config().fetch.checkpoint_interval;
-    if every <= 0.0 || !ctx.keeps_partial_files() {
+    if every <= 0.0 {
         return None;
     }
     Some((

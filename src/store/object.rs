@@ -1061,6 +1061,141 @@ pub struct PushReport {
 }
 
 impl Mirror {
+    /// The key path of the local `dir` (under this mirror's root), `/`-separated.
+    fn rel_of(&self, dir: &Path) -> Result<String> {
+        let rel = dir.strip_prefix(&self.root).map_err(|_| {
+            self.remote.uri.error(format!(
+                "internal: {} is not in the working mirror {}",
+                dir.display(),
+                self.root.display()
+            ))
+        })?;
+        Ok(rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/"))
+    }
+
+    /// Publishes the local directory `dir` (under the mirror's root, in a job's
+    /// namespace: fetch's checkpoints) to the store while the stage runs, outside any
+    /// unit: each file under its own key, then an empty `marker` last, which says
+    /// the directory is whole. Returns the PUTs made.
+    pub fn put_scratch_dir(&self, dir: &Path, marker: &str) -> Result<u64> {
+        let rel = self.rel_of(dir)?;
+        let remote = &self.remote;
+        remote.rt.block_on(async {
+            let mut puts = 0;
+            for name in walk(dir, true)? {
+                let path = dir.join(&name);
+                let data = fs::read(&path).at(&path)?;
+                let key = remote.key(&format!("{rel}/{name}"));
+                remote
+                    .store
+                    .put(&key, PutPayload::from(data))
+                    .await
+                    .map_err(|e| remote.err("PUT", &key, e))?;
+                puts += 1;
+            }
+            let key = remote.key(&format!("{rel}/{marker}"));
+            remote
+                .store
+                .put(&key, PutPayload::from(Vec::new()))
+                .await
+                .map_err(|e| remote.err("PUT", &key, e))?;
+            Ok(puts + 1)
+        })
+    }
+
+    /// Brings the directories published under the local `dir`'s keys
+    /// ([`Mirror::put_scratch_dir`]) that carry `marker` into `dir` (one LIST, a GET
+    /// per file; each directory written beside and renamed into place, the marker
+    /// left out); directories already there are kept. Returns how many arrived.
+    pub fn get_scratch_dirs(&self, dir: &Path, marker: &str) -> Result<usize> {
+        let rel = self.rel_of(dir)?;
+        let remote = &self.remote;
+        remote.rt.block_on(async {
+            let base = remote.key(&rel);
+            let listed: Vec<object_store::ObjectMeta> = remote
+                .store
+                .list(Some(&base))
+                .try_collect()
+                .await
+                .map_err(|e| remote.err("LIST", &base, e))?;
+            let strip = base.as_ref().len();
+            let names: Vec<String> = listed
+                .iter()
+                .map(|m| {
+                    m.location
+                        .as_ref()
+                        .get(strip..)
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string()
+                })
+                .collect();
+            // Whole directories: those holding the marker.
+            let whole: BTreeSet<&str> = names
+                .iter()
+                .filter_map(|n| n.strip_suffix(&format!("/{marker}")))
+                .collect();
+            let mut arrived = 0;
+            for d in &whole {
+                let dest = dir.join(d);
+                if dest.exists() {
+                    continue;
+                }
+                let tmp = dir.join(format!("{d}.tmp-{}", super::jobs::nonce()));
+                for n in names.iter().filter(|n| {
+                    n.strip_prefix(d).is_some_and(|r| r.starts_with('/'))
+                        && !n.ends_with(&format!("/{marker}"))
+                }) {
+                    let key = remote.key(&format!("{rel}/{n}"));
+                    let bytes = remote
+                        .store
+                        .get(&key)
+                        .await
+                        .map_err(|e| remote.err("GET", &key, e))?
+                        .bytes()
+                        .await
+                        .map_err(|e| remote.err("GET", &key, e))?;
+                    let path = tmp.join(&n[d.len() + 1..]);
+                    if let Some(parent) = path.parent() {
+                        fs::create_dir_all(parent).at(parent)?;
+                    }
+                    fs::write(&path, &bytes).at(&path)?;
+                }
+                fs::create_dir_all(&tmp).at(&tmp)?;
+                fs::rename(&tmp, &dest).at(&dest)?;
+                arrived += 1;
+            }
+            Ok(arrived)
+        })
+    }
+
+    /// Removes from the store every key under the local `dir`'s keys (what
+    /// [`Mirror::put_scratch_dir`] published). Returns how many were removed.
+    pub fn delete_scratch(&self, dir: &Path) -> Result<usize> {
+        let rel = self.rel_of(dir)?;
+        let remote = &self.remote;
+        remote.rt.block_on(async {
+            let base = remote.key(&rel);
+            let listed: Vec<object_store::ObjectMeta> = remote
+                .store
+                .list(Some(&base))
+                .try_collect()
+                .await
+                .map_err(|e| remote.err("LIST", &base, e))?;
+            for m in &listed {
+                match remote.store.delete(&m.location).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(remote.err("DELETE", &m.location, e)),
+                }
+            }
+            Ok(listed.len())
+        })
+    }
+
     /// The mirror directory of `uri` under `work` (default: `TRAWL_WORK_DIR`, else
     /// `<temp>/trawl-work`): `<work>/<tail>-<hash>/`.
     pub fn dir_for(uri: &ObjectUri, work: Option<&Path>) -> PathBuf {

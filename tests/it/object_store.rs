@@ -1456,3 +1456,182 @@ fn the_generate_cutoff_on_s3_reads_blocks_of_candidates_by_ranged_gets() {
         "the fetch list made on S3 is one-process generate's"
     );
 }
+
+/// Fetch checkpoints on an object store: a fetch task killed on one machine after it
+/// published checkpoints to the store; its retry on another (a work dir of its own)
+/// pulls them and requests only what they lack; the commit removes them from the
+/// store.
+#[test]
+fn a_fetch_task_killed_on_s3_resumes_on_another_machine_from_its_checkpoints() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let web = TestWeb::start(t.path(), WEB);
+    let config = write_config(t.path(), &web.addr, 0.3, "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "[fetch]\ndelay = 0.3\n",
+        "[fetch]\ndelay = 0.3\ncheckpoint_interval = 0.2\nlease_ttl = 1\n",
+    );
+    assert!(text.contains("checkpoint_interval = 0.2"), "{text}");
+    std::fs::write(&config, text).unwrap();
+    let map = site_map(t.path(), WEB);
+    let seeds = t.path().join("seeds.txt");
+    std::fs::write(&seeds, map.seeds.join("\n") + "\n").unwrap();
+    let uri = format!("s3://{BUCKET}/ckpt");
+    let sc = t.path().join("s");
+    s3_ok(
+        &moto,
+        &sc.join("inject"),
+        "inject",
+        &uri,
+        &config,
+        &[seeds.to_str().unwrap()],
+    );
+    // A first round fetched whole (the seeds' links make the second's list long).
+    let generate = |name: &str| -> String {
+        let out = s3_ok(&moto, &sc.join(name), "generate", &uri, &config, &[]);
+        Path::new(out.trim().lines().last().unwrap())
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let first_seg = generate("generate-1");
+    for stage in ["fetch", "parse", "updatedb"] {
+        s3_ok(
+            &moto,
+            &sc.join(format!("{stage}-1")),
+            stage,
+            &uri,
+            &config,
+            &[&first_seg],
+        );
+    }
+    let seg = generate("generate-2");
+    let task = |attempt: &str| -> Vec<String> {
+        [
+            seg.as_str(),
+            "--time-limit",
+            "60",
+            "--job",
+            "f1",
+            "--partitions",
+            "all",
+            "--attempt",
+            attempt,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let round_ms = trawl::datum::now_millis();
+    let first = task("lost");
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    let mut lost = s3_command(&moto, &sc.join("machine-a"), "fetch", &uri, &config, &first)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the store holds two whole checkpoints.
+    let bucket = Bucket::new(&moto);
+    let prefix = format!("ckpt/_jobs/fetch-checkpoints/{seg}");
+    let started = std::time::Instant::now();
+    loop {
+        let whole = bucket
+            .keys(&prefix)
+            .iter()
+            .filter(|k| k.ends_with("/_PUBLISHED"))
+            .count();
+        if whole >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no checkpoint on the store: {:?}",
+            bucket.keys(&prefix)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    lost.kill().unwrap();
+    lost.wait().unwrap();
+    let killed_ms = trawl::datum::now_millis();
+
+    let retry = task("retry");
+    let retry: Vec<&str> = retry.iter().map(String::as_str).collect();
+    let out = s3_command(&moto, &sc.join("machine-b"), "fetch", &uri, &config, &retry)
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("pulled from the store"), "{err}");
+    let resumed: u64 = err
+        .lines()
+        .find(|l| l.starts_with("fetch: "))
+        .and_then(|l| {
+            l.split("; ")
+                .find_map(|f| f.split_once(" rows resumed from the checkpoints of a lost attempt"))
+        })
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("the summary says what was resumed: {err}"));
+    assert!(resumed >= 2, "{err}");
+    s3_ok(
+        &moto,
+        &sc.join("commit"),
+        "fetch",
+        &uri,
+        &config,
+        &[&seg, "--job", "f1", "--commit"],
+    );
+    let left = bucket.keys("ckpt/_jobs");
+    assert!(
+        left.is_empty(),
+        "the commit removed the checkpoints and the job: {left:?}"
+    );
+
+    // Every page fetched once in the segment; those requested twice are only what the
+    // lost attempt fetched after its last checkpoint (fewer than it fetched).
+    let log = web.stop();
+    let mut pages: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut before = 0;
+    for l in log
+        .iter()
+        .filter(|l| l.path != "/robots.txt" && l.time_ms >= round_ms)
+    {
+        *pages.entry((l.host.clone(), l.path.clone())).or_default() += 1;
+        before += usize::from(l.time_ms <= killed_ms);
+    }
+    let twice = pages.values().filter(|n| **n > 1).count();
+    eprintln!(
+        "fetch on S3: {before} pages requested by the lost attempt, {resumed} resumed from its checkpoints by the retry on another machine, {twice} requested twice"
+    );
+    assert!(
+        twice + resumed as usize <= before,
+        "{twice} pages requested twice, {resumed} resumed, {before} requested before the kill"
+    );
+    let (listed, fetched) = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
+        let seg = m.join("segments").join(&seg);
+        let listed: BTreeSet<String> =
+            trawl::store::parquet::read_dataset::<trawl::CrawlDatum>(&seg.join("crawl_generate"))
+                .unwrap()
+                .into_iter()
+                .map(|d| d.url)
+                .collect();
+        let fetched: Vec<String> =
+            trawl::store::parquet::read_dataset::<trawl::records::FetchRecord>(
+                &seg.join("crawl_fetch"),
+            )
+            .unwrap()
+            .into_iter()
+            .map(|r| r.url)
+            .collect();
+        (listed, fetched)
+    });
+    assert!(listed.len() >= 10, "a long fetch list: {listed:?}");
+    let once: BTreeSet<&String> = fetched.iter().collect();
+    assert_eq!(once.len(), fetched.len(), "one crawl_fetch row per URL");
+    assert!(
+        listed.iter().all(|u| once.contains(u)),
+        "every fetch-list URL fetched"
+    );
+}
