@@ -635,11 +635,6 @@ impl Partitioned for IndexStage<'_> {
         remove_unsharded(&base)?;
         Ok(report)
     }
-
-    fn whole(&mut self, task: IndexReport, commit: IndexReport) -> IndexReport {
-        let _ = task;
-        commit
-    }
 }
 
 /// Removes the files of an index of a trawl before shards (one tantivy index in the

@@ -674,6 +674,15 @@ impl Remote {
         })
     }
 
+    /// Every object under `base` (one LIST, paged by the store).
+    async fn list_under(&self, base: &Key) -> Result<Vec<object_store::ObjectMeta>> {
+        self.store
+            .list(Some(base))
+            .try_collect()
+            .await
+            .map_err(|e| self.err("LIST", base, e))
+    }
+
     /// The bytes at `key`, `None` when absent.
     async fn get_opt(&self, key: &Key, req: &mut Requests) -> Result<Option<Vec<u8>>> {
         req.get += 1;
@@ -1116,12 +1125,7 @@ impl Mirror {
         let remote = &self.remote;
         remote.rt.block_on(async {
             let base = remote.key(&rel);
-            let listed: Vec<object_store::ObjectMeta> = remote
-                .store
-                .list(Some(&base))
-                .try_collect()
-                .await
-                .map_err(|e| remote.err("LIST", &base, e))?;
+            let listed = remote.list_under(&base).await?;
             let strip = base.as_ref().len();
             let names: Vec<String> = listed
                 .iter()
@@ -1180,12 +1184,7 @@ impl Mirror {
         let remote = &self.remote;
         remote.rt.block_on(async {
             let base = remote.key(&rel);
-            let listed: Vec<object_store::ObjectMeta> = remote
-                .store
-                .list(Some(&base))
-                .try_collect()
-                .await
-                .map_err(|e| remote.err("LIST", &base, e))?;
+            let listed = remote.list_under(&base).await?;
             for m in &listed {
                 match remote.store.delete(&m.location).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
