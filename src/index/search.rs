@@ -775,17 +775,18 @@ impl Searcher {
         let terms = |field: &str, size: usize| serde_json::json!({ "terms": { "field": field, "size": size } });
         let mut counts: [BTreeMap<String, u64>; 3] = Default::default();
         const NAMES: [&str; 3] = ["site", "lang", "content_type"];
+        let request: Aggregations = serde_json::from_value(serde_json::json!({
+            "site": terms(name::SITE, SHARD_FACET_VALUES),
+            "lang": terms(name::LANG, SHARD_FACET_VALUES),
+            // Both a type as served and its media type are indexed: room for both.
+            "content_type": terms(name::CONTENT_TYPE, 4 * SHARD_FACET_VALUES),
+        }))
+        .map_err(|e| Error::Internal {
+            message: format!("the facets' aggregation request: {e}"),
+        })?;
         for searcher in searchers {
-            let request: Aggregations = serde_json::from_value(serde_json::json!({
-                "site": terms(name::SITE, SHARD_FACET_VALUES),
-                "lang": terms(name::LANG, SHARD_FACET_VALUES),
-                // Both a type as served and its media type are indexed: room for both.
-                "content_type": terms(name::CONTENT_TYPE, 4 * SHARD_FACET_VALUES),
-            }))
-            .map_err(|e| Error::Internal {
-                message: format!("the facets' aggregation request: {e}"),
-            })?;
-            let collector = AggregationCollector::from_aggs(request, AggContextParams::default());
+            let collector =
+                AggregationCollector::from_aggs(request.clone(), AggContextParams::default());
             let result = searcher.search(query, &collector).map_err(|e| Error::Query {
                 query: req.query.clone(),
                 message: format!(

@@ -211,9 +211,10 @@ fn part_index(file: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
-/// The partition an attempt's file belongs to: a Parquet part's (`part-00003...`), or
-/// an index shard's file's (`shards/shard-00003/...`); `None` for the others.
-fn attempt_file_partition(name: &str) -> Option<usize> {
+/// The partition a file belongs to: a Parquet part's (`part-00003...`), or an index
+/// shard's file's (`shard-00003/...` in the index, `shards/shard-00003/...` in an
+/// attempt); `None` for the others.
+fn file_partition(name: &str) -> Option<usize> {
     name.rsplit('/')
         .next()
         .and_then(part_index)
@@ -1498,7 +1499,7 @@ impl Mirror {
         if *unit == Unit::Index {
             // A shard's files (`shard-NNNNN/...`): a task reads its partitions' shards
             // alone, a commit none (it links the attempts' shards).
-            let Some(index) = f.name.split('/').next().and_then(shard_index) else {
+            let Some(index) = file_partition(&f.name) else {
                 return false;
             };
             return match &self.scope {
@@ -1620,7 +1621,7 @@ impl Mirror {
                         let dest = at.join(&f.name);
                         // A task reads its own partitions' parts of an earlier pass
                         // (pagerank's scores); a job step reads none.
-                        let leave = match (attempt_file_partition(&f.name), &self.scope) {
+                        let leave = match (file_partition(&f.name), &self.scope) {
                             (None, _) => false,
                             (Some(i), Scope::Task { partitions, .. }) => {
                                 no_parts || !partitions.contains(i)
