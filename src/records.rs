@@ -299,10 +299,52 @@ pub struct ParseDataRecord {
     pub outlinks: Vec<Outlink>,
     /// blake3 of the normalized text (hex).
     pub signature: Option<String>,
-    /// 64-bit SimHash of the text's word shingles.
+    /// 64-bit SimHash of the text's word shingles (stored as a signed 64-bit
+    /// integer of the same bits: [`simhash_bits`]).
+    #[serde(with = "simhash_bits")]
     pub simhash: Option<u64>,
     /// Other metadata (`description`, `keywords`, headings, ...).
     pub metadata: BTreeMap<String, String>,
+}
+
+/// A SimHash in Parquet: a signed 64-bit integer with the hash's bits (Delta Lake,
+/// and so every reader of a crawl on an object store, has no unsigned type), read
+/// back from it or from the unsigned column segments written before.
+mod simhash_bits {
+    use serde::de::{Deserializer, Visitor};
+    use serde::{Deserialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(h) => s.serialize_some(&i64::from_ne_bytes(h.to_ne_bytes())),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Ok(Option::<Bits>::deserialize(d)?.map(|b| b.0))
+    }
+
+    struct Bits(u64);
+
+    impl<'de> Deserialize<'de> for Bits {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Bits;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a 64-bit SimHash")
+                }
+                fn visit_i64<E>(self, v: i64) -> Result<Bits, E> {
+                    Ok(Bits(u64::from_ne_bytes(v.to_ne_bytes())))
+                }
+                fn visit_u64<E>(self, v: u64) -> Result<Bits, E> {
+                    Ok(Bits(v))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
 }
 
 impl Record for ParseDataRecord {
@@ -324,7 +366,7 @@ impl Record for ParseDataRecord {
                 Field::new("noarchive", DataType::Boolean, false),
                 Field::new("outlinks", outlink_list_type(), false),
                 Field::new("signature", DataType::Utf8, true),
-                Field::new("simhash", DataType::UInt64, true),
+                Field::new("simhash", DataType::Int64, true),
                 Field::new("metadata", string_map_type(), false),
             ]
         })
@@ -783,6 +825,57 @@ mod schema_doc_tests {
                 code(&schema),
                 "docs/schemas.md section {name}"
             );
+            // On an object store every dataset is a Delta table: each column has a
+            // Delta type, and none is unsigned (Delta has no unsigned types).
+            crate::store::delta::schema_string(&schema)
+                .unwrap_or_else(|e| panic!("{name} is not a Delta table: {e}"));
+            assert!(
+                !format!("{schema:?}").contains("UInt"),
+                "{name} has an unsigned column: Delta readers cannot read it"
+            );
         }
+    }
+
+    #[test]
+    fn a_simhash_reads_back_from_the_unsigned_column_of_older_segments() {
+        use arrow::array::{ArrayRef, UInt64Array};
+        let old = ParseDataRecord::schema();
+        let i = old.index_of("simhash").unwrap();
+        let row = ParseDataRecord {
+            url: "u".into(),
+            status: "parse_success".into(),
+            reason: "ok".into(),
+            title: None,
+            content_type: None,
+            charset: None,
+            charset_source: None,
+            lang: None,
+            canonical: None,
+            noindex: false,
+            nofollow: false,
+            noarchive: false,
+            outlinks: Vec::new(),
+            signature: None,
+            simhash: Some(u64::MAX - 5),
+            metadata: BTreeMap::new(),
+        };
+        let batch = crate::store::parquet::to_batch(std::slice::from_ref(&row)).unwrap();
+        // Signed in the file, the same bits.
+        let col = batch
+            .column(i)
+            .as_any()
+            .downcast_ref::<arrow::array::Int64Array>()
+            .unwrap();
+        assert_eq!(col.value(0), -6);
+        // An older segment's unsigned column.
+        let mut fields: Vec<Field> = old.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields[i] = Field::new("simhash", DataType::UInt64, true);
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        columns[i] = std::sync::Arc::new(UInt64Array::from(vec![Some(u64::MAX - 5)]));
+        let unsigned =
+            arrow::record_batch::RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+                .unwrap();
+        let back: Vec<ParseDataRecord> = crate::store::parquet::from_batch(&unsigned).unwrap();
+        assert_eq!(back, vec![row]);
     }
 }
