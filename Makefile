@@ -67,6 +67,14 @@ MOTO := $(VENV)/bin/moto_server
 $(MOTO): $(PYTHON)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check "moto[server]>=5.2,<6"
 
+# The Delta Lake readers an analyst uses on a crawl on object storage (deltalake, the
+# Python package of delta-rs; polars; pyarrow): tests/it/object_store.rs reads the crawl
+# on moto's S3 with them (scripts/read_delta.py), no trawl code.
+DELTA := $(VENV)/.delta-readers-installed
+$(DELTA): $(PYTHON)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'deltalake>=1,<2' 'polars>=1,<3' 'pyarrow>=14'
+	touch $@
+
 # pyspark (4.x) for the Spark driver, cluster/trawl_spark.py, and the local cluster.
 PYSPARK := $(VENV)/.pyspark-installed
 $(PYSPARK): $(PYTHON)
@@ -158,7 +166,7 @@ poppler:
 # warcio, the shared corpora) adds a line to target/tmp/real-components.txt, printed
 # after the tests; under CI=true a test whose component is missing fails instead of
 # skipping.
-test-rust: $(PYTHON) $(MOTO) $(PYSPARK) chromium java docsites
+test-rust: $(PYTHON) $(MOTO) $(DELTA) $(PYSPARK) chromium java docsites
 	@rm -f target/tmp/real-components.txt
 	$(CARGO) test --release
 	@echo "make test: tests that ran against real components:"

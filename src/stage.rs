@@ -425,12 +425,14 @@ impl StageCtx {
         if let Some(mirror) = &self.mirror {
             match mirror.push() {
                 Ok(pushed) => tracing::info!(
-                    "{}: committed [{}], {} objects uploaded ({} bytes, {} PUT)",
+                    "{}: committed [{}], {} objects uploaded ({} bytes, {} PUT, {} HEAD, {} GET)",
                     mirror.uri().as_str(),
                     pushed.committed.join(", "),
                     pushed.uploaded,
                     pushed.requests.bytes_up,
-                    pushed.requests.put
+                    pushed.requests.put,
+                    pushed.requests.head,
+                    pushed.requests.get
                 ),
                 Err(e) => {
                     return Err(Exit::new(

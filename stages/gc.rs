@@ -12,11 +12,14 @@ use trawl::store::object::{self, CrawlUri};
     version,
     about = "Remove unreferenced objects from an object-store crawl directory",
     long_about = "Lists the object-store crawl directory (--crawl-dir s3://BUCKET/PREFIX, file:///PATH, ...) \
-and removes every object that neither the current nor the previous (old) version of any dataset or \
+and removes every object that none of the last --keep-versions versions of any dataset or \
 live segment references (left by replaced versions, by writers that lost a commit race, by stages \
-killed during their upload), every version manifest older than the previous one, and the versions \
-of segments no longer in the catalog. Objects younger than --min-age are kept: a running stage may \
-be about to commit them. --dry-run only counts. Prints a one-line summary. See docs/object-store.md."
+killed during their upload), every older version manifest, and the versions and Delta logs of \
+segments no longer in the catalog. Objects younger than --min-age are kept: a running stage may \
+be about to commit them. First it moves every dataset still in the layout before open tables to \
+Delta tables (its Parquet parts copied into the table, a version naming them committed) and writes \
+the Delta log entries a writer killed after its commit left missing. --dry-run only counts. \
+Prints a one-line summary. See docs/object-store.md."
 )]
 struct Args {
     #[command(flatten)]
@@ -27,6 +30,11 @@ struct Args {
     /// Keep unreferenced objects younger than SECS seconds (uploads of running stages).
     #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
     min_age: f64,
+    /// Keep what the last N versions of every dataset need (N >= 1; 2 = current and
+    /// old). Older versions of a Delta table stay in its log, their files removed, as
+    /// after a Delta VACUUM.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    keep_versions: u64,
 }
 
 /// Runs the command with its arguments (`args[0]` is its name).
@@ -47,7 +55,12 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
         anyhow::bail!("--min-age must be a number of seconds >= 0");
     }
     let ctx = StageCtx::new(&dir, cfg);
-    let report = object::gc(&uri, Duration::from_secs_f64(args.min_age), args.dry_run)?;
+    let report = object::gc(
+        &uri,
+        Duration::from_secs_f64(args.min_age),
+        args.keep_versions as usize,
+        args.dry_run,
+    )?;
     ctx.finish(&report)?;
     Ok(())
 }

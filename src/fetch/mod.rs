@@ -537,7 +537,15 @@ fn run_task(
     // On an object store, the checkpoints published there by earlier attempts
     // (another machine's) join this mirror first.
     if let (Some((root, _)), Some(store)) = (&checkpoints, ctx.scratch_store()) {
-        match store.get_scratch_dirs(root, checkpoint::PUBLISHED) {
+        // Only the checkpoints of partition sets that share a partition with this
+        // task's (`<pset>/<chunk>`): the others' are never read.
+        let ours = |d: &str| {
+            d.split('/')
+                .next()
+                .and_then(PartitionSet::from_dir_name)
+                .is_some_and(|p| p.iter().any(|i| set.contains(i)))
+        };
+        match store.get_scratch_dirs(root, checkpoint::PUBLISHED, &ours) {
             Ok(n) if n > 0 => {
                 tracing::info!("{n} fetch checkpoints of earlier attempts pulled from the store")
             }

@@ -111,6 +111,8 @@ pub struct Remote {
     pub blake3: String,
     /// Its rows, for a Parquet part.
     pub rows: Option<u64>,
+    /// Its key under the crawl directory's prefix on the store.
+    pub key: String,
 }
 
 /// A file's identity: (device, inode, size, mtime seconds, mtime nanoseconds).
@@ -673,6 +675,7 @@ mod tests {
             bytes: 1234,
             blake3: b3.clone(),
             rows: Some(7),
+            key: format!("objects/ab/{b3}"),
         };
         create_placeholder(&p, remote.clone()).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().len(), 1234);

@@ -29,10 +29,13 @@
 //! - [`object`]: the crawl directory on an object store (`s3://`, `gs://`, `az://`,
 //!   `file://`): version manifests committed with a conditional create, the local
 //!   working mirror a stage runs on ([`Mirror`](object::Mirror)), and `gc`.
+//! - [`delta`]: the Delta Lake log of the crawl's tables on an object store (what
+//!   stock readers read), written by [`object`] beside its version manifests.
 //!
 //! Stages never spell a dataset or file name of the crawl directory: they ask
 //! [`layout`] for the path.
 
+pub mod delta;
 pub mod disk;
 pub mod integrity;
 pub mod jobs;

@@ -35,6 +35,7 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use super::delta::{self, DataFile, TableLog};
 use super::integrity;
 use super::jobs::{PartitionSet, REPORT};
 use super::layout::CrawlDir;
@@ -387,6 +388,12 @@ pub struct VersionManifest {
     /// The catalog only: the live segments' names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<String>,
+    /// The unit's tables (by directory inside the unit, `""` for its own files):
+    /// the Delta log version this unit version is, the table's id and schema
+    /// ([`delta`]). Empty in a unit without Parquet parts and in the layout before
+    /// open tables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, delta::TableLog>,
 }
 
 /// One file of a unit's version.
@@ -494,6 +501,185 @@ impl Unit {
             _ => self.local(root).map(|(d, _)| d),
         }
     }
+}
+
+impl Unit {
+    /// The unit of a name ([`Unit::name`]); `None` for what is no unit.
+    fn from_name(name: &str) -> Option<Unit> {
+        if let Some(s) = name.strip_prefix(&format!("{}/", names::SEGMENTS)) {
+            return is_segment_name(s).then(|| Unit::Segment(s.to_string()));
+        }
+        FIXED.iter().find(|u| u.name() == name).cloned()
+    }
+
+    /// Whether the unit's Parquet parts are Delta tables ([`delta`]): the versioned
+    /// datasets, `pagerank/` and the segments' datasets.
+    fn has_tables(&self) -> bool {
+        matches!(self, Unit::Db(_) | Unit::PageRank | Unit::Segment(_))
+    }
+}
+
+/// The key (under the prefix) of the table `dir` of the unit `unit`.
+fn table_root(unit: &str, dir: &str) -> String {
+    if dir.is_empty() {
+        unit.to_string()
+    } else {
+        format!("{unit}/{dir}")
+    }
+}
+
+/// A unit version a push commits: the manifest, the local files' stats, and the
+/// version it replaces.
+struct Commit {
+    unit: Unit,
+    manifest: VersionManifest,
+    stats: BTreeMap<String, Stat>,
+    base: Option<VersionManifest>,
+}
+
+/// A unit version's tables and their logs ([`VersionManifest::tables`]).
+type Tables = BTreeMap<String, TableLog>;
+
+/// How a table's data file gets to its key: uploaded from the mirror, or copied on
+/// the store from the object it had (an attempt's, or the layout before tables).
+#[derive(Debug, Clone)]
+enum Fill {
+    Upload(PathBuf),
+    Copy(String),
+}
+
+/// The table files of `m`, by table directory, as the log lists them (paths inside
+/// the table); files whose key is not in their table (the layout before tables)
+/// are left out.
+fn table_files(m: &VersionManifest) -> BTreeMap<String, Vec<DataFile>> {
+    let mut out: BTreeMap<String, Vec<DataFile>> = BTreeMap::new();
+    for f in &m.files {
+        let Some((dir, file)) = delta::table_file(&f.name) else {
+            continue;
+        };
+        let root = table_root(&m.unit, dir);
+        let Some(path) = f.key.strip_prefix(&format!("{root}/")) else {
+            continue;
+        };
+        out.entry(dir.to_string()).or_default().push(DataFile {
+            path: path.to_string(),
+            size: f.size,
+            blake3: f.blake3.clone(),
+            rows: f.rows,
+            part: part_index(file),
+        });
+    }
+    out
+}
+
+/// Gives every table file of `files` (the new version of `unit`, `base` the
+/// version it replaces) its key in its table, says how each new key is filled
+/// (`local`: the unit's local directory, whose real files are uploaded; without
+/// it, or for a placeholder, the object is copied from its old key), and returns
+/// the tables' logs: unchanged tables keep theirs, a changed or new one takes the
+/// next version and the schema `schema_of` reads from one of its files.
+fn plan_tables(
+    unit: &Unit,
+    base: Option<&VersionManifest>,
+    files: &mut [FileEntry],
+    local: Option<&Path>,
+    schema_of: &mut dyn FnMut(&FileEntry) -> Result<arrow::datatypes::Schema>,
+    seed: &str,
+) -> Result<(Tables, Vec<(String, Fill)>)> {
+    let mut fills = Vec::new();
+    if !unit.has_tables() {
+        return Ok((BTreeMap::new(), fills));
+    }
+    let name = unit.name();
+    let mut before: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut base_keys: BTreeSet<&str> = BTreeSet::new();
+    for f in base.iter().flat_map(|m| m.files.iter()) {
+        base_keys.insert(f.key.as_str());
+        if let Some((dir, _)) = delta::table_file(&f.name) {
+            before
+                .entry(dir.to_string())
+                .or_default()
+                .insert((f.name.clone(), f.blake3.clone()));
+        }
+    }
+    let mut after: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
+    let mut first: BTreeMap<String, FileEntry> = BTreeMap::new();
+    for f in files.iter_mut() {
+        let Some((dir, file)) = delta::table_file(&f.name) else {
+            continue;
+        };
+        after
+            .entry(dir.to_string())
+            .or_default()
+            .insert((f.name.clone(), f.blake3.clone()));
+        first.entry(dir.to_string()).or_insert_with(|| f.clone());
+        let key = format!(
+            "{}/{}",
+            table_root(&name, dir),
+            delta::data_name(file, &f.blake3)
+        );
+        if f.key == key {
+            continue;
+        }
+        if !base_keys.contains(key.as_str()) {
+            let path = local.map(|d| d.join(&f.name));
+            let fill = match path {
+                Some(p) if integrity::placeholder(&p).is_none() && p.is_file() => Fill::Upload(p),
+                _ => Fill::Copy(f.key.clone()),
+            };
+            fills.push((key.clone(), fill));
+        }
+        f.key = key;
+    }
+    let logs = base.map(|m| &m.tables);
+    let mut tables = BTreeMap::new();
+    let dirs: BTreeSet<String> = after
+        .keys()
+        .chain(logs.into_iter().flat_map(|t| t.keys()))
+        .cloned()
+        .collect();
+    for dir in dirs {
+        let was = logs.and_then(|t| t.get(&dir));
+        let now = after.get(&dir);
+        let same = before.get(&dir) == now;
+        let log = match (was, now) {
+            (Some(w), _) if same => w.clone(),
+            (None, None) => continue,
+            _ => {
+                let schema = match first.get(&dir) {
+                    Some(f) => {
+                        let schema = schema_of(f)?;
+                        delta::schema_string(&schema).map_err(|e| Error::Internal {
+                            message: format!(
+                                "the table {} has a column Delta cannot type ({e})",
+                                table_root(&name, &dir)
+                            ),
+                        })?
+                    }
+                    None => was.map(|w| w.schema.clone()).unwrap_or_default(),
+                };
+                TableLog {
+                    version: was.map_or(0, |w| w.version + 1),
+                    id: was.map_or_else(
+                        || delta::table_id(&format!("{seed}/{}", table_root(&name, &dir))),
+                        |w| w.id.clone(),
+                    ),
+                    schema,
+                }
+            }
+        };
+        tables.insert(dir, log);
+    }
+    Ok((tables, fills))
+}
+
+/// The Arrow schema of a Parquet file of the mirror (a placeholder's read from its
+/// object by ranged GETs).
+fn local_schema(path: &Path) -> Result<arrow::datatypes::Schema> {
+    let file = super::parquet::open_part(path)?;
+    let builder = ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::parquet(path, e))?;
+    Ok(builder.schema().as_ref().clone())
 }
 
 /// Whether a segment directory name is a segment's (14 digits).
@@ -651,7 +837,7 @@ impl Remote {
     ) -> Result<Vec<Vec<u8>>> {
         self.rt.block_on(async {
             futures::stream::iter(ranges.iter().map(|(r, offset, len)| async move {
-                let key = self.key(&object_key(&r.blake3));
+                let key = self.key(&r.key);
                 let range = *offset..*offset + *len as u64;
                 let bytes = self
                     .store
@@ -789,6 +975,140 @@ impl Remote {
         Ok(())
     }
 
+    /// Writes the Delta log entries of the tables that version `next` of its unit
+    /// changed (`prev`: the version before), each created once: an entry that
+    /// exists already is the same one (a function of the two manifests), written by
+    /// a repair.
+    async fn write_logs(
+        &self,
+        prev: Option<&VersionManifest>,
+        next: &VersionManifest,
+        req: &mut Requests,
+    ) -> Result<()> {
+        let before = prev.map(table_files).unwrap_or_default();
+        let after = table_files(next);
+        let info = serde_json::json!({
+            "unit": next.unit,
+            "version": next.version,
+            "stage": next.written_by,
+        });
+        for (dir, log) in &next.tables {
+            let was = prev.and_then(|p| p.tables.get(dir));
+            if was == Some(log) {
+                continue;
+            }
+            let body = delta::commit_body(&delta::Change {
+                before_log: was,
+                log,
+                before: before.get(dir).map_or(&[], Vec::as_slice),
+                after: after.get(dir).map_or(&[], Vec::as_slice),
+                time: next.written_time,
+                info: info.clone(),
+            });
+            let key = self.key(&format!(
+                "{}/{}",
+                table_root(&next.unit, dir),
+                delta::log_name(log.version)
+            ));
+            req.put += 1;
+            match self
+                .store
+                .put_opts(
+                    &key,
+                    PutPayload::from(body),
+                    PutOptions::from(PutMode::Create),
+                )
+                .await
+            {
+                Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(self.err("PUT (create)", &key, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the log entries of `m` (a committed version) that are missing: its
+    /// writer died between its version and its log. One HEAD per table of `m`;
+    /// the version before is read only when an entry is missing. Returns how many
+    /// tables were repaired.
+    async fn repair_logs(&self, m: &VersionManifest, req: &mut Requests) -> Result<usize> {
+        let mut missing = 0;
+        for (dir, log) in &m.tables {
+            let key = self.key(&format!(
+                "{}/{}",
+                table_root(&m.unit, dir),
+                delta::log_name(log.version)
+            ));
+            if !self.exists(&key, req).await? {
+                missing += 1;
+            }
+        }
+        if missing == 0 {
+            return Ok(0);
+        }
+        let prev = if m.version > 1 {
+            self.manifest(&m.unit, m.version - 1, req).await?
+        } else {
+            None
+        };
+        if prev.is_none() && m.version > 1 {
+            tracing::warn!(
+                "the Delta log of {} misses version {}'s entries and the version before is gone: run gc to write the table's log again",
+                m.unit,
+                m.version
+            );
+            return Ok(0);
+        }
+        self.write_logs(prev.as_ref(), m, req).await?;
+        Ok(missing)
+    }
+
+    /// The Arrow schema of the Parquet object `rel` of `size` bytes (two ranged
+    /// GETs: the tail, then the footer).
+    async fn object_schema(
+        &self,
+        rel: &str,
+        size: u64,
+        req: &mut Requests,
+    ) -> Result<arrow::datatypes::Schema> {
+        let key = self.key(rel);
+        let bad = |m: String| Error::Integrity {
+            path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+            message: format!(
+                "{m}: not a Parquet file; restore it or rerun the stage that wrote it"
+            ),
+        };
+        if size < 12 {
+            return Err(bad(format!("{size} bytes")));
+        }
+        req.get += 2;
+        let tail = self
+            .store
+            .get_range(&key, size - 8..size)
+            .await
+            .map_err(|e| self.err("GET (range)", &key, e))?;
+        let len = delta::footer_len(&tail).ok_or_else(|| bad("no footer".to_string()))?;
+        if len + 8 > size {
+            return Err(bad(format!("a footer of {len} bytes")));
+        }
+        let footer = self
+            .store
+            .get_range(&key, size - 8 - len..size - 8)
+            .await
+            .map_err(|e| self.err("GET (range)", &key, e))?;
+        delta::footer_schema(&footer).map_err(bad)
+    }
+
+    /// Copies the object `from` to `to` on the store (no bytes through this host).
+    async fn copy(&self, from: &str, to: &str, req: &mut Requests) -> Result<()> {
+        let (from, to) = (self.key(from), self.key(to));
+        req.put += 1;
+        self.store
+            .copy(&from, &to)
+            .await
+            .map_err(|e| self.err("COPY", &from, e))
+    }
+
     /// Uploads the local file `path` as the object `rel` (a plain key, overwritten:
     /// job-level files, fetch state).
     async fn put_file(&self, path: &Path, rel: &str, req: &mut Requests) -> Result<()> {
@@ -803,9 +1123,10 @@ impl Remote {
         Ok(())
     }
 
-    /// Uploads the local file `path` as the object of `blake3`.
-    async fn upload(&self, path: &Path, blake3: &str, req: &mut Requests) -> Result<()> {
-        let key = self.key(&object_key(blake3));
+    /// Uploads the local file `path`, whose blake3 must be `blake3`, as the object
+    /// `rel` (its [`object_key`], or a table's data file).
+    async fn upload(&self, path: &Path, blake3: &str, rel: &str, req: &mut Requests) -> Result<()> {
+        let key = self.key(rel);
         let data = fs::read(path).at(path)?;
         let actual = blake3::hash(&data).to_hex();
         if actual.as_str() != blake3 {
@@ -873,6 +1194,7 @@ fn remote_of(f: &FileEntry) -> integrity::Remote {
         bytes: f.size,
         blake3: f.blake3.clone(),
         rows: f.rows,
+        key: f.key.clone(),
     }
 }
 
@@ -1016,9 +1338,14 @@ fn scan(
                     (size, b3, None)
                 }
             };
+            // A placeholder's object is where it was pulled from (an attempt's, or a
+            // table's data file).
+            let key = integrity::placeholder(&path)
+                .map(|r| r.key)
+                .unwrap_or_else(|| object_key(&blake3));
             FileEntry {
                 name: name.clone(),
-                key: object_key(&blake3),
+                key,
                 size,
                 blake3,
                 rows,
@@ -1120,8 +1447,14 @@ impl Mirror {
     /// Brings the directories published under the local `dir`'s keys
     /// ([`Mirror::put_scratch_dir`]) that carry `marker` into `dir` (one LIST, a GET
     /// per file; each directory written beside and renamed into place, the marker
-    /// left out); directories already there are kept. Returns how many arrived.
-    pub fn get_scratch_dirs(&self, dir: &Path, marker: &str) -> Result<usize> {
+    /// left out); directories already there, and those whose path inside `dir`
+    /// `wanted` refuses (before any GET), are kept out. Returns how many arrived.
+    pub fn get_scratch_dirs(
+        &self,
+        dir: &Path,
+        marker: &str,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<usize> {
         let rel = self.rel_of(dir)?;
         let remote = &self.remote;
         remote.rt.block_on(async {
@@ -1147,7 +1480,7 @@ impl Mirror {
             let mut arrived = 0;
             for d in &whole {
                 let dest = dir.join(d);
-                if dest.exists() {
+                if dest.exists() || !wanted(d) {
                     continue;
                 }
                 let tmp = dir.join(format!("{d}.tmp-{}", super::jobs::nonce()));
@@ -1695,7 +2028,7 @@ impl Mirror {
                 for f in &entries {
                     let path = at.join(&f.name);
                     if integrity::placeholder(&path).is_none() && !stored.contains(&f.blake3) {
-                        remote.upload(&path, &f.blake3, &mut report.requests).await?;
+                        remote.upload(&path, &f.blake3, &f.key, &mut report.requests).await?;
                         uploaded += 1;
                     }
                 }
@@ -1910,8 +2243,9 @@ impl Mirror {
         }
         // New versions to commit, in commit order (the set's order: segments,
         // catalog, state, pagerank, sitemapdb, linkdb, crawldb).
-        let mut commits: Vec<(Unit, VersionManifest, BTreeMap<String, Stat>)> = Vec::new();
-        let mut uploads: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut commits: Vec<Commit> = Vec::new();
+        // By key: the object's blake3 and how it gets there.
+        let mut uploads: BTreeMap<String, (String, Fill)> = BTreeMap::new();
         let time = now_ms();
         let commit = commit_id();
         let new_manifest = |unit: &Unit, base: &UnitState, files: Vec<FileEntry>| VersionManifest {
@@ -1924,6 +2258,7 @@ impl Mirror {
             deleted: false,
             files,
             segments: Vec::new(),
+            tables: BTreeMap::new(),
         };
         for unit in &units {
             let name = unit.name();
@@ -1938,48 +2273,98 @@ impl Mirror {
                 if known != local_segments {
                     let mut m = new_manifest(unit, &base, Vec::new());
                     m.segments = local_segments.iter().cloned().collect();
-                    commits.push((unit.clone(), m, BTreeMap::new()));
+                    commits.push(Commit {
+                        unit: unit.clone(),
+                        manifest: m,
+                        stats: BTreeMap::new(),
+                        base: base.manifest.clone(),
+                    });
                 }
                 continue;
             };
-            let (files, stats) = scan(&dir, deep, &base)?;
-            let before = base.manifest.as_ref().map(|m| &m.files);
+            let (mut files, stats) = scan(&dir, deep, &base)?;
+            let before = base.manifest.as_ref();
+            // Table files get their keys in their tables (an old-layout unit is
+            // migrated by its next commit), and the tables their log versions.
+            let (tables, fills) = plan_tables(
+                unit,
+                before,
+                &mut files,
+                Some(&dir),
+                &mut |f: &FileEntry| local_schema(&dir.join(&f.name)),
+                &commit,
+            )?;
             if files.is_empty() {
                 if matches!(unit, Unit::Segment(_)) && before.is_some() {
                     let mut m = new_manifest(unit, &base, Vec::new());
                     m.deleted = true;
-                    commits.push((unit.clone(), m, BTreeMap::new()));
+                    m.tables = tables;
+                    commits.push(Commit {
+                        unit: unit.clone(),
+                        manifest: m,
+                        stats: BTreeMap::new(),
+                        base: base.manifest.clone(),
+                    });
                 }
                 continue;
             }
-            if before == Some(&files) {
+            // Unchanged: the same files (the keys aside: a unit of the layout before
+            // open tables is not moved by a stage that changed nothing in it, a
+            // reader's push; its next change or `gc` moves it).
+            let content = |fs: &[FileEntry]| -> Vec<(String, u64, String)> {
+                fs.iter()
+                    .map(|f| (f.name.clone(), f.size, f.blake3.clone()))
+                    .collect()
+            };
+            if before.is_some_and(|m| content(&m.files) == content(&files)) {
                 if let Some(s) = state.units.get_mut(&name) {
                     s.stats = stats;
                 }
                 continue;
             }
+            for (key, fill) in fills {
+                let b3 = files
+                    .iter()
+                    .find(|f| f.key == key)
+                    .map(|f| f.blake3.clone())
+                    .unwrap_or_default();
+                uploads.insert(key, (b3, fill));
+            }
             let old: BTreeSet<&str> = before
                 .into_iter()
-                .flatten()
+                .flat_map(|m| m.files.iter())
                 .map(|f| f.blake3.as_str())
                 .collect();
             for f in files.iter().filter(|f| !old.contains(f.blake3.as_str())) {
+                if unit.has_tables() && delta::table_file(&f.name).is_some() {
+                    continue;
+                }
                 let path = dir.join(&f.name);
                 // A placeholder's object is on the store already (an attempt's).
                 if integrity::placeholder(&path).is_none() {
-                    uploads.insert(f.blake3.clone(), path);
+                    uploads.insert(f.key.clone(), (f.blake3.clone(), Fill::Upload(path)));
                 }
             }
-            commits.push((unit.clone(), new_manifest(unit, &base, files), stats));
+            let mut m = new_manifest(unit, &base, files);
+            m.tables = tables;
+            commits.push(Commit {
+                unit: unit.clone(),
+                manifest: m,
+                stats,
+                base: base.manifest.clone(),
+            });
         }
         let mut report = PushReport::default();
         let remote = &self.remote;
         let result: Result<()> = remote.rt.block_on(async {
             let mut first = true;
             let mut stream = futures::stream::iter(uploads.iter())
-                .map(|(b3, path)| async move {
+                .map(|(key, (b3, fill))| async move {
                     let mut r = Requests::default();
-                    remote.upload(path, b3, &mut r).await?;
+                    match fill {
+                        Fill::Upload(path) => remote.upload(path, b3, key, &mut r).await?,
+                        Fill::Copy(from) => remote.copy(from, key, &mut r).await?,
+                    }
                     Ok::<_, Error>(r)
                 })
                 .buffer_unordered(CONCURRENCY);
@@ -1994,8 +2379,18 @@ impl Mirror {
             }
             drop(stream);
             test_pause(PAUSE_BEFORE_COMMIT);
-            for (unit, m, stats) in &commits {
+            for c in &commits {
+                let (unit, m, stats) = (&c.unit, &c.manifest, &c.stats);
+                // The version this one replaces has its log entries (its writer
+                // may have died between the two), then this one commits and
+                // writes its own.
+                if let Some(b) = &c.base {
+                    remote.repair_logs(b, &mut report.requests).await?;
+                }
                 remote.commit(m, &mut report.requests).await?;
+                remote
+                    .write_logs(c.base.as_ref(), m, &mut report.requests)
+                    .await?;
                 report.committed.push(format!("{}@{}", m.unit, m.version));
                 if m.deleted {
                     state.units.remove(&m.unit);
@@ -2145,13 +2540,23 @@ fn remove_all(path: &Path) -> Result<()> {
 pub struct GcReport {
     /// Units with a version.
     pub units: usize,
-    /// Objects referenced by a current or old version (kept).
+    /// Versions kept per unit (`--keep-versions`).
+    pub keep_versions: usize,
+    /// Units moved to the open-table layout (or that would be, with `dry_run`):
+    /// their Parquet parts copied into their tables and a version with their Delta
+    /// logs committed.
+    pub migrated: usize,
+    /// Tables whose missing Delta log entries were written (a writer died between
+    /// its version and its log).
+    pub repaired_logs: usize,
+    /// Objects referenced by a kept version (kept).
     pub kept: u64,
     /// Unreferenced objects removed (or that would be, with `dry_run`).
     pub removed: u64,
     /// Their bytes.
     pub removed_bytes: u64,
-    /// Version manifests removed: older than `old`, or of units no longer live.
+    /// Version manifests removed: older than the kept ones, or of units no longer
+    /// live (with their Delta logs).
     pub removed_versions: u64,
     /// Keys under `_jobs/` older than the minimum age removed: what a zombie attempt
     /// published after its job's commit, or a job never committed.
@@ -2165,39 +2570,155 @@ pub struct GcReport {
 
 impl std::fmt::Display for GcReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (removed, migrated) = if self.dry_run {
+            ("would remove", "would migrate")
+        } else {
+            ("removed", "migrated")
+        };
         write!(
             f,
-            "{} {} unreferenced objects ({} bytes), {} old version manifests and {} job keys older than --min-age; kept {} objects of {} units ({} unreferenced but younger than --min-age)",
-            if self.dry_run {
-                "would remove"
-            } else {
-                "removed"
-            },
+            "{removed} {} unreferenced objects ({} bytes), {} old version manifests and {} job keys older than --min-age; kept {} objects of the last {} versions of {} units ({} unreferenced but younger than --min-age); {migrated} {} units to open tables, repaired {} tables' Delta logs",
             self.removed,
             self.removed_bytes,
             self.removed_versions,
             self.removed_job_keys,
             self.kept,
+            self.keep_versions,
             self.units,
-            self.too_young
+            self.too_young,
+            self.migrated,
+            self.repaired_logs,
         )
     }
 }
 
-/// Removes from the object-store crawl directory at `uri` every object that no
-/// `current` or `old` version of a live unit references, every version older than
-/// `old`, the versions of segments the catalog no longer lists, and every key under
-/// `_jobs/` older than `min_age` (a committed job's keys are deleted by its commit:
-/// what remains is a zombie's late attempt or a job never committed); objects younger
-/// than `min_age` are kept (a running stage or job may be about to commit them).
-pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport> {
+/// Whether version `m` of `unit` is in the layout before open tables: a Parquet
+/// part whose object is not its table's data file, or a table without a log.
+fn needs_migration(unit: &Unit, m: &VersionManifest) -> bool {
+    unit.has_tables()
+        && !m.deleted
+        && m.files.iter().any(|f| {
+            delta::table_file(&f.name).is_some_and(|(dir, file)| {
+                !m.tables.contains_key(dir)
+                    || f.key
+                        != format!(
+                            "{}/{}",
+                            table_root(&m.unit, dir),
+                            delta::data_name(file, &f.blake3)
+                        )
+            })
+        })
+}
+
+impl Remote {
+    /// Moves version `m` of `unit` to the open-table layout: copies its Parquet
+    /// parts into their tables on the store, commits the next version naming them
+    /// and writes the tables' Delta logs. `false` when another writer committed
+    /// first (its commit migrates the unit).
+    fn migrate(&self, unit: &Unit, m: &VersionManifest, req: &mut Requests) -> Result<bool> {
+        let mut files = m.files.clone();
+        let commit = commit_id();
+        let (tables, fills) = plan_tables(
+            unit,
+            Some(m),
+            &mut files,
+            None,
+            &mut |f: &FileEntry| self.rt.block_on(self.object_schema(&f.key, f.size, req)),
+            &commit,
+        )?;
+        let next = VersionManifest {
+            format: FORMAT.to_string(),
+            unit: m.unit.clone(),
+            version: m.version + 1,
+            commit,
+            written_by: "gc".to_string(),
+            written_time: now_ms(),
+            deleted: false,
+            files,
+            segments: Vec::new(),
+            tables,
+        };
+        self.rt.block_on(async {
+            for (key, fill) in &fills {
+                if let Fill::Copy(from) = fill {
+                    self.copy(from, key, req).await?;
+                }
+            }
+            match self.commit(&next, req).await {
+                Ok(()) => {}
+                Err(Error::Locked { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+            self.write_logs(Some(m), &next, req).await?;
+            Ok(true)
+        })
+    }
+}
+
+/// Removes from the object-store crawl directory at `uri` every object that none of
+/// the last `keep` versions of a live unit references, every older version, the
+/// versions and Delta logs of segments the catalog no longer lists, and every key
+/// under `_jobs/` older than `min_age` (a committed job's keys are deleted by its
+/// commit: what remains is a zombie's late attempt or a job never committed);
+/// objects younger than `min_age` are kept (a running stage or job may be about to
+/// commit them). First it moves every live unit still in the layout before open
+/// tables to them, and writes the Delta log entries a dead writer left missing.
+pub fn gc(uri: &ObjectUri, min_age: Duration, keep: usize, dry_run: bool) -> Result<GcReport> {
+    let keep = keep.max(1);
     let remote = Remote::connect(uri)?;
     let mut report = GcReport {
         dry_run,
+        keep_versions: keep,
         ..GcReport::default()
     };
+    let mut req = Requests::default();
+    // Live units: the fixed ones and the segments of the catalog's kept versions.
+    let mut live: BTreeSet<String> = FIXED.iter().map(Unit::name).collect();
+    let catalog = remote
+        .rt
+        .block_on(remote.newest(&Unit::Catalog.name(), &mut req))?;
+    if let Some(c) = &catalog {
+        live.extend(c.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+        for n in (c.version.saturating_sub(keep as u64 - 1)..c.version).filter(|&n| n > 0) {
+            if let Some(old) = remote.rt.block_on(remote.manifest(&c.unit, n, &mut req))? {
+                live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+            }
+        }
+    }
+    // The open-table layout and its logs, unit by unit (the current catalog's
+    // segments: the older catalogs' are on their way out).
+    let current: BTreeSet<String> = FIXED
+        .iter()
+        .map(Unit::name)
+        .chain(
+            catalog
+                .iter()
+                .flat_map(|c| c.segments.iter())
+                .map(|s| Unit::Segment(s.clone()).name()),
+        )
+        .collect();
+    for name in &current {
+        let Some(unit) = Unit::from_name(name) else {
+            continue;
+        };
+        if !unit.has_tables() {
+            continue;
+        }
+        let Some(m) = remote.rt.block_on(remote.newest(name, &mut req))? else {
+            continue;
+        };
+        if m.deleted {
+            continue;
+        }
+        if needs_migration(&unit, &m) {
+            if dry_run || remote.migrate(&unit, &m, &mut req)? {
+                report.migrated += 1;
+            }
+        } else if !dry_run {
+            report.repaired_logs += remote.rt.block_on(remote.repair_logs(&m, &mut req))?;
+        }
+    }
     let result: Result<()> = remote.rt.block_on(async {
-        let mut req = Requests::default();
         let listed: Vec<object_store::ObjectMeta> = remote
             .store
             .list(Some(&remote.prefix))
@@ -2212,17 +2733,6 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
                 .trim_start_matches('/')
                 .to_string()
         };
-        // Live units: the fixed ones and the segments of the catalog's current and old.
-        let mut live: BTreeSet<String> = FIXED.iter().map(Unit::name).collect();
-        let catalog = remote.newest(&Unit::Catalog.name(), &mut req).await?;
-        if let Some(c) = &catalog {
-            live.extend(c.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
-            if c.version > 1
-                && let Some(old) = remote.manifest(&c.unit, c.version - 1, &mut req).await?
-            {
-                live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
-            }
-        }
         let now = chrono::Utc::now();
         let min_age = chrono::Duration::from_std(min_age).unwrap_or(chrono::Duration::MAX);
         // A committed job's keys are deleted by its commit; what remains under
@@ -2235,13 +2745,35 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
             .map(|m| m.location.clone())
             .collect();
         report.removed_job_keys = doomed_jobs.len() as u64;
-        // Versions by unit, from the listing.
+        // The unit a key belongs to (`segments/<s>` or the first component).
+        let unit_of = |r: &str| -> String {
+            let mut parts = r.split('/');
+            match (parts.next(), parts.next()) {
+                (Some(first), Some(s)) if first == names::SEGMENTS && is_segment_name(s) => {
+                    format!("{first}/{s}")
+                }
+                (Some(first), _) => first.to_string(),
+                _ => String::new(),
+            }
+        };
+        // Versions by unit, from the listing; data objects (the content-addressed
+        // ones and the tables' data files); the logs of dead segments.
         let mut versions: BTreeMap<String, Vec<(u64, Key)>> = BTreeMap::new();
         let mut objects: Vec<&object_store::ObjectMeta> = Vec::new();
+        let mut dead_logs: Vec<Key> = Vec::new();
+        let log_dir = format!("/{}/", delta::LOG_DIR);
         for meta in &listed {
             let r = rel(&meta.location);
-            if r.starts_with(&format!("{OBJECTS}/")) {
+            if r.starts_with(&jobs_prefix) {
+                continue;
+            }
+            let file = r.rsplit('/').next().unwrap_or_default();
+            if r.starts_with(&format!("{OBJECTS}/")) || delta::is_data_name(file) {
                 objects.push(meta);
+            } else if r.contains(&log_dir) {
+                if !live.contains(&unit_of(&r)) {
+                    dead_logs.push(meta.location.clone());
+                }
             } else if let Some((unit, file)) = r.split_once(&format!("/{VERSIONS}/"))
                 && let Some(n) = file
                     .strip_suffix(".json")
@@ -2262,7 +2794,7 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
                 continue;
             }
             report.units += 1;
-            let keep_from = list.len().saturating_sub(2);
+            let keep_from = list.len().saturating_sub(keep);
             for (i, (n, key)) in list.into_iter().enumerate() {
                 if i < keep_from {
                     doomed_versions.push(key);
@@ -2293,6 +2825,7 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, dry_run: bool) -> Result<GcReport>
         for key in doomed
             .iter()
             .chain(doomed_versions.iter())
+            .chain(dead_logs.iter())
             .chain(doomed_jobs.iter())
         {
             match remote.store.delete(key).await {
@@ -2429,7 +2962,7 @@ mod tests {
         drop(c);
         // Versions 1..3 hold "1", "2a", "3": gc keeps 2 and 3 and removes "1"
         // and the loser's "2b" (never referenced).
-        let r = gc(&uri, Duration::ZERO, false).unwrap();
+        let r = gc(&uri, Duration::ZERO, 2, false).unwrap();
         assert_eq!((r.removed, r.removed_versions, r.kept), (2, 1, 2), "{r}");
         let d = Mirror::open(&uri, Some(&t.path().join("d")), "test").unwrap();
         assert_eq!(meta(&d), "3");

@@ -1012,3 +1012,86 @@ fn one_round_on_a_two_worker_spark_cluster_with_the_crawl_on_s3() {
     drop(cluster);
     web.stop();
 }
+
+/// Spark reads the tables of a crawl on an object store (here a `file://` one, the
+/// same layout as S3: Spark would need hadoop-aws's JAR for `s3a://`) from the files
+/// their current Delta version lists, as `deltalake` does: the rows trawl counts.
+#[test]
+fn spark_reads_the_tables_of_a_crawl_on_an_object_store_from_their_delta_file_lists() {
+    if !java_present() {
+        missing("Spark", "no `java` on PATH (Spark needs Java 17 or newer)");
+        return;
+    }
+    let python = venv_python();
+    let has_delta = Command::new(&python)
+        .args(["-c", "import deltalake, polars, pyarrow"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_delta {
+        missing(
+            "the Delta Lake readers (deltalake, polars, pyarrow)",
+            "the virtualenv cannot import them; `make test` installs them",
+        );
+        return;
+    }
+    ran_with("Spark");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let config = dir.join("trawl.toml");
+    std::fs::write(&config, "[crawl]\npartitions = 4\n").unwrap();
+    let seeds = dir.join("seeds.txt");
+    let text: String = (0..12)
+        .map(|h| format!("http://h{h}.example.test/\nhttp://h{h}.example.test/a\n"))
+        .collect();
+    std::fs::write(&seeds, text).unwrap();
+    let store = dir.join("store");
+    let uri = format!("file://{}", store.display());
+    let stage = |name: &str, args: &[&str]| -> String {
+        let out = stage_command(bin(name), Path::new(&uri), &config, args)
+            .env("TRAWL_WORK_DIR", dir.join("work"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name} on {uri} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    stage("inject", &[seeds.to_str().unwrap()]);
+    let generated = stage("generate", &[]);
+    let segment = Path::new(generated.trim().lines().last().unwrap())
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let stats = stage("readdb", &["--stats"]);
+    assert!(stats.contains("urls\t24\n"), "{stats}");
+    let tables = [
+        format!("{uri}/crawldb"),
+        format!("{uri}/segments/{segment}/crawl_generate"),
+    ];
+    let out = Command::new(&python)
+        .arg(repo().join("scripts/read_delta.py"))
+        .arg("--spark")
+        .args(&tables)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "read_delta.py --spark failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(read.len(), 2, "{stdout}");
+    for (table, got) in tables.iter().zip(&read) {
+        assert_eq!(got["spark"], got["deltalake"], "{table}: {got}");
+        assert_eq!(got["pyarrow"], got["deltalake"], "{table}: {got}");
+    }
+    assert_eq!(read[0]["spark"], 24, "{}", read[0]);
+    assert!(read[1]["spark"].as_u64().unwrap() > 0, "{}", read[1]);
+}

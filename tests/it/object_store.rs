@@ -153,6 +153,15 @@ impl Bucket {
         })
     }
 
+    /// The data objects under `prefix`: content-addressed objects and the tables'
+    /// data files.
+    fn data_objects(&self, prefix: &str) -> BTreeSet<String> {
+        self.keys(prefix)
+            .into_iter()
+            .filter(|k| is_data_object(k))
+            .collect()
+    }
+
     fn put(&self, key: &str, body: &str) {
         self.rt.block_on(async {
             self.store
@@ -160,6 +169,27 @@ impl Bucket {
                     &object_store::path::Path::from(key),
                     object_store::PutPayload::from(body.as_bytes().to_vec()),
                 )
+                .await
+                .unwrap();
+        });
+    }
+
+    fn put_bytes(&self, key: &str, body: Vec<u8>) {
+        self.rt.block_on(async {
+            self.store
+                .put(
+                    &object_store::path::Path::from(key),
+                    object_store::PutPayload::from(body),
+                )
+                .await
+                .unwrap();
+        });
+    }
+
+    fn delete(&self, key: &str) {
+        self.rt.block_on(async {
+            self.store
+                .delete(&object_store::path::Path::from(key))
                 .await
                 .unwrap();
         });
@@ -196,6 +226,60 @@ impl Bucket {
         }
         (keys, newest)
     }
+}
+
+/// Whether a key is a data object: under `objects/`, or a table's data file (not a
+/// version manifest, not a Delta log entry).
+fn is_data_object(key: &str) -> bool {
+    key.contains("/objects/")
+        || trawl::store::delta::is_data_name(key.rsplit('/').next().unwrap_or_default())
+}
+
+/// What `scripts/read_delta.py` (the `deltalake` package, polars and pyarrow, no trawl
+/// code) reads of each table: one JSON object a table. `None` (the test skips, and
+/// fails under CI) when the virtualenv lacks the readers.
+fn read_delta(moto: &Moto, tables: &[String]) -> Option<Vec<serde_json::Value>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import deltalake, polars, pyarrow"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        common::missing(
+            "the Delta Lake readers (deltalake, polars, pyarrow)",
+            &format!(
+                "{} cannot import them; `make test` installs them",
+                python.display()
+            ),
+        );
+        return None;
+    }
+    common::ran_with("deltalake + polars + pyarrow");
+    let mut cmd = Command::new(&python);
+    cmd.arg(root.join("scripts/read_delta.py")).args(tables);
+    s3_env(&mut cmd, moto, &std::env::temp_dir());
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "read_delta.py {tables:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+/// Rows of the dataset in `dir` of a pulled mirror, as its `_SUCCESS` lists them.
+fn sealed_rows(dir: &Path) -> u64 {
+    trawl::store::integrity::read(dir)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} has no _SUCCESS", dir.display()))
+        .rows()
 }
 
 fn seeds_file(dir: &Path, name: &str, hosts: std::ops::Range<usize>) -> PathBuf {
@@ -276,6 +360,12 @@ fn racing_committers_one_wins_the_other_fails_cleanly() {
     assert_eq!(rows.len(), 20);
     assert!(rows.contains_key(&format!("http://h{winner}.example.test/")));
     assert!(!rows.contains_key(&format!("http://h{loser_seeds}.example.test/")));
+    // The Delta log has the winner's entry only: the table's versions 0 and 1.
+    let log = |v: u64| format!("race/crawldb/_delta_log/{v:020}.json");
+    assert_eq!(
+        Bucket::new(&moto).keys("race/crawldb/_delta_log"),
+        BTreeSet::from([log(0), log(1)])
+    );
     // The loser's rerun (same machine) pulls version 2 and commits version 3.
     let (seeds, work) = if won[0] { (&b, "wb") } else { (&a, "wa") };
     s3_ok(
@@ -331,8 +421,8 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
     }
     let uploaded: BTreeSet<_> = after_kill.difference(&before).cloned().collect();
     assert!(
-        !uploaded.is_empty() && uploaded.iter().all(|k| k.starts_with("killed/objects/")),
-        "the killed run uploaded objects and created no version: {uploaded:?}"
+        !uploaded.is_empty() && uploaded.iter().all(|k| is_data_object(k)),
+        "the killed run uploaded data files and created no version and no log entry: {uploaded:?}"
     );
     // The previous version is still current, for a fresh reader too.
     assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 16);
@@ -349,7 +439,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
     assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
 
     let (referenced, _) = bucket.referenced("killed");
-    let objects = bucket.keys("killed/objects");
+    let objects = bucket.data_objects("killed");
     let orphans: BTreeSet<_> = objects.difference(&referenced).cloned().collect();
     assert!(
         !orphans.is_empty(),
@@ -379,7 +469,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         )),
         "{dry_err}"
     );
-    assert_eq!(bucket.keys("killed/objects").len(), objects.len());
+    assert_eq!(bucket.data_objects("killed").len(), objects.len());
     // A zombie attempt's manifest published after its job's commit (which deleted
     // the job's keys): left under _jobs/, removed by gc once older than --min-age.
     let stray = "killed/_jobs/inject-late/attempts/p00000-00003/inject-0-1.json";
@@ -399,7 +489,7 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
         "{gc_err}"
     );
     assert!(bucket.get(stray).is_none(), "gc removed the stray job key");
-    let left = bucket.keys("killed/objects");
+    let left = bucket.data_objects("killed");
     assert_eq!(
         left,
         objects
@@ -408,6 +498,180 @@ fn a_stage_killed_between_uploads_leaves_the_previous_version_and_gc_removes_the
             .collect::<BTreeSet<_>>()
     );
     assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 56);
+}
+
+/// A crawl in the layout before open tables (Parquet parts as content-addressed
+/// `objects/`, no Delta log) is moved to Delta tables by `gc`, which then keeps what
+/// the last `--keep-versions` versions need; a log entry a writer killed after its
+/// commit left missing is written by the next commit.
+#[test]
+fn gc_migrates_an_old_layout_crawl_to_delta_tables_and_keeps_the_last_n_versions() {
+    let Some(moto) = start_moto() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let config = plain_config(t.path());
+    let uri = format!("s3://{BUCKET}/migrate");
+    let work = t.path().join("w");
+    let bucket = Bucket::new(&moto);
+    let inject = |hosts: std::ops::Range<usize>, name: &str| {
+        let seeds = seeds_file(t.path(), name, hosts);
+        s3_ok(
+            &moto,
+            &work,
+            "inject",
+            &uri,
+            &config,
+            &[seeds.to_str().unwrap()],
+        );
+    };
+    inject(0..8, "a.txt");
+    // Rewrite the crawldb as an older trawl stored it: version 2 names its parts by
+    // objects/<b3>, has no tables, and there is no log and no data file.
+    let v1: VersionManifest = serde_json::from_slice(
+        &bucket
+            .get(&format!("migrate/crawldb/_versions/{:020}.json", 1))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut v2 = v1.clone();
+    v2.version = 2;
+    v2.commit = "old-layout".into();
+    v2.tables.clear();
+    for f in &mut v2.files {
+        let body = bucket.get(&format!("migrate/{}", f.key)).unwrap();
+        f.key = format!("objects/{}/{}", &f.blake3[..2], f.blake3);
+        bucket.put_bytes(&format!("migrate/{}", f.key), body);
+    }
+    for k in bucket.keys("migrate/crawldb") {
+        if !k.contains("/_versions/") {
+            bucket.delete(&k);
+        }
+    }
+    bucket.put(
+        &format!("migrate/crawldb/_versions/{:020}.json", 2),
+        &serde_json::to_string(&v2).unwrap(),
+    );
+    bucket.put("migrate/crawldb/_versions/_latest", "2");
+    // trawl reads it as it is.
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 16);
+
+    let out = s3_run(
+        &moto,
+        &work,
+        "gc",
+        &uri,
+        &config,
+        &["--dry-run", "--min-age", "0"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("would migrate 1 units to open tables"),
+        "{err}"
+    );
+    let out = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("migrated 1 units to open tables"),
+        "{err}"
+    );
+    let (_, newest) = bucket.referenced("migrate");
+    assert_eq!(newest.get("crawldb"), Some(&3));
+    let Some(read) = read_delta(&moto, &[format!("{uri}/crawldb")]) else {
+        return;
+    };
+    assert_eq!(read[0]["deltalake"], 16, "{}", read[0]);
+    assert_eq!(read[0]["version"], 0, "{}", read[0]);
+    // Migrated once: a second gc finds nothing to do.
+    let out = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("migrated 0 units") && err.contains("repaired 0 tables"),
+        "{err}"
+    );
+
+    // A writer killed after its version, before its log entry: the table lags one
+    // version, and the next commit (or gc) writes the missing entry first.
+    inject(10..12, "b.txt");
+    let log = |v: u64| format!("migrate/crawldb/_delta_log/{v:020}.json");
+    let entry = bucket
+        .get(&log(1))
+        .expect("inject wrote the log entry of its version");
+    bucket.delete(&log(1));
+    let read = read_delta(&moto, &[format!("{uri}/crawldb")]).unwrap();
+    assert_eq!(
+        read[0]["deltalake"], 16,
+        "the readers see the version before: {}",
+        read[0]
+    );
+    inject(12..14, "c.txt");
+    assert_eq!(
+        bucket.get(&log(1)),
+        Some(entry),
+        "the next commit wrote the same entry"
+    );
+    let read = read_delta(&moto, &[format!("{uri}/crawldb")]).unwrap();
+    assert_eq!(read[0]["deltalake"], 24, "{}", read[0]);
+    assert_eq!(read[0]["previous_version_rows"], 20, "{}", read[0]);
+
+    // Versions 4 to 6 of the crawldb are the last 3; gc keeps what they need.
+    inject(14..16, "d.txt");
+    let (referenced, newest) = bucket.referenced("migrate");
+    assert_eq!(newest.get("crawldb"), Some(&6));
+    let need = |keep: u64| -> BTreeSet<String> {
+        (7 - keep..=6)
+            .flat_map(|n| {
+                let m: VersionManifest = serde_json::from_slice(
+                    &bucket
+                        .get(&format!("migrate/crawldb/_versions/{n:020}.json"))
+                        .unwrap(),
+                )
+                .unwrap();
+                m.files
+                    .into_iter()
+                    .map(|f| format!("migrate/{}", f.key))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let kept = need(3);
+    assert!(referenced.len() > kept.len());
+    let out = s3_run(
+        &moto,
+        &work,
+        "gc",
+        &uri,
+        &config,
+        &["--min-age", "0", "--keep-versions", "3"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let left: BTreeSet<String> = bucket
+        .data_objects("migrate/crawldb")
+        .into_iter()
+        .chain(bucket.data_objects("migrate/objects"))
+        .collect();
+    let crawldb_keys: BTreeSet<String> = left
+        .iter()
+        .filter(|k| k.starts_with("migrate/crawldb/"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        crawldb_keys,
+        kept.iter()
+            .filter(|k| k.starts_with("migrate/crawldb/"))
+            .cloned()
+            .collect::<BTreeSet<_>>(),
+        "the crawldb's data files of the last 3 versions, no other"
+    );
+    let versions: Vec<String> = bucket
+        .keys("migrate/crawldb/_versions")
+        .into_iter()
+        .filter(|k| k.ends_with(".json"))
+        .collect();
+    assert_eq!(versions.len(), 3, "{versions:?}");
+    let read = read_delta(&moto, &[format!("{uri}/crawldb")]).unwrap();
+    assert_eq!(read[0]["deltalake"], 28, "{}", read[0]);
+    assert_eq!(read[0]["previous_version_rows"], 24, "{}", read[0]);
+    assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 28);
 }
 
 const WEB: &[&str] = &["--seed", "7", "--hosts", "6", "--pages", "10"];
@@ -517,6 +781,62 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
     let reader = t.path().join("reader2");
     let seg = s3_ok(&moto, &reader, "readseg", &uri, &config, &["--list"]);
     assert!(seg.contains(&name), "{seg}");
+
+    // Stock readers read every table where it lives: the same rows as trawl's.
+    let segment_datasets = [
+        "crawl_generate",
+        "crawl_fetch",
+        "content",
+        "parse_data",
+        "parse_text",
+        "crawl_parse",
+    ];
+    let mut tables: Vec<(String, PathBuf)> = ["crawldb", "linkdb", "hostdb"]
+        .iter()
+        .map(|d| (d.to_string(), PathBuf::from(d).join("current")))
+        .collect();
+    tables.push(("pagerank".into(), PathBuf::from("pagerank")));
+    for d in segment_datasets {
+        tables.push((
+            format!("segments/{name}/{d}"),
+            PathBuf::from("segments").join(&name).join(d),
+        ));
+    }
+    let want: Vec<u64> = common::moto::s3_pull(&moto, t.path(), &uri, &config, |m| {
+        tables
+            .iter()
+            .map(|(_, dir)| sealed_rows(&m.join(dir)))
+            .collect()
+    });
+    let uris: Vec<String> = tables
+        .iter()
+        .map(|(table, _)| format!("{uri}/{table}"))
+        .collect();
+    let Some(read) = read_delta(&moto, &uris) else {
+        return;
+    };
+    let stats = s3_ok(&moto, &reader, "readdb", &uri, &config, &["--stats"]);
+    for ((table, _), (got, rows)) in tables.iter().zip(read.iter().zip(&want)) {
+        for reader in ["deltalake", "polars", "pyarrow"] {
+            assert_eq!(got[reader], *rows, "{table} read by {reader}: {got}");
+        }
+        assert!(*rows > 0, "{table} is empty");
+        // Pruned to one partition, polars reads that partition's rows; the
+        // partitions add up.
+        let parts = got["parts"].as_object().unwrap();
+        assert!(parts.len() > 1, "{table}: one partition only: {got}");
+        let sum: u64 = parts.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(sum, *rows, "{table}: {got}");
+    }
+    assert!(
+        stats.contains(&format!("urls\t{}\n", want[0])),
+        "readdb --stats counts the crawldb's rows as the readers do ({}): {stats}",
+        want[0]
+    );
+    // The crawldb's versions are the table's: inject, updatedb, pagerank (and the
+    // rows of the version before the newest are those time travel reads).
+    assert!(read[0]["version"].as_u64().unwrap() >= 2, "{}", read[0]);
+    assert!(read[0]["previous_version_rows"].as_u64().is_some());
 }
 
 /// `crawl` on S3 runs every step of its rounds on one working mirror, each stage
