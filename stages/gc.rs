@@ -16,10 +16,11 @@ and removes every object that none of the last --keep-versions versions of any d
 live segment references (left by replaced versions, by writers that lost a commit race, by stages \
 killed during their upload), every older version manifest, and the versions and Delta logs of \
 segments no longer in the catalog. Objects younger than --min-age are kept: a running stage may \
-be about to commit them. First it moves every dataset still in the layout before open tables to \
-Delta tables (its Parquet parts copied into the table, a version naming them committed) and writes \
-the Delta log entries a writer killed after its commit left missing. --dry-run only counts. \
-Prints a one-line summary. See docs/object-store.md."
+be about to commit them. First it writes the Delta log entries a writer killed after its commit \
+left missing, and counts the datasets still in the layout before open tables; with --migrate it \
+moves them to Delta tables (their Parquet parts copied into the table, a version naming them \
+committed: run it while no stage writes). --dry-run only counts. Prints a one-line summary. See \
+docs/object-store.md."
 )]
 struct Args {
     #[command(flatten)]
@@ -30,11 +31,16 @@ struct Args {
     /// Keep unreferenced objects younger than SECS seconds (uploads of running stages).
     #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
     min_age: f64,
-    /// Keep what the last N versions of every dataset need (N >= 1; 2 = current and
-    /// old). Older versions of a Delta table stay in its log, their files removed, as
-    /// after a Delta VACUUM.
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Keep what the last N versions of every dataset need (N >= 2: current and old,
+    /// from which a missing Delta log entry is written again). Older versions of a
+    /// Delta table stay in its log, their files removed, as after a Delta VACUUM.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     keep_versions: u64,
+    /// Move the datasets still in the layout before open tables (parts under
+    /// `objects/`) to Delta tables. Commits a version of each: run it while no stage
+    /// writes to the crawl directory.
+    #[arg(long)]
+    migrate: bool,
 }
 
 /// Runs the command with its arguments (`args[0]` is its name).
@@ -57,9 +63,12 @@ fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<()> {
     let ctx = StageCtx::new(&dir, cfg);
     let report = object::gc(
         &uri,
-        Duration::from_secs_f64(args.min_age),
-        args.keep_versions as usize,
-        args.dry_run,
+        &object::GcOptions {
+            min_age: Duration::from_secs_f64(args.min_age),
+            keep_versions: args.keep_versions as usize,
+            migrate: args.migrate,
+            dry_run: args.dry_run,
+        },
     )?;
     ctx.finish(&report)?;
     Ok(())

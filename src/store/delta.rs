@@ -232,7 +232,8 @@ pub fn commit_body(c: &Change<'_>) -> Vec<u8> {
         "operation": "WRITE",
         "operationParameters": {"mode": "Overwrite"},
         "isBlindAppend": false,
-        "engineInfo": concat!("trawl/", env!("CARGO_PKG_VERSION")),
+        // No release number: a repair by another release writes the same bytes.
+        "engineInfo": "trawl",
         "trawl": c.info,
     }})];
     if c.before_log.is_none() {

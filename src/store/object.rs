@@ -647,15 +647,21 @@ fn plan_tables(
             (None, None) => continue,
             _ => {
                 let schema = match first.get(&dir) {
-                    Some(f) => {
-                        let schema = schema_of(f)?;
-                        delta::schema_string(&schema).map_err(|e| Error::Internal {
-                            message: format!(
-                                "the table {} has a column Delta cannot type ({e})",
+                    Some(f) => match delta::schema_string(&schema_of(f)?) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            // trawl's datasets have none (a test checks each): a
+                            // foreign file. The table keeps the log it had.
+                            tracing::warn!(
+                                "{} has a column Delta cannot type ({e}): its Delta log is not continued",
                                 table_root(&name, &dir)
-                            ),
-                        })?
-                    }
+                            );
+                            if let Some(w) = was {
+                                tables.insert(dir, w.clone());
+                            }
+                            continue;
+                        }
+                    },
                     None => was.map(|w| w.schema.clone()).unwrap_or_default(),
                 };
                 TableLog {
@@ -1015,24 +1021,37 @@ impl Remote {
                 .store
                 .put_opts(
                     &key,
-                    PutPayload::from(body),
+                    PutPayload::from(body.clone()),
                     PutOptions::from(PutMode::Create),
                 )
                 .await
             {
-                Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => {}
+                Ok(_) => {}
+                Err(object_store::Error::AlreadyExists { .. }) => {
+                    // The same entry (a repair raced the committer), or a log that
+                    // went on without this unit's manifests (a trawl from before
+                    // open tables committed over them): that one cannot continue.
+                    if self.get_opt(&key, req).await?.as_deref() != Some(body.as_slice()) {
+                        return Err(Error::Integrity {
+                            path: PathBuf::from(format!("{}/{key}", self.uri.as_str())),
+                            message: format!(
+                                "the Delta log of {} already has another version {}: its manifests and its log went apart (a trawl from before 2026-12-08 committed it); delete {}/{}/ and run `gc --migrate` to start its log again",
+                                table_root(&next.unit, dir),
+                                log.version,
+                                table_root(&next.unit, dir),
+                                delta::LOG_DIR
+                            ),
+                        });
+                    }
+                }
                 Err(e) => return Err(self.err("PUT (create)", &key, e)),
             }
         }
         Ok(())
     }
 
-    /// Writes the log entries of `m` (a committed version) that are missing: its
-    /// writer died between its version and its log. One HEAD per table of `m`;
-    /// the version before is read only when an entry is missing. Returns how many
-    /// tables were repaired.
-    async fn repair_logs(&self, m: &VersionManifest, req: &mut Requests) -> Result<usize> {
-        let mut missing = 0;
+    /// Whether every table of `m` has its log entry (one HEAD a table).
+    async fn logged(&self, m: &VersionManifest, req: &mut Requests) -> Result<bool> {
         for (dir, log) in &m.tables {
             let key = self.key(&format!(
                 "{}/{}",
@@ -1040,27 +1059,58 @@ impl Remote {
                 delta::log_name(log.version)
             ));
             if !self.exists(&key, req).await? {
-                missing += 1;
+                return Ok(false);
             }
         }
-        if missing == 0 {
-            return Ok(0);
-        }
-        let prev = if m.version > 1 {
-            self.manifest(&m.unit, m.version - 1, req).await?
-        } else {
-            None
+        Ok(true)
+    }
+
+    /// Writes the log entries of `m` (a committed version) and of the versions
+    /// before it that are missing: their writers died between their version and
+    /// their log. Walks back from `m` (a HEAD per table of each version, a GET per
+    /// version before) to the newest version whose entries are all there, then
+    /// writes forward, so a table's log never skips a version. Gives up, saying so,
+    /// when a version it needs is gone (`gc` keeps two). Returns how many versions
+    /// were repaired.
+    async fn repair_logs(&self, m: &VersionManifest, req: &mut Requests) -> Result<usize> {
+        /// Versions walked back at most.
+        const MAX_WALK: usize = 16;
+        let mut missing: Vec<VersionManifest> = Vec::new();
+        let mut cur = m.clone();
+        let base = loop {
+            if self.logged(&cur, req).await? {
+                break Some(cur);
+            }
+            if cur.version <= 1 {
+                missing.push(cur);
+                break None;
+            }
+            if missing.len() >= MAX_WALK {
+                return Err(self.uri.error(format!(
+                    "the Delta logs of {} lack the entries of more than {MAX_WALK} versions: delete its tables' `{}/` and run `gc --migrate` to start them again",
+                    m.unit,
+                    delta::LOG_DIR
+                )));
+            }
+            let Some(prev) = self.manifest(&cur.unit, cur.version - 1, req).await? else {
+                return Err(self.uri.error(format!(
+                    "the Delta logs of {} lack version {}'s entries and version {} is gone: delete its tables' `{}/` and run `gc --migrate` to start them again",
+                    m.unit,
+                    cur.version,
+                    cur.version - 1,
+                    delta::LOG_DIR
+                )));
+            };
+            missing.push(cur);
+            cur = prev;
         };
-        if prev.is_none() && m.version > 1 {
-            tracing::warn!(
-                "the Delta log of {} misses version {}'s entries and the version before is gone: run gc to write the table's log again",
-                m.unit,
-                m.version
-            );
-            return Ok(0);
+        let repaired = missing.len();
+        let mut prev = base;
+        for v in missing.into_iter().rev() {
+            self.write_logs(prev.as_ref(), &v, req).await?;
+            prev = Some(v);
         }
-        self.write_logs(prev.as_ref(), m, req).await?;
-        Ok(missing)
+        Ok(repaired)
     }
 
     /// The Arrow schema of the Parquet object `rel` of `size` bytes (two ranged
@@ -2284,6 +2334,20 @@ impl Mirror {
             };
             let (mut files, stats) = scan(&dir, deep, &base)?;
             let before = base.manifest.as_ref();
+            // Unchanged: the same files (the keys aside: a unit of the layout before
+            // open tables is not moved by a stage that changed nothing in it, a
+            // reader's push; its next change or `gc --migrate` moves it).
+            let content = |fs: &[FileEntry]| -> Vec<(String, u64, String)> {
+                fs.iter()
+                    .map(|f| (f.name.clone(), f.size, f.blake3.clone()))
+                    .collect()
+            };
+            if !files.is_empty() && before.is_some_and(|m| content(&m.files) == content(&files)) {
+                if let Some(s) = state.units.get_mut(&name) {
+                    s.stats = stats;
+                }
+                continue;
+            }
             // Table files get their keys in their tables (an old-layout unit is
             // migrated by its next commit), and the tables their log versions.
             let (tables, fills) = plan_tables(
@@ -2305,20 +2369,6 @@ impl Mirror {
                         stats: BTreeMap::new(),
                         base: base.manifest.clone(),
                     });
-                }
-                continue;
-            }
-            // Unchanged: the same files (the keys aside: a unit of the layout before
-            // open tables is not moved by a stage that changed nothing in it, a
-            // reader's push; its next change or `gc` moves it).
-            let content = |fs: &[FileEntry]| -> Vec<(String, u64, String)> {
-                fs.iter()
-                    .map(|f| (f.name.clone(), f.size, f.blake3.clone()))
-                    .collect()
-            };
-            if before.is_some_and(|m| content(&m.files) == content(&files)) {
-                if let Some(s) = state.units.get_mut(&name) {
-                    s.stats = stats;
                 }
                 continue;
             }
@@ -2384,13 +2434,29 @@ impl Mirror {
                 // The version this one replaces has its log entries (its writer
                 // may have died between the two), then this one commits and
                 // writes its own.
-                if let Some(b) = &c.base {
-                    remote.repair_logs(b, &mut report.requests).await?;
+                // A log entry not written is written by the next commit or gc: a
+                // failure to write one does not stop the units after this one.
+                let mut contiguous = true;
+                if let Some(b) = &c.base
+                    && let Err(e) = remote.repair_logs(b, &mut report.requests).await
+                {
+                    tracing::warn!("{e}");
+                    contiguous = false;
                 }
                 remote.commit(m, &mut report.requests).await?;
-                remote
-                    .write_logs(c.base.as_ref(), m, &mut report.requests)
-                    .await?;
+                // Never an entry after a missing one: the readers would stop there.
+                if contiguous
+                    && let Err(e) = remote
+                        .write_logs(c.base.as_ref(), m, &mut report.requests)
+                        .await
+                {
+                    tracing::warn!(
+                        "the Delta log of {} version {} was not written ({e}); the next commit of {} or gc writes it",
+                        m.unit,
+                        m.version,
+                        m.unit
+                    );
+                }
                 report.committed.push(format!("{}@{}", m.unit, m.version));
                 if m.deleted {
                     state.units.remove(&m.unit);
@@ -2542,11 +2608,13 @@ pub struct GcReport {
     pub units: usize,
     /// Versions kept per unit (`--keep-versions`).
     pub keep_versions: usize,
-    /// Units moved to the open-table layout (or that would be, with `dry_run`):
-    /// their Parquet parts copied into their tables and a version with their Delta
-    /// logs committed.
+    /// Units moved to the open-table layout (or that would be, with `dry_run`, or
+    /// that are in the old layout, without `migrate`): their Parquet parts copied
+    /// into their tables and a version with their Delta logs committed.
     pub migrated: usize,
-    /// Tables whose missing Delta log entries were written (a writer died between
+    /// Whether units in the old layout were to be moved (`--migrate`).
+    pub migrate: bool,
+    /// Versions whose missing Delta log entries were written (a writer died between
     /// its version and its log).
     pub repaired_logs: usize,
     /// Objects referenced by a kept version (kept).
@@ -2570,14 +2638,15 @@ pub struct GcReport {
 
 impl std::fmt::Display for GcReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (removed, migrated) = if self.dry_run {
-            ("would remove", "would migrate")
-        } else {
-            ("removed", "migrated")
+        let (removed, migrated) = match (self.dry_run, self.migrate) {
+            (true, true) => ("would remove", "would migrate"),
+            (false, true) => ("removed", "migrated"),
+            (true, false) => ("would remove", "found (gc --migrate moves them)"),
+            (false, false) => ("removed", "found (gc --migrate moves them)"),
         };
         write!(
             f,
-            "{removed} {} unreferenced objects ({} bytes), {} old version manifests and {} job keys older than --min-age; kept {} objects of the last {} versions of {} units ({} unreferenced but younger than --min-age); {migrated} {} units to open tables, repaired {} tables' Delta logs",
+            "{removed} {} unreferenced objects ({} bytes), {} old version manifests and {} job keys older than --min-age; kept {} objects of the last {} versions of {} units ({} unreferenced but younger than --min-age); {migrated}: {} units in the layout before open tables; wrote the missing Delta log entries of {} versions",
             self.removed,
             self.removed_bytes,
             self.removed_versions,
@@ -2590,6 +2659,19 @@ impl std::fmt::Display for GcReport {
             self.repaired_logs,
         )
     }
+}
+
+/// What [`gc`] does.
+#[derive(Debug, Clone)]
+pub struct GcOptions {
+    /// Unreferenced objects younger than this are kept.
+    pub min_age: Duration,
+    /// Keep what the last N versions of every unit need (at least 2).
+    pub keep_versions: usize,
+    /// Move the units still in the layout before open tables to them.
+    pub migrate: bool,
+    /// Count only.
+    pub dry_run: bool,
 }
 
 /// Whether version `m` of `unit` is in the layout before open tables: a Parquet
@@ -2663,28 +2745,23 @@ impl Remote {
 /// objects younger than `min_age` are kept (a running stage or job may be about to
 /// commit them). First it moves every live unit still in the layout before open
 /// tables to them, and writes the Delta log entries a dead writer left missing.
-pub fn gc(uri: &ObjectUri, min_age: Duration, keep: usize, dry_run: bool) -> Result<GcReport> {
-    let keep = keep.max(1);
+pub fn gc(uri: &ObjectUri, opts: &GcOptions) -> Result<GcReport> {
+    // The version before the newest is `old`, and what a missing log entry of the
+    // newest is written again from.
+    let keep = opts.keep_versions.max(2);
+    let dry_run = opts.dry_run;
+    let min_age = opts.min_age;
     let remote = Remote::connect(uri)?;
     let mut report = GcReport {
         dry_run,
+        migrate: opts.migrate,
         keep_versions: keep,
         ..GcReport::default()
     };
     let mut req = Requests::default();
-    // Live units: the fixed ones and the segments of the catalog's kept versions.
-    let mut live: BTreeSet<String> = FIXED.iter().map(Unit::name).collect();
     let catalog = remote
         .rt
         .block_on(remote.newest(&Unit::Catalog.name(), &mut req))?;
-    if let Some(c) = &catalog {
-        live.extend(c.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
-        for n in (c.version.saturating_sub(keep as u64 - 1)..c.version).filter(|&n| n > 0) {
-            if let Some(old) = remote.rt.block_on(remote.manifest(&c.unit, n, &mut req))? {
-                live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
-            }
-        }
-    }
     // The open-table layout and its logs, unit by unit (the current catalog's
     // segments: the older catalogs' are on their way out).
     let current: BTreeSet<String> = FIXED
@@ -2711,11 +2788,22 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, keep: usize, dry_run: bool) -> Res
             continue;
         }
         if needs_migration(&unit, &m) {
-            if dry_run || remote.migrate(&unit, &m, &mut req)? {
+            // Only when asked: it commits a version, which a stage writing the
+            // unit at the same time would lose its race to.
+            if !opts.migrate || dry_run {
                 report.migrated += 1;
+            } else {
+                match remote.migrate(&unit, &m, &mut req) {
+                    Ok(true) => report.migrated += 1,
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!("{name} was not moved to open tables: {e}"),
+                }
             }
         } else if !dry_run {
-            report.repaired_logs += remote.rt.block_on(remote.repair_logs(&m, &mut req))?;
+            match remote.rt.block_on(remote.repair_logs(&m, &mut req)) {
+                Ok(n) => report.repaired_logs += n,
+                Err(e) => tracing::warn!("the Delta log of {name}: {e}"),
+            }
         }
     }
     let result: Result<()> = remote.rt.block_on(async {
@@ -2725,6 +2813,17 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, keep: usize, dry_run: bool) -> Res
             .try_collect()
             .await
             .map_err(|e| remote.err("LIST", &remote.prefix, e))?;
+        // Live units, read after the listing (a segment committed since is not in
+        // it): the fixed ones and the segments of the catalog's kept versions.
+        let mut live: BTreeSet<String> = FIXED.iter().map(Unit::name).collect();
+        if let Some(c) = remote.newest(&Unit::Catalog.name(), &mut req).await? {
+            live.extend(c.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+            for n in (c.version.saturating_sub(keep as u64 - 1)..c.version).filter(|&n| n > 0) {
+                if let Some(old) = remote.manifest(&c.unit, n, &mut req).await? {
+                    live.extend(old.segments.iter().map(|s| Unit::Segment(s.clone()).name()));
+                }
+            }
+        }
         let prefix_len = remote.prefix.as_ref().len();
         let rel = |k: &Key| -> String {
             k.as_ref()
@@ -2821,11 +2920,12 @@ pub fn gc(uri: &ObjectUri, min_age: Duration, keep: usize, dry_run: bool) -> Res
         if dry_run {
             return Ok(());
         }
-        // Objects first: a version is removed only after what it referenced.
+        // Objects first: a version is removed only after what it referenced, and
+        // a dead segment's logs before its versions.
         for key in doomed
             .iter()
-            .chain(doomed_versions.iter())
             .chain(dead_logs.iter())
+            .chain(doomed_versions.iter())
             .chain(doomed_jobs.iter())
         {
             match remote.store.delete(key).await {
@@ -2962,7 +3062,16 @@ mod tests {
         drop(c);
         // Versions 1..3 hold "1", "2a", "3": gc keeps 2 and 3 and removes "1"
         // and the loser's "2b" (never referenced).
-        let r = gc(&uri, Duration::ZERO, 2, false).unwrap();
+        let r = gc(
+            &uri,
+            &GcOptions {
+                min_age: Duration::ZERO,
+                keep_versions: 2,
+                migrate: false,
+                dry_run: false,
+            },
+        )
+        .unwrap();
         assert_eq!((r.removed, r.removed_versions, r.kept), (2, 1, 2), "{r}");
         let d = Mirror::open(&uri, Some(&t.path().join("d")), "test").unwrap();
         assert_eq!(meta(&d), "3");

@@ -554,23 +554,26 @@ fn gc_migrates_an_old_layout_crawl_to_delta_tables_and_keeps_the_last_n_versions
     // trawl reads it as it is.
     assert_eq!(s3_crawldb(&moto, t.path(), &uri, &config).len(), 16);
 
-    let out = s3_run(
-        &moto,
-        &work,
-        "gc",
-        &uri,
-        &config,
-        &["--dry-run", "--min-age", "0"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+    // gc counts it; with --migrate (and --dry-run: counts) it moves it.
+    let gc = |args: &[&str]| -> String {
+        let out = s3_run(&moto, &work, "gc", &uri, &config, args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "gc {args:?}: {err}");
+        err
+    };
+    let err = gc(&["--min-age", "0"]);
     assert!(
-        err.contains("would migrate 1 units to open tables"),
+        err.contains("found (gc --migrate moves them): 1 units in the layout before open tables"),
         "{err}"
     );
-    let out = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = gc(&["--migrate", "--dry-run", "--min-age", "0"]);
     assert!(
-        out.status.success() && err.contains("migrated 1 units to open tables"),
+        err.contains("would migrate: 1 units in the layout before open tables"),
+        "{err}"
+    );
+    let err = gc(&["--migrate", "--min-age", "0"]);
+    assert!(
+        err.contains("migrated: 1 units in the layout before open tables"),
         "{err}"
     );
     let (_, newest) = bucket.referenced("migrate");
@@ -581,10 +584,10 @@ fn gc_migrates_an_old_layout_crawl_to_delta_tables_and_keeps_the_last_n_versions
     assert_eq!(read[0]["deltalake"], 16, "{}", read[0]);
     assert_eq!(read[0]["version"], 0, "{}", read[0]);
     // Migrated once: a second gc finds nothing to do.
-    let out = s3_run(&moto, &work, "gc", &uri, &config, &["--min-age", "0"]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = gc(&["--migrate", "--min-age", "0"]);
     assert!(
-        err.contains("migrated 0 units") && err.contains("repaired 0 tables"),
+        err.contains("migrated: 0 units")
+            && err.contains("wrote the missing Delta log entries of 0 versions"),
         "{err}"
     );
 
@@ -613,7 +616,13 @@ fn gc_migrates_an_old_layout_crawl_to_delta_tables_and_keeps_the_last_n_versions
     assert_eq!(read[0]["previous_version_rows"], 20, "{}", read[0]);
 
     // Versions 4 to 6 of the crawldb are the last 3; gc keeps what they need.
+    // Two versions' entries missing: the next commit walks back and writes both.
+    let (one, two) = (bucket.get(&log(1)).unwrap(), bucket.get(&log(2)).unwrap());
+    bucket.delete(&log(1));
+    bucket.delete(&log(2));
     inject(14..16, "d.txt");
+    assert_eq!(bucket.get(&log(1)), Some(one));
+    assert_eq!(bucket.get(&log(2)), Some(two));
     let (referenced, newest) = bucket.referenced("migrate");
     assert_eq!(newest.get("crawldb"), Some(&6));
     let need = |keep: u64| -> BTreeSet<String> {
