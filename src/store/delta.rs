@@ -320,17 +320,6 @@ mod tests {
 
     #[test]
     fn schemas_map_to_delta_types() {
-        let entries = Field::new(
-            "metadata",
-            DataType::Struct(
-                vec![
-                    Field::new("keys", DataType::Utf8, false),
-                    Field::new("values", DataType::Utf8, true),
-                ]
-                .into(),
-            ),
-            false,
-        );
         let s = Schema::new(vec![
             Field::new("url", DataType::Utf8, false),
             Field::new(
@@ -343,7 +332,7 @@ mod tests {
                 DataType::List(Arc::new(Field::new("element", DataType::Utf8, false))),
                 false,
             ),
-            Field::new("metadata", DataType::Map(Arc::new(entries), false), false),
+            Field::new("metadata", crate::datum::string_map_type(), false),
         ]);
         let text = schema_string(&s).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();

@@ -842,6 +842,23 @@ fn a_round_on_s3_equals_the_round_on_a_local_directory() {
         "readdb --stats counts the crawldb's rows as the readers do ({}): {stats}",
         want[0]
     );
+    // readseg counts the segment's generated and fetched rows as the readers do.
+    let row: Vec<&str> = seg
+        .lines()
+        .find(|l| l.starts_with(&name))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        read[4]["deltalake"],
+        row[1].parse::<u64>().unwrap(),
+        "{seg}"
+    );
+    assert_eq!(
+        read[5]["deltalake"],
+        row[2].parse::<u64>().unwrap(),
+        "{seg}"
+    );
     // The crawldb's versions are the table's: inject, updatedb, pagerank (and the
     // rows of the version before the newest are those time travel reads).
     assert!(read[0]["version"].as_u64().unwrap() >= 2, "{}", read[0]);
